@@ -1,0 +1,10 @@
+//go:build tools
+
+// Package controlplane only records, for `go mod tidy`, which commands this module builds.
+package controlplane
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+)

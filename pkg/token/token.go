@@ -1,0 +1,67 @@
+// Package token seals and opens MCP multi round-trip (MRTR) request state with a shared keyring.
+//
+// Two codecs implement Codec:
+//   - Signed: Snodo's wire format (mrtr1/mrtr2, HMAC-SHA256). Integrity only: the client can read the
+//     state. Byte-compatible with the Elixir library Snodo.
+//   - Sealed: AES-256-GCM. Integrity and confidentiality.
+//
+// Both bind a token to the request that produced it (Binding), expire it, and read their keys from a
+// keyring.Source on every call, so a hot-reloaded keyring applies to the next call.
+//
+// Errors come in two kinds that never mix. Every failure to open an untrusted token is ErrInvalid,
+// whatever the cause, so a client learns nothing from the error; the cause is for logs and metrics
+// only. A mistake of the caller or the configuration (bad options, a missing principal, state that is
+// not JSON) is a *ConfigError.
+package token
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// ErrInvalid is the one error every failed Open returns: oversize, malformed, tampered, unknown key,
+// another request or principal, expired.
+var ErrInvalid = errors.New("invalid or expired request state")
+
+// ConfigError reports a caller or configuration mistake, never a property of an untrusted token.
+type ConfigError struct {
+	Field  string // the option or argument at fault, e.g. "TTL" or "Binding.Principal"
+	Reason string
+}
+
+func (e *ConfigError) Error() string { return fmt.Sprintf("token: %s: %s", e.Field, e.Reason) }
+
+// IsConfigError reports whether err is or wraps a *ConfigError.
+func IsConfigError(err error) bool {
+	var ce *ConfigError
+	return errors.As(err, &ce)
+}
+
+// Anonymous is the Principal of a request that deliberately has none. An empty Principal is a
+// ConfigError, so that forgetting to bind the caller cannot happen silently.
+var Anonymous = json.RawMessage("null")
+
+// Binding is what a token is bound to: the request that produced it and who made it. A token opens
+// only with an equal Binding.
+type Binding struct {
+	// Method is the JSON-RPC method, e.g. "tools/call".
+	Method string
+	// Params is the request's params object as received. Its top-level "_meta", "requestState" and
+	// "inputResponses" are not salient and are ignored; everything else, at any depth, is bound.
+	Params json.RawMessage
+	// Principal is the authenticated caller as any JSON value, or Anonymous.
+	Principal json.RawMessage
+	// ProtocolVersion is the MCP protocol version of the request. The Sealed codec binds it; Snodo's
+	// wire format has no place for it, so the Signed codec does not.
+	ProtocolVersion string
+}
+
+// Codec seals request state into a token and opens it again. Implementations are safe for
+// concurrent use.
+type Codec interface {
+	// Seal returns a token carrying state (a JSON value) bound to b.
+	Seal(b Binding, state json.RawMessage) (string, error)
+	// Open returns the state of a token sealed for an equal binding, or ErrInvalid.
+	Open(b Binding, token string) (json.RawMessage, error)
+}
