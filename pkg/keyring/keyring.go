@@ -9,6 +9,7 @@ package keyring
 
 import (
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
@@ -23,27 +24,48 @@ const (
 )
 
 // Key is one entry of a keyring: a public id and secret bytes.
+//
+// The bytes are held by a closure. fmt, and any other printer that walks values by reflection,
+// bypasses String and Format for unexported fields (a Keyring value, a struct holding a Key) and on
+// a bad verb; it would print a []byte or the target of a pointer, but it prints a func as an address
+// only. A func field also makes Key incomparable, so == cannot pretend to compare keys.
 type Key struct {
 	id     string
-	secret []byte
+	secret func() []byte
 }
 
 // NewKey returns a key with a copy of secret. It does not validate: New does, with the key's position.
-func NewKey(id string, secret []byte) Key {
-	return Key{id: id, secret: append([]byte(nil), secret...)}
-}
+func NewKey(id string, secret []byte) Key { return newKey(id, append([]byte(nil), secret...)) }
+
+// newKey takes ownership of b.
+func newKey(id string, b []byte) Key { return Key{id: id, secret: func() []byte { return b }} }
 
 // ID is the key's public identifier, written into tokens and status.
 func (k Key) ID() string { return k.id }
 
 // Secret returns a copy of the key bytes. Only the token codecs should need it.
-func (k Key) Secret() []byte { return append([]byte(nil), k.secret...) }
+func (k Key) Secret() []byte { return append([]byte(nil), k.bytes()...) }
 
 // Len is the number of secret bytes.
-func (k Key) Len() int { return len(k.secret) }
+func (k Key) Len() int { return len(k.bytes()) }
 
-// String prints the id only.
-func (k Key) String() string { return fmt.Sprintf("Key{id: %q, secret: <redacted %d bytes>}", k.id, len(k.secret)) }
+// bytes is the key's own secret slice, for use inside the package only; nil for the zero Key.
+func (k Key) bytes() []byte {
+	if k.secret == nil {
+		return nil
+	}
+	return k.secret()
+}
+
+// Equal reports whether both keys have the same id and bytes; the bytes are compared in constant time.
+func (k Key) Equal(o Key) bool {
+	return k.id == o.id && subtle.ConstantTimeCompare(k.bytes(), o.bytes()) == 1
+}
+
+// String prints the id and the length only.
+func (k Key) String() string {
+	return fmt.Sprintf("Key{id: %q, secret: <redacted %d bytes>}", k.id, k.Len())
+}
 
 // GoString keeps %#v as safe as %v.
 func (k Key) GoString() string { return k.String() }
@@ -72,30 +94,36 @@ func New(keys ...Key) (*Keyring, error) {
 			return nil, fmt.Errorf("keyring: key %d (id %q): id already used by key %d", i, k.id, j)
 		}
 		seen[k.id] = i
-		if len(k.secret) < MinSecretBytes {
+		if k.Len() < MinSecretBytes {
 			return nil, fmt.Errorf("keyring: key %d (id %q): secret is %d bytes, at least %d are required",
-				i, k.id, len(k.secret), MinSecretBytes)
+				i, k.id, k.Len(), MinSecretBytes)
 		}
-		own[i] = NewKey(k.id, k.secret)
+		own[i] = NewKey(k.id, k.bytes())
 	}
 	return &Keyring{keys: own, fingerprint: fingerprint(own)}, nil
 }
 
 // ValidateID reports whether id is 1 to 32 characters of A-Za-z0-9_-.
+//
+// The error does not repeat an invalid id: a common mistake is swapping the id and secret fields,
+// and then the "id" is key material.
 func ValidateID(id string) error {
 	if id == "" {
 		return fmt.Errorf("id is empty: ids are 1 to %d characters of A-Za-z0-9_-", MaxIDLength)
 	}
 	if len(id) > MaxIDLength {
-		return fmt.Errorf("id %.40q is %d characters long: at most %d are allowed", id, len(id), MaxIDLength)
+		return fmt.Errorf("id is %d bytes long: at most %d characters of A-Za-z0-9_- are allowed", len(id), MaxIDLength)
 	}
 	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return fmt.Errorf("id %q has %q at byte %d: only A-Za-z0-9_- are allowed", id, c, i)
+		if !isIDByte(id[i]) {
+			return fmt.Errorf("id has a byte outside A-Za-z0-9_- at offset %d", i)
 		}
 	}
 	return nil
+}
+
+func isIDByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }
 
 // Primary is the key that seals: the first one.
@@ -130,9 +158,17 @@ func (r *Keyring) IDs() []string {
 // fingerprints, and it reveals nothing of a key, so it is safe in logs, status and annotations.
 func (r *Keyring) Fingerprint() string { return r.fingerprint }
 
-// Equal reports whether both keyrings hold the same keys in the same order.
+// Equal reports whether both keyrings hold the same keys in the same order. It compares the keys
+// themselves (bytes in constant time), not just the 64-bit fingerprints. Two nil keyrings are not equal.
 func (r *Keyring) Equal(o *Keyring) bool {
-	return r != nil && o != nil && r.fingerprint == o.fingerprint
+	if r == nil || o == nil || len(r.keys) != len(o.keys) {
+		return false
+	}
+	eq := true
+	for i := range r.keys {
+		eq = r.keys[i].Equal(o.keys[i]) && eq
+	}
+	return eq
 }
 
 // String prints ids and the fingerprint, never key bytes.
@@ -156,9 +192,9 @@ func fingerprint(keys []Key) string {
 		binary.BigEndian.PutUint32(n[:], uint32(len(k.id)))
 		h.Write(n[:])
 		h.Write([]byte(k.id))
-		binary.BigEndian.PutUint32(n[:], uint32(len(k.secret)))
+		binary.BigEndian.PutUint32(n[:], uint32(k.Len()))
 		h.Write(n[:])
-		h.Write(k.secret)
+		h.Write(k.bytes())
 	}
 	return hex.EncodeToString(h.Sum(nil)[:8])
 }
