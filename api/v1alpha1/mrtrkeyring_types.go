@@ -21,48 +21,333 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// EDIT THIS FILE!  THIS IS SCAFFOLDING FOR YOU TO OWN!
-// NOTE: json tags are required.  Any new fields you add must have json tags for the fields to be serialized.
+// RotateAnnotation requests a rotation now: set it to a new value (a timestamp, a commit, anything)
+// and one rotation starts; status.lastHandledRotateRequest records the value that was handled, so
+// re-applying the same value (GitOps) does nothing.
+const RotateAnnotation = "mrtr.dev/rotate"
 
-// MRTRKeyringSpec defines the desired state of MRTRKeyring
+// MRTRKeyringSpec is the desired state: how often to rotate, how long tokens live, and which
+// workloads consume the keyring Secret.
+//
+// A keyring with neither workloads nor workloadSelector is a Secret-only rotation: consumers read the
+// mounted Secret and reload it themselves, so each phase waits propagationDelay (the time the kubelet
+// takes to update a mounted Secret) instead of a rollout.
+//
+// +kubebuilder:validation:XValidation:rule="duration(self.rotationInterval) > duration(self.tokenTTL) + duration(self.clockSkew) + duration(self.terminationGracePeriod)",message="spec.rotationInterval must be longer than one rotation's TTL wait: tokenTTL + clockSkew + terminationGracePeriod",fieldPath=".rotationInterval"
 type MRTRKeyringSpec struct {
-	// INSERT ADDITIONAL SPEC FIELDS - desired state of cluster
-	// Important: Run "make" to regenerate code after modifying this file
-	// The following markers will use OpenAPI v3 schema to validate the value
-	// More info: https://book.kubebuilder.io/reference/markers/crd-validation.html
-
-	// foo is an example field of MRTRKeyring. Edit mrtrkeyring_types.go to remove/update
+	// secretName is the name of the keyring Secret in the keyring's namespace. It defaults to the
+	// keyring's name and cannot change once the keyring exists (the workloads mount it by name).
 	// +optional
-	Foo *string `json:"foo,omitempty"`
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	SecretName string `json:"secretName,omitempty"`
+
+	// rotationInterval is the time from the end of one rotation to the start of the next.
+	// +optional
+	// +kubebuilder:default="720h"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="spec.rotationInterval must be at least 1m"
+	RotationInterval metav1.Duration `json:"rotationInterval,omitzero"`
+
+	// tokenTTL is the longest lifetime of any token a consumer seals; MRTR caps it at 15m.
+	// +optional
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s') && duration(self) <= duration('15m')",message="spec.tokenTTL must be more than 0s and at most 15m"
+	TokenTTL metav1.Duration `json:"tokenTTL,omitzero"`
+
+	// clockSkew is the largest difference between the clocks of any two replicas.
+	// +optional
+	// +kubebuilder:default="30s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('5m')",message="spec.clockSkew must be between 0s and 5m"
+	ClockSkew metav1.Duration `json:"clockSkew,omitzero"`
+
+	// terminationGracePeriod is how long a replaced pod may keep serving (and sealing) while it stops:
+	// the pods' terminationGracePeriodSeconds. It is added to the TTL wait.
+	// +optional
+	// +kubebuilder:default="30s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('1h')",message="spec.terminationGracePeriod must be between 0s and 1h"
+	TerminationGracePeriod metav1.Duration `json:"terminationGracePeriod,omitzero"`
+
+	// rolloutDeadline is how long one phase's rollout may take before the keyring is reported
+	// Stalled. The rotation never skips a rollout: it resumes by itself once the rollout completes.
+	// +optional
+	// +kubebuilder:default="10m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('10s')",message="spec.rolloutDeadline must be at least 10s"
+	RolloutDeadline metav1.Duration `json:"rolloutDeadline,omitzero"`
+
+	// propagationDelay is how long a changed Secret takes to reach every mounted copy (kubelet sync
+	// period plus cache). It is waited for in each phase only when the keyring has no target
+	// workloads, since a rollout otherwise proves that every pod runs with the new keyring.
+	// +optional
+	// +kubebuilder:default="2m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('1h')",message="spec.propagationDelay must be between 0s and 1h"
+	PropagationDelay metav1.Duration `json:"propagationDelay,omitzero"`
+
+	// keyBytes is the size of each generated key, in bytes.
+	// +optional
+	// +kubebuilder:default=32
+	// +kubebuilder:validation:Minimum=32
+	// +kubebuilder:validation:Maximum=64
+	KeyBytes int32 `json:"keyBytes,omitempty"`
+
+	// workloads names the Deployments, StatefulSets and DaemonSets in this namespace that consume
+	// the keyring and are restarted (through a pod-template annotation) at each phase.
+	// +optional
+	// +listType=map
+	// +listMapKey=kind
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Workloads []WorkloadReference `json:"workloads,omitempty"`
+
+	// workloadSelector adds every Deployment, StatefulSet and DaemonSet in this namespace whose
+	// labels match. An empty selector ({}) matches all of them.
+	// +optional
+	WorkloadSelector *metav1.LabelSelector `json:"workloadSelector,omitempty"`
+
+	// suspend stops new rotations from starting (on schedule or on request). A rotation already
+	// under way finishes, because stopping halfway would leave an extra key in place for no reason.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
 }
 
-// MRTRKeyringStatus defines the observed state of MRTRKeyring.
+// WorkloadKind is a kind of workload a keyring can restart.
+// +kubebuilder:validation:Enum=Deployment;StatefulSet;DaemonSet
+type WorkloadKind string
+
+// The workload kinds, all in apps/v1.
+const (
+	KindDeployment  WorkloadKind = "Deployment"
+	KindStatefulSet WorkloadKind = "StatefulSet"
+	KindDaemonSet   WorkloadKind = "DaemonSet"
+)
+
+// WorkloadReference names one target workload in the keyring's namespace.
+type WorkloadReference struct {
+	// kind is Deployment, StatefulSet or DaemonSet.
+	// +required
+	Kind WorkloadKind `json:"kind"`
+
+	// name is the workload's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// Phase is where a keyring is in its rotation. Each phase ends when its exit check passes; see
+// internal/rotation for the checks and the invariant they keep.
+// +kubebuilder:validation:Enum=Stable;Accepting;SealingWithNew;WaitingTTL;Removing
+type Phase string
+
+const (
+	// PhaseStable: one primary key (plus any keys of an adopted keyring); waiting for the next
+	// rotation to be due.
+	PhaseStable Phase = "Stable"
+	// PhaseAccepting: a new key was appended ([A, B]); waiting until every target runs with it, so
+	// that every replica accepts B before any replica seals with it.
+	PhaseAccepting Phase = "Accepting"
+	// PhaseSealingWithNew: the new key was moved first ([B, A]); waiting until no pod that seals
+	// with A is left.
+	PhaseSealingWithNew Phase = "SealingWithNew"
+	// PhaseWaitingTTL: every pod seals with B; waiting tokenTTL + clockSkew + terminationGracePeriod
+	// so that every token sealed with A has expired.
+	PhaseWaitingTTL Phase = "WaitingTTL"
+	// PhaseRemoving: the old keys were dropped ([B]); waiting until every target runs with that.
+	PhaseRemoving Phase = "Removing"
+)
+
+// KeyRole is what a key is used for right now.
+// +kubebuilder:validation:Enum=Primary;Accepted;Retiring
+type KeyRole string
+
+const (
+	// KeyPrimary seals and opens.
+	KeyPrimary KeyRole = "Primary"
+	// KeyAccepted opens only; it becomes primary once every replica accepts it.
+	KeyAccepted KeyRole = "Accepted"
+	// KeyRetiring opens only; it is removed once no token sealed with it can still be valid.
+	KeyRetiring KeyRole = "Retiring"
+)
+
+// KeyStatus describes one key of the keyring Secret: its id and role, never its bytes.
+type KeyStatus struct {
+	// id is the key id, as written into tokens.
+	// +required
+	ID string `json:"id"`
+	// role is Primary, Accepted or Retiring.
+	// +required
+	Role KeyRole `json:"role"`
+	// createdAt is when the operator generated (or adopted) the key.
+	// +optional
+	CreatedAt metav1.Time `json:"createdAt,omitzero"`
+}
+
+// WorkloadStatus is the rollout state of one target workload.
+type WorkloadStatus struct {
+	// kind is Deployment, StatefulSet or DaemonSet.
+	// +required
+	Kind WorkloadKind `json:"kind"`
+	// name is the workload's name.
+	// +required
+	Name string `json:"name"`
+	// found is false when the workload does not exist.
+	// +optional
+	Found bool `json:"found,omitempty"`
+	// upToDate is true when the workload's pod template carries status.targetFingerprint and has
+	// fully rolled out (in the sense of kubectl rollout status).
+	// +optional
+	UpToDate bool `json:"upToDate,omitempty"`
+	// readyReplicas is the number of ready pods.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	// desiredReplicas is the number of pods the workload wants.
+	// +optional
+	DesiredReplicas int32 `json:"desiredReplicas,omitempty"`
+	// message says what the rollout is waiting for, if anything.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// MRTRKeyringStatus is the observed state. Every timer and every piece of progress of a rotation
+// lives here, so a restarted operator resumes exactly where it was.
 type MRTRKeyringStatus struct {
-	// INSERT ADDITIONAL STATUS FIELD - define observed state of cluster
-	// Important: Run "make" to regenerate code after modifying this file
+	// observedGeneration is the metadata.generation this status was computed from.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// For Kubernetes API conventions, see:
-	// https://github.com/kubernetes/community/blob/master/contributors/devel/sig-architecture/api-conventions.md#typical-status-properties
+	// phase is the rotation phase: Stable, Accepting, SealingWithNew, WaitingTTL or Removing.
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
 
-	// conditions represent the current state of the MRTRKeyring resource.
-	// Each condition has a unique type and reflects the status of a specific aspect of the resource.
-	//
-	// Standard condition types include:
-	// - "Available": the resource is fully functional
-	// - "Progressing": the resource is being created or updated
-	// - "Degraded": the resource failed to reach or maintain its desired state
-	//
-	// The status of each condition is one of True, False, or Unknown.
+	// secretName is the name of the keyring Secret (spec.secretName or the keyring's name).
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
+
+	// keys lists the keys of the Secret in order (the first one seals): ids and roles only.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=8
+	Keys []KeyStatus `json:"keys,omitempty"`
+
+	// secretFingerprint is the fingerprint of the keyring the operator last wrote to (or adopted
+	// from) the Secret. A Secret whose fingerprint differs was changed behind the operator's back.
+	// +optional
+	SecretFingerprint string `json:"secretFingerprint,omitempty"`
+
+	// targetFingerprint is the fingerprint the target workloads are stamped with and rolled out to
+	// (pod-template annotation mrtr.dev/keyring-hash).
+	// +optional
+	TargetFingerprint string `json:"targetFingerprint,omitempty"`
+
+	// workloads is the rollout state of each target workload.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	Workloads []WorkloadStatus `json:"workloads,omitempty"`
+
+	// phaseStartedAt is when the current phase began; rollout deadlines count from it.
+	// +optional
+	PhaseStartedAt *metav1.Time `json:"phaseStartedAt,omitempty"`
+
+	// ttlWaitUntil is when the TTL wait ends: the moment the last pod sealing with the old key was
+	// seen gone, plus tokenTTL + clockSkew + terminationGracePeriod.
+	// +optional
+	TTLWaitUntil *metav1.Time `json:"ttlWaitUntil,omitempty"`
+
+	// lastRotationTime is when the last rotation completed.
+	// +optional
+	LastRotationTime *metav1.Time `json:"lastRotationTime,omitempty"`
+
+	// nextRotationTime is when the next rotation is due.
+	// +optional
+	NextRotationTime *metav1.Time `json:"nextRotationTime,omitempty"`
+
+	// lastHandledRotateRequest is the last value of the mrtr.dev/rotate annotation that started a
+	// rotation.
+	// +optional
+	LastHandledRotateRequest string `json:"lastHandledRotateRequest,omitempty"`
+
+	// rotationsCompleted counts the rotations this keyring has completed.
+	// +optional
+	RotationsCompleted int64 `json:"rotationsCompleted,omitempty"`
+
+	// conditions follow kstatus: Ready, Reconciling (True while a rotation or a rollout is under
+	// way) and Stalled (True while something blocks progress). Reasons are the Reason* constants.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
+	// +kubebuilder:validation:MaxItems=8
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
+// Condition types. We follow kstatus (sigs.k8s.io/cli-utils/pkg/kstatus), which Flux, kpt and the
+// cli-utils applier read without configuration: Reconciling and Stalled have abnormal-true polarity.
+const (
+	// ConditionReady is True when the keyring Secret holds a valid keyring the operator manages,
+	// every target exists, and nothing is stalled. It stays True during a healthy rotation: tokens
+	// keep working throughout.
+	ConditionReady = "Ready"
+	// ConditionReconciling is True while a rotation is under way or the targets are still rolling
+	// out to the current keyring.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True while the operator cannot make progress without outside help (or
+	// without a stuck rollout completing).
+	ConditionStalled = "Stalled"
+)
+
+// Condition reasons.
+const (
+	// ReasonReady (Ready=True): the keyring is in place and every target runs with a keyring that
+	// accepts every key in use.
+	ReasonReady = "KeyringReady"
+	// ReasonIdle (Reconciling=False): Stable, and every target is rolled out to the current keyring.
+	ReasonIdle = "Idle"
+	// ReasonRolloutInProgress (Reconciling=True): Stable, targets still rolling out to the keyring.
+	ReasonRolloutInProgress = "RolloutInProgress"
+	// ReasonRotating (Reconciling=True): a rotation is under way; the message names the phase.
+	ReasonRotating = "Rotating"
+	// ReasonNotStalled (Stalled=False): nothing blocks progress.
+	ReasonNotStalled = "NotStalled"
+	// ReasonSecretInvalid (Stalled=True, Ready=False): the Secret exists but does not hold a valid
+	// keyring.json. The operator never overwrites it; fix or delete it.
+	ReasonSecretInvalid = "SecretInvalid"
+	// ReasonSecretWrongType (Stalled=True, Ready=False): the Secret's type is not mrtr.dev/keyring.
+	// Secret types are immutable: delete it and the operator creates a new one.
+	ReasonSecretWrongType = "SecretWrongType"
+	// ReasonWorkloadNotFound (Ready=False; Stalled=True while Accepting): a named target does not
+	// exist. A rotation does not advance past Accepting without it.
+	ReasonWorkloadNotFound = "WorkloadNotFound"
+	// ReasonRolloutDeadlineExceeded (Stalled=True, Ready=False): a target has not rolled out within
+	// spec.rolloutDeadline. The rotation waits and resumes by itself when the rollout completes.
+	ReasonRolloutDeadlineExceeded = "RolloutDeadlineExceeded"
+	// ReasonKeyringFull (Stalled=True, Ready=False): an adopted keyring already holds the maximum
+	// number of keys, so no key can be added; remove keys no replica seals with.
+	ReasonKeyringFull = "KeyringFull"
+)
+
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=mkr
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Primary",type=string,JSONPath=`.status.keys[0].id`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Next Rotation",type=date,JSONPath=`.status.nextRotationTime`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="(has(oldSelf.spec.secretName) ? oldSelf.spec.secretName : oldSelf.metadata.name) == (has(self.spec.secretName) ? self.spec.secretName : self.metadata.name)",message="spec.secretName is immutable: the workloads mount the Secret by name",fieldPath=".spec.secretName"
 
-// MRTRKeyring is the Schema for the mrtrkeyrings API
+// MRTRKeyring keeps a shared MRTR keyring Secret rotated, walking every consuming workload through
+// accept, seal-with-new, wait-TTL and remove so that no token is ever rejected.
 type MRTRKeyring struct {
 	metav1.TypeMeta `json:",inline"`
 
@@ -77,6 +362,14 @@ type MRTRKeyring struct {
 	// status defines the observed state of MRTRKeyring
 	// +optional
 	Status MRTRKeyringStatus `json:"status,omitzero"`
+}
+
+// EffectiveSecretName is spec.secretName, or the keyring's name when it is unset.
+func (k *MRTRKeyring) EffectiveSecretName() string {
+	if k.Spec.SecretName != "" {
+		return k.Spec.SecretName
+	}
+	return k.Name
 }
 
 // +kubebuilder:object:root=true
