@@ -1,0 +1,476 @@
+package token
+
+import (
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+)
+
+// Limits and defaults of the Sealed codec. The byte layout they apply to is in the package doc.
+const (
+	// MaxSealedTokenBytes is the longest token Open reads; a longer one is rejected before any decoding,
+	// and Seal refuses state that would make a token longer.
+	MaxSealedTokenBytes = 64 << 10
+	// DefaultSealedTTL is the lifetime of a token bound to a principal.
+	DefaultSealedTTL = 5 * time.Minute
+	// DefaultSealedAnonymousTTL is the lifetime of a token bound to Anonymous.
+	DefaultSealedAnonymousTTL = 60 * time.Second
+	// MaxSealedTTL bounds both TTLs. The operator waits the TTL before it drops a key, so a long TTL
+	// slows every rotation down.
+	MaxSealedTTL = time.Hour
+)
+
+const (
+	// sealedAADTag starts the associated data and names the format version (see the package doc).
+	sealedAADTag = "mrtr-sealed-v1"
+	// sealedKeyInfo is the HKDF info that derives the AES-256 key from a keyring secret.
+	sealedKeyInfo = "mrtr-sealed-v1 aes-256-gcm key"
+	// sealedDigestTag starts the bytes hashed into the payload's "d" member.
+	sealedDigestTag = "mrtr-sealed-v1 binding\x00"
+
+	ivLen     = 12
+	tagLen    = 16
+	digestB64 = 43 // base64url without padding of a SHA-256 digest
+)
+
+// sealedB64 is strict: trailing bits must be zero, so each token has exactly one spelling. Go's decoder
+// also skips '\r' and '\n'; Open rejects those by requiring the canonical encoded length.
+var sealedB64 = base64.RawURLEncoding.Strict()
+
+// SealedOptions configures a Sealed codec.
+type SealedOptions struct {
+	// Server is the identity of the endpoint that handles the request (e.g. its canonical URL). It is
+	// bound into every token, so a token sealed for one server never opens on another that shares the
+	// keyring. Required.
+	Server string
+	// TTL is the lifetime of a token bound to a principal: 1s to 1h in whole seconds, default 5m.
+	// On open it also caps tokens sealed with a longer TTL: lowering it takes effect at once.
+	TTL time.Duration
+	// AnonymousTTL is the lifetime of a token bound to Anonymous: 1s up to TTL in whole seconds,
+	// default 60s (or TTL if that is shorter).
+	AnonymousTTL time.Duration
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Sealed is the AES-256-GCM codec: the state is confidential and the token is bound to the protocol
+// version, method, server, principal and salient params of the request. It is safe for concurrent use.
+type Sealed struct {
+	src          keyring.Source
+	server       string
+	ttl, anonTTL int64 // seconds
+	now          func() time.Time
+	keys         atomic.Pointer[sealedKeys]
+}
+
+var _ Codec = (*Sealed)(nil)
+
+// NewSealed returns a Sealed codec that reads its keys from src on every call. Bad options are a
+// *ConfigError.
+func NewSealed(src keyring.Source, opts SealedOptions) (*Sealed, error) {
+	if src == nil {
+		return nil, &ConfigError{Field: "src", Reason: "is nil: the Sealed codec needs a keyring source"}
+	}
+	if opts.Server == "" {
+		return nil, &ConfigError{Field: "SealedOptions.Server", Reason: "is empty: name the server identity every token is bound to"}
+	}
+	ttl := opts.TTL
+	if ttl == 0 {
+		ttl = DefaultSealedTTL
+	}
+	if err := checkTTL("SealedOptions.TTL", ttl, MaxSealedTTL); err != nil {
+		return nil, err
+	}
+	anon := opts.AnonymousTTL
+	if anon == 0 {
+		anon = min(DefaultSealedAnonymousTTL, ttl)
+	}
+	if err := checkTTL("SealedOptions.AnonymousTTL", anon, ttl); err != nil {
+		return nil, err
+	}
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Sealed{
+		src:     src,
+		server:  opts.Server,
+		ttl:     int64(ttl / time.Second),
+		anonTTL: int64(anon / time.Second),
+		now:     now,
+	}, nil
+}
+
+func checkTTL(field string, d, max time.Duration) error {
+	switch {
+	case d < time.Second || d > max:
+		return &ConfigError{Field: field, Reason: fmt.Sprintf("is %v: it must be between 1s and %v", d, max)}
+	case d%time.Second != 0:
+		return &ConfigError{Field: field, Reason: fmt.Sprintf("is %v: it must be a whole number of seconds", d)}
+	}
+	return nil
+}
+
+// Seal returns a token carrying state bound to b. state must be one JSON value; b needs a Method
+// and a Principal (Anonymous for none). Every error is a *ConfigError.
+func (s *Sealed) Seal(b Binding, state json.RawMessage) (string, error) {
+	if b.Method == "" {
+		return "", &ConfigError{Field: "Binding.Method", Reason: "is empty"}
+	}
+	if len(b.Principal) == 0 {
+		return "", &ConfigError{Field: "Binding.Principal", Reason: "is empty: use token.Anonymous for a request without a principal"}
+	}
+	if !validJSON(state) {
+		return "", &ConfigError{Field: "state", Reason: "is not a single JSON value"}
+	}
+	ring := s.src.Keyring()
+	if ring == nil {
+		return "", &ConfigError{Field: "keyring", Reason: "the source has no keyring: nothing can be sealed"}
+	}
+	ks := s.keysFor(ring)
+
+	sc := getScratch()
+	defer putScratch(sc)
+	var err error
+	if sc.principal, err = appendCanonicalValue(sc.principal[:0], b.Principal); err != nil {
+		return "", &ConfigError{Field: "Binding.Principal", Reason: "is not a JSON value: " + err.Error()}
+	}
+	var digest [sha256.Size]byte
+	if digest, err = s.digest(sc, b.Method, b.Params); err != nil {
+		return "", &ConfigError{Field: "Binding.Params", Reason: "cannot be bound: " + err.Error()}
+	}
+	issued := s.now().Unix()
+	expires := issued + s.ttlFor(sc.principal)
+
+	p := append(sc.payload[:0], `{"i":`...)
+	p = strconv.AppendInt(p, issued, 10)
+	p = append(p, `,"e":`...)
+	p = strconv.AppendInt(p, expires, 10)
+	p = append(p, `,"d":"`...)
+	p = sealedB64.AppendEncode(p, digest[:])
+	p = append(p, `","p":`...)
+	p = append(p, sc.principal...)
+	p = append(p, `,"s":`...)
+	p = append(p, state...)
+	p = append(p, '}')
+	sc.payload = p
+
+	kid := ks.primary.id
+	size := len(kid) + 1 + sealedB64.EncodedLen(ivLen+tagLen+len(p))
+	if size > MaxSealedTokenBytes {
+		return "", &ConfigError{Field: "state", Reason: fmt.Sprintf(
+			"is too large: the token would be %d bytes, more than the %d Open accepts", size, MaxSealedTokenBytes)}
+	}
+	sc.aad = appendAAD(sc.aad[:0], kid, b.ProtocolVersion, b.Method, s.server)
+
+	// Go's GCM writes ciphertext||tag; the token carries iv||tag||ciphertext. Seal after the IV, then
+	// move the tag in front of the ciphertext.
+	raw := grow(sc.raw[:0], ivLen+tagLen+len(p))
+	sc.raw = raw
+	iv := raw[:ivLen]
+	_, _ = rand.Read(iv) // never fails (crypto/rand since Go 1.24)
+	ks.primary.aead.Seal(raw[ivLen:ivLen], iv, p, sc.aad)
+	var tag [tagLen]byte
+	copy(tag[:], raw[ivLen+len(p):])
+	copy(raw[ivLen+tagLen:], raw[ivLen:ivLen+len(p)])
+	copy(raw[ivLen:], tag[:])
+
+	var out strings.Builder
+	out.Grow(size)
+	out.WriteString(kid)
+	out.WriteByte('.')
+	enc := sealedB64.AppendEncode(sc.enc[:0], raw)
+	sc.enc = enc
+	out.Write(enc)
+	return out.String(), nil
+}
+
+// Open returns the state of token if it was sealed for an equal binding, by this server, under a key
+// of the current keyring, and has not expired. Every failure is ErrInvalid, except a Binding the
+// server itself got wrong (no Method or Principal), which is a *ConfigError.
+func (s *Sealed) Open(b Binding, token string) (json.RawMessage, error) {
+	if b.Method == "" {
+		return nil, &ConfigError{Field: "Binding.Method", Reason: "is empty"}
+	}
+	if len(b.Principal) == 0 {
+		return nil, &ConfigError{Field: "Binding.Principal", Reason: "is empty: use token.Anonymous for a request without a principal"}
+	}
+	// Cheapest checks first, the binding's canonical form (the costly part) only once the token is
+	// authentic: a forged token costs a failed GCM open at most.
+	if len(token) > MaxSealedTokenBytes {
+		return nil, ErrInvalid
+	}
+	dot := strings.IndexByte(token, '.')
+	if dot < 0 {
+		return nil, ErrInvalid
+	}
+	kid, enc := token[:dot], token[dot+1:]
+	ring := s.src.Keyring()
+	if ring == nil {
+		return nil, ErrInvalid
+	}
+	key := s.keysFor(ring).lookup(kid)
+	if key == nil {
+		return nil, ErrInvalid
+	}
+
+	sc := getScratch()
+	defer putScratch(sc)
+	raw := grow(sc.raw[:0], sealedB64.DecodedLen(len(enc)))
+	n, err := sealedB64.Decode(raw, []byte(enc))
+	if err != nil || sealedB64.EncodedLen(n) != len(enc) || n < ivLen+tagLen {
+		return nil, ErrInvalid
+	}
+	raw = raw[:n]
+	sc.raw = raw
+
+	// Back to Go's order, ciphertext||tag, in a second buffer, and decrypt in place.
+	box := append(append(sc.payload[:0], raw[ivLen+tagLen:]...), raw[ivLen:ivLen+tagLen]...)
+	sc.payload = box
+	sc.aad = appendAAD(sc.aad[:0], kid, b.ProtocolVersion, b.Method, s.server)
+	p, err := key.aead.Open(box[:0], raw[:ivLen], box, sc.aad)
+	if err != nil {
+		return nil, ErrInvalid
+	}
+
+	pl, ok := parsePayload(p)
+	if !ok {
+		return nil, ErrInvalid
+	}
+	if sc.principal, err = appendCanonicalValue(sc.principal[:0], b.Principal); err != nil {
+		return nil, &ConfigError{Field: "Binding.Principal", Reason: "is not a JSON value: " + err.Error()}
+	}
+	state, ok := pl.state(sc.principal)
+	if !ok {
+		return nil, ErrInvalid
+	}
+	// Expiry is exclusive. The issue time is not compared with now: a replica whose clock runs a
+	// little ahead must not have its fresh tokens rejected; expires-issued <= TTL bounds the lifetime,
+	// and the opener's TTL caps tokens sealed with a longer one.
+	if now := s.now().Unix(); now >= pl.expires || pl.expires-pl.issued > s.ttlFor(sc.principal) {
+		return nil, ErrInvalid
+	}
+	digest, err := s.digest(sc, b.Method, b.Params)
+	if err != nil {
+		return nil, ErrInvalid // the retry's params are untrusted input
+	}
+	var want [digestB64]byte
+	sealedB64.Encode(want[:], digest[:])
+	if subtle.ConstantTimeCompare(want[:], pl.digest) != 1 {
+		return nil, ErrInvalid
+	}
+	return json.RawMessage(bytes.Clone(state)), nil
+}
+
+func (s *Sealed) ttlFor(canonicalPrincipal []byte) int64 {
+	if string(canonicalPrincipal) == "null" {
+		return s.anonTTL
+	}
+	return s.ttl
+}
+
+// digest is SHA-256 over the digest tag and the canonical JSON of [method, salient params].
+func (s *Sealed) digest(sc *scratch, method string, params json.RawMessage) ([sha256.Size]byte, error) {
+	var err error
+	c := append(sc.canon[:0], sealedDigestTag...)
+	c, err = appendCanonicalBinding(c, method, params)
+	sc.canon = c
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	return sha256.Sum256(c), nil
+}
+
+// appendAAD writes the associated data: the format tag, then kid, protocol version, method and
+// server, each as a 4-byte big-endian length and the bytes.
+func appendAAD(dst []byte, kid, version, method, server string) []byte {
+	dst = append(dst, sealedAADTag...)
+	for _, f := range [...]string{kid, version, method, server} {
+		dst = binary.BigEndian.AppendUint32(dst, uint32(len(f)))
+		dst = append(dst, f...)
+	}
+	return dst
+}
+
+// payload is a decrypted payload's members, as slices of it.
+type payload struct {
+	issued, expires int64
+	digest          []byte
+	rest            []byte // <principal>,"s":<state>}
+}
+
+// parsePayload reads the exact layout Seal writes, up to the principal:
+//
+//	{"i":<issued>,"e":<expires>,"d":"<43 chars>","p":<principal>,"s":<state>}
+//
+// The payload is authentic when this runs, so it checks the layout, not the JSON grammar of the
+// principal and the state: statePrincipal compares the principal byte for byte with the binding's,
+// and the state was validated when it was sealed.
+func parsePayload(p []byte) (payload, bool) {
+	var pl payload
+	var ok bool
+	if p, ok = cut(p, `{"i":`); !ok {
+		return pl, false
+	}
+	if pl.issued, p, ok = cutInt(p); !ok {
+		return pl, false
+	}
+	if p, ok = cut(p, `,"e":`); !ok {
+		return pl, false
+	}
+	if pl.expires, p, ok = cutInt(p); !ok {
+		return pl, false
+	}
+	if p, ok = cut(p, `,"d":"`); !ok || len(p) < digestB64 {
+		return pl, false
+	}
+	pl.digest, p = p[:digestB64], p[digestB64:]
+	if pl.rest, ok = cut(p, `","p":`); !ok {
+		return pl, false
+	}
+	return pl, true
+}
+
+// state returns the state if the payload's principal is exactly principal (canonical JSON). Both are
+// complete JSON values, and no JSON value is a proper prefix of another followed by a comma, so
+// matching principal followed by `,"s":` cannot be fooled by a principal that contains `,"s":`.
+func (pl *payload) state(principal []byte) ([]byte, bool) {
+	if !bytes.HasPrefix(pl.rest, principal) {
+		return nil, false
+	}
+	p, ok := cut(pl.rest[len(principal):], `,"s":`)
+	if !ok || len(p) < 2 || p[len(p)-1] != '}' {
+		return nil, false
+	}
+	return p[:len(p)-1], true
+}
+
+func cut(p []byte, prefix string) ([]byte, bool) {
+	if len(p) < len(prefix) || string(p[:len(prefix)]) != prefix {
+		return p, false
+	}
+	return p[len(prefix):], true
+}
+
+// cutInt reads a non-negative JSON integer without leading zeros that fits an int64.
+func cutInt(p []byte) (int64, []byte, bool) {
+	n := 0
+	for n < len(p) && p[n] >= '0' && p[n] <= '9' {
+		n++
+	}
+	if n == 0 || n > 18 || (n > 1 && p[0] == '0') {
+		return 0, p, false
+	}
+	var v int64
+	for _, c := range p[:n] {
+		v = v*10 + int64(c-'0')
+	}
+	return v, p[n:], true
+}
+
+// sealedKeys is the AEAD of every key of one keyring, built once per keyring fingerprint.
+type sealedKeys struct {
+	fingerprint string
+	primary     *sealedKey
+	all         []sealedKey
+}
+
+type sealedKey struct {
+	id   string
+	aead cipher.AEAD
+}
+
+func (k *sealedKeys) lookup(id string) *sealedKey {
+	for i := range k.all {
+		if k.all[i].id == id {
+			return &k.all[i]
+		}
+	}
+	return nil
+}
+
+// keysFor returns the AEADs of ring, rebuilding them only when the keyring changed. Two callers that
+// see a new keyring at once may both build; either result is correct.
+func (s *Sealed) keysFor(ring *keyring.Keyring) *sealedKeys {
+	if k := s.keys.Load(); k != nil && k.fingerprint == ring.Fingerprint() {
+		return k
+	}
+	k := newSealedKeys(ring)
+	s.keys.Store(k)
+	return k
+}
+
+func newSealedKeys(ring *keyring.Keyring) *sealedKeys {
+	keys := ring.Keys()
+	k := &sealedKeys{fingerprint: ring.Fingerprint(), all: make([]sealedKey, len(keys))}
+	for i, key := range keys {
+		k.all[i] = sealedKey{id: key.ID(), aead: newSealedAEAD(key)}
+	}
+	k.primary = &k.all[0]
+	return k
+}
+
+// newSealedAEAD derives the AES-256 key of a keyring key with HKDF-SHA256 (no salt, info
+// sealedKeyInfo), whatever the secret's length (keyrings hold 32 bytes or more). Deriving rather than
+// using the bytes directly gives every secret, of any length, one treatment, and keeps the AES key
+// apart from the HMAC key the Signed codec makes of the same secret.
+func newSealedAEAD(key keyring.Key) cipher.AEAD {
+	secret := key.Secret()
+	aesKey, err := hkdf.Key(sha256.New, secret, nil, sealedKeyInfo, 32)
+	clear(secret)
+	if err != nil {
+		panic("token: HKDF-SHA256 of a keyring secret failed: " + err.Error()) // only for a >8160-byte output
+	}
+	block, err := aes.NewCipher(aesKey)
+	clear(aesKey)
+	if err != nil {
+		panic("token: AES-256 rejected a 32-byte key: " + err.Error())
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		panic("token: GCM over AES failed: " + err.Error())
+	}
+	return aead
+}
+
+// scratch holds the buffers of one Seal or Open, pooled so the hot path does not allocate them.
+type scratch struct {
+	canon, principal, payload, aad, raw, enc []byte
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+func getScratch() *scratch { return scratchPool.Get().(*scratch) }
+
+// putScratch returns sc to the pool unless a large token made it big: pooled memory stays small.
+func putScratch(sc *scratch) {
+	const keep = 16 << 10
+	if cap(sc.canon) > keep || cap(sc.payload) > keep || cap(sc.raw) > keep || cap(sc.enc) > keep ||
+		cap(sc.principal) > keep || cap(sc.aad) > keep {
+		return
+	}
+	scratchPool.Put(sc)
+}
+
+// grow returns b resliced to n bytes, reallocating only when its capacity is too small.
+func grow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
+}
