@@ -1,0 +1,653 @@
+// Package canonical reads JSON strictly and writes it the way Snodo (Elixir) binds and signs it.
+//
+// Reading follows Elixir's JSON decoder (a copy of OTP's json module) as Snodo uses it:
+//   - A number literal with '.', 'e' or 'E' is a float, any other an exact integer of any size; "-0"
+//     is the integer 0. A literal with an exponent and no fraction is read as prefix ".0e" exponent,
+//     where the prefix of "0" and "-0" is "0", so "-0e0" is the float +0.0 while "-0.0" is -0.0.
+//     A float beyond the float64 range is an error; one too small becomes zero.
+//   - Strings must be valid UTF-8 without raw control characters; \u escapes must form valid code
+//     points (surrogates only as a high-low pair).
+//   - An object with a repeated name is an error (Snodo's JSONValue.decode rejects it; silently
+//     keeping one of two values is how two parties come to read different data).
+//   - Whitespace is space, tab, CR and LF; anything but whitespace after the value is an error.
+//   - Nesting deeper than MaxDepth is an error (Elixir has no limit; the Go stack is not free).
+//
+// Writing is Elixir's JSON.encode! with object members sorted by the UTF-8 bytes of their names:
+//   - Integers as their digits; floats in Erlang's shortest round-trip layout (AppendFloat).
+//   - Strings escape only '"', '\\' and bytes below 0x20 (\b \t \n \f \r short, others \u00XX in
+//     upper-case hex); '/', "<>&", DEL, U+2028/U+2029 and all other text are written raw.
+//   - No whitespace.
+//
+// For objects of at most 32 members this is also exactly what Elixir writes for a decoded map
+// (Erlang iterates small maps in key order); larger maps come out of Erlang in hash order, which
+// Snodo never relies on: bindings are always sorted, and a payload is only ever verified as text.
+//
+// The encoder works directly from text to text without building a tree, and keeps its scratch space
+// in a pooled Decoder, so canonicalizing a request costs no allocation beyond the output.
+package canonical
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+)
+
+// MaxDepth is the deepest nesting of arrays and objects the decoder accepts.
+const MaxDepth = 10000
+
+// SyntaxError reports why and where a text is not acceptable JSON.
+type SyntaxError struct {
+	Offset int // byte offset in the input
+	Msg    string
+}
+
+func (e *SyntaxError) Error() string { return fmt.Sprintf("json: %s at offset %d", e.Msg, e.Offset) }
+
+// Valid reports whether src is exactly one JSON value acceptable to the strict decoder.
+func Valid(src []byte) bool {
+	d := get(src)
+	defer put(d)
+	return d.skipValue() == nil && d.End() == nil
+}
+
+// Append appends the canonical form of the single JSON value in src to dst.
+func Append(dst, src []byte) ([]byte, error) {
+	d := get(src)
+	defer put(d)
+	dst, err := d.AppendValue(dst)
+	if err != nil {
+		return dst, err
+	}
+	return dst, d.End()
+}
+
+// AppendObject appends the canonical form of the JSON object in src to dst, leaving out its
+// top-level members named in omit (nested members of the same names stay). Omitted members are still
+// checked: they must be valid JSON and their names must not repeat.
+func AppendObject(dst, src []byte, omit ...string) ([]byte, error) {
+	d := get(src)
+	defer put(d)
+	dst, err := d.AppendObject(dst, omit)
+	if err != nil {
+		return dst, err
+	}
+	return dst, d.End()
+}
+
+// AppendString appends s as a JSON string. It fails if s is not valid UTF-8: Elixir cannot encode
+// such a string either.
+func AppendString(dst []byte, s string) ([]byte, error) {
+	if !utf8.ValidString(s) {
+		return dst, errors.New("json: string is not valid UTF-8")
+	}
+	return appendEscaped(dst, s), nil
+}
+
+var pool = sync.Pool{New: func() any { return new(Decoder) }}
+
+func get(src []byte) *Decoder {
+	d := pool.Get().(*Decoder)
+	d.Reset(src)
+	return d
+}
+
+func put(d *Decoder) {
+	// Do not keep scratch space grown by an unusual input alive forever.
+	if cap(d.keys) > 64<<10 || cap(d.tmp) > 64<<10 || cap(d.members) > 4096 {
+		return
+	}
+	d.Reset(nil)
+	pool.Put(d)
+}
+
+// GetDecoder returns a pooled Decoder reading src; give it back with PutDecoder.
+func GetDecoder(src []byte) *Decoder { return get(src) }
+
+// PutDecoder returns d to the pool. d must not be used afterwards.
+func PutDecoder(d *Decoder) { put(d) }
+
+// Decoder reads one JSON text. Besides the canonical encoder (AppendValue, AppendObject) it offers the
+// few primitives a caller needs to walk a known structure: Consume, Integer, String and End.
+// The zero value is ready after Reset.
+type Decoder struct {
+	src   []byte
+	pos   int
+	depth int
+
+	keys    []byte   // decoded member names of the objects being encoded, innermost last
+	members []member // their members, innermost object last
+	tmp     []byte   // scratch for decoding escaped strings and for reordering members
+}
+
+// member is one member of an object being encoded: its decoded name in keys, its encoded
+// `"name":value` in the output (empty when omitted).
+type member struct {
+	koff, klen int
+	start, end int
+}
+
+// Reset makes d read src from the start.
+func (d *Decoder) Reset(src []byte) {
+	d.src, d.pos, d.depth = src, 0, 0
+	d.keys, d.members, d.tmp = d.keys[:0], d.members[:0], d.tmp[:0]
+}
+
+func (d *Decoder) errorf(off int, format string, args ...any) error {
+	return &SyntaxError{Offset: off, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (d *Decoder) errUnexpected() error {
+	if d.pos >= len(d.src) {
+		return d.errorf(d.pos, "unexpected end of input")
+	}
+	return d.errorf(d.pos, "unexpected byte %q", d.src[d.pos])
+}
+
+func (d *Decoder) skipSpace() {
+	for d.pos < len(d.src) {
+		switch d.src[d.pos] {
+		case ' ', '\t', '\n', '\r':
+			d.pos++
+		default:
+			return
+		}
+	}
+}
+
+// Consume skips whitespace and then c, reporting whether c was there.
+func (d *Decoder) Consume(c byte) bool {
+	d.skipSpace()
+	if d.pos < len(d.src) && d.src[d.pos] == c {
+		d.pos++
+		return true
+	}
+	return false
+}
+
+// End skips whitespace and fails unless the input ends there.
+func (d *Decoder) End() error {
+	d.skipSpace()
+	if d.pos != len(d.src) {
+		return d.errorf(d.pos, "unexpected data after the JSON value")
+	}
+	return nil
+}
+
+// Integer reads the next value, which must be an integer literal, and returns its text (JSON allows
+// no leading zeros, so the text is the integer's only spelling, except "-0" for 0).
+func (d *Decoder) Integer() ([]byte, error) {
+	d.skipSpace()
+	start := d.pos
+	isFloat, err := d.scanNumber()
+	if err != nil {
+		return nil, err
+	}
+	if isFloat {
+		return nil, d.errorf(start, "number is a float, not an integer")
+	}
+	return d.src[start:d.pos], nil
+}
+
+// String reads the next value, which must be a string, and appends its decoded bytes to dst.
+func (d *Decoder) String(dst []byte) ([]byte, error) {
+	d.skipSpace()
+	if d.pos >= len(d.src) || d.src[d.pos] != '"' {
+		return dst, d.errUnexpected()
+	}
+	return d.decodeString(dst)
+}
+
+// AppendValue reads the next value and appends its canonical form to dst.
+func (d *Decoder) AppendValue(dst []byte) ([]byte, error) {
+	d.skipSpace()
+	if d.pos >= len(d.src) {
+		return dst, d.errUnexpected()
+	}
+	switch c := d.src[d.pos]; c {
+	case '{':
+		return d.appendObject(dst, nil)
+	case '[':
+		return d.appendArray(dst)
+	case '"':
+		return d.appendString(dst)
+	case 't':
+		return d.appendLiteral(dst, "true")
+	case 'f':
+		return d.appendLiteral(dst, "false")
+	case 'n':
+		return d.appendLiteral(dst, "null")
+	default:
+		if c == '-' || c >= '0' && c <= '9' {
+			return d.appendNumber(dst)
+		}
+		return dst, d.errUnexpected()
+	}
+}
+
+// AppendObject reads the next value, which must be an object, and appends its canonical form to
+// dst without its members named in omit.
+func (d *Decoder) AppendObject(dst []byte, omit []string) ([]byte, error) {
+	d.skipSpace()
+	if d.pos >= len(d.src) || d.src[d.pos] != '{' {
+		return dst, d.errorf(d.pos, "not a JSON object")
+	}
+	return d.appendObject(dst, omit)
+}
+
+func (d *Decoder) skipValue() error {
+	// Validation is encoding into scratch space that is then dropped: one code path, one set of
+	// rules. It is not on any hot path.
+	_, err := d.AppendValue(nil)
+	return err
+}
+
+func (d *Decoder) appendLiteral(dst []byte, lit string) ([]byte, error) {
+	if len(d.src)-d.pos < len(lit) || string(d.src[d.pos:d.pos+len(lit)]) != lit {
+		return dst, d.errorf(d.pos, "invalid literal")
+	}
+	d.pos += len(lit)
+	return append(dst, lit...), nil
+}
+
+func (d *Decoder) enter() error {
+	d.depth++
+	if d.depth > MaxDepth {
+		return d.errorf(d.pos, "nesting deeper than %d", MaxDepth)
+	}
+	return nil
+}
+
+func (d *Decoder) appendArray(dst []byte) ([]byte, error) {
+	if err := d.enter(); err != nil {
+		return dst, err
+	}
+	d.pos++ // '['
+	dst = append(dst, '[')
+	if d.Consume(']') {
+		d.depth--
+		return append(dst, ']'), nil
+	}
+	for {
+		var err error
+		if dst, err = d.AppendValue(dst); err != nil {
+			return dst, err
+		}
+		if d.Consume(',') {
+			dst = append(dst, ',')
+			continue
+		}
+		if d.Consume(']') {
+			d.depth--
+			return append(dst, ']'), nil
+		}
+		return dst, d.errUnexpected()
+	}
+}
+
+func (d *Decoder) appendObject(dst []byte, omit []string) ([]byte, error) {
+	if err := d.enter(); err != nil {
+		return dst, err
+	}
+	d.pos++ // '{'
+	objStart := len(dst)
+	dst = append(dst, '{')
+	memBase, keyBase := len(d.members), len(d.keys)
+	written := 0
+	if !d.Consume('}') {
+		for {
+			d.skipSpace()
+			if d.pos >= len(d.src) || d.src[d.pos] != '"' {
+				return dst, d.errUnexpected()
+			}
+			koff := len(d.keys)
+			var err error
+			if d.keys, err = d.decodeString(d.keys); err != nil {
+				return dst, err
+			}
+			key := d.keys[koff:]
+			if !d.Consume(':') {
+				return dst, d.errUnexpected()
+			}
+			m := member{koff: koff, klen: len(key), start: len(dst)}
+			dst = appendEscaped(dst, key)
+			dst = append(dst, ':')
+			if dst, err = d.AppendValue(dst); err != nil {
+				return dst, err
+			}
+			if contains(omit, key) {
+				dst = dst[:m.start]
+				m.end = m.start
+			} else {
+				m.end = len(dst) // the span excludes the comma that follows
+				dst = append(dst, ',')
+				written++
+			}
+			d.members = append(d.members, m)
+			if d.Consume(',') {
+				continue
+			}
+			if d.Consume('}') {
+				break
+			}
+			return dst, d.errUnexpected()
+		}
+	}
+	if written == 0 {
+		dst = append(dst, '}')
+	} else {
+		dst[len(dst)-1] = '}'
+	}
+	if err := d.sortMembers(dst, objStart, memBase); err != nil {
+		return dst, err
+	}
+	d.members, d.keys = d.members[:memBase], d.keys[:keyBase]
+	d.depth--
+	return dst, nil
+}
+
+func contains(names []string, key []byte) bool {
+	for _, n := range names {
+		if n == string(key) {
+			return true
+		}
+	}
+	return false
+}
+
+// sortMembers puts the members of the object written at dst[objStart:] in the order of their names'
+// bytes, and rejects a repeated name. Members arrive sorted more often than not, so that is checked
+// first.
+func (d *Decoder) sortMembers(dst []byte, objStart, memBase int) error {
+	ms := d.members[memBase:]
+	sorted := true
+	for i := 1; i < len(ms); i++ {
+		switch bytes.Compare(d.key(ms[i-1]), d.key(ms[i])) {
+		case 0:
+			return d.errorf(d.pos, "object has the name %q twice", d.key(ms[i]))
+		case 1:
+			sorted = false
+		}
+	}
+	if sorted {
+		return nil
+	}
+	slices.SortFunc(ms, func(a, b member) int { return bytes.Compare(d.key(a), d.key(b)) })
+	for i := 1; i < len(ms); i++ {
+		if bytes.Equal(d.key(ms[i-1]), d.key(ms[i])) {
+			return d.errorf(d.pos, "object has the name %q twice", d.key(ms[i]))
+		}
+	}
+	// Rewrite the members in place, in sorted order. Every written member is followed by one byte
+	// (',' or the closing '}'), so the object keeps its length.
+	d.tmp = append(d.tmp[:0], dst[objStart:]...)
+	w := objStart + 1
+	for _, m := range ms {
+		if m.end == m.start {
+			continue // omitted
+		}
+		w += copy(dst[w:], d.tmp[m.start-objStart:m.end-objStart])
+		dst[w] = ','
+		w++
+	}
+	dst[w-1] = '}'
+	return nil
+}
+
+func (d *Decoder) key(m member) []byte { return d.keys[m.koff : m.koff+m.klen] }
+
+// scanNumber moves past a JSON number literal and reports whether it is a float.
+func (d *Decoder) scanNumber() (isFloat bool, err error) {
+	src, i := d.src, d.pos
+	if i < len(src) && src[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(src) && src[i] == '0':
+		i++
+	case i < len(src) && src[i] >= '1' && src[i] <= '9':
+		for i++; i < len(src) && src[i] >= '0' && src[i] <= '9'; i++ {
+		}
+	default:
+		d.pos = i
+		return false, d.errUnexpected()
+	}
+	if i < len(src) && src[i] == '.' {
+		isFloat = true
+		i++
+		if i >= len(src) || src[i] < '0' || src[i] > '9' {
+			d.pos = i
+			return false, d.errUnexpected()
+		}
+		for ; i < len(src) && src[i] >= '0' && src[i] <= '9'; i++ {
+		}
+	}
+	if i < len(src) && (src[i] == 'e' || src[i] == 'E') {
+		isFloat = true
+		i++
+		if i < len(src) && (src[i] == '+' || src[i] == '-') {
+			i++
+		}
+		if i >= len(src) || src[i] < '0' || src[i] > '9' {
+			d.pos = i
+			return false, d.errUnexpected()
+		}
+		for ; i < len(src) && src[i] >= '0' && src[i] <= '9'; i++ {
+		}
+	}
+	d.pos = i
+	return isFloat, nil
+}
+
+func (d *Decoder) appendNumber(dst []byte) ([]byte, error) {
+	start := d.pos
+	isFloat, err := d.scanNumber()
+	if err != nil {
+		return dst, err
+	}
+	lit := d.src[start:d.pos]
+	if !isFloat {
+		if len(lit) == 2 && lit[0] == '-' && lit[1] == '0' {
+			return append(dst, '0'), nil
+		}
+		return append(dst, lit...), nil
+	}
+	f, err := parseFloat(lit)
+	if err != nil {
+		return dst, d.errorf(start, "%v", err)
+	}
+	return AppendFloat(dst, f), nil
+}
+
+// parseFloat reads a float literal as Erlang's json module does (see the package comment).
+func parseFloat(lit []byte) (float64, error) {
+	if bytes.IndexByte(lit, '.') < 0 && (lit[0] == '0' || lit[0] == '-' && lit[1] == '0') {
+		return 0, nil // "0e…" and "-0e…" keep no sign
+	}
+	f, err := strconv.ParseFloat(string(lit), 64)
+	if err != nil {
+		return 0, fmt.Errorf("float %.40q is out of range", lit)
+	}
+	return f, nil
+}
+
+// ParseFloat reads a JSON float literal the way the decoder does.
+func ParseFloat(lit []byte) (float64, error) { return parseFloat(lit) }
+
+// byteClass sorts the bytes of a JSON string: 0 copies as is.
+var byteClass = func() (t [256]uint8) {
+	for c := 0; c < 0x20; c++ {
+		t[c] = 1
+	}
+	t['"'], t['\\'] = 1, 1
+	for c := 0x80; c < 0x100; c++ {
+		t[c] = 2
+	}
+	return t
+}()
+
+// appendString encodes the string at d.pos. A string without escapes, the common case, is copied.
+func (d *Decoder) appendString(dst []byte) ([]byte, error) {
+	src := d.src
+	i := d.pos + 1
+	for i < len(src) {
+		switch byteClass[src[i]] {
+		case 0:
+			i++
+		case 2:
+			r, n := utf8.DecodeRune(src[i:])
+			if r == utf8.RuneError && n == 1 {
+				return dst, d.errorf(i, "invalid UTF-8 in string")
+			}
+			i += n
+		default:
+			if src[i] == '"' {
+				dst = append(dst, src[d.pos:i+1]...)
+				d.pos = i + 1
+				return dst, nil
+			}
+			// An escape or a control character: decode, then write the canonical escapes.
+			start := len(d.tmp)
+			var err error
+			if d.tmp, err = d.decodeString(d.tmp); err != nil {
+				return dst, err
+			}
+			dst = appendEscaped(dst, d.tmp[start:])
+			d.tmp = d.tmp[:start]
+			return dst, nil
+		}
+	}
+	return dst, d.errorf(i, "unterminated string")
+}
+
+// decodeString appends the bytes of the string at d.pos to dst.
+func (d *Decoder) decodeString(dst []byte) ([]byte, error) {
+	src := d.src
+	i := d.pos + 1
+	run := i
+	for i < len(src) {
+		c := src[i]
+		switch byteClass[c] {
+		case 0:
+			i++
+			continue
+		case 2:
+			r, n := utf8.DecodeRune(src[i:])
+			if r == utf8.RuneError && n == 1 {
+				return dst, d.errorf(i, "invalid UTF-8 in string")
+			}
+			i += n
+			continue
+		}
+		switch {
+		case c == '"':
+			dst = append(dst, src[run:i]...)
+			d.pos = i + 1
+			return dst, nil
+		case c < 0x20:
+			return dst, d.errorf(i, "control character %#02x in string", c)
+		}
+		// A backslash.
+		dst = append(dst, src[run:i]...)
+		if i+1 >= len(src) {
+			return dst, d.errorf(i, "unterminated escape")
+		}
+		switch e := src[i+1]; e {
+		case '"', '\\', '/':
+			dst = append(dst, e)
+			i += 2
+		case 'b':
+			dst, i = append(dst, '\b'), i+2
+		case 'f':
+			dst, i = append(dst, '\f'), i+2
+		case 'n':
+			dst, i = append(dst, '\n'), i+2
+		case 'r':
+			dst, i = append(dst, '\r'), i+2
+		case 't':
+			dst, i = append(dst, '\t'), i+2
+		case 'u':
+			r, ok := hex4(src, i+2)
+			if !ok {
+				return dst, d.errorf(i, "invalid \\u escape")
+			}
+			n := 6
+			if r >= 0xD800 && r <= 0xDBFF {
+				lo, ok := rune(0), false
+				if i+7 < len(src) && src[i+6] == '\\' && src[i+7] == 'u' {
+					lo, ok = hex4(src, i+8)
+				}
+				if !ok || lo < 0xDC00 || lo > 0xDFFF {
+					return dst, d.errorf(i, "high surrogate escape without a low surrogate")
+				}
+				r = 0x10000 + (r-0xD800)<<10 + (lo - 0xDC00)
+				n = 12
+			} else if r >= 0xDC00 && r <= 0xDFFF {
+				return dst, d.errorf(i, "lone low surrogate escape")
+			}
+			dst = utf8.AppendRune(dst, r)
+			i += n
+		default:
+			return dst, d.errorf(i, "invalid escape \\%c", e)
+		}
+		run = i
+	}
+	return dst, d.errorf(i, "unterminated string")
+}
+
+func hex4(src []byte, i int) (rune, bool) {
+	if i+4 > len(src) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range src[i : i+4] {
+		switch {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+const hexUpper = "0123456789ABCDEF"
+
+// appendEscaped writes s, valid UTF-8, as a JSON string the way Elixir does.
+func appendEscaped[S ~string | ~[]byte](dst []byte, s S) []byte {
+	dst = append(dst, '"')
+	run := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[run:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexUpper[c>>4], hexUpper[c&0xF])
+		}
+		run = i + 1
+	}
+	dst = append(dst, s[run:]...)
+	return append(dst, '"')
+}
