@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/pkg/token/internal/canonical"
 )
 
 // Limits and defaults of the Sealed codec. The byte layout they apply to is in the package doc.
@@ -135,7 +136,7 @@ func (s *Sealed) Seal(b Binding, state json.RawMessage) (string, error) {
 	if len(b.Principal) == 0 {
 		return "", &ConfigError{Field: "Binding.Principal", Reason: "is empty: use token.Anonymous for a request without a principal"}
 	}
-	if !validJSON(state) {
+	if !canonical.Valid(state) {
 		return "", &ConfigError{Field: "state", Reason: "is not a single JSON value"}
 	}
 	ring := s.src.Keyring()
@@ -147,7 +148,7 @@ func (s *Sealed) Seal(b Binding, state json.RawMessage) (string, error) {
 	sc := getScratch()
 	defer putScratch(sc)
 	var err error
-	if sc.principal, err = appendCanonicalValue(sc.principal[:0], b.Principal); err != nil {
+	if sc.principal, err = canonical.Append(sc.principal[:0], b.Principal); err != nil {
 		return "", &ConfigError{Field: "Binding.Principal", Reason: "is not a JSON value: " + err.Error()}
 	}
 	var digest [sha256.Size]byte
@@ -252,7 +253,7 @@ func (s *Sealed) Open(b Binding, token string) (json.RawMessage, error) {
 	if !ok {
 		return nil, ErrInvalid
 	}
-	if sc.principal, err = appendCanonicalValue(sc.principal[:0], b.Principal); err != nil {
+	if sc.principal, err = canonical.Append(sc.principal[:0], b.Principal); err != nil {
 		return nil, &ConfigError{Field: "Binding.Principal", Reason: "is not a JSON value: " + err.Error()}
 	}
 	state, ok := pl.state(sc.principal)
@@ -284,17 +285,31 @@ func (s *Sealed) ttlFor(canonicalPrincipal []byte) int64 {
 	return s.ttl
 }
 
-// digest is SHA-256 over the digest tag and the canonical JSON of [method, salient params].
+// digest is SHA-256 over the digest tag and the canonical JSON of [method, salient params], where
+// the salient params are the params object without its top-level "_meta", "requestState" and
+// "inputResponses", and absent params count as {} (the rule of the Signed codec).
 func (s *Sealed) digest(sc *scratch, method string, params json.RawMessage) ([sha256.Size]byte, error) {
-	var err error
 	c := append(sc.canon[:0], sealedDigestTag...)
-	c, err = appendCanonicalBinding(c, method, params)
+	c = append(c, '[')
+	c, err := canonical.AppendString(c, method)
+	if err == nil {
+		c = append(c, ',')
+		if len(params) == 0 {
+			c = append(c, '{', '}')
+		} else {
+			c, err = canonical.AppendObject(c, params, unsalientParams...)
+		}
+	}
+	c = append(c, ']')
 	sc.canon = c
 	if err != nil {
 		return [sha256.Size]byte{}, err
 	}
 	return sha256.Sum256(c), nil
 }
+
+// unsalientParams are the top-level params that change between the rounds of one request.
+var unsalientParams = []string{"_meta", "requestState", "inputResponses"}
 
 // appendAAD writes the associated data: the format tag, then kid, protocol version, method and
 // server, each as a 4-byte big-endian length and the bytes.
