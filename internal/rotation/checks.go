@@ -1,0 +1,141 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package rotation
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+)
+
+// rolledOut is the exit check of the phases that wait for a rollout: every target runs the
+// keyring status.targetFingerprint. A missing target blocks only when blockOnMissing (Accepting: it
+// could come back with an old keyring); later, a missing target has no pods that could seal. A
+// Secret-only keyring waits PropagationDelay instead.
+func (p *pass) rolledOut(blockOnMissing bool) bool {
+	if len(p.in.Workloads) == 0 {
+		return !p.in.Now.Before(p.phaseStart().Add(p.in.Settings.PropagationDelay))
+	}
+	missing, pending := p.lagging()
+	if blockOnMissing && len(missing) > 0 {
+		return false
+	}
+	return len(pending) == 0
+}
+
+// lagging lists the targets that do not exist, and the found ones not yet up to date.
+func (p *pass) lagging() (missing, pending []Workload) {
+	for _, w := range p.in.Workloads {
+		switch {
+		case !w.Found:
+			missing = append(missing, w)
+		case !w.upToDate(p.st.TargetFingerprint):
+			pending = append(pending, w)
+		}
+	}
+	return missing, pending
+}
+
+// waitsForRollout: the phase ends when a rollout does.
+func waitsForRollout(ph mrtrv1alpha1.Phase) bool {
+	return ph == mrtrv1alpha1.PhaseAccepting || ph == mrtrv1alpha1.PhaseSealingWithNew || ph == mrtrv1alpha1.PhaseRemoving
+}
+
+// checkBlocked is the stall check run after advance: a target missing while Accepting, or a
+// rollout past spec.rolloutDeadline.
+func (p *pass) checkBlocked() {
+	if !waitsForRollout(p.st.Phase) || p.d.Secret != nil {
+		return
+	}
+	missing, pending := p.lagging()
+	if p.st.Phase == mrtrv1alpha1.PhaseAccepting && len(missing) > 0 {
+		p.stall(mrtrv1alpha1.ReasonWorkloadNotFound, "the rotation does not advance past Accepting until these targets exist (or leave the spec): %s", refs(missing))
+		return
+	}
+	if len(pending) > 0 && !p.in.Now.Before(p.rolloutDeadline()) {
+		p.stall(mrtrv1alpha1.ReasonRolloutDeadlineExceeded, "%s has not rolled out keyring %s within %s: %s; the rotation continues once it does",
+			refs(pending), p.st.TargetFingerprint, p.in.Settings.RolloutDeadline, messages(pending, p.st.TargetFingerprint))
+	}
+}
+
+func (p *pass) phaseStart() time.Time {
+	if p.st.PhaseStartedAt == nil {
+		return p.in.Now
+	}
+	return p.st.PhaseStartedAt.Time
+}
+
+func (p *pass) rolloutDeadline() time.Time { return p.phaseStart().Add(p.in.Settings.RolloutDeadline) }
+
+// nextDeadline is the earliest future time at which a timed check may change the outcome: the
+// next rotation, the end of the TTL wait or of the propagation delay, or a rollout deadline.
+func (p *pass) nextDeadline() time.Duration {
+	var at time.Time
+	switch ph := p.st.Phase; {
+	case ph == mrtrv1alpha1.PhaseStable:
+		if !p.in.Settings.Suspend && p.st.NextRotationTime != nil {
+			at = p.st.NextRotationTime.Time
+		}
+	case ph == mrtrv1alpha1.PhaseWaitingTTL:
+		if p.st.TTLWaitUntil != nil {
+			at = p.st.TTLWaitUntil.Time
+		}
+	case waitsForRollout(ph) && len(p.in.Workloads) == 0:
+		at = p.phaseStart().Add(p.in.Settings.PropagationDelay)
+	case waitsForRollout(ph):
+		at = p.rolloutDeadline()
+	}
+	if d := at.Sub(p.in.Now); !at.IsZero() && d > 0 {
+		return d
+	}
+	return 0
+}
+
+func refs(ws []Workload) string {
+	s := make([]string, len(ws))
+	for i, w := range ws {
+		s[i] = w.ref()
+	}
+	return strings.Join(s, ", ")
+}
+
+// messages says what each workload waits for, relative to keyring fingerprint fp.
+func messages(ws []Workload, fp string) string {
+	s := make([]string, len(ws))
+	for i, w := range ws {
+		s[i] = describe(w, fp)
+	}
+	return strings.Join(s, "; ")
+}
+
+// describe says what w waits for before it runs keyring fp. Workload.Message already names the
+// workload; the other texts are prefixed with it.
+func describe(w Workload, fp string) string {
+	switch {
+	case !w.Found:
+		return w.ref() + " not found"
+	case w.Stamp != fp:
+		return w.ref() + ": pod template not yet stamped with keyring " + fp
+	case w.RolledOut:
+		return ""
+	case w.Message != "":
+		return w.Message
+	}
+	return fmt.Sprintf("%s: %d of %d pods ready", w.ref(), w.Ready, w.Desired)
+}

@@ -1,0 +1,84 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package rotation is the MRTRKeyring phase machine, as one pure function: Step takes everything the
+// reconciler observed (the keyring's spec and last status, the Secret, the target workloads, a
+// freshly generated candidate key and an explicit now) and returns what to do (the keyring to write,
+// the fingerprint to stamp on the workloads, the new status, when to look again, which events to
+// emit). It makes no API calls and reads no clock, so every decision is table-tested.
+//
+// # The invariant
+//
+// A token sealed by any replica, at any moment, opens on every replica until it expires. It holds
+// when (1) no replica seals with a key before every replica accepts it, and (2) no replica drops a key
+// until no replica has sealed with it for tokenTTL + clockSkew + terminationGracePeriod.
+//
+// # The phases of one rotation from key A to key B
+//
+// Every write below is followed by stamping the fingerprint of the written keyring on the pod
+// template of every target (annotation mrtr.dev/keyring-hash), which restarts the pods; a phase ends
+// only when every target has rolled out that template (kubectl rollout status), so every pod then
+// runs with what was written.
+//
+//	Secret:   [A]        [A,B]            [B,A]             [B,A]            [B]          [B]
+//	phase:  Stable --> Accepting ---> SealingWithNew ---> WaitingTTL ---> Removing ---> Stable
+//	          |            |                 |                 |               |
+//	          due or       every pod         no pod seals     TTL wait        every pod
+//	          requested    accepts B         with A any more  elapsed         runs [B]
+//	                                         |<-- tokenTTL + clockSkew + grace -->|
+//	pods seal with:  A . . . . . . . . . . A | B . . . . . . . . . . . . . . . . . . . B
+//	pods accept:     A . . . . A,B . . . . . . . . . . . . . . . . . . A,B | B . . . .
+//
+// Accepting ends when every target runs [A,B]: from then on every pod opens B, so SealingWithNew may
+// make B primary (rule 1). SealingWithNew ends when every target runs [B,A]: the last pod that
+// sealed with A has been replaced; a replaced pod may still serve for terminationGracePeriod, and
+// its tokens live tokenTTL, with clockSkew between clocks, so WaitingTTL lasts exactly that long from
+// the moment the rollout was seen complete (rule 2). Removing then drops A. A Secret-only keyring
+// (no targets) has no rollout to prove anything, so each of these phases instead waits
+// spec.propagationDelay, the time the kubelet takes to refresh a mounted Secret.
+//
+// Each write is safe on its own, even for consumers that hot-reload the mounted file before their
+// pod is replaced: [A,B] still seals with A; [B,A] is written only after every pod accepts B; [B] only
+// after every token sealed with A has expired.
+//
+// # Crash safety
+//
+// All progress lives in status (phase, phaseStartedAt, ttlWaitUntil, fingerprints), so a restarted
+// operator resumes mid-phase: the TTL wait keeps its end time, and workloads already stamped are not
+// stamped again (a stamp equal to the template's is a no-op). The reconciler writes the Secret before
+// status; if it stops in between, the Secret carries the phase and fingerprint of that write
+// (annotations PhaseAnnotation and FingerprintAnnotation), and Step resumes in that phase instead of
+// taking the write for a change made behind its back.
+//
+// # When the world is not as written
+//
+//   - Secret absent, never written: created with one fresh key (Stable).
+//   - Secret absent after we wrote it (deleted behind our back): its keys are gone (status holds no
+//     bytes), so it is recreated with a fresh key and rolled out at once: the running pods keep the
+//     old keys until replaced, and new pods could not start at all without a Secret. Tokens in flight
+//     across the rollout are lost; nothing else can keep more of them.
+//   - Secret holds a valid keyring nobody wrote through us (adoption, or an edit behind our back): it
+//     is taken as it is, never rewritten, and rolled out (Stable); keys after the first are Retiring
+//     and leave at the next rotation's Removing, so no key anyone may seal with is dropped early.
+//   - Secret holds something else (not a keyring, or the wrong type): Stalled, nothing is written
+//     or stamped, the phase and its timers stay; it resumes once the Secret is fixed or deleted.
+//   - A target is missing: reported (Ready=False); a rotation does not leave Accepting without it,
+//     because it might start with an old keyring. In later phases a missing target has no pods that
+//     could seal, so it does not block.
+//   - A rollout exceeds spec.rolloutDeadline: Stalled naming the workload; the phase does not
+//     advance, and continues by itself once the rollout completes.
+//   - spec.suspend: no rotation starts (neither due nor requested); one under way finishes.
+package rotation

@@ -1,0 +1,116 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package rotation
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+)
+
+// finish completes the status (workloads, conditions, observedGeneration), the stamp and the
+// requeue of the Decision.
+func (p *pass) finish() {
+	p.checkBlocked()
+	p.st.ObservedGeneration = p.in.Generation
+	p.st.SecretName = p.in.SecretName
+	p.st.Workloads = p.workloadStatuses()
+	if p.in.Secret.State == SecretValid || p.d.Secret != nil {
+		// Only a keyring that is valid and ours is ever rolled out.
+		p.d.Stamp = p.st.TargetFingerprint
+	}
+	p.setConditions()
+	p.d.RequeueAfter = p.nextDeadline()
+	p.d.Status = p.st
+}
+
+func (p *pass) workloadStatuses() []mrtrv1alpha1.WorkloadStatus {
+	if len(p.in.Workloads) == 0 {
+		return nil
+	}
+	out := make([]mrtrv1alpha1.WorkloadStatus, len(p.in.Workloads))
+	for i, w := range p.in.Workloads {
+		out[i] = mrtrv1alpha1.WorkloadStatus{
+			Kind: w.Kind, Name: w.Name, Found: w.Found,
+			UpToDate:      w.upToDate(p.st.TargetFingerprint),
+			ReadyReplicas: w.Ready, DesiredReplicas: w.Desired,
+			Message: describe(w, p.st.TargetFingerprint),
+		}
+	}
+	return out
+}
+
+// setConditions sets Ready, Reconciling and Stalled the kstatus way (see the API's Condition*
+// constants), and emits a Warning event when Ready turns to a new problem.
+func (p *pass) setConditions() {
+	missing, pending := p.lagging()
+	ready := condition(mrtrv1alpha1.ConditionReady, true, mrtrv1alpha1.ReasonReady,
+		fmt.Sprintf("keyring %s in Secret %s, phase %s", p.st.SecretFingerprint, p.in.SecretName, p.st.Phase))
+	reconciling := condition(mrtrv1alpha1.ConditionReconciling, false, mrtrv1alpha1.ReasonIdle, "no rotation under way; every target runs the current keyring")
+	stalled := condition(mrtrv1alpha1.ConditionStalled, false, mrtrv1alpha1.ReasonNotStalled, "nothing blocks progress")
+	switch {
+	case p.stallReason != "":
+		ready = condition(mrtrv1alpha1.ConditionReady, false, p.stallReason, p.stallMessage)
+		stalled = condition(mrtrv1alpha1.ConditionStalled, true, p.stallReason, p.stallMessage)
+		// kstatus reads Reconciling before Stalled: leave it False so tools see the failure.
+		reconciling = condition(mrtrv1alpha1.ConditionReconciling, false, p.stallReason, "blocked: see the Stalled condition")
+	case len(missing) > 0:
+		ready = condition(mrtrv1alpha1.ConditionReady, false, mrtrv1alpha1.ReasonWorkloadNotFound, "targets not found: "+refs(missing))
+	}
+	if p.stallReason == "" {
+		switch {
+		case p.st.Phase != mrtrv1alpha1.PhaseStable:
+			reconciling = condition(mrtrv1alpha1.ConditionReconciling, true, mrtrv1alpha1.ReasonRotating, p.waitingFor(pending))
+		case len(pending) > 0:
+			reconciling = condition(mrtrv1alpha1.ConditionReconciling, true, mrtrv1alpha1.ReasonRolloutInProgress, "rolling out keyring "+p.st.TargetFingerprint+": "+messages(pending, p.st.TargetFingerprint))
+		}
+	}
+	if old := meta.FindStatusCondition(p.in.Status.Conditions, mrtrv1alpha1.ConditionReady); ready.Status == metav1.ConditionFalse && (old == nil || old.Reason != ready.Reason) {
+		p.event(corev1Warning, ready.Reason, "Reconcile", "%s", ready.Message)
+	}
+	for _, c := range []metav1.Condition{ready, reconciling, stalled} {
+		c.ObservedGeneration = p.in.Generation
+		c.LastTransitionTime = p.now // kept by SetStatusCondition unless the status flips
+		meta.SetStatusCondition(&p.st.Conditions, c)
+	}
+}
+
+// waitingFor says what the current phase waits for.
+func (p *pass) waitingFor(pending []Workload) string {
+	ph := p.st.Phase
+	switch {
+	case ph == mrtrv1alpha1.PhaseWaitingTTL && p.st.TTLWaitUntil != nil:
+		return fmt.Sprintf("WaitingTTL: tokens sealed with the old keys expire by %s", p.st.TTLWaitUntil.UTC().Format(time.RFC3339))
+	case len(p.in.Workloads) == 0:
+		return fmt.Sprintf("%s: waiting %s for the Secret to reach every mounted copy", ph, p.in.Settings.PropagationDelay)
+	case len(pending) > 0:
+		return fmt.Sprintf("%s: rolling out keyring %s: %s", ph, p.st.TargetFingerprint, messages(pending, p.st.TargetFingerprint))
+	}
+	return fmt.Sprintf("%s: keyring %s", ph, p.st.TargetFingerprint)
+}
+
+func condition(typ string, status bool, reason, message string) metav1.Condition {
+	s := metav1.ConditionFalse
+	if status {
+		s = metav1.ConditionTrue
+	}
+	return metav1.Condition{Type: typ, Status: s, Reason: reason, Message: message}
+}

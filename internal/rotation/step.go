@@ -1,0 +1,286 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package rotation
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+)
+
+// Step decides one reconcile pass. It is pure: same Input, same Decision. It makes at most one
+// phase transition, and at most one Secret write, per pass; the write or the stamps it causes wake
+// the next pass through the watches, and timed steps through Decision.RequeueAfter.
+func Step(in Input) Decision {
+	p := &pass{in: in, now: metav1.NewTime(in.Now.Truncate(time.Second)), st: *in.Status.DeepCopy()}
+	if p.st.Phase == "" {
+		p.st.Phase = mrtrv1alpha1.PhaseStable
+	}
+	if kr := p.reconcileSecret(); kr != nil {
+		p.advance(kr)
+	}
+	p.finish()
+	return p.d
+}
+
+// pass holds one Step's working state.
+type pass struct {
+	in  Input
+	now metav1.Time // in.Now truncated to the second, as status stores it
+	st  mrtrv1alpha1.MRTRKeyringStatus
+	d   Decision
+	// stallReason and stallMessage are set when progress is blocked.
+	stallReason, stallMessage string
+}
+
+// reconcileSecret settles what the Secret holds against what status says was written. It returns
+// the keyring the phase machine may advance from, or nil when this pass must not advance (a write
+// is already planned, or the Secret is unusable).
+func (p *pass) reconcileSecret() *keyring.Keyring {
+	sec, name := p.in.Secret, p.in.SecretName
+	switch sec.State {
+	case SecretWrongType:
+		p.stall(mrtrv1alpha1.ReasonSecretWrongType, "Secret %s: %s; it is never overwritten: delete it and a new keyring is created", name, sec.Problem)
+		return nil
+	case SecretInvalid:
+		p.stall(mrtrv1alpha1.ReasonSecretInvalid, "Secret %s: %s; it is never overwritten: fix or delete it", name, sec.Problem)
+		return nil
+	case SecretAbsent:
+		kr, err := keyring.New(p.freshKey(nil))
+		if err != nil { // unreachable: the reconciler generates a valid key
+			p.stall(mrtrv1alpha1.ReasonSecretInvalid, "cannot build a new keyring: %v", err)
+			return nil
+		}
+		if p.st.SecretFingerprint == "" {
+			p.event(corev1Normal, "SecretCreated", "Create", "created Secret %s with key %s", name, kr.Primary().ID())
+		} else {
+			p.event(corev1Warning, "SecretRecreated", "Create", "Secret %s was deleted behind the operator's back; recreated with new key %s and rolling it out (tokens sealed with the lost keys fail once their pod is replaced)", name, kr.Primary().ID())
+		}
+		p.st.NextRotationTime = p.at(p.in.Settings.RotationInterval)
+		p.enter(mrtrv1alpha1.PhaseStable, kr, true)
+		return nil
+	}
+	kr, fp := sec.Keyring, sec.Keyring.Fingerprint()
+	switch {
+	case fp == p.st.SecretFingerprint:
+		return kr
+	case sec.writtenByUs():
+		// Our own write whose status update was lost (a restart, a conflict, a re-created keyring).
+		p.event(corev1Normal, "Resumed", "Resume", "Secret %s holds keyring %s written for phase %s; resuming there", name, fp, sec.WrittenPhase)
+		p.enter(sec.WrittenPhase, kr, false)
+		return kr
+	case p.st.SecretFingerprint == "":
+		p.event(corev1Normal, "SecretAdopted", "Adopt", "adopted the keyring in Secret %s (keys %s); rolling it out", name, strings.Join(kr.IDs(), ", "))
+	default:
+		p.event(corev1Warning, "SecretChanged", "Adopt", "Secret %s was changed behind the operator's back (fingerprint %s, expected %s); keeping its keys (%s) and rolling them out", name, fp, p.st.SecretFingerprint, strings.Join(kr.IDs(), ", "))
+	}
+	// Taken as it is: the data is not changed, only annotated as ours (the same keyring is written).
+	p.enter(mrtrv1alpha1.PhaseStable, kr, true)
+	return nil
+}
+
+// advance makes at most one transition, from the phase in status, once its exit check passes.
+func (p *pass) advance(kr *keyring.Keyring) {
+	s := p.in.Settings
+	switch p.st.Phase {
+	case mrtrv1alpha1.PhaseStable:
+		if p.st.NextRotationTime == nil {
+			p.st.NextRotationTime = p.at(s.RotationInterval)
+		}
+		request, due := p.rotationDue()
+		if !due {
+			return
+		}
+		if kr.Len() >= keyring.MaxKeys {
+			p.stall(mrtrv1alpha1.ReasonKeyringFull, "the keyring holds %d keys, the most allowed: remove keys no replica seals with (Retiring) so a new key can be added", kr.Len())
+			return
+		}
+		next, err := keyring.New(append(kr.Keys(), p.freshKey(kr))...)
+		if err != nil { // unreachable: NewKeyID never repeats an id in kr
+			p.stall(mrtrv1alpha1.ReasonKeyringFull, "cannot add a key: %v", err)
+			return
+		}
+		p.st.LastHandledRotateRequest = p.in.RotateRequest
+		added := next.Keys()[next.Len()-1].ID()
+		p.event(corev1Normal, "RotationStarted", "Rotate", "rotation started (%s); new key %s is accepted, not yet sealing", request, added)
+		p.event(corev1Normal, "KeyCreated", "Rotate", "created key %s", added)
+		p.enter(mrtrv1alpha1.PhaseAccepting, next, true)
+	case mrtrv1alpha1.PhaseAccepting:
+		if !p.rolledOut(true) {
+			return
+		}
+		keys := kr.Keys()
+		newest := keys[len(keys)-1]
+		next, err := keyring.New(append([]keyring.Key{newest}, keys[:len(keys)-1]...)...)
+		if err != nil { // unreachable: same keys, another order
+			p.stall(mrtrv1alpha1.ReasonSecretInvalid, "cannot reorder the keyring: %v", err)
+			return
+		}
+		p.enter(mrtrv1alpha1.PhaseSealingWithNew, next, true)
+	case mrtrv1alpha1.PhaseSealingWithNew:
+		if !p.rolledOut(false) {
+			return
+		}
+		until := metav1.NewTime(ceilSecond(p.in.Now.Add(s.TTLWait())))
+		p.st.TTLWaitUntil = &until
+		p.transition(mrtrv1alpha1.PhaseWaitingTTL, "no pod seals with the old keys any more; waiting until %s for their tokens to expire", until.UTC().Format(time.RFC3339))
+	case mrtrv1alpha1.PhaseWaitingTTL:
+		if p.st.TTLWaitUntil == nil { // lost (an edited status): wait the whole time again from now
+			until := metav1.NewTime(ceilSecond(p.in.Now.Add(s.TTLWait())))
+			p.st.TTLWaitUntil = &until
+		}
+		if p.in.Now.Before(p.st.TTLWaitUntil.Time) {
+			return
+		}
+		keys := kr.Keys()
+		next, _ := keyring.New(keys[0]) // a valid keyring's first key is a valid keyring
+		removed := make([]string, 0, len(keys)-1)
+		for _, k := range keys[1:] {
+			removed = append(removed, k.ID())
+		}
+		if len(removed) > 0 {
+			p.event(corev1Normal, "KeyRemoved", "Rotate", "removed key(s) %s: every token sealed with them has expired", strings.Join(removed, ", "))
+		}
+		p.enter(mrtrv1alpha1.PhaseRemoving, next, true)
+	case mrtrv1alpha1.PhaseRemoving:
+		if !p.rolledOut(false) {
+			return
+		}
+		p.st.TTLWaitUntil = nil
+		p.st.LastRotationTime = &p.now
+		p.st.NextRotationTime = p.at(s.RotationInterval)
+		p.st.RotationsCompleted++
+		p.transition(mrtrv1alpha1.PhaseStable, "rotation completed; primary key %s; next rotation at %s", kr.Primary().ID(), p.st.NextRotationTime.UTC().Format(time.RFC3339))
+		p.event(corev1Normal, "RotationCompleted", "Rotate", "rotation completed; primary key %s", kr.Primary().ID())
+	default:
+		p.stall(mrtrv1alpha1.ReasonSecretInvalid, "status.phase %q is unknown", p.st.Phase)
+	}
+}
+
+// rotationDue reports whether a rotation must start now, and why.
+func (p *pass) rotationDue() (why string, due bool) {
+	if p.in.Settings.Suspend {
+		return "", false
+	}
+	if r := p.in.RotateRequest; r != "" && r != p.st.LastHandledRotateRequest {
+		return fmt.Sprintf("requested by %s=%q", mrtrv1alpha1.RotateAnnotation, r), true
+	}
+	if !p.in.Now.Before(p.st.NextRotationTime.Time) {
+		return "interval elapsed", true
+	}
+	return "", false
+}
+
+// enter starts phase with keyring kr in the Secret: written now (write) or already there.
+func (p *pass) enter(phase mrtrv1alpha1.Phase, kr *keyring.Keyring, write bool) {
+	if write {
+		p.d.Secret, p.d.SecretPhase = kr, phase
+	}
+	p.st.SecretFingerprint = kr.Fingerprint()
+	p.st.TargetFingerprint = kr.Fingerprint()
+	p.st.Keys = p.keyStatuses(kr, phase)
+	if phase != mrtrv1alpha1.PhaseWaitingTTL {
+		p.st.TTLWaitUntil = nil
+	}
+	p.transition(phase, "keyring %s (keys %s)", kr.Fingerprint(), strings.Join(kr.IDs(), ", "))
+}
+
+// transition records the phase change and its event.
+func (p *pass) transition(phase mrtrv1alpha1.Phase, format string, args ...any) {
+	from := p.st.Phase
+	p.st.Phase = phase
+	p.st.PhaseStartedAt = &p.now
+	if from != phase {
+		p.event(corev1Normal, "PhaseChanged", "Rotate", "%s -> %s: %s", from, phase, fmt.Sprintf(format, args...))
+	}
+}
+
+// keyStatuses lists kr's keys with their roles in phase, keeping known creation times.
+func (p *pass) keyStatuses(kr *keyring.Keyring, phase mrtrv1alpha1.Phase) []mrtrv1alpha1.KeyStatus {
+	created := make(map[string]metav1.Time, len(p.in.Status.Keys))
+	for _, k := range p.in.Status.Keys {
+		created[k.ID] = k.CreatedAt
+	}
+	ids := kr.IDs()
+	out := make([]mrtrv1alpha1.KeyStatus, len(ids))
+	for i, id := range ids {
+		role := mrtrv1alpha1.KeyRetiring
+		switch {
+		case i == 0:
+			role = mrtrv1alpha1.KeyPrimary
+		case phase == mrtrv1alpha1.PhaseAccepting && i == len(ids)-1:
+			role = mrtrv1alpha1.KeyAccepted
+		}
+		at, ok := created[id]
+		if !ok {
+			at = p.now
+		}
+		out[i] = mrtrv1alpha1.KeyStatus{ID: id, Role: role, CreatedAt: at}
+	}
+	return out
+}
+
+// freshKey is Input.FreshKey under a new id that kr has never used.
+func (p *pass) freshKey(kr *keyring.Keyring) keyring.Key {
+	return keyring.NewKey(NewKeyID(p.in.Now, kr), p.in.FreshKey.Secret())
+}
+
+// at is now + d, as status stores times.
+func (p *pass) at(d time.Duration) *metav1.Time {
+	t := metav1.NewTime(p.now.Add(d))
+	return &t
+}
+
+// stall records that progress is blocked; the first reason found wins.
+func (p *pass) stall(reason, format string, args ...any) {
+	if p.stallReason == "" {
+		p.stallReason, p.stallMessage = reason, fmt.Sprintf(format, args...)
+	}
+}
+
+func (p *pass) event(typ, reason, action, format string, args ...any) {
+	p.d.Events = append(p.d.Events, Event{Type: typ, Reason: reason, Action: action, Note: fmt.Sprintf(format, args...)})
+}
+
+// Event types, as in k8s.io/api/core/v1 (not imported to keep this package free of API machinery
+// it does not need).
+const (
+	corev1Normal  = "Normal"
+	corev1Warning = "Warning"
+)
+
+// ceilSecond rounds t up to a whole second, so a wait stored in status is never shortened.
+func ceilSecond(t time.Time) time.Time {
+	if r := t.Truncate(time.Second); !r.Equal(t) {
+		return r.Add(time.Second)
+	}
+	return t
+}
+
+func validPhase(p mrtrv1alpha1.Phase) bool {
+	switch p {
+	case mrtrv1alpha1.PhaseStable, mrtrv1alpha1.PhaseAccepting, mrtrv1alpha1.PhaseSealingWithNew,
+		mrtrv1alpha1.PhaseWaitingTTL, mrtrv1alpha1.PhaseRemoving:
+		return true
+	}
+	return false
+}
