@@ -28,6 +28,7 @@ package canonical
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -123,10 +124,12 @@ type Decoder struct {
 	tmp     []byte   // scratch for decoding escaped strings and for reordering members
 }
 
-// member is one member of an object being encoded: its decoded name in keys, its encoded
-// `"name":value` in the output (empty when omitted).
+// member is one member of an object being encoded: its decoded name, in src when it has no escapes
+// (the common case) or else in keys, and its encoded `"name":value` in the output (empty when
+// omitted).
 type member struct {
 	koff, klen int
+	inKeys     bool
 	start, end int
 }
 
@@ -158,8 +161,21 @@ func (d *Decoder) skipSpace() {
 	}
 }
 
+// SkipSpace moves past whitespace.
+func (d *Decoder) SkipSpace() { d.skipSpace() }
+
+// Offset is the position of the decoder in its input.
+func (d *Decoder) Offset() int { return d.pos }
+
 // Consume skips whitespace and then c, reporting whether c was there.
 func (d *Decoder) Consume(c byte) bool {
+	if d.pos < len(d.src) && d.src[d.pos] > ' ' { // no whitespace: the common case
+		if d.src[d.pos] == c {
+			d.pos++
+			return true
+		}
+		return false
+	}
 	d.skipSpace()
 	if d.pos < len(d.src) && d.src[d.pos] == c {
 		d.pos++
@@ -238,19 +254,104 @@ func (d *Decoder) AppendObject(dst []byte, omit []string) ([]byte, error) {
 	return d.appendObject(dst, omit)
 }
 
+// SkipValue reads past the next value, checking the syntax only: its objects may repeat a name. It
+// is for text whose author is trusted, such as a payload whose MAC verified.
+func (d *Decoder) SkipValue() error {
+	d.skipSpace()
+	if d.pos >= len(d.src) {
+		return d.errUnexpected()
+	}
+	switch c := d.src[d.pos]; c {
+	case '{', '[':
+		if err := d.enter(); err != nil {
+			return err
+		}
+		d.pos++
+		end := byte(']')
+		if c == '{' {
+			end = '}'
+		}
+		if d.Consume(end) {
+			d.depth--
+			return nil
+		}
+		for {
+			if c == '{' {
+				d.skipSpace()
+				if d.pos >= len(d.src) || d.src[d.pos] != '"' {
+					return d.errUnexpected()
+				}
+				if err := d.skipString(); err != nil {
+					return err
+				}
+				if !d.Consume(':') {
+					return d.errUnexpected()
+				}
+			}
+			if err := d.SkipValue(); err != nil {
+				return err
+			}
+			if d.Consume(',') {
+				continue
+			}
+			if d.Consume(end) {
+				d.depth--
+				return nil
+			}
+			return d.errUnexpected()
+		}
+	case '"':
+		return d.skipString()
+	case 't':
+		return d.skipLiteral("true")
+	case 'f':
+		return d.skipLiteral("false")
+	case 'n':
+		return d.skipLiteral("null")
+	default:
+		start := d.pos
+		isFloat, err := d.scanNumber()
+		if err == nil && isFloat {
+			if _, err := parseFloat(d.src[start:d.pos]); err != nil {
+				return d.errorf(start, "%v", err)
+			}
+		}
+		return err
+	}
+}
+
+func (d *Decoder) skipString() error {
+	if end, ok := d.plainString(); ok {
+		d.pos = end + 1
+		return nil
+	}
+	start := len(d.tmp)
+	var err error
+	d.tmp, err = d.decodeString(d.tmp)
+	d.tmp = d.tmp[:start]
+	return err
+}
+
 func (d *Decoder) skipValue() error {
-	// Validation is encoding into scratch space that is then dropped: one code path, one set of
-	// rules. It is not on any hot path.
+	// Validation is encoding into scratch space that is then dropped: the same rules, duplicate
+	// names included. It is not on any hot path.
 	_, err := d.AppendValue(nil)
 	return err
 }
 
 func (d *Decoder) appendLiteral(dst []byte, lit string) ([]byte, error) {
+	if err := d.skipLiteral(lit); err != nil {
+		return dst, err
+	}
+	return append(dst, lit...), nil
+}
+
+func (d *Decoder) skipLiteral(lit string) error {
 	if len(d.src)-d.pos < len(lit) || string(d.src[d.pos:d.pos+len(lit)]) != lit {
-		return dst, d.errorf(d.pos, "invalid literal")
+		return d.errorf(d.pos, "invalid literal")
 	}
 	d.pos += len(lit)
-	return append(dst, lit...), nil
+	return nil
 }
 
 func (d *Decoder) enter() error {
@@ -303,18 +404,29 @@ func (d *Decoder) appendObject(dst []byte, omit []string) ([]byte, error) {
 			if d.pos >= len(d.src) || d.src[d.pos] != '"' {
 				return dst, d.errUnexpected()
 			}
-			koff := len(d.keys)
-			var err error
-			if d.keys, err = d.decodeString(d.keys); err != nil {
-				return dst, err
+			m := member{start: len(dst)}
+			var key []byte
+			if end, ok := d.plainString(); ok {
+				// No escapes and nothing to escape: the name is its own canonical form.
+				m.koff, m.klen = d.pos+1, end-d.pos-1
+				key = d.src[m.koff:end]
+				dst = append(dst, d.src[d.pos:end+1]...)
+				d.pos = end + 1
+			} else {
+				koff := len(d.keys)
+				var err error
+				if d.keys, err = d.decodeString(d.keys); err != nil {
+					return dst, err
+				}
+				m.koff, m.klen, m.inKeys = koff, len(d.keys)-koff, true
+				key = d.keys[koff:]
+				dst = appendEscaped(dst, key)
 			}
-			key := d.keys[koff:]
 			if !d.Consume(':') {
 				return dst, d.errUnexpected()
 			}
-			m := member{koff: koff, klen: len(key), start: len(dst)}
-			dst = appendEscaped(dst, key)
 			dst = append(dst, ':')
+			var err error
 			if dst, err = d.AppendValue(dst); err != nil {
 				return dst, err
 			}
@@ -363,23 +475,37 @@ func contains(names []string, key []byte) bool {
 // first.
 func (d *Decoder) sortMembers(dst []byte, objStart, memBase int) error {
 	ms := d.members[memBase:]
-	sorted := true
-	for i := 1; i < len(ms); i++ {
-		switch bytes.Compare(d.key(ms[i-1]), d.key(ms[i])) {
-		case 0:
-			return d.errorf(d.pos, "object has the name %q twice", d.key(ms[i]))
-		case 1:
-			sorted = false
+	moved := false
+	if len(ms) <= 16 {
+		// Insertion sort: no work for sorted members, and every pair that ends up adjacent has
+		// been compared, so a repeated name cannot go unnoticed.
+		for i := 1; i < len(ms); i++ {
+			j := i
+			for ; j > 0; j-- {
+				c := bytes.Compare(d.key(ms[j-1]), d.key(ms[j]))
+				if c == 0 {
+					return d.errorf(d.pos, "object has the name %q twice", d.key(ms[j]))
+				}
+				if c < 0 {
+					break
+				}
+				ms[j-1], ms[j] = ms[j], ms[j-1]
+				moved = true
+			}
+		}
+	} else {
+		moved = !slices.IsSortedFunc(ms, d.compare)
+		if moved {
+			slices.SortFunc(ms, d.compare)
+		}
+		for i := 1; i < len(ms); i++ {
+			if bytes.Equal(d.key(ms[i-1]), d.key(ms[i])) {
+				return d.errorf(d.pos, "object has the name %q twice", d.key(ms[i]))
+			}
 		}
 	}
-	if sorted {
+	if !moved {
 		return nil
-	}
-	slices.SortFunc(ms, func(a, b member) int { return bytes.Compare(d.key(a), d.key(b)) })
-	for i := 1; i < len(ms); i++ {
-		if bytes.Equal(d.key(ms[i-1]), d.key(ms[i])) {
-			return d.errorf(d.pos, "object has the name %q twice", d.key(ms[i]))
-		}
 	}
 	// Rewrite the members in place, in sorted order. Every written member is followed by one byte
 	// (',' or the closing '}'), so the object keeps its length.
@@ -397,7 +523,51 @@ func (d *Decoder) sortMembers(dst []byte, objStart, memBase int) error {
 	return nil
 }
 
-func (d *Decoder) key(m member) []byte { return d.keys[m.koff : m.koff+m.klen] }
+func (d *Decoder) compare(a, b member) int { return bytes.Compare(d.key(a), d.key(b)) }
+
+func (d *Decoder) key(m member) []byte {
+	if m.inKeys {
+		return d.keys[m.koff : m.koff+m.klen]
+	}
+	return d.src[m.koff : m.koff+m.klen]
+}
+
+// plainString reports whether the string at d.pos has neither escapes nor control characters, and
+// if so where its closing quote is. Invalid UTF-8 also returns false, for decodeString to report.
+func (d *Decoder) plainString() (end int, ok bool) {
+	src := d.src
+	i := d.pos + 1
+	for {
+		// Eight bytes at a time while none is special (a control byte, '"', '\\' or non-ASCII).
+		for i+8 <= len(src) {
+			x := binary.LittleEndian.Uint64(src[i:])
+			const ones, highs = 0x0101010101010101, 0x8080808080808080
+			q, b := x^(ones*'"'), x^(ones*'\\')
+			if ((x-ones*0x20)&^x|(q-ones)&^q|(b-ones)&^b|x)&highs != 0 {
+				break // one of the eight may be special: look byte by byte
+			}
+			i += 8
+		}
+		for i < len(src) && byteClass[src[i]] == 0 {
+			i++
+		}
+		if i >= len(src) {
+			return 0, false
+		}
+		switch c := src[i]; {
+		case c == '"':
+			return i, true
+		case c >= 0x80:
+			r, n := utf8.DecodeRune(src[i:])
+			if r == utf8.RuneError && n == 1 {
+				return 0, false
+			}
+			i += n
+		default:
+			return 0, false
+		}
+	}
+}
 
 // scanNumber moves past a JSON number literal and reports whether it is a float.
 func (d *Decoder) scanNumber() (isFloat bool, err error) {
@@ -491,36 +661,20 @@ var byteClass = func() (t [256]uint8) {
 
 // appendString encodes the string at d.pos. A string without escapes, the common case, is copied.
 func (d *Decoder) appendString(dst []byte) ([]byte, error) {
-	src := d.src
-	i := d.pos + 1
-	for i < len(src) {
-		switch byteClass[src[i]] {
-		case 0:
-			i++
-		case 2:
-			r, n := utf8.DecodeRune(src[i:])
-			if r == utf8.RuneError && n == 1 {
-				return dst, d.errorf(i, "invalid UTF-8 in string")
-			}
-			i += n
-		default:
-			if src[i] == '"' {
-				dst = append(dst, src[d.pos:i+1]...)
-				d.pos = i + 1
-				return dst, nil
-			}
-			// An escape or a control character: decode, then write the canonical escapes.
-			start := len(d.tmp)
-			var err error
-			if d.tmp, err = d.decodeString(d.tmp); err != nil {
-				return dst, err
-			}
-			dst = appendEscaped(dst, d.tmp[start:])
-			d.tmp = d.tmp[:start]
-			return dst, nil
-		}
+	if end, ok := d.plainString(); ok {
+		dst = append(dst, d.src[d.pos:end+1]...)
+		d.pos = end + 1
+		return dst, nil
 	}
-	return dst, d.errorf(i, "unterminated string")
+	// Escapes, or an error: decode, then write the canonical escapes.
+	start := len(d.tmp)
+	var err error
+	if d.tmp, err = d.decodeString(d.tmp); err != nil {
+		return dst, err
+	}
+	dst = appendEscaped(dst, d.tmp[start:])
+	d.tmp = d.tmp[:start]
+	return dst, nil
 }
 
 // decodeString appends the bytes of the string at d.pos to dst.
@@ -529,11 +683,14 @@ func (d *Decoder) decodeString(dst []byte) ([]byte, error) {
 	i := d.pos + 1
 	run := i
 	for i < len(src) {
+		for i < len(src) && byteClass[src[i]] == 0 {
+			i++
+		}
+		if i >= len(src) {
+			break
+		}
 		c := src[i]
 		switch byteClass[c] {
-		case 0:
-			i++
-			continue
 		case 2:
 			r, n := utf8.DecodeRune(src[i:])
 			if r == utf8.RuneError && n == 1 {
