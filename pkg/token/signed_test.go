@@ -378,7 +378,9 @@ func TestSignedMigrationSecretAndKeys(t *testing.T) {
 }
 
 // signedSwapSource is a Source whose keyring the test replaces.
-type signedSwapSource struct{ r atomic.Pointer[keyring.Keyring] }
+type signedSwapSource struct {
+	r atomic.Pointer[keyring.Keyring]
+}
 
 func (s *signedSwapSource) Keyring() *keyring.Keyring { return s.r.Load() }
 
