@@ -127,17 +127,15 @@ func checkTTL(field string, d, max time.Duration) error {
 	return nil
 }
 
-// Seal returns a token carrying state bound to b. state must be one JSON value; b needs a Method
-// and a Principal (Anonymous for none). Every error is a *ConfigError.
+// Seal returns a token carrying state bound to b. state must be one JSON value; it is sealed, and
+// Open returns it, in canonical form (the same value: members sorted, no whitespace, numbers keep
+// their type). b needs a Method and a Principal (Anonymous for none). Every error is a *ConfigError.
 func (s *Sealed) Seal(b Binding, state json.RawMessage) (string, error) {
 	if b.Method == "" {
 		return "", &ConfigError{Field: "Binding.Method", Reason: "is empty"}
 	}
 	if len(b.Principal) == 0 {
 		return "", &ConfigError{Field: "Binding.Principal", Reason: "is empty: use token.Anonymous for a request without a principal"}
-	}
-	if !canonical.Valid(state) {
-		return "", &ConfigError{Field: "state", Reason: "is not a single JSON value"}
 	}
 	ring := s.src.Keyring()
 	if ring == nil {
@@ -167,7 +165,11 @@ func (s *Sealed) Seal(b Binding, state json.RawMessage) (string, error) {
 	p = append(p, `","p":`...)
 	p = append(p, sc.principal...)
 	p = append(p, `,"s":`...)
-	p = append(p, state...)
+	p, err = canonical.Append(p, state) // validates and writes in one pass
+	sc.payload = p
+	if err != nil {
+		return "", &ConfigError{Field: "state", Reason: "is not a JSON value: " + err.Error()}
+	}
 	p = append(p, '}')
 	sc.payload = p
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/pkg/token/internal/canonical"
 )
 
 // t0 is the fixed clock of these tests: 2026-07-28T10:15:00.25Z.
@@ -75,7 +76,8 @@ func testBinding() Binding {
 	}
 }
 
-const testState = `{"step":2,"collected":{"login":"octocat"},"big":123456789012345678901234567890,"f":1.0}`
+// testState is in canonical form, so Open gives back exactly these bytes.
+const testState = `{"big":123456789012345678901234567890,"collected":{"login":"octocat"},"f":1.0,"step":2}`
 
 func mustSeal(t testing.TB, s *Sealed, b Binding, state string) string {
 	t.Helper()
@@ -97,16 +99,20 @@ func assertInvalid(t testing.TB, s *Sealed, b Binding, tok, what string) {
 func TestSealedRoundTrip(t *testing.T) {
 	s := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 1, 32))), newClock(), SealedOptions{})
 	for _, state := range []string{
-		testState, `null`, `0`, `-1.5e300`, `"ünïcødé \u2028 </script>"`, `[]`, `{}`, `true`,
+		testState, `null`, `0`, `-1.5e300`, `1E2`, `-0`, `"ünïcødé \u2028 </script>"`, `[]`, `{}`, `true`,
 		` {"padded": [ 1 , 2 ] } `, `{"s":{"s":",\"s\":"},"p":"}"}`,
 	} {
 		tok := mustSeal(t, s, testBinding(), state)
 		if !strings.HasPrefix(tok, "a.") {
 			t.Errorf("token %q does not start with the kid", tok)
 		}
+		want, err := canonical.Append(nil, []byte(state))
+		if err != nil {
+			t.Fatal(err)
+		}
 		got, err := s.Open(testBinding(), tok)
-		if err != nil || string(got) != state {
-			t.Errorf("Open(Seal(%s)) = %s, %v; want the same bytes back", state, got, err)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("Open(Seal(%s)) = %s, %v; want %s", state, got, err, want)
 		}
 	}
 }

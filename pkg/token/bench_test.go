@@ -1,0 +1,317 @@
+//go:build unix
+
+package token
+
+// The benchmarks of issue 3, on one shared fixture: a realistic tools/call retry. Each op is a Seal
+// followed by an Open of the token it produced.
+//
+//	go test ./pkg/token -run '^$' -bench . -benchmem -count 5
+//
+// The floors are the cryptography and base64 a codec cannot avoid, with everything else precomputed;
+// JOSE is what a Go user would reach for instead (go-jose v4, a JWS HS256 nested in a JWE
+// dir/A256GCM). The goal: Signed <= 1.5x FloorSigned, Sealed <= 1.5x FloorSealed, both <= 0.5x JOSE.
+//
+// Besides ns/op (wall time) every benchmark reports cpu-ns/op, the CPU time of the whole process
+// (user and system, GC included) per op: on a shared machine wall time swings with the load of
+// other processes, CPU time far less.
+
+import (
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"syscall"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/pkg/token/internal/canonical"
+)
+
+// benchBinding is a tools/call retry: ~300 bytes of params with nested arguments, the per-round
+// members (_meta, inputResponses, requestState) included as a real retry carries them, and a string
+// principal.
+var benchBinding = Binding{
+	Method: "tools/call",
+	Params: json.RawMessage(`{"_meta":{"protocolVersion":"2026-07-28","progressToken":"p-7"},` +
+		`"name":"create_invoice","arguments":{"customer":{"id":"cus_8f3a2b","email":"ada@example.com",` +
+		`"address":{"city":"Zürich","zip":"8001"}},"lines":[{"sku":"WID-42","qty":3,"unitPrice":19.99},` +
+		`{"sku":"GAD-7","qty":1,"unitPrice":249.5}],"currency":"EUR","dueInDays":30,` +
+		`"notes":"Deliver to the loading dock"},"inputResponses":{"approver":{"action":"accept",` +
+		`"content":{"name":"grace"}}}}`),
+	Principal:       json.RawMessage(`"user:ada@example.com"`),
+	ProtocolVersion: "2026-07-28",
+}
+
+// benchState is ~200 bytes of server state.
+var benchState = json.RawMessage(`{"step":2,"draftId":"inv_01J8ZQ4W7XK3M9TB2R5N6P","collected":` +
+	`{"customer":"cus_8f3a2b","approver":null,"total":{"value":"309.47","currency":"EUR"}},` +
+	`"pending":["approval","po_number"],"attempt":1,"startedAt":"2026-07-28T10:15:00Z"}`)
+
+// benchRing is one 32-byte key, as the operator generates them.
+func benchRing(b *testing.B) *keyring.Keyring {
+	return testRing(b, keyring.NewKey("k2026-07", bytes.Repeat([]byte{0x5a}, 32)))
+}
+
+// loop runs op b.N times (via b.Loop) and reports allocations and cpu-ns/op.
+func loop(b *testing.B, op func()) {
+	b.ReportAllocs()
+	n, start := 0, processCPU(b)
+	for b.Loop() {
+		op()
+		n++
+	}
+	b.ReportMetric(float64(processCPU(b)-start)/float64(n), "cpu-ns/op")
+}
+
+// processCPU is the user and system CPU time the process has used.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func benchCodec(b *testing.B, c Codec) {
+	loop(b, func() {
+		tok, err := c.Seal(benchBinding, benchState)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Open(benchBinding, tok); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+func BenchmarkSigned(b *testing.B) {
+	s, err := NewSigned(keyring.Static(benchRing(b)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchCodec(b, s)
+}
+
+func BenchmarkSealed(b *testing.B) {
+	s, err := NewSealed(keyring.Static(benchRing(b)), SealedOptions{Server: "https://mcp.example.com/mcp"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchCodec(b, s)
+}
+
+// BenchmarkFloorSigned is the signed codec's unavoidable work for one seal and one open, with the
+// canonical binding and the payload precomputed: the scope and token HMACs of the seal, the token
+// and scope HMACs of the open, and base64 of the payload and the MACs in both directions.
+func BenchmarkFloorSigned(b *testing.B) {
+	binding, err := appendSignedBinding(nil, benchBinding)
+	if err != nil {
+		b.Fatal(err)
+	}
+	payload := []byte(`[2,1785233700,1785234000,"` + string(make43('s')) + `",` + benchCanonicalState(b) + `]`)
+	h := hmac.New(sha256.New, bytes.Repeat([]byte{0x5a}, 32))
+	mac := func(out *[43]byte, tag, msg []byte) {
+		h.Reset()
+		h.Write(tag)
+		h.Write(msg)
+		var sum [sha256.Size]byte
+		signedB64.Encode(out[:], h.Sum(sum[:0]))
+	}
+	kidDot := []byte("k2026-07.")
+	var enc, signed, dec []byte
+	loop(b, func() {
+		// Seal.
+		var scope, tokMAC [43]byte
+		mac(&scope, signedTagScope, binding)
+		enc = signedB64.AppendEncode(enc[:0], payload)
+		signed = append(append(signed[:0], kidDot...), enc...)
+		mac(&tokMAC, signedTagV2, signed)
+		// Open.
+		var want [43]byte
+		mac(&want, signedTagV2, signed)
+		dec, err = signedB64.AppendDecode(dec[:0], enc)
+		if err != nil || subtle.ConstantTimeCompare(want[:], tokMAC[:]) != 1 {
+			b.Fatal("floor: token MAC")
+		}
+		mac(&want, signedTagScope, binding)
+		if subtle.ConstantTimeCompare(want[:], scope[:]) != 1 {
+			b.Fatal("floor: scope")
+		}
+	})
+}
+
+// BenchmarkFloorSealed is the sealed codec's unavoidable work for one seal and one open: a random IV,
+// AES-256-GCM seal and open of the same payload with the same associated data, and base64 of the
+// sealed bytes in both directions.
+func BenchmarkFloorSealed(b *testing.B) {
+	block, err := aes.NewCipher(bytes.Repeat([]byte{0x5a}, 32))
+	if err != nil {
+		b.Fatal(err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		b.Fatal(err)
+	}
+	payload := []byte(`{"i":1785233700,"e":1785234000,"d":"` + string(make43('d')) + `","p":` +
+		string(benchBinding.Principal) + `,"s":` + benchCanonicalState(b) + `}`)
+	aad := appendAAD(nil, "k2026-07", benchBinding.ProtocolVersion, benchBinding.Method, "https://mcp.example.com/mcp")
+	var raw, enc, dec, opened []byte
+	loop(b, func() {
+		raw = grow(raw[:0], ivLen)
+		_, _ = rand.Read(raw)
+		raw = aead.Seal(raw, raw[:ivLen], payload, aad)
+		enc = sealedB64.AppendEncode(enc[:0], raw)
+		dec, err = sealedB64.AppendDecode(dec[:0], enc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if opened, err = aead.Open(opened[:0], dec[:ivLen], dec[ivLen:], aad); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+func make43(c byte) []byte { return bytes.Repeat([]byte{c}, 43) }
+
+// benchCanonicalState is benchState as both codecs put it into their payloads.
+func benchCanonicalState(b *testing.B) string {
+	s, err := canonical.Append(nil, benchState)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return string(s)
+}
+
+// joseClaims is the payload of the JOSE alternative: what the sealed codec binds, as a Go user
+// would write it with encoding/json.
+type joseClaims struct {
+	Server          string          `json:"aud"`
+	ProtocolVersion string          `json:"ver"`
+	Method          string          `json:"mth"`
+	Principal       json.RawMessage `json:"sub"`
+	IssuedAt        int64           `json:"iat"`
+	Expiry          int64           `json:"exp"`
+	Digest          []byte          `json:"dig"`
+	State           json.RawMessage `json:"state"`
+}
+
+// joseDigest is SHA-256 of [method, salient params] made with encoding/json (a map marshals with
+// sorted keys; nested objects keep the client's member order, which is all encoding/json offers).
+func joseDigest(method string, params json.RawMessage) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(params, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "_meta")
+	delete(m, "requestState")
+	delete(m, "inputResponses")
+	j, err := json.Marshal([]any{method, m})
+	if err != nil {
+		return nil, err
+	}
+	d := sha256.Sum256(j)
+	return d[:], nil
+}
+
+type joseCodec struct {
+	server         string
+	macKey, encKey []byte
+	signer         jose.Signer
+	encrypter      jose.Encrypter
+}
+
+func newJOSECodec(b testing.TB) *joseCodec {
+	c := &joseCodec{server: "https://mcp.example.com/mcp", macKey: bytes.Repeat([]byte{0x5a}, 32),
+		encKey: bytes.Repeat([]byte{0xa5}, 32)}
+	var err error
+	if c.signer, err = jose.NewSigner(jose.SigningKey{Algorithm: jose.HS256, Key: c.macKey}, nil); err != nil {
+		b.Fatal(err)
+	}
+	if c.encrypter, err = jose.NewEncrypter(jose.A256GCM, jose.Recipient{Algorithm: jose.DIRECT, Key: c.encKey},
+		(&jose.EncrypterOptions{}).WithContentType("JWT")); err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+func (c *joseCodec) Seal(bd Binding, state json.RawMessage) (string, error) {
+	dig, err := joseDigest(bd.Method, bd.Params)
+	if err != nil {
+		return "", err
+	}
+	now := time.Now().Unix()
+	payload, err := json.Marshal(joseClaims{Server: c.server, ProtocolVersion: bd.ProtocolVersion,
+		Method: bd.Method, Principal: bd.Principal, IssuedAt: now, Expiry: now + 300, Digest: dig, State: state})
+	if err != nil {
+		return "", err
+	}
+	jws, err := c.signer.Sign(payload)
+	if err != nil {
+		return "", err
+	}
+	inner, err := jws.CompactSerialize()
+	if err != nil {
+		return "", err
+	}
+	jwe, err := c.encrypter.Encrypt([]byte(inner))
+	if err != nil {
+		return "", err
+	}
+	return jwe.CompactSerialize()
+}
+
+func (c *joseCodec) Open(bd Binding, tok string) (json.RawMessage, error) {
+	jwe, err := jose.ParseEncrypted(tok, []jose.KeyAlgorithm{jose.DIRECT}, []jose.ContentEncryption{jose.A256GCM})
+	if err != nil {
+		return nil, ErrInvalid
+	}
+	inner, err := jwe.Decrypt(c.encKey)
+	if err != nil {
+		return nil, ErrInvalid
+	}
+	jws, err := jose.ParseSigned(string(inner), []jose.SignatureAlgorithm{jose.HS256})
+	if err != nil {
+		return nil, ErrInvalid
+	}
+	payload, err := jws.Verify(c.macKey)
+	if err != nil {
+		return nil, ErrInvalid
+	}
+	var cl joseClaims
+	if err := json.Unmarshal(payload, &cl); err != nil {
+		return nil, ErrInvalid
+	}
+	dig, err := joseDigest(bd.Method, bd.Params)
+	if err != nil || cl.Server != c.server || cl.ProtocolVersion != bd.ProtocolVersion || cl.Method != bd.Method ||
+		!bytes.Equal(cl.Principal, bd.Principal) || !hmac.Equal(cl.Digest, dig) || time.Now().Unix() >= cl.Expiry {
+		return nil, ErrInvalid
+	}
+	return cl.State, nil
+}
+
+func BenchmarkJOSE(b *testing.B) { benchCodec(b, newJOSECodec(b)) }
+
+// The JOSE stand-in must really bind what it claims to, or its numbers would flatter it.
+func TestJOSEBenchCodec(t *testing.T) {
+	c := newJOSECodec(t)
+	tok, err := c.Seal(benchBinding, benchState)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := c.Open(benchBinding, tok); err != nil || !bytes.Equal(got, benchState) {
+		t.Fatalf("Open = %s, %v", got, err)
+	}
+	other := benchBinding
+	other.Params = bytes.Replace(other.Params, []byte(`"qty":3`), []byte(`"qty":4`), 1)
+	if _, err := c.Open(other, tok); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("Open with other params = %v", err)
+	}
+}
