@@ -1,0 +1,43 @@
+package canonical
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// FuzzCanonical: no input panics; the streaming encoder and the tree decoder agree on what they
+// accept and on its canonical form; the canonical form is a fixed point; whatever is accepted is
+// JSON to encoding/json too.
+func FuzzCanonical(f *testing.F) {
+	for _, s := range []string{`{"b":[1,1.0,-0,-0.0,-0e0,1E2],"a":"\u00e9\ud83d\ude00\/"}`, `"\u0000\u001f\u2028"`,
+		`[{"z":{},"y":[]},null,true,false]`, `123456789012345678901234567890`, `5e-324`, `1.7976931348623157e308`,
+		`{"a":1,"a":2}`, `"\ud800"`, `1e400`, `[`, ` {"_meta" : 1 } `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		out, err := Append(nil, in)
+		v, derr := Decode(in)
+		if (err == nil) != (derr == nil) || (err == nil) != Valid(in) {
+			t.Fatalf("Append error %v, Decode error %v, Valid %v", err, derr, Valid(in))
+		}
+		if err != nil {
+			return
+		}
+		if !json.Valid(in) {
+			t.Fatalf("accepted %q, which encoding/json rejects", in)
+		}
+		if tree := v.Encode(); !bytes.Equal(tree, out) {
+			t.Fatalf("Append %s, Decode+Encode %s", out, tree)
+		}
+		again, err := Append(nil, out)
+		if err != nil || !bytes.Equal(again, out) {
+			t.Fatalf("not a fixed point: %s -> %s (%v)", out, again, err)
+		}
+		if d := GetDecoder(in); d.SkipValue() != nil || d.End() != nil {
+			t.Fatalf("SkipValue rejects %q", in)
+		} else {
+			PutDecoder(d)
+		}
+	})
+}

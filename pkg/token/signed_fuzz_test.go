@@ -1,0 +1,58 @@
+package token
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/pkg/token/internal/canonical"
+)
+
+// FuzzOpenSigned opens arbitrary tokens with arbitrary params. Nothing may panic, every failure is
+// ErrInvalid, and a token that opens is byte for byte one the codecs sealed, for params equal to the
+// sealed ones: no mutation of a token is ever accepted.
+func FuzzOpenSigned(f *testing.F) {
+	at := time.Unix(1_800_000_000, 0)
+	clock := SignedClock(func() time.Time { return at })
+	secret := mustSigned(NewSignedSecret(signedSecretA, clock))
+	keys := mustSigned(NewSigned(signedRing(f, keyring.NewKey("a", signedSecretA), keyring.NewKey("b", signedSecretB)), clock))
+	b := Binding{Method: "tools/call", Params: json.RawMessage(`{"name":"n","arguments":{"x":1}}`), Principal: json.RawMessage(`"p"`)}
+	state := json.RawMessage(`{"s":[1,2.5,"\u2028"]}`)
+	sealed := map[string]bool{}
+	for _, s := range []*Signed{secret, keys} {
+		tok, err := s.Seal(b, state)
+		if err != nil {
+			f.Fatal(err)
+		}
+		sealed[tok] = true
+		f.Add(tok, []byte(b.Params))
+		f.Add(tok, []byte(`{"arguments":{"x":1},"name":"n","_meta":{}}`))
+		f.Add(tok[:len(tok)-1], []byte(b.Params))
+	}
+	f.Add("mrtr2.zzz.e30.AAAA", []byte(`{}`))
+	wantParams, _ := canonical.Append(nil, b.Params)
+	wantState, _ := canonical.Append(nil, state)
+
+	f.Fuzz(func(t *testing.T, tok string, params []byte) {
+		fb := b
+		fb.Params = params
+		for _, s := range []*Signed{secret, keys} {
+			got, err := s.Open(fb, tok)
+			if err != nil {
+				if err != ErrInvalid {
+					t.Fatalf("Open failed with %v, not ErrInvalid", err)
+				}
+				continue
+			}
+			canon, cerr := canonical.AppendObject(nil, params, signedIgnoredParams...)
+			if !sealed[tok] || cerr != nil || !bytes.Equal(canon, wantParams) {
+				t.Fatalf("Open accepted token %q with params %q", tok, params)
+			}
+			if !bytes.Equal(got, wantState) {
+				t.Fatalf("Open returned %s, sealed %s", got, wantState)
+			}
+		}
+	})
+}
