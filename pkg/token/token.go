@@ -1,17 +1,3 @@
-// Package token seals and opens MCP multi round-trip (MRTR) request state with a shared keyring.
-//
-// Two codecs implement Codec:
-//   - Signed: Snodo's wire format (mrtr1/mrtr2, HMAC-SHA256). Integrity only: the client can read the
-//     state. Byte-compatible with the Elixir library Snodo.
-//   - Sealed: AES-256-GCM. Integrity and confidentiality.
-//
-// Both bind a token to the request that produced it (Binding), expire it, and read their keys from a
-// keyring.Source on every call, so a hot-reloaded keyring applies to the next call.
-//
-// Errors come in two kinds that never mix. Every failure to open an untrusted token is ErrInvalid,
-// whatever the cause, so a client learns nothing from the error; the cause is for logs and metrics
-// only. A mistake of the caller or the configuration (bad options, a missing principal, state that is
-// not JSON) is a *ConfigError.
 package token
 
 import (
