@@ -134,26 +134,25 @@ func (s *Sealed) Seal(b Binding, state json.RawMessage) (string, error) {
 	if b.Method == "" {
 		return "", &ConfigError{Field: "Binding.Method", Reason: "is empty"}
 	}
-	if len(b.Principal) == 0 {
-		return "", &ConfigError{Field: "Binding.Principal", Reason: "is empty: use token.Anonymous for a request without a principal"}
-	}
 	ring := s.src.Keyring()
 	if ring == nil {
 		return "", &ConfigError{Field: "keyring", Reason: "the source has no keyring: nothing can be sealed"}
 	}
 	ks := s.keysFor(ring)
+	issued := s.now().Unix()
+	if issued < 0 {
+		return "", &ConfigError{Field: "SealedOptions.Now", Reason: "returned a time before 1970"}
+	}
 
 	sc := getScratch()
 	defer putScratch(sc)
-	var err error
-	if sc.principal, err = canonical.Append(sc.principal[:0], b.Principal); err != nil {
-		return "", &ConfigError{Field: "Binding.Principal", Reason: "is not a JSON value: " + err.Error()}
+	if err := s.canonicalPrincipal(sc, b.Principal); err != nil {
+		return "", err
 	}
-	var digest [sha256.Size]byte
-	if digest, err = s.digest(sc, b.Method, b.Params); err != nil {
-		return "", &ConfigError{Field: "Binding.Params", Reason: "cannot be bound: " + err.Error()}
+	digest, err := s.digest(sc, b.Method, b.Params)
+	if err != nil {
+		return "", err
 	}
-	issued := s.now().Unix()
 	expires := issued + s.ttlFor(sc.principal)
 
 	p := append(sc.payload[:0], `{"i":`...)
@@ -204,14 +203,19 @@ func (s *Sealed) Seal(b Binding, state json.RawMessage) (string, error) {
 }
 
 // Open returns the state of token if it was sealed for an equal binding, by this server, under a key
-// of the current keyring, and has not expired. Every failure is ErrInvalid, except a Binding the
-// server itself got wrong (no Method or Principal), which is a *ConfigError.
+// of the current keyring, and has not expired (the checks, in order, are in the package doc). Every
+// failure of the token or of the client's params is ErrInvalid; only a Binding the server itself got
+// wrong (no Method; a Principal that is empty or not JSON) is a *ConfigError.
 func (s *Sealed) Open(b Binding, token string) (json.RawMessage, error) {
 	if b.Method == "" {
 		return nil, &ConfigError{Field: "Binding.Method", Reason: "is empty"}
 	}
-	if len(b.Principal) == 0 {
-		return nil, &ConfigError{Field: "Binding.Principal", Reason: "is empty: use token.Anonymous for a request without a principal"}
+	sc := getScratch()
+	defer putScratch(sc)
+	// The principal comes from the server, not the client: a bad one is the caller's mistake,
+	// reported whatever the token.
+	if err := s.canonicalPrincipal(sc, b.Principal); err != nil {
+		return nil, err
 	}
 	// Cheapest checks first, the binding's canonical form (the costly part) only once the token is
 	// authentic: a forged token costs a failed GCM open at most.
@@ -232,8 +236,6 @@ func (s *Sealed) Open(b Binding, token string) (json.RawMessage, error) {
 		return nil, ErrInvalid
 	}
 
-	sc := getScratch()
-	defer putScratch(sc)
 	raw := grow(sc.raw[:0], sealedB64.DecodedLen(len(enc)))
 	n, err := sealedB64.Decode(raw, []byte(enc))
 	if err != nil || sealedB64.EncodedLen(n) != len(enc) || n < ivLen+tagLen {
@@ -254,9 +256,6 @@ func (s *Sealed) Open(b Binding, token string) (json.RawMessage, error) {
 	pl, ok := parsePayload(p)
 	if !ok {
 		return nil, ErrInvalid
-	}
-	if sc.principal, err = canonical.Append(sc.principal[:0], b.Principal); err != nil {
-		return nil, &ConfigError{Field: "Binding.Principal", Reason: "is not a JSON value: " + err.Error()}
 	}
 	state, ok := pl.state(sc.principal)
 	if !ok {
@@ -287,25 +286,40 @@ func (s *Sealed) ttlFor(canonicalPrincipal []byte) int64 {
 	return s.ttl
 }
 
+// canonicalPrincipal writes the canonical JSON of principal to sc.principal.
+func (s *Sealed) canonicalPrincipal(sc *scratch, principal json.RawMessage) error {
+	if len(principal) == 0 {
+		return &ConfigError{Field: "Binding.Principal", Reason: "is empty: use token.Anonymous for a request without a principal"}
+	}
+	var err error
+	if sc.principal, err = canonical.Append(sc.principal[:0], principal); err != nil {
+		return &ConfigError{Field: "Binding.Principal", Reason: "is not a JSON value: " + err.Error()}
+	}
+	return nil
+}
+
 // digest is SHA-256 over the digest tag and the canonical JSON of [method, salient params], where
 // the salient params are the params object without its top-level "_meta", "requestState" and
-// "inputResponses", and absent params count as {} (the rule of the Signed codec).
+// "inputResponses", and absent params count as {} (the rule of the Signed codec). Its error is a
+// *ConfigError naming the field.
 func (s *Sealed) digest(sc *scratch, method string, params json.RawMessage) ([sha256.Size]byte, error) {
 	c := append(sc.canon[:0], sealedDigestTag...)
 	c = append(c, '[')
 	c, err := canonical.AppendString(c, method)
-	if err == nil {
-		c = append(c, ',')
-		if len(params) == 0 {
-			c = append(c, '{', '}')
-		} else {
-			c, err = canonical.AppendObject(c, params, unsalientParams...)
-		}
+	sc.canon = c
+	if err != nil {
+		return [sha256.Size]byte{}, &ConfigError{Field: "Binding.Method", Reason: err.Error()}
+	}
+	c = append(c, ',')
+	if len(params) == 0 {
+		c = append(c, '{', '}')
+	} else {
+		c, err = canonical.AppendObject(c, params, unsalientParams...)
 	}
 	c = append(c, ']')
 	sc.canon = c
 	if err != nil {
-		return [sha256.Size]byte{}, err
+		return [sha256.Size]byte{}, &ConfigError{Field: "Binding.Params", Reason: "is not a JSON object: " + err.Error()}
 	}
 	return sha256.Sum256(c), nil
 }

@@ -363,19 +363,24 @@ func TestSealedSealErrors(t *testing.T) {
 	noPrincipal.Principal = nil
 	badPrincipal.Principal = json.RawMessage(`user`)
 	badParams.Params = json.RawMessage(`{"name":`)
+	paramsArray, badMethod := b, b
+	paramsArray.Params = json.RawMessage(`[1]`)
+	badMethod.Method = "tools/\xff"
 	cases := map[string]struct {
 		b     Binding
 		state string
 		field string
 	}{
-		"state not JSON":     {b, `{state}`, "state"},
-		"state empty":        {b, ``, "state"},
-		"two values":         {b, `1 2`, "state"},
-		"trailing comma":     {b, `{"a":1,}`, "state"},
-		"no method":          {noMethod, testState, "Binding.Method"},
-		"no principal":       {noPrincipal, testState, "Binding.Principal"},
-		"principal not JSON": {badPrincipal, testState, "Binding.Principal"},
-		"params not JSON":    {badParams, testState, "Binding.Params"},
+		"state not JSON":       {b, `{state}`, "state"},
+		"state empty":          {b, ``, "state"},
+		"two values":           {b, `1 2`, "state"},
+		"trailing comma":       {b, `{"a":1,}`, "state"},
+		"no method":            {noMethod, testState, "Binding.Method"},
+		"no principal":         {noPrincipal, testState, "Binding.Principal"},
+		"principal not JSON":   {badPrincipal, testState, "Binding.Principal"},
+		"params not JSON":      {badParams, testState, "Binding.Params"},
+		"params not an object": {paramsArray, testState, "Binding.Params"},
+		"method not UTF-8":     {badMethod, testState, "Binding.Method"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -386,10 +391,21 @@ func TestSealedSealErrors(t *testing.T) {
 			}
 		})
 	}
-	t.Run("open with no principal is the caller's mistake", func(t *testing.T) {
-		tok := mustSeal(t, s, b, testState)
-		if _, err := s.Open(noPrincipal, tok); !IsConfigError(err) {
-			t.Fatalf("Open error %v; want a ConfigError", err)
+	t.Run("open with a bad principal is the caller's mistake, whatever the token", func(t *testing.T) {
+		for _, tok := range []string{mustSeal(t, s, b, testState), "garbage"} {
+			for _, p := range []Binding{noPrincipal, badPrincipal} {
+				if _, err := s.Open(p, tok); !IsConfigError(err) {
+					t.Fatalf("Open error %v; want a ConfigError", err)
+				}
+			}
+		}
+	})
+	t.Run("a clock before 1970", func(t *testing.T) {
+		c := &clock{t: time.Unix(-1, 0)}
+		early := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 1, 32))), c, SealedOptions{})
+		var ce *ConfigError
+		if _, err := early.Seal(b, json.RawMessage(testState)); !errors.As(err, &ce) || ce.Field != "SealedOptions.Now" {
+			t.Fatalf("Seal error %v; want a ConfigError on SealedOptions.Now", err)
 		}
 	})
 }
