@@ -1,0 +1,60 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package workload
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Stamp makes the workload's pod template carry hash in HashAnnotation, which restarts its pods
+// (a rollout) when the value changes. It writes nothing when the template already carries hash, so
+// calling it again — after a restart of the operator, or on every reconcile — never restarts the
+// pods a second time. It reports whether it wrote.
+//
+// The write is a JSON merge patch of that one annotation: it cannot clobber a concurrent change to
+// any other field (nor needs a resourceVersion), and it takes no ownership of the rest of the
+// object. On success obj holds the patched workload as the API server returned it.
+func Stamp(ctx context.Context, c client.Writer, obj client.Object, hash string) (bool, error) {
+	if hash == "" {
+		return false, errors.New("stamp: the keyring hash is empty")
+	}
+	if _, err := PodTemplate(obj); err != nil {
+		return false, fmt.Errorf("stamp: %w", err)
+	}
+	if Hash(obj) == hash {
+		return false, nil
+	}
+	ref, _ := RefOf(obj)
+	patch, err := json.Marshal(map[string]any{
+		"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
+			"annotations": map[string]string{HashAnnotation: hash},
+		}}},
+	})
+	if err != nil {
+		return false, fmt.Errorf("stamp %s: %w", ref, err)
+	}
+	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldOwner)); err != nil {
+		return false, fmt.Errorf("stamp %s with keyring hash %s: %w", ref, hash, err)
+	}
+	return true, nil
+}

@@ -1,0 +1,149 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package workload is the operator's typed view of the workloads that consume a keyring:
+// Deployments, StatefulSets and DaemonSets. It answers three questions — which workloads a keyring
+// targets (Resolve), which keyring fingerprint their pod template carries (Hash) and whether that
+// template has rolled out (RolloutStatus) — and makes one write: stamping a fingerprint onto a pod
+// template (Stamp). It knows nothing of rotation phases; internal/rotation decides what to stamp
+// and when.
+package workload
+
+import (
+	"cmp"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// HashAnnotation is the pod-template annotation that carries the fingerprint of the keyring the
+// pods must run with. Changing it is what restarts the pods; re-writing the same value is a no-op.
+const HashAnnotation = "mrtr.dev/keyring-hash"
+
+// FieldOwner is the field manager of every write this package makes.
+const FieldOwner = "mrtr-operator"
+
+// Kind is one of the workload kinds a keyring can target.
+type Kind string
+
+// The supported kinds, all in apps/v1.
+const (
+	Deployment  Kind = "Deployment"
+	StatefulSet Kind = "StatefulSet"
+	DaemonSet   Kind = "DaemonSet"
+)
+
+// Kinds lists the supported kinds in their sort order.
+var Kinds = []Kind{Deployment, StatefulSet, DaemonSet}
+
+// New returns an empty object of the kind, for Get and Watch.
+func (k Kind) New() (client.Object, error) {
+	switch k {
+	case Deployment:
+		return &appsv1.Deployment{}, nil
+	case StatefulSet:
+		return &appsv1.StatefulSet{}, nil
+	case DaemonSet:
+		return &appsv1.DaemonSet{}, nil
+	}
+	return nil, fmt.Errorf("workload kind %q is not supported: use Deployment, StatefulSet or DaemonSet", string(k))
+}
+
+// newList returns an empty list of the kind.
+func (k Kind) newList() (client.ObjectList, error) {
+	switch k {
+	case Deployment:
+		return &appsv1.DeploymentList{}, nil
+	case StatefulSet:
+		return &appsv1.StatefulSetList{}, nil
+	case DaemonSet:
+		return &appsv1.DaemonSetList{}, nil
+	}
+	return nil, fmt.Errorf("workload kind %q is not supported: use Deployment, StatefulSet or DaemonSet", string(k))
+}
+
+// KindOf returns the kind of a typed workload object. Typed objects read through a client have an
+// empty TypeMeta, so the Go type decides, not obj.GetObjectKind().
+func KindOf(obj client.Object) (Kind, error) {
+	switch obj.(type) {
+	case *appsv1.Deployment:
+		return Deployment, nil
+	case *appsv1.StatefulSet:
+		return StatefulSet, nil
+	case *appsv1.DaemonSet:
+		return DaemonSet, nil
+	}
+	return "", fmt.Errorf("%T is not a supported workload: use a Deployment, StatefulSet or DaemonSet", obj)
+}
+
+// Ref names a workload within the keyring's namespace.
+type Ref struct {
+	Kind Kind
+	Name string
+}
+
+// RefOf returns the Ref of a typed workload object.
+func RefOf(obj client.Object) (Ref, error) {
+	k, err := KindOf(obj)
+	if err != nil {
+		return Ref{}, err
+	}
+	return Ref{Kind: k, Name: obj.GetName()}, nil
+}
+
+// String is "Kind/name", the form used in messages and as the field-index key (IndexKey).
+func (r Ref) String() string { return string(r.Kind) + "/" + r.Name }
+
+// Compare orders refs by kind (in the order of Kinds), then by name.
+func (r Ref) Compare(o Ref) int {
+	return cmp.Or(cmp.Compare(kindRank(r.Kind), kindRank(o.Kind)), cmp.Compare(r.Name, o.Name))
+}
+
+func kindRank(k Kind) int {
+	for i, kk := range Kinds {
+		if k == kk {
+			return i
+		}
+	}
+	return len(Kinds)
+}
+
+// PodTemplate returns the pod template of a typed workload object, which the caller may read or
+// modify in place.
+func PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return &o.Spec.Template, nil
+	case *appsv1.StatefulSet:
+		return &o.Spec.Template, nil
+	case *appsv1.DaemonSet:
+		return &o.Spec.Template, nil
+	}
+	_, err := KindOf(obj)
+	return nil, err
+}
+
+// Hash returns the keyring fingerprint stamped on the workload's pod template, or "" when there is
+// none (or obj is not a supported workload).
+func Hash(obj client.Object) string {
+	t, err := PodTemplate(obj)
+	if err != nil {
+		return ""
+	}
+	return t.Annotations[HashAnnotation]
+}
