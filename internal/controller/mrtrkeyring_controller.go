@@ -18,46 +18,95 @@ package controller
 
 import (
 	"context"
+	"errors"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
-// MRTRKeyringReconciler reconciles a MRTRKeyring object
+// MRTRKeyringReconciler observes a keyring, its Secret and its target workloads, asks
+// rotation.Step what to do, and does it: write the Secret, write status (once, only if changed),
+// emit events, stamp the workloads. It keeps nothing in memory between passes.
+//
+// The Secret carries the label mrtr.dev/keyring=<name> but no owner reference: like cert-manager's
+// Certificate Secrets, it outlives its MRTRKeyring, so deleting (or re-creating) the keyring never
+// takes the keys away from running servers. A re-created keyring resumes from the Secret.
 type MRTRKeyringReconciler struct {
 	client.Client
+	// Scheme is the manager's scheme (set by cmd/main.go; not needed by the reconciler itself).
 	Scheme *runtime.Scheme
+	// APIReader reads the Secret live: the manager caches only Secret metadata (it watches every
+	// Secret, and caching their data would hold every secret of the cluster in memory).
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	// Clock is the time source; nil means the real clock.
+	Clock clock.PassiveClock
+	// GenerateKey makes the candidate key of each pass; nil means keyring.GenerateKey.
+	GenerateKey func(id string, n int) (keyring.Key, error)
 }
 
-// +kubebuilder:rbac:groups=mrtr.dev,resources=mrtrkeyrings,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=mrtr.dev,resources=mrtrkeyrings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=mrtr.dev,resources=mrtrkeyrings/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=mrtr.dev,resources=mrtrkeyrings/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile is part of the main kubernetes reconciliation loop which aims to
-// move the current state of the cluster closer to the desired state.
-// TODO(user): Modify the Reconcile function to compare the state specified by
-// the MRTRKeyring object against the actual cluster state, and then
-// perform operations to make the cluster state reflect the state specified by
-// the user.
-//
-// For more details, check Reconcile and its Result here:
-// - https://pkg.go.dev/sigs.k8s.io/controller-runtime@v0.25.0/pkg/reconcile
+// Reconcile runs one pass: gather, rotation.Step, apply.
 func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	_ = logf.FromContext(ctx)
+	log := logf.FromContext(ctx)
+	var kr mrtrv1alpha1.MRTRKeyring
+	if err := r.Get(ctx, req.NamespacedName, &kr); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	in, targets, err := r.gather(ctx, &kr)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	d := rotation.Step(in)
 
-	// TODO(user): your logic here
-
-	return ctrl.Result{}, nil
+	// The Secret first: if we stop before the status write, the Secret's annotations let the next
+	// pass resume in the phase it was written for.
+	if d.Secret != nil {
+		if err := r.writeSecret(ctx, &kr, d.Secret, d.SecretPhase); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if !equality.Semantic.DeepEqual(kr.Status, d.Status) {
+		kr.Status = d.Status
+		if err := r.Status().Update(ctx, &kr); err != nil {
+			// A conflict means we decided from a stale copy; the next pass decides again.
+			return ctrl.Result{}, err
+		}
+	}
+	for _, e := range d.Events {
+		r.Recorder.Eventf(&kr, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
+	}
+	var stampErrs []error
+	if d.Stamp != "" {
+		for _, obj := range targets {
+			if err := stamp(ctx, r.Client, obj, d.Stamp); err != nil && !apierrors.IsNotFound(err) {
+				stampErrs = append(stampErrs, err)
+			}
+		}
+	}
+	log.V(1).Info("reconciled", "phase", d.Status.Phase, "fingerprint", d.Status.SecretFingerprint,
+		"target", d.Status.TargetFingerprint, "requeueAfter", d.RequeueAfter)
+	return ctrl.Result{RequeueAfter: d.RequeueAfter}, errors.Join(stampErrs...)
 }
 
-// SetupWithManager sets up the controller with the Manager.
-func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&mrtrv1alpha1.MRTRKeyring{}).
-		Named("mrtrkeyring").
-		Complete(r)
+func (r *MRTRKeyringReconciler) now() clock.PassiveClock {
+	if r.Clock == nil {
+		return clock.RealClock{}
+	}
+	return r.Clock
 }

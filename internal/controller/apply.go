@@ -1,0 +1,119 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
+	"github.com/mrtr-dev/mrtr-operator/internal/workload"
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+)
+
+// KeyringLabel is set on the keyring Secret to the name of its MRTRKeyring.
+const KeyringLabel = "mrtr.dev/keyring"
+
+// writeSecret makes the Secret hold kr, annotated with the phase it enters. It creates the Secret,
+// or updates the copy it reads live with that copy's resourceVersion, so a concurrent change makes
+// it fail rather than be overwritten. An unchanged Secret costs no write. Errors never include the
+// data.
+func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1alpha1.MRTRKeyring, kr *keyring.Keyring, phase mrtrv1alpha1.Phase) error {
+	data, err := keyring.Marshal(kr)
+	if err != nil {
+		return err
+	}
+	key := types.NamespacedName{Namespace: owner.Namespace, Name: owner.EffectiveSecretName()}
+	annotations := map[string]string{rotation.PhaseAnnotation: string(phase), rotation.FingerprintAnnotation: kr.Fingerprint()}
+	var s corev1.Secret
+	err = r.APIReader.Get(ctx, key, &s)
+	if apierrors.IsNotFound(err) {
+		s = corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
+				Labels: map[string]string{KeyringLabel: owner.Name}, Annotations: annotations},
+			Type: keyring.SecretType,
+			Data: map[string][]byte{keyring.SecretDataKey: data},
+		}
+		if err := r.Create(ctx, &s); err != nil {
+			return fmt.Errorf("create Secret %s with keyring %s: %w", key, kr.Fingerprint(), apiReason(err))
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read Secret %s: %w", key, err)
+	}
+	if s.Type != keyring.SecretType { // Step never asks this, but never overwrite a foreign Secret
+		return fmt.Errorf("Secret %s has type %q, not %s: not writing it", key, s.Type, keyring.SecretType)
+	}
+	changed := !bytes.Equal(s.Data[keyring.SecretDataKey], data) || s.Labels[KeyringLabel] != owner.Name
+	for k, v := range annotations {
+		changed = changed || s.Annotations[k] != v
+	}
+	if !changed {
+		return nil
+	}
+	if s.Labels == nil {
+		s.Labels = map[string]string{}
+	}
+	s.Labels[KeyringLabel] = owner.Name
+	if s.Annotations == nil {
+		s.Annotations = map[string]string{}
+	}
+	maps.Copy(s.Annotations, annotations)
+	s.Data = map[string][]byte{keyring.SecretDataKey: data}
+	if err := r.Update(ctx, &s); err != nil {
+		return fmt.Errorf("update Secret %s to keyring %s: %w", key, kr.Fingerprint(), apiReason(err))
+	}
+	return nil
+}
+
+// apiReason keeps an API error's status and message but drops anything that could echo the
+// request body (the API server does not, but a webhook in the path might).
+func apiReason(err error) error {
+	if s, ok := err.(apierrors.APIStatus); ok {
+		return fmt.Errorf("%s (%d)", s.Status().Reason, s.Status().Code)
+	}
+	return err
+}
+
+// stamp sets the keyring fingerprint annotation on obj's pod template, which restarts its pods. A
+// template that already carries fp costs no write, so a resumed pass never restarts pods twice.
+func stamp(ctx context.Context, c client.Client, obj client.Object, fp string) error {
+	if workload.Hash(obj) == fp {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{
+		"metadata": map[string]any{"annotations": map[string]string{workload.HashAnnotation: fp}}}}})
+	if err != nil {
+		return err
+	}
+	ref, _ := workload.RefOf(obj)
+	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(workload.FieldOwner)); err != nil {
+		return fmt.Errorf("stamp %s with keyring %s: %w", ref, fp, err)
+	}
+	return nil
+}

@@ -1,0 +1,159 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/workload"
+)
+
+// Field indexes on MRTRKeyrings, so that a Secret or workload event wakes only the keyrings that
+// use it.
+const (
+	// secretNameIndex holds the effective Secret name.
+	secretNameIndex = "mrtr.dev/secretName"
+	// workloadIndex holds "Kind/name" of each workload named in spec.workloads.
+	workloadIndex = "mrtr.dev/workload"
+)
+
+// SetupWithManager registers the indexes and watches: keyrings (spec changes and annotations,
+// for rotation requests), Secrets (metadata only: a change or deletion of a keyring Secret) and
+// the three workload kinds (their template stamp, status and labels).
+func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	ctx := context.Background()
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &mrtrv1alpha1.MRTRKeyring{}, secretNameIndex, func(o client.Object) []string {
+		return []string{o.(*mrtrv1alpha1.MRTRKeyring).EffectiveSecretName()}
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &mrtrv1alpha1.MRTRKeyring{}, workloadIndex, func(o client.Object) []string {
+		var refs []string
+		for _, w := range o.(*mrtrv1alpha1.MRTRKeyring).Spec.Workloads {
+			refs = append(refs, workload.Ref{Kind: workload.Kind(w.Kind), Name: w.Name}.String())
+		}
+		return refs
+	}); err != nil {
+		return err
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("mrtr-operator")
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(&mrtrv1alpha1.MRTRKeyring{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.keyringsForSecret),
+			builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{}))
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}} {
+		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(r.keyringsForWorkload),
+			builder.WithPredicates(workloadChanged{}))
+	}
+	return b.Named("mrtrkeyring").Complete(r)
+}
+
+// keyringsForSecret maps a Secret to the keyrings in its namespace that use it.
+func (r *MRTRKeyringReconciler) keyringsForSecret(ctx context.Context, s client.Object) []reconcile.Request {
+	return r.list(ctx, s.GetNamespace(), client.MatchingFields{secretNameIndex: s.GetName()}, nil)
+}
+
+// keyringsForWorkload maps a workload to the keyrings that name it, or whose selector matches its
+// labels. Updates are mapped for the old and the new object, so a workload that stops matching
+// still wakes the keyring that must drop it.
+func (r *MRTRKeyringReconciler) keyringsForWorkload(ctx context.Context, obj client.Object) []reconcile.Request {
+	ref, err := workload.RefOf(obj)
+	if err != nil {
+		return nil
+	}
+	named := r.list(ctx, obj.GetNamespace(), client.MatchingFields{workloadIndex: ref.String()}, nil)
+	selected := r.list(ctx, obj.GetNamespace(), nil, func(kr *mrtrv1alpha1.MRTRKeyring) bool {
+		if kr.Spec.WorkloadSelector == nil {
+			return false
+		}
+		sel, err := metav1.LabelSelectorAsSelector(kr.Spec.WorkloadSelector)
+		return err == nil && sel.Matches(labels.Set(obj.GetLabels()))
+	})
+	return append(named, selected...)
+}
+
+// list returns requests for the cached keyrings in namespace that match fields and keep.
+func (r *MRTRKeyringReconciler) list(ctx context.Context, namespace string, fields client.MatchingFields, keep func(*mrtrv1alpha1.MRTRKeyring) bool) []reconcile.Request {
+	opts := []client.ListOption{client.InNamespace(namespace)}
+	if fields != nil {
+		opts = append(opts, fields)
+	}
+	var krs mrtrv1alpha1.MRTRKeyringList
+	if err := r.List(ctx, &krs, opts...); err != nil {
+		logf.FromContext(ctx).Error(err, "list keyrings to wake", "namespace", namespace)
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range krs.Items {
+		if keep == nil || keep(&krs.Items[i]) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: namespace, Name: krs.Items[i].Name}})
+		}
+	}
+	return reqs
+}
+
+// workloadChanged lets through workload updates that can change a rollout or a selection: the
+// spec (generation), the status, the labels. Resyncs and metadata-only noise are dropped.
+type workloadChanged struct {
+	predicate.Funcs
+}
+
+func (workloadChanged) Update(e event.UpdateEvent) bool {
+	if e.ObjectOld == nil || e.ObjectNew == nil {
+		return true
+	}
+	if e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
+		!equality.Semantic.DeepEqual(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) {
+		return true
+	}
+	return !equality.Semantic.DeepEqual(workloadStatus(e.ObjectOld), workloadStatus(e.ObjectNew))
+}
+
+func workloadStatus(obj client.Object) any {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return o.Status
+	case *appsv1.StatefulSet:
+		return o.Status
+	case *appsv1.DaemonSet:
+		return o.Status
+	}
+	return nil
+}
