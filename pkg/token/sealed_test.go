@@ -43,13 +43,16 @@ func newSwapSource(r *keyring.Keyring) *swapSource {
 	s.p.Store(r)
 	return s
 }
+
 func (s *swapSource) Keyring() *keyring.Keyring { return s.p.Load() }
 func (s *swapSource) set(r *keyring.Keyring)    { s.p.Store(r) }
-func (c *clock) Now() time.Time                 { return c.t }
-func (c *clock) add(d time.Duration)            { c.t = c.t.Add(d) }
-func newClock() *clock                          { return &clock{t: t0} }
 
-type clock struct{ t time.Time } // not for concurrent use: tests that share it run sequentially
+// clock is a settable clock starting at t0. Not for concurrent use: tests that share one run
+// sequentially.
+type clock struct{ t time.Time }
+
+func newClock() *clock          { return &clock{t: t0} }
+func (c *clock) Now() time.Time { return c.t }
 
 const testServer = "https://mcp.example.com/mcp"
 
