@@ -86,6 +86,9 @@ func (p *pass) rolloutDeadline() time.Time { return p.phaseStart().Add(p.in.Sett
 // nextDeadline is the earliest future time at which a timed check may change the outcome: the
 // next rotation, the end of the TTL wait or of the propagation delay, or a rollout deadline.
 func (p *pass) nextDeadline() time.Duration {
+	if st := p.in.Secret.State; st == SecretInvalid || st == SecretWrongType {
+		return 0 // nothing timed can help: only a fix of the Secret (a watch event) can
+	}
 	var at time.Time
 	switch ph := p.st.Phase; {
 	case ph == mrtrv1alpha1.PhaseStable:

@@ -18,25 +18,21 @@ package rotation
 
 import (
 	"time"
-
-	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
 // keyIDLayout makes ids like k20260806-142233: the UTC second the key was made. They sort by age
 // and say it, and fit the 32-character limit.
 const keyIDLayout = "k20060102-150405"
 
-// NewKeyID returns the id for a key made at now, later than every time-based id in current (nil for
-// none). Ids therefore only grow within a keyring and are never reused, even when two keys are made
-// within one second or the clock went back; only a keyring emptied of all its time-based ids by
-// hand, with the clock set back, could see an old id again.
-func NewKeyID(now time.Time, current *keyring.Keyring) string {
+// NewKeyID returns the id for a key made at now, later than every time-based id in used (the ids of
+// the Secret and of status). Ids therefore only grow within a keyring and are never reused, even
+// when two keys are made within one second or the clock went back; only a keyring whose Secret and
+// status both lost every time-based id, with the clock set back, could see an old id again.
+func NewKeyID(now time.Time, used ...string) string {
 	t := now.UTC().Truncate(time.Second)
-	if current != nil {
-		for _, id := range current.IDs() {
-			if used, err := time.Parse(keyIDLayout, id); err == nil && !used.Before(t) {
-				t = used.Add(time.Second)
-			}
+	for _, id := range used {
+		if u, err := time.Parse(keyIDLayout, id); err == nil && !u.Before(t) {
+			t = u.Add(time.Second)
 		}
 	}
 	return t.Format(keyIDLayout)

@@ -94,6 +94,9 @@ func (p *pass) reconcileSecret() *keyring.Keyring {
 		p.event(corev1Warning, "SecretChanged", "Adopt", "Secret %s was changed behind the operator's back (fingerprint %s, expected %s); keeping its keys (%s) and rolling them out", name, fp, p.st.SecretFingerprint, strings.Join(kr.IDs(), ", "))
 	}
 	// Taken as it is: the data is not changed, only annotated as ours (the same keyring is written).
+	if p.st.NextRotationTime == nil {
+		p.st.NextRotationTime = p.at(p.in.Settings.RotationInterval)
+	}
 	p.enter(mrtrv1alpha1.PhaseStable, kr, true)
 	return nil
 }
@@ -239,9 +242,16 @@ func (p *pass) keyStatuses(kr *keyring.Keyring, phase mrtrv1alpha1.Phase) []mrtr
 	return out
 }
 
-// freshKey is Input.FreshKey under a new id that kr has never used.
+// freshKey is Input.FreshKey under a new id that neither kr (nil for none) nor status has used.
 func (p *pass) freshKey(kr *keyring.Keyring) keyring.Key {
-	return keyring.NewKey(NewKeyID(p.in.Now, kr), p.in.FreshKey.Secret())
+	var used []string
+	if kr != nil {
+		used = kr.IDs()
+	}
+	for _, k := range p.in.Status.Keys {
+		used = append(used, k.ID)
+	}
+	return keyring.NewKey(NewKeyID(p.in.Now, used...), p.in.FreshKey.Secret())
 }
 
 // at is now + d, as status stores times.

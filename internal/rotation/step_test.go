@@ -1,0 +1,283 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package rotation
+
+import (
+	"bytes"
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+)
+
+var now = time.Date(2026, 8, 6, 12, 0, 0, 0, time.UTC)
+
+// newID is the id Step gives a key made at now.
+const newID = "k20260806-120000"
+
+var settings = Settings{
+	RotationInterval: 720 * time.Hour, TokenTTL: 5 * time.Minute, ClockSkew: 30 * time.Second,
+	TerminationGracePeriod: 30 * time.Second, RolloutDeadline: 10 * time.Minute, PropagationDelay: 2 * time.Minute,
+}
+
+// ring builds a keyring whose key bytes derive from the ids, so equal ids give equal fingerprints.
+func ring(t testing.TB, ids ...string) *keyring.Keyring {
+	t.Helper()
+	keys := make([]keyring.Key, len(ids))
+	for i, id := range ids {
+		keys[i] = keyring.NewKey(id, bytes.Repeat([]byte(id+"."), 32)[:32])
+	}
+	r, err := keyring.New(keys...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func fp(t testing.TB, ids ...string) string { return ring(t, ids...).Fingerprint() }
+
+// ours is a Secret holding ids, as Step wrote it for phase.
+func ours(t testing.TB, phase mrtrv1alpha1.Phase, ids ...string) SecretObservation {
+	r := ring(t, ids...)
+	return SecretObservation{State: SecretValid, Keyring: r, WrittenPhase: phase, WrittenFingerprint: r.Fingerprint()}
+}
+
+// foreign is a Secret holding ids that Step never wrote.
+func foreign(t testing.TB, ids ...string) SecretObservation {
+	return SecretObservation{State: SecretValid, Keyring: ring(t, ids...)}
+}
+
+func at(d time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(d)); return &t }
+
+// status is the status Step would have left in phase with the Secret holding ids, the phase begun
+// started ago.
+func status(t testing.TB, phase mrtrv1alpha1.Phase, started time.Duration, ids ...string) mrtrv1alpha1.MRTRKeyringStatus {
+	keys := make([]mrtrv1alpha1.KeyStatus, len(ids))
+	for i, id := range ids {
+		keys[i] = mrtrv1alpha1.KeyStatus{ID: id, Role: mrtrv1alpha1.KeyRetiring}
+	}
+	keys[0].Role = mrtrv1alpha1.KeyPrimary
+	return mrtrv1alpha1.MRTRKeyringStatus{
+		Phase: phase, Keys: keys, SecretFingerprint: fp(t, ids...), TargetFingerprint: fp(t, ids...),
+		PhaseStartedAt: at(-started), NextRotationTime: at(24 * time.Hour),
+	}
+}
+
+func deployment(name, stamp string, rolledOut bool) Workload {
+	return Workload{Kind: mrtrv1alpha1.KindDeployment, Name: name, Found: true, Stamp: stamp, RolledOut: rolledOut, Ready: 3, Desired: 3}
+}
+
+func input(t testing.TB, st mrtrv1alpha1.MRTRKeyringStatus, sec SecretObservation, ws ...Workload) Input {
+	return Input{
+		Now: now, Generation: 1, Settings: settings, Status: st, SecretName: "payments", Secret: sec,
+		FreshKey: keyring.NewKey("ignored", bytes.Repeat([]byte{0xee}, 32)), Workloads: ws,
+	}
+}
+
+type want struct {
+	phase   mrtrv1alpha1.Phase
+	write   []string // ids written to the Secret; nil: no write
+	stamp   []string // ids of the keyring stamped; nil: no stamp
+	requeue time.Duration
+	stalled string // Stalled reason; "" when not stalled
+	events  []string
+}
+
+func TestStep(t *testing.T) {
+	a, b := "k20260101-000000", "k20260806-120000"
+	fresh := func(f func(*Input)) func(*Input) { return f }
+	cases := map[string]struct {
+		in   Input
+		edit func(*Input)
+		want want
+	}{
+		"a keyring without a Secret creates one with a fresh key and schedules the next rotation": {
+			in:   input(t, mrtrv1alpha1.MRTRKeyringStatus{}, SecretObservation{State: SecretAbsent}),
+			want: want{phase: mrtrv1alpha1.PhaseStable, write: []string{newID}, stamp: []string{newID}, requeue: 720 * time.Hour, events: []string{"SecretCreated"}},
+		},
+		"a valid Secret nobody wrote through us is adopted as it is and rolled out": {
+			in:   input(t, mrtrv1alpha1.MRTRKeyringStatus{}, foreign(t, "hand", "made"), deployment("api", "", true)),
+			want: want{phase: mrtrv1alpha1.PhaseStable, write: []string{"hand", "made"}, stamp: []string{"hand", "made"}, requeue: 720 * time.Hour, events: []string{"SecretAdopted"}},
+		},
+		"a Secret of another type is refused, never written and never rolled out": {
+			in:   input(t, mrtrv1alpha1.MRTRKeyringStatus{}, SecretObservation{State: SecretWrongType, Problem: "type Opaque"}, deployment("api", "", true)),
+			want: want{phase: mrtrv1alpha1.PhaseStable, stalled: mrtrv1alpha1.ReasonSecretWrongType, events: []string{"SecretWrongType"}},
+		},
+		"an invalid keyring.json mid-rotation is refused, and the phase and its timers stay": {
+			in:   input(t, status(t, mrtrv1alpha1.PhaseSealingWithNew, time.Minute, b, a), SecretObservation{State: SecretInvalid, Problem: "keyring.json: keys[1]: ..."}, deployment("api", fp(t, b, a), true)),
+			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, stalled: mrtrv1alpha1.ReasonSecretInvalid, events: []string{"SecretInvalid"}},
+		},
+		"a Secret deleted behind our back is recreated with a fresh key and rolled out": {
+			in:   input(t, status(t, mrtrv1alpha1.PhaseWaitingTTL, time.Minute, b, a), SecretObservation{State: SecretAbsent}, deployment("api", fp(t, b, a), true)),
+			want: want{phase: mrtrv1alpha1.PhaseStable, write: []string{"k20260806-120001"}, stamp: []string{"k20260806-120001"}, requeue: 720 * time.Hour, events: []string{"SecretRecreated", "PhaseChanged"}},
+		},
+		"a Secret changed behind our back keeps every key it holds and restarts from Stable": {
+			in:   input(t, status(t, mrtrv1alpha1.PhaseWaitingTTL, time.Minute, b, a), foreign(t, b, a, "extra"), deployment("api", fp(t, b, a), true)),
+			want: want{phase: mrtrv1alpha1.PhaseStable, write: []string{b, a, "extra"}, stamp: []string{b, a, "extra"}, requeue: 24 * time.Hour, events: []string{"SecretChanged", "PhaseChanged"}},
+		},
+		"our own write whose status update was lost resumes in the phase it was written for": {
+			in:   input(t, status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a), true)),
+			want: want{phase: mrtrv1alpha1.PhaseAccepting, stamp: []string{a, b}, requeue: 10 * time.Minute, events: []string{"Resumed", "PhaseChanged"}},
+		},
+		"Stable before the due time waits exactly until it": {
+			in:   input(t, status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
+			want: want{phase: mrtrv1alpha1.PhaseStable, stamp: []string{a}, requeue: 24 * time.Hour},
+		},
+		"Stable at the due time appends a new key, which is accepted but does not seal": {
+			in:   input(t, status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
+			edit: fresh(func(in *Input) { in.Status.NextRotationTime = at(-time.Second) }),
+			want: want{phase: mrtrv1alpha1.PhaseAccepting, write: []string{a, b}, stamp: []string{a, b}, requeue: 10 * time.Minute, events: []string{"RotationStarted", "KeyCreated", "PhaseChanged"}},
+		},
+		"a new rotation request starts a rotation early": {
+			in:   input(t, status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
+			edit: func(in *Input) { in.RotateRequest = "now-please" },
+			want: want{phase: mrtrv1alpha1.PhaseAccepting, write: []string{a, b}, stamp: []string{a, b}, requeue: 10 * time.Minute, events: []string{"RotationStarted", "KeyCreated", "PhaseChanged"}},
+		},
+		"a request already handled starts nothing": {
+			in: input(t, status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
+			edit: func(in *Input) {
+				in.RotateRequest, in.Status.LastHandledRotateRequest = "r1", "r1"
+			},
+			want: want{phase: mrtrv1alpha1.PhaseStable, stamp: []string{a}, requeue: 24 * time.Hour},
+		},
+		"suspend holds a due rotation and a request": {
+			in: input(t, status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
+			edit: func(in *Input) {
+				in.Settings.Suspend, in.RotateRequest, in.Status.NextRotationTime = true, "r2", at(-time.Hour)
+			},
+			want: want{phase: mrtrv1alpha1.PhaseStable, stamp: []string{a}},
+		},
+		"suspend lets a rotation under way finish its phase": {
+			in:   input(t, status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), true)),
+			edit: func(in *Input) { in.Settings.Suspend = true },
+			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, stamp: []string{b, a}, requeue: 10 * time.Minute, events: []string{"PhaseChanged"}},
+		},
+		"a full adopted keyring cannot take a new key and stalls": {
+			in:   input(t, status(t, mrtrv1alpha1.PhaseStable, time.Hour, "1", "2", "3", "4", "5", "6", "7", "8"), ours(t, mrtrv1alpha1.PhaseStable, "1", "2", "3", "4", "5", "6", "7", "8")),
+			edit: func(in *Input) { in.Status.NextRotationTime = at(-time.Second) },
+			want: want{phase: mrtrv1alpha1.PhaseStable, stamp: []string{"1", "2", "3", "4", "5", "6", "7", "8"}, stalled: mrtrv1alpha1.ReasonKeyringFull, events: []string{"KeyringFull"}},
+		},
+		"Accepting waits while a target still runs pods of the old template": {
+			in:   input(t, status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), false), deployment("web", fp(t, a, b), true)),
+			want: want{phase: mrtrv1alpha1.PhaseAccepting, stamp: []string{a, b}, requeue: 9 * time.Minute},
+		},
+		"Accepting waits while a target is not stamped yet": {
+			in:   input(t, status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a), true)),
+			want: want{phase: mrtrv1alpha1.PhaseAccepting, stamp: []string{a, b}, requeue: 9 * time.Minute},
+		},
+		"Accepting does not advance while a named target is missing": {
+			in:   input(t, status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), true), Workload{Kind: mrtrv1alpha1.KindStatefulSet, Name: "gone"}),
+			want: want{phase: mrtrv1alpha1.PhaseAccepting, stamp: []string{a, b}, requeue: 9 * time.Minute, stalled: mrtrv1alpha1.ReasonWorkloadNotFound, events: []string{"WorkloadNotFound"}},
+		},
+		"Accepting past the rollout deadline stalls, naming the workload, and does not advance": {
+			in:   input(t, status(t, mrtrv1alpha1.PhaseAccepting, 11*time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), false)),
+			want: want{phase: mrtrv1alpha1.PhaseAccepting, stamp: []string{a, b}, stalled: mrtrv1alpha1.ReasonRolloutDeadlineExceeded, events: []string{"RolloutDeadlineExceeded"}},
+		},
+		"Accepting past the deadline advances by itself once the rollout completes": {
+			in:   input(t, status(t, mrtrv1alpha1.PhaseAccepting, time.Hour, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), true)),
+			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, stamp: []string{b, a}, requeue: 10 * time.Minute, events: []string{"PhaseChanged"}},
+		},
+		"SealingWithNew once rolled out starts the TTL wait of tokenTTL + clockSkew + grace": {
+			in:   input(t, status(t, mrtrv1alpha1.PhaseSealingWithNew, time.Minute, b, a), ours(t, mrtrv1alpha1.PhaseSealingWithNew, b, a), deployment("api", fp(t, b, a), true), Workload{Kind: mrtrv1alpha1.KindDaemonSet, Name: "gone"}),
+			want: want{phase: mrtrv1alpha1.PhaseWaitingTTL, stamp: []string{b, a}, requeue: 6 * time.Minute, events: []string{"PhaseChanged", "WorkloadNotFound"}},
+		},
+		"WaitingTTL after a restart keeps its end time and waits exactly until it": {
+			in:   input(t, status(t, mrtrv1alpha1.PhaseWaitingTTL, 2*time.Minute, b, a), ours(t, mrtrv1alpha1.PhaseSealingWithNew, b, a), deployment("api", fp(t, b, a), true)),
+			edit: func(in *Input) { in.Status.TTLWaitUntil = at(4 * time.Minute) },
+			want: want{phase: mrtrv1alpha1.PhaseWaitingTTL, stamp: []string{b, a}, requeue: 4 * time.Minute},
+		},
+		"WaitingTTL at its end removes the old keys": {
+			in:   input(t, status(t, mrtrv1alpha1.PhaseWaitingTTL, 6*time.Minute, b, a), ours(t, mrtrv1alpha1.PhaseSealingWithNew, b, a), deployment("api", fp(t, b, a), true)),
+			edit: func(in *Input) { in.Status.TTLWaitUntil = at(0) },
+			want: want{phase: mrtrv1alpha1.PhaseRemoving, write: []string{b}, stamp: []string{b}, requeue: 10 * time.Minute, events: []string{"KeyRemoved", "PhaseChanged"}},
+		},
+		"Removing once rolled out completes the rotation and schedules the next": {
+			in:   input(t, status(t, mrtrv1alpha1.PhaseRemoving, time.Minute, b), ours(t, mrtrv1alpha1.PhaseRemoving, b), deployment("api", fp(t, b), true)),
+			want: want{phase: mrtrv1alpha1.PhaseStable, stamp: []string{b}, requeue: 720 * time.Hour, events: []string{"PhaseChanged", "RotationCompleted"}},
+		},
+		"a Secret-only keyring waits propagationDelay instead of a rollout": {
+			in:   input(t, status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b)),
+			want: want{phase: mrtrv1alpha1.PhaseAccepting, stamp: []string{a, b}, requeue: time.Minute},
+		},
+		"a Secret-only keyring advances once propagationDelay has passed": {
+			in:   input(t, status(t, mrtrv1alpha1.PhaseAccepting, 2*time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b)),
+			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, stamp: []string{b, a}, requeue: 2 * time.Minute, events: []string{"PhaseChanged"}},
+		},
+		"Stable with a target not yet on the keyring rolls it out without stalling": {
+			in:   input(t, status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("new", "", true)),
+			want: want{phase: mrtrv1alpha1.PhaseStable, stamp: []string{a}, requeue: 24 * time.Hour},
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := c.in
+			if c.edit != nil {
+				c.edit(&in)
+			}
+			d := Step(in)
+			if d.Status.Phase != c.want.phase {
+				t.Errorf("phase = %s, want %s", d.Status.Phase, c.want.phase)
+			}
+			var wrote []string
+			if d.Secret != nil {
+				wrote = d.Secret.IDs()
+				if d.SecretPhase != c.want.phase {
+					t.Errorf("Secret written for phase %s, want %s", d.SecretPhase, c.want.phase)
+				}
+			}
+			if !slices.Equal(wrote, c.want.write) {
+				t.Errorf("wrote %v, want %v", wrote, c.want.write)
+			}
+			wantStamp := ""
+			if c.want.stamp != nil {
+				wantStamp = fp(t, c.want.stamp...)
+				if c.want.write != nil && d.Secret != nil {
+					wantStamp = d.Secret.Fingerprint() // fresh key bytes are not derived from the id
+				}
+			}
+			if d.Stamp != wantStamp {
+				t.Errorf("stamp = %q, want %q (keys %v)", d.Stamp, wantStamp, c.want.stamp)
+			}
+			if d.RequeueAfter != c.want.requeue {
+				t.Errorf("requeueAfter = %s, want %s", d.RequeueAfter, c.want.requeue)
+			}
+			stalled := meta.FindStatusCondition(d.Status.Conditions, mrtrv1alpha1.ConditionStalled)
+			gotStall := ""
+			if stalled.Status == metav1.ConditionTrue {
+				gotStall = stalled.Reason
+			}
+			if gotStall != c.want.stalled {
+				t.Errorf("Stalled reason = %q, want %q (%s)", gotStall, c.want.stalled, stalled.Message)
+			}
+			var reasons []string
+			for _, e := range d.Events {
+				reasons = append(reasons, e.Reason)
+			}
+			if !slices.Equal(reasons, c.want.events) {
+				t.Errorf("events = %v, want %v", reasons, c.want.events)
+			}
+			if d.Status.ObservedGeneration != in.Generation {
+				t.Errorf("observedGeneration = %d, want %d", d.Status.ObservedGeneration, in.Generation)
+			}
+		})
+	}
+}
