@@ -92,23 +92,25 @@
 //
 // BenchmarkSigned, BenchmarkSealed, BenchmarkFloorSigned, BenchmarkFloorSealed and BenchmarkJOSE in
 // bench_test.go run one seal plus one open of a tools/call retry (~440 bytes of params with nested
-// arguments, of which ~300 salient; a string principal; ~230 bytes of state). Measured together on
-// a shared 2-core AMD EPYC (Turin) VM, Go 1.26, under heavy load from other processes, so wall time
-// (ns/op) swings several-fold and CPU time of the process per op is the figure to compare (median
-// of 5):
+// arguments, of which ~300 salient; a string principal; ~230 bytes of state). Measured together
+// (go test -bench . -count 5, medians) on a shared 2-core AMD EPYC (Turin) VM, Go 1.26, at commit
+// 870a7a9, under heavy load from other processes: wall time (ns/op) swung several-fold, so the
+// figure compared is cpu-ns/op, the CPU time of the process per op, which stayed within a few
+// percent between runs:
 //
 //	                cpu-ns/op   B/op  allocs/op
-//	Signed               8100    720          2
-//	FloorSigned          2400      0          0
-//	Sealed               7600    752          2
-//	FloorSealed          1190      0          0
-//	JOSE               134000  36224        326
+//	Signed               8200    720          2
+//	FloorSigned          2350      0          0
+//	Sealed               7370    752          2
+//	FloorSealed          1150      0          0
+//	JOSE               114000  36225        326
 //
-// Signed and Sealed each cost about 0.06x JOSE (goal: at most 0.5x). Against their floors they cost
-// 3.4x and 6.4x (goal: 1.5x), a goal the binding itself puts out of reach: the floors leave out the
-// canonical JSON of the salient params, which the seal and the open must each compute from the
-// request (~1350 ns per pass here), the canonical form of the state at seal (~560 ns) and, for
-// Sealed, a SHA-256 of the binding per pass (~400 ns). Those alone are ~4.6 µs for Sealed, four
-// times FloorSealed; the rest of Sealed (pooled buffers, AEADs built once per keyring, no
-// reflection, two allocations: the token and the returned state) adds under 2 µs to them.
+// Against JOSE, Signed costs 0.07x and Sealed 0.065x (goal: at most 0.5x). Against their floors they
+// cost 3.5x and 6.4x (goal: 1.5x). The binding puts that goal out of reach, because the floors leave
+// out work that the format requires: the canonical JSON of the salient params, which the seal and
+// the open each compute from their request (~1300 ns per pass here); the canonical form of the
+// state, which is how Seal validates it (~580 ns); and for Sealed a SHA-256 of the binding on each
+// side (~400 ns). That is ~4.1 µs, 3.6x FloorSealed on its own. The rest of Sealed adds ~2 µs: pooled
+// buffers, two pooled decoders, AEADs built once per keyring, no reflection, and two allocations
+// (the token and the returned state).
 package token
