@@ -1,5 +1,4 @@
 //go:build e2e
-// +build e2e
 
 /*
 Copyright 2026.
@@ -20,320 +19,247 @@ limitations under the License.
 package e2e
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mrtr-dev/mrtr-operator/test/utils"
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/test/e2e/harness"
 )
 
-// namespace where the project is deployed in
-const namespace = "mrtr-operator-system"
+// minRoundTrips is the least number of round trips the rotations must carry for the result to mean
+// something.
+const minRoundTrips = 300
 
-// serviceAccountName created for the project
-const serviceAccountName = "mrtr-operator-controller-manager"
+var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func() {
+	var (
+		env *harness.Env
+		// load runs round trips from the first spec to the end of the rotations.
+		load       *harness.Load
+		stopLoad   context.CancelFunc
+		loadDone   chan struct{}
+		loadStart  time.Time
+		rotationAt int // index in the timeline where the rotations start
+	)
+	ctx := context.Background()
 
-// metricsServiceName is the name of the metrics service of the project
-const metricsServiceName = "mrtr-operator-controller-manager-metrics-service"
+	startLoad := func() *harness.Load {
+		l := &harness.Load{URL: env.MCPURL, Workers: 4}
+		lctx, cancel := context.WithCancel(ctx)
+		stopLoad, loadDone, loadStart = cancel, make(chan struct{}), time.Now()
+		go func() { defer close(loadDone); l.Run(lctx) }()
+		return l
+	}
+	endLoad := func() {
+		if stopLoad != nil {
+			stopLoad()
+			<-loadDone
+			stopLoad = nil
+		}
+	}
 
-// metricsRoleBindingName is the name of the RBAC that will be created to allow get the metrics data
-const metricsRoleBindingName = "mrtr-operator-metrics-binding"
-
-var _ = Describe("Manager", Ordered, func() {
-	var controllerPodName string
-
-	// Before running the tests, set up the environment by creating the namespace,
-	// enforce the restricted security policy to the namespace, installing CRDs,
-	// and deploying the controller.
 	BeforeAll(func() {
-		By("creating manager namespace")
-		cmd := exec.Command("kubectl", "create", "ns", namespace)
-		_, err := utils.Run(cmd)
-		Expect(err).NotTo(HaveOccurred(), "Failed to create namespace")
-
-		By("labeling the namespace to enforce the restricted security policy")
-		cmd = exec.Command("kubectl", "label", "--overwrite", "ns", namespace,
-			"pod-security.kubernetes.io/enforce=restricted")
-		_, err = utils.Run(cmd)
-		Expect(err).NotTo(HaveOccurred(), "Failed to label namespace with restricted policy")
-
-		By("installing CRDs")
-		cmd = exec.Command("make", "install")
-		_, err = utils.Run(cmd)
-		Expect(err).NotTo(HaveOccurred(), "Failed to install CRDs")
-
-		By("deploying the controller-manager")
-		cmd = exec.Command("make", "deploy", fmt.Sprintf("IMG=%s", managerImage))
-		_, err = utils.Run(cmd)
-		Expect(err).NotTo(HaveOccurred(), "Failed to deploy the controller-manager")
+		var err error
+		env, err = harness.Start(ctx, harness.Options{
+			LogDir: os.Getenv("E2E_LOG_DIR"),
+			Logf:   func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) },
+		})
+		DeferCleanup(func() {
+			endLoad()
+			Expect(env.Stop()).To(Succeed())
+		})
+		Expect(err).NotTo(HaveOccurred())
 	})
 
-	// After all tests have been executed, clean up by undeploying the controller, uninstalling CRDs,
-	// and deleting the namespace.
-	AfterAll(func() {
-		By("cleaning up the curl pod for metrics")
-		cmd := exec.Command("kubectl", "delete", "pod", "curl-metrics", "-n", namespace)
-		_, _ = utils.Run(cmd)
-
-		By("undeploying the controller-manager")
-		cmd = exec.Command("make", "undeploy")
-		_, _ = utils.Run(cmd)
-
-		By("uninstalling CRDs")
-		cmd = exec.Command("make", "uninstall")
-		_, _ = utils.Run(cmd)
-
-		By("removing manager namespace")
-		cmd = exec.Command("kubectl", "delete", "ns", namespace)
-		_, _ = utils.Run(cmd)
-	})
-
-	// After each test, check for failures and collect logs, events,
-	// and pod descriptions for debugging.
 	AfterEach(func() {
-		specReport := CurrentSpecReport()
-		if specReport.Failed() {
-			By("Fetching controller manager pod logs")
-			cmd := exec.Command("kubectl", "logs", controllerPodName, "-n", namespace)
-			controllerLogs, err := utils.Run(cmd)
-			if err == nil {
-				_, _ = fmt.Fprintf(GinkgoWriter, "Controller logs:\n %s", controllerLogs)
-			} else {
-				_, _ = fmt.Fprintf(GinkgoWriter, "Failed to get Controller logs: %s", err)
-			}
-
-			By("Fetching Kubernetes events")
-			cmd = exec.Command("kubectl", "get", "events", "-n", namespace, "--sort-by=.lastTimestamp")
-			eventsOutput, err := utils.Run(cmd)
-			if err == nil {
-				_, _ = fmt.Fprintf(GinkgoWriter, "Kubernetes events:\n%s", eventsOutput)
-			} else {
-				_, _ = fmt.Fprintf(GinkgoWriter, "Failed to get Kubernetes events: %s", err)
-			}
-
-			By("Fetching curl-metrics logs")
-			cmd = exec.Command("kubectl", "logs", "curl-metrics", "-n", namespace)
-			metricsOutput, err := utils.Run(cmd)
-			if err == nil {
-				_, _ = fmt.Fprintf(GinkgoWriter, "Metrics logs:\n %s", metricsOutput)
-			} else {
-				_, _ = fmt.Fprintf(GinkgoWriter, "Failed to get curl-metrics logs: %s", err)
-			}
-
-			By("Fetching controller manager pod description")
-			cmd = exec.Command("kubectl", "describe", "pod", controllerPodName, "-n", namespace)
-			podDescription, err := utils.Run(cmd)
-			if err == nil {
-				fmt.Println("Pod description:\n", podDescription)
-			} else {
-				fmt.Println("Failed to describe controller pod")
+		if !CurrentSpecReport().Failed() || env == nil {
+			return
+		}
+		for _, p := range env.Operator.LogPaths() {
+			GinkgoWriter.Printf("==> %s <==\n%s\n", p, tail(p, 80))
+		}
+		var events corev1.EventList
+		if err := env.Client.List(ctx, &events, client.InNamespace(env.Opts.Namespace)); err == nil {
+			GinkgoWriter.Println("==> events <==")
+			for _, e := range events.Items {
+				GinkgoWriter.Printf("%s %s %s/%s %s: %s\n", e.LastTimestamp.Format(time.TimeOnly), e.Type,
+					e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
 			}
 		}
+		GinkgoWriter.Println("==> timeline <==")
+		for _, e := range env.Timeline.Events() {
+			GinkgoWriter.Printf("%s %s\n", e.At.Format("15:04:05.000"), e)
+		}
+		if load != nil {
+			GinkgoWriter.Printf("==> load: %s <==\n%s\n", load.Counts(), strings.Join(load.Errors(), "\n"))
+		}
+		GinkgoWriter.Println(env.Cluster.TailLogs(20))
 	})
 
-	SetDefaultEventuallyTimeout(2 * time.Minute)
-	SetDefaultEventuallyPollingInterval(time.Second)
+	It("serves MRTR round trips across replicas before any rotation", func() {
+		load = startLoad()
+		Eventually(func(g Gomega) {
+			c := load.Counts()
+			g.Expect(c.Rejected).To(BeZero(), "%s", load.Errors())
+			g.Expect(c.Failed).To(BeZero(), "%s", load.Errors())
+			g.Expect(c.CrossReplica).To(BeNumerically(">=", 20))
+		}).WithTimeout(time.Minute).Should(Succeed())
+	})
 
-	Context("Manager", func() {
-		It("should run successfully", func() {
-			By("validating that the controller-manager pod is running as expected")
-			verifyControllerUp := func(g Gomega) {
-				By("getting the name of the controller-manager pod")
-				cmd := exec.Command("kubectl", "get",
-					"pods", "-l", "control-plane=controller-manager",
-					"-o", "go-template={{ range .items }}"+
-						"{{ if not .metadata.deletionTimestamp }}"+
-						"{{ .metadata.name }}"+
-						"{{ \"\\n\" }}{{ end }}{{ end }}",
-					"-n", namespace,
-				)
+	It("rotates twice with zero rejected request states, resuming after the operator is killed mid-rotation", func() {
+		rotationAt = len(env.Timeline.Events())
+		stampsBefore := stamps(env.Timeline.Events())
 
-				podOutput, err := utils.Run(cmd)
-				g.Expect(err).NotTo(HaveOccurred(), "Failed to retrieve controller-manager pod information")
-				podNames := utils.GetNonEmptyLines(podOutput)
-				g.Expect(podNames).To(HaveLen(1), "expected 1 controller pod running")
-				controllerPodName = podNames[0]
-				g.Expect(controllerPodName).To(ContainSubstring("controller-manager"))
+		By("requesting rotation 1 and killing the operator while its pods roll to the new primary")
+		Expect(env.RequestRotation(ctx, "rotation-1")).To(Succeed())
+		Eventually(func() []mrtrv1alpha1.Phase { return phasesSince(env.Timeline.Events(), rotationAt) }).
+			WithTimeout(2 * time.Minute).Should(ContainElement(mrtrv1alpha1.PhaseSealingWithNew))
+		Expect(env.Operator.Kill()).To(Succeed())
+		Expect(env.Operator.Launch()).To(Succeed())
+		Eventually(rotationsCompleted(env)).WithTimeout(3 * time.Minute).Should(BeNumerically("==", 1))
+		Expect(env.WaitSettled(ctx, time.Minute)).To(Succeed())
 
-				By("validating the pod's status")
-				cmd = exec.Command("kubectl", "get",
-					"pods", controllerPodName, "-o", "jsonpath={.status.phase}",
-					"-n", namespace,
-				)
-				output, err := utils.Run(cmd)
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(output).To(Equal("Running"), "Incorrect controller-manager pod status")
-			}
-			Eventually(verifyControllerUp).Should(Succeed())
-		})
+		By("requesting rotation 2")
+		Expect(env.RequestRotation(ctx, "rotation-2")).To(Succeed())
+		Eventually(rotationsCompleted(env)).WithTimeout(3 * time.Minute).Should(BeNumerically("==", 2))
+		Expect(env.WaitSettled(ctx, time.Minute)).To(Succeed())
+		endLoad()
+		elapsed := time.Since(loadStart)
 
-		It("should ensure the metrics endpoint is serving metrics", func() {
-			By("creating a ClusterRoleBinding for the service account to allow access to metrics")
-			cmd := exec.Command("kubectl", "create", "clusterrolebinding", metricsRoleBindingName,
-				"--clusterrole=mrtr-operator-metrics-reader",
-				fmt.Sprintf("--serviceaccount=%s:%s", namespace, serviceAccountName),
-			)
-			_, err := utils.Run(cmd)
-			Expect(err).NotTo(HaveOccurred(), "Failed to create ClusterRoleBinding")
+		By("checking the round trips")
+		c := load.Counts()
+		Expect(c.Rejected).To(BeZero(), "rejected request states: %s", load.Errors())
+		Expect(c.Failed).To(BeZero(), "failed round trips: %s", load.Errors())
+		Expect(c.Completed).To(BeNumerically(">=", minRoundTrips))
+		for _, r := range env.ReplicaKeyrings() {
+			Expect(r.Rejected).To(BeZero(), "replica %s rejected request states", r.Replica)
+		}
 
-			By("validating that the metrics service is available")
-			cmd = exec.Command("kubectl", "get", "service", metricsServiceName, "-n", namespace)
-			_, err = utils.Run(cmd)
-			Expect(err).NotTo(HaveOccurred(), "Metrics service should exist")
+		By("checking the phases, the Secret writes and the template stamps")
+		events := env.Timeline.Events()
+		rotations := harness.Rotations(events[rotationAt:], ttlWait(env), env.Timeline.TTLWaitUntils())
+		Expect(rotations).To(HaveLen(2))
+		for i, r := range rotations {
+			Expect(r.Phases).To(Equal(harness.RotationPhases), "rotation %d", i+1)
+			Expect(r.Secrets).To(HaveLen(3), "rotation %d: Secret writes %v", i+1, r.Secrets)
+			old, nu := r.Secrets[0][0], r.Secrets[0][1]
+			Expect(r.Secrets).To(Equal([][]string{{old, nu}, {nu, old}, {nu}}), "rotation %d", i+1)
+			// One stamp per phase: the restarted operator did not restart the pods a second time.
+			Expect(r.Stamps).To(HaveLen(3), "rotation %d: stamps %v", i+1, r.Stamps)
+		}
+		all := stamps(events)
+		Expect(all[len(stampsBefore):]).To(HaveLen(6))
+		Expect(slices.Compact(slices.Sorted(slices.Values(all)))).To(HaveLen(len(all)), "a fingerprint was stamped twice: %v", all)
+		Expect(env.Timeline.TTLWaitUntils()).To(HaveLen(2), "the TTL wait was restarted")
 
-			By("getting the service account token")
-			token, err := serviceAccountToken()
-			Expect(err).NotTo(HaveOccurred())
-			Expect(token).NotTo(BeEmpty())
+		By("checking the end state")
+		s, err := env.Observe(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(s.SecretKeyIDs).To(HaveLen(1))
+		Expect(s.TemplateHash).To(Equal(s.SecretFingerprint))
+		Expect(s.Serving).To(HaveLen(int(env.Opts.Replicas)))
+		for _, r := range s.Serving {
+			Expect(r.Fingerprint).To(Equal(s.SecretFingerprint), "replica %s", r.Replica)
+		}
 
-			By("ensuring the controller pod is ready")
-			verifyControllerPodReady := func(g Gomega) {
-				cmd := exec.Command("kubectl", "get", "pod", controllerPodName, "-n", namespace,
-					"-o", "jsonpath={.status.conditions[?(@.type=='Ready')].status}")
-				output, err := utils.Run(cmd)
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(output).To(Equal("True"), "Controller pod not ready")
-			}
-			Eventually(verifyControllerPodReady, 3*time.Minute, time.Second).Should(Succeed())
+		report(c, elapsed, rotations)
+	})
 
-			By("verifying that the controller manager is serving the metrics server")
-			verifyMetricsServerStarted := func(g Gomega) {
-				cmd := exec.Command("kubectl", "logs", controllerPodName, "-n", namespace)
-				output, err := utils.Run(cmd)
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(output).To(ContainSubstring("Serving metrics server"),
-					"Metrics server not yet started")
-			}
-			Eventually(verifyMetricsServerStarted, 3*time.Minute, time.Second).Should(Succeed())
+	It("rejects request states when the keys are replaced in one step (control experiment)", func() {
+		By("stopping the operator, so that it does not repair the Secret")
+		Expect(env.Operator.Stop()).To(Succeed())
+		load = startLoad()
+		Eventually(func() uint64 { return load.Counts().Completed }).Should(BeNumerically(">=", 20))
 
-			// +kubebuilder:scaffold:e2e-metrics-webhooks-readiness
+		By("replacing the Secret's keys with a new one, without an accept phase or a TTL wait")
+		k, err := keyring.GenerateKey("control", 32)
+		Expect(err).NotTo(HaveOccurred())
+		r, err := keyring.New(k)
+		Expect(err).NotTo(HaveOccurred())
+		data, err := keyring.Marshal(r)
+		Expect(err).NotTo(HaveOccurred())
+		var secret corev1.Secret
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: env.Opts.Namespace, Name: env.Opts.Name}, &secret)).To(Succeed())
+		secret.Data = map[string][]byte{harness.SecretKey: data}
+		Expect(env.Client.Update(ctx, &secret)).To(Succeed())
 
-			By("creating the curl-metrics pod to access the metrics endpoint")
-			cmd = exec.Command("kubectl", "run", "curl-metrics", "--restart=Never",
-				"--namespace", namespace,
-				"--image=curlimages/curl:latest",
-				"--overrides",
-				fmt.Sprintf(`{
-					"spec": {
-						"containers": [{
-							"name": "curl",
-							"image": "curlimages/curl:latest",
-							"command": ["/bin/sh", "-c"],
-							"args": [
-								"for i in $(seq 1 30); do curl -v -k -H 'Authorization: Bearer %s' https://%s.%s.svc.cluster.local:8443/metrics && exit 0 || sleep 2; done; exit 1"
-							],
-							"securityContext": {
-								"readOnlyRootFilesystem": true,
-								"allowPrivilegeEscalation": false,
-								"capabilities": {
-									"drop": ["ALL"]
-								},
-								"runAsNonRoot": true,
-								"runAsUser": 1000,
-								"seccompProfile": {
-									"type": "RuntimeDefault"
-								}
-							}
-						}],
-						"serviceAccountName": "%s"
-					}
-				}`, token, metricsServiceName, namespace, serviceAccountName))
-			_, err = utils.Run(cmd)
-			Expect(err).NotTo(HaveOccurred(), "Failed to create curl-metrics pod")
-
-			By("waiting for the curl-metrics pod to complete.")
-			verifyCurlUp := func(g Gomega) {
-				cmd := exec.Command("kubectl", "get", "pods", "curl-metrics",
-					"-o", "jsonpath={.status.phase}",
-					"-n", namespace)
-				output, err := utils.Run(cmd)
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(output).To(Equal("Succeeded"), "curl pod in wrong status")
-			}
-			Eventually(verifyCurlUp, 5*time.Minute).Should(Succeed())
-
-			By("getting the metrics by checking curl-metrics logs")
-			verifyMetricsAvailable := func(g Gomega) {
-				metricsOutput, err := getMetricsOutput()
-				g.Expect(err).NotTo(HaveOccurred(), "Failed to retrieve logs from curl pod")
-				g.Expect(metricsOutput).NotTo(BeEmpty())
-				g.Expect(metricsOutput).To(ContainSubstring("< HTTP/1.1 200 OK"))
-			}
-			Eventually(verifyMetricsAvailable, 2*time.Minute).Should(Succeed())
-		})
-
-		// +kubebuilder:scaffold:e2e-webhooks-checks
-
-		// TODO: Customize the e2e test suite with scenarios specific to your project.
-		// Consider applying sample/CR(s) and check their status and/or verifying
-		// the reconciliation by using the metrics, i.e.:
-		// metricsOutput, err := getMetricsOutput()
-		// Expect(err).NotTo(HaveOccurred(), "Failed to retrieve logs from curl pod")
-		// Expect(metricsOutput).To(ContainSubstring(
-		//    fmt.Sprintf(`controller_runtime_reconcile_total{controller="%s",result="success"} 1`,
-		//    strings.ToLower(<Kind>),
-		// ))
+		Eventually(func() uint64 { return load.Counts().Rejected }).WithTimeout(30*time.Second).
+			Should(BeNumerically(">", 0), "the harness must see the rejections a careless rotation causes")
+		endLoad()
+		GinkgoWriter.Printf("control experiment: %s\n", load.Counts())
 	})
 })
 
-// serviceAccountToken returns a token for the specified service account in the given namespace.
-// It uses the Kubernetes TokenRequest API to generate a token by directly sending a request
-// and parsing the resulting token from the API response.
-func serviceAccountToken() (string, error) {
-	const tokenRequestRawString = `{
-		"apiVersion": "authentication.k8s.io/v1",
-		"kind": "TokenRequest"
-	}`
+func rotationsCompleted(env *harness.Env) func() (int64, error) {
+	return func() (int64, error) {
+		var k mrtrv1alpha1.MRTRKeyring
+		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: env.Opts.Namespace, Name: env.Opts.Name}, &k)
+		return k.Status.RotationsCompleted, err
+	}
+}
 
-	By("creating temporary file to store the token request")
-	secretName := fmt.Sprintf("%s-token-request", serviceAccountName)
-	tokenRequestFile := filepath.Join("/tmp", secretName)
-	err := os.WriteFile(tokenRequestFile, []byte(tokenRequestRawString), os.FileMode(0o644))
+func ttlWait(env *harness.Env) time.Duration {
+	return env.Opts.TokenTTL + env.Opts.ClockSkew + env.Opts.TerminationGrace
+}
+
+func phasesSince(events []harness.Event, from int) []mrtrv1alpha1.Phase {
+	var out []mrtrv1alpha1.Phase
+	for _, e := range events[from:] {
+		if e.Kind == harness.EventPhase {
+			out = append(out, e.Phase)
+		}
+	}
+	return out
+}
+
+func stamps(events []harness.Event) []string {
+	var out []string
+	for _, e := range events {
+		if e.Kind == harness.EventStamp && e.Fingerprint != "" {
+			out = append(out, e.Fingerprint)
+		}
+	}
+	return out
+}
+
+// report prints the numbers of the run: throughput, rotation durations against their floor, and the
+// operator's latency between a rollout completing and its next Secret write.
+func report(c harness.Counts, elapsed time.Duration, rotations []harness.Rotation) {
+	var lat, ttl []time.Duration
+	lines := []string{fmt.Sprintf("round trips: %s in %v = %.0f/s", c, elapsed.Round(time.Second), float64(c.Completed)/elapsed.Seconds())}
+	for i, r := range rotations {
+		lines = append(lines, fmt.Sprintf("rotation %d: %s", i+1, r))
+		lat, ttl = append(lat, r.RolloutToWrite...), append(ttl, r.TTLToWrite...)
+	}
+	lines = append(lines,
+		fmt.Sprintf("operator latency, rollout complete -> Secret write: median %v, max %v (n=%d)", Median(lat), harness.Max(lat), len(lat)),
+		fmt.Sprintf("operator latency, TTL wait end -> Secret write: median %v, max %v (n=%d, 1s resolution)", Median(ttl), harness.Max(ttl), len(ttl)))
+	for _, l := range lines {
+		GinkgoWriter.Println(l)
+	}
+	AddReportEntry("numbers", strings.Join(lines, "\n"))
+}
+
+// Median keeps report's lines short.
+func Median(ds []time.Duration) time.Duration { return harness.Median(ds).Round(time.Millisecond) }
+
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", err
+		return err.Error()
 	}
-
-	var out string
-	verifyTokenCreation := func(g Gomega) {
-		By("executing kubectl command to create the token")
-		cmd := exec.Command("kubectl", "create", "--raw", fmt.Sprintf(
-			"/api/v1/namespaces/%s/serviceaccounts/%s/token",
-			namespace,
-			serviceAccountName,
-		), "-f", tokenRequestFile)
-
-		output, err := cmd.CombinedOutput()
-		g.Expect(err).NotTo(HaveOccurred())
-
-		By("parsing the JSON output to extract the token")
-		var token tokenRequest
-		err = json.Unmarshal(output, &token)
-		g.Expect(err).NotTo(HaveOccurred())
-
-		out = token.Status.Token
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
 	}
-	Eventually(verifyTokenCreation).Should(Succeed())
-
-	return out, err
-}
-
-// getMetricsOutput retrieves and returns the logs from the curl pod used to access the metrics endpoint.
-func getMetricsOutput() (string, error) {
-	By("getting the curl-metrics logs")
-	cmd := exec.Command("kubectl", "logs", "curl-metrics", "-n", namespace)
-	return utils.Run(cmd)
-}
-
-// tokenRequest is a simplified representation of the Kubernetes TokenRequest API response,
-// containing only the token field that we need to extract.
-type tokenRequest struct {
-	Status struct {
-		Token string `json:"token"`
-	} `json:"status"`
+	return strings.Join(lines, "\n")
 }

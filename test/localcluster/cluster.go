@@ -1,0 +1,432 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+
+//go:build unix
+
+// Package localcluster runs a small but real Kubernetes cluster on this machine, for end-to-end tests
+// and demos: etcd and kube-apiserver (started by controller-runtime's envtest), kube-controller-manager
+// with the workload and node-lifecycle controllers, kube-scheduler, and kwok, which plays the kubelet
+// for simulated nodes so that Deployments, StatefulSets and DaemonSets really roll out and become
+// Available. No container runs: pods get a fake IP and turn Ready, their images are never pulled.
+//
+// The binaries are built from source once per machine by hack/build-controlplane.sh (see BinDir).
+//
+// Nothing outlives the cluster. Every process runs in its own process group and gets SIGKILL from the
+// kernel if the process that started it dies (Linux), so a crash, a kill -9 or a Ctrl-C of the test
+// leaves nothing behind; Stop terminates and reaps everything; Start undoes what it did if a step fails.
+package localcluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// buildScript is the script, relative to the repository root, that builds the control plane.
+const buildScript = "hack/build-controlplane.sh"
+
+// controllers are the kube-controller-manager controllers the cluster runs: enough to roll out the
+// three workload kinds, and node-lifecycle, which lifts the not-ready taint once kwok reports a node
+// Ready. Anything that would need a real kubelet or cloud stays off.
+var controllers = []string{
+	"deployment-controller",
+	"replicaset-controller",
+	"statefulset-controller",
+	"daemonset-controller",
+	"node-lifecycle-controller",
+}
+
+// Options configures Start. The zero value is a working cluster with one node and no CRDs.
+type Options struct {
+	// CRDDirectoryPaths are directories (or files) of CustomResourceDefinitions to install before
+	// Start returns; every path must exist.
+	CRDDirectoryPaths []string
+	// LogDir receives one <component>.log per process (etcd, kube-apiserver, kube-controller-manager,
+	// kube-scheduler, kwok, and whatever StartProcess adds). It is created if missing and kept after
+	// Stop. Empty means a folder inside the cluster's working directory, removed by Stop.
+	LogDir string
+	// BinDir holds the binaries. Empty means BinDir(), which builds them if needed.
+	BinDir string
+	// Nodes is the number of simulated nodes, named kwok-node-0, kwok-node-1, ...; 0 means 1.
+	Nodes int
+}
+
+// Cluster is a running local cluster. Its methods are safe to call from one goroutine at a time.
+type Cluster struct {
+	env        *envtest.Environment
+	config     *rest.Config
+	workDir    string
+	logDir     string
+	kubeconfig string
+	procs      []*Process // in start order; stopped in reverse
+	logFiles   []*os.File // etcd's and kube-apiserver's logs, written by processes envtest starts
+}
+
+// BinDir returns the folder with etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok
+// and kwok's stage definitions, building whatever is missing first (about 10 minutes on a cold
+// machine, a second when built). It runs hack/build-controlplane.sh from the repository root, which
+// it finds by walking up from the working directory.
+func BinDir() (string, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	var out bytes.Buffer
+	cmd := exec.Command("bash", buildScript, "all")
+	cmd.Dir = root
+	cmd.Stdout = &out
+	cmd.Stderr = os.Stderr // build progress: the first build takes minutes and should say so
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s all: %w", buildScript, err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	dir := lines[len(lines)-1]
+	if !filepath.IsAbs(dir) {
+		return "", fmt.Errorf("%s all printed %q, not an absolute folder", buildScript, dir)
+	}
+	return dir, nil
+}
+
+func repoRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, buildScript)); err == nil {
+			return dir, nil
+		}
+		if dir == filepath.Dir(dir) {
+			return "", fmt.Errorf("no %s in %s or any parent folder; run from inside the repository", buildScript, wd)
+		}
+	}
+}
+
+// Start brings up the cluster and returns once every node is Ready and schedulable and the CRDs are
+// installed. ctx bounds the start only (default two minutes if it has no deadline); the cluster runs
+// until Stop. On error, everything Start started is already stopped.
+func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
+	if opts.Nodes < 0 {
+		return nil, fmt.Errorf("options: Nodes must not be negative, got %d", opts.Nodes)
+	}
+	if opts.Nodes == 0 {
+		opts.Nodes = 1
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
+		defer cancel()
+	}
+	binDir := opts.BinDir
+	if binDir == "" {
+		if binDir, err = BinDir(); err != nil {
+			return nil, err
+		}
+	}
+
+	workDir, err := os.MkdirTemp("", "localcluster-")
+	if err != nil {
+		return nil, err
+	}
+	c = &Cluster{workDir: workDir, logDir: opts.LogDir}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, c.Stop())
+			c = nil
+		}
+	}()
+	if c.logDir == "" {
+		c.logDir = filepath.Join(workDir, "logs")
+	}
+	if err := os.MkdirAll(c.logDir, 0o755); err != nil {
+		return c, err
+	}
+
+	if err := c.startAPIServer(binDir, opts.CRDDirectoryPaths); err != nil {
+		return c, err
+	}
+	if err := c.startComponents(binDir); err != nil {
+		return c, err
+	}
+	if err := c.createNodes(ctx, opts.Nodes); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// startAPIServer starts etcd and kube-apiserver through envtest, installs the CRDs, and writes a
+// kubeconfig of a system:masters user for the other components and for the caller.
+func (c *Cluster) startAPIServer(binDir string, crdPaths []string) error {
+	etcdPath, err := c.guard(filepath.Join(binDir, "etcd"))
+	if err != nil {
+		return err
+	}
+	apiserverPath, err := c.guard(filepath.Join(binDir, "kube-apiserver"))
+	if err != nil {
+		return err
+	}
+	etcdLog, err := c.createLog("etcd")
+	if err != nil {
+		return err
+	}
+	apiserverLog, err := c.createLog("kube-apiserver")
+	if err != nil {
+		return err
+	}
+	c.env = &envtest.Environment{
+		CRDDirectoryPaths:     crdPaths,
+		ErrorIfCRDPathMissing: true,
+		// A loaded two-core machine can take longer than envtest's default 20 s.
+		ControlPlaneStartTimeout: time.Minute,
+		ControlPlaneStopTimeout:  stopGrace,
+	}
+	c.env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath, Out: etcdLog, Err: etcdLog}
+	c.env.ControlPlane.APIServer = &envtest.APIServer{Path: apiserverPath, Out: apiserverLog, Err: apiserverLog}
+
+	if c.config, err = c.env.Start(); err != nil {
+		return fmt.Errorf("starting etcd and kube-apiserver (logs in %s): %w", c.logDir, err)
+	}
+	user, err := c.env.AddUser(envtest.User{Name: "localcluster-admin", Groups: []string{"system:masters"}}, &rest.Config{})
+	if err != nil {
+		return fmt.Errorf("adding the admin user: %w", err)
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("writing the admin kubeconfig: %w", err)
+	}
+	c.kubeconfig = filepath.Join(c.workDir, "kubeconfig")
+	return os.WriteFile(c.kubeconfig, kubeconfig, 0o600)
+}
+
+func (c *Cluster) createLog(name string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(c.logDir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	c.logFiles = append(c.logFiles, f)
+	return f, nil
+}
+
+// guard returns an executable that runs bin with a parent-death signal. envtest starts etcd and
+// kube-apiserver itself, without one, so they would outlive a killed test; a two-line script that
+// execs bin through setpriv (util-linux) keeps the same process, and so the same parent, as envtest's
+// child.
+func (c *Cluster) guard(bin string) (string, error) {
+	if !deathSignalSupported {
+		return bin, nil
+	}
+	setpriv, err := exec.LookPath("setpriv")
+	if err != nil {
+		return "", fmt.Errorf("setpriv (util-linux) is needed so that %s dies with this process: %w",
+			filepath.Base(bin), err)
+	}
+	script := fmt.Sprintf("#!/bin/sh\nexec %q --pdeathsig KILL -- %q \"$@\"\n", setpriv, bin)
+	path := filepath.Join(c.workDir, filepath.Base(bin))
+	return path, os.WriteFile(path, []byte(script), 0o755)
+}
+
+// startComponents starts the controller manager, the scheduler and kwok against the apiserver.
+func (c *Cluster) startComponents(binDir string) error {
+	kc := "--kubeconfig=" + c.kubeconfig
+	components := []struct {
+		name string
+		args []string
+	}{
+		{"kube-controller-manager", []string{kc,
+			"--controllers=" + strings.Join(controllers, ","),
+			"--leader-elect=false", "--secure-port=0"}},
+		{"kube-scheduler", []string{kc, "--leader-elect=false", "--secure-port=0"}},
+		// kwok exits with "no stages found" unless it is given the stages that make it act as a
+		// kubelet; the build script assembles them from the kwok module.
+		{"kwok", []string{kc, "--manage-all-nodes=true",
+			"--config=" + filepath.Join(binDir, "kwok-stages.yaml")}},
+	}
+	for _, comp := range components {
+		if _, err := c.StartProcess(comp.name, exec.Command(filepath.Join(binDir, comp.name), comp.args...)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createNodes registers the simulated nodes and waits until they are Ready and carry no NoSchedule or
+// NoExecute taint (node-lifecycle lifts the not-ready taint once kwok reports Ready). The nodes carry
+// no kwok taint: every node of this cluster is simulated, so there is no real node to keep pods off,
+// and workloads need no tolerations.
+func (c *Cluster) createNodes(ctx context.Context, n int) error {
+	cl, err := client.New(c.config, client.Options{})
+	if err != nil {
+		return err
+	}
+	for i := range n {
+		name := fmt.Sprintf("kwok-node-%d", i)
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+			Name: name,
+			Annotations: map[string]string{
+				"kwok.x-k8s.io/node":           "fake",
+				"node.alpha.kubernetes.io/ttl": "0",
+			},
+			Labels: map[string]string{
+				"kubernetes.io/hostname": name,
+				"kubernetes.io/os":       "linux",
+				"kubernetes.io/role":     "agent",
+				"type":                   "kwok",
+			},
+		}}
+		if err := cl.Create(ctx, node); err != nil {
+			return fmt.Errorf("creating node %s: %w", name, err)
+		}
+	}
+
+	var notReady string
+	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		for _, p := range c.procs {
+			if err := p.Err(); err != nil {
+				return false, err
+			}
+		}
+		var nodes corev1.NodeList
+		if err := cl.List(ctx, &nodes); err != nil {
+			return false, nil //nolint:nilerr // the apiserver may be briefly busy; retry until ctx ends
+		}
+		notReady = ""
+		for i := range nodes.Items {
+			if !schedulable(&nodes.Items[i]) {
+				notReady = nodes.Items[i].Name
+				return false, nil
+			}
+		}
+		return len(nodes.Items) == n, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for node %s to be Ready and schedulable (logs in %s): %w", notReady, c.logDir, err)
+	}
+	return nil
+}
+
+func schedulable(node *corev1.Node) bool {
+	for _, t := range node.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			return false
+		}
+	}
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// StartProcess runs cmd as part of the cluster: with KUBECONFIG pointing at the cluster (added to
+// cmd.Env, or to this process's environment if cmd.Env is nil), its output appended to
+// <LogDir>/<name>.log as well as to cmd.Stdout and cmd.Stderr if set, and stopped by Stop before the
+// control plane goes. Use it for the operator, or anything else that must not outlive the cluster.
+func (c *Cluster) StartProcess(name string, cmd *exec.Cmd) (*Process, error) {
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, "KUBECONFIG="+c.kubeconfig)
+	p, err := startProcess(name, c.logDir, cmd)
+	if err != nil {
+		return nil, err
+	}
+	c.procs = append(c.procs, p)
+	return p, nil
+}
+
+// RESTConfig returns a fresh copy of a client configuration for a system:masters user.
+func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.config) }
+
+// KubeconfigPath is a kubeconfig file for a system:masters user, e.g. for kubectl --kubeconfig.
+func (c *Cluster) KubeconfigPath() string { return c.kubeconfig }
+
+// LogDir is the folder with one <component>.log per process, worth printing when a test fails.
+func (c *Cluster) LogDir() string { return c.logDir }
+
+// Stop stops every process (the ones from StartProcess and kwok, scheduler and controller manager
+// first, then kube-apiserver and etcd), waits until they are gone, and removes the working directory.
+// It is safe to call more than once.
+func (c *Cluster) Stop() error {
+	var errs []error
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		errs = append(errs, c.procs[i].Stop())
+	}
+	c.procs = nil
+	if c.env != nil {
+		if err := c.env.Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stopping kube-apiserver and etcd: %w", err))
+		}
+		c.env = nil
+	}
+	for _, f := range c.logFiles {
+		errs = append(errs, f.Close())
+	}
+	c.logFiles = nil
+	if c.workDir != "" {
+		errs = append(errs, os.RemoveAll(c.workDir))
+		c.workDir = ""
+	}
+	return errors.Join(errs...)
+}
+
+// TailLogs returns the last n lines of every log in LogDir, for a test to print when it fails.
+func (c *Cluster) TailLogs(n int) string {
+	var b strings.Builder
+	entries, _ := os.ReadDir(c.logDir)
+	for _, e := range entries {
+		lines, err := lastLines(filepath.Join(c.logDir, e.Name()), n)
+		if err != nil {
+			fmt.Fprintf(&b, "==> %s: %v\n", e.Name(), err)
+			continue
+		}
+		fmt.Fprintf(&b, "==> %s (last %d lines) <==\n%s\n", e.Name(), len(lines), strings.Join(lines, "\n"))
+	}
+	return b.String()
+}
+
+func lastLines(path string, n int) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	return lines, sc.Err()
+}

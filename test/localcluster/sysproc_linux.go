@@ -1,0 +1,30 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package localcluster
+
+import "syscall"
+
+// sysProcAttr puts a child in its own process group, so that Stop can signal everything it spawned
+// and a Ctrl-C in the terminal reaches only us, and asks the kernel to SIGKILL it when the thread that
+// started it dies, so that a crash or kill -9 of the caller leaves nothing behind. Go only ends an OS
+// thread when a goroutine that locked it exits, which this package never does.
+func sysProcAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// deathSignalSupported reports whether children die with us even when we are killed with SIGKILL.
+const deathSignalSupported = true
