@@ -1,0 +1,288 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package workload
+
+import (
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func deployment(gen int64, replicas *int32, st appsv1.DeploymentStatus) *appsv1.Deployment {
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: gen},
+		Spec:       appsv1.DeploymentSpec{Replicas: replicas},
+		Status:     st,
+	}
+}
+
+func statefulSet(gen int64, replicas int32, partition *int32, st appsv1.StatefulSetStatus) *appsv1.StatefulSet {
+	s := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "db", Generation: gen},
+		Spec: appsv1.StatefulSetSpec{Replicas: &replicas, UpdateStrategy: appsv1.StatefulSetUpdateStrategy{
+			Type: appsv1.RollingUpdateStatefulSetStrategyType,
+		}},
+		Status: st,
+	}
+	if partition != nil {
+		s.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: partition}
+	}
+	return s
+}
+
+func daemonSet(gen int64, st appsv1.DaemonSetStatus) *appsv1.DaemonSet {
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent", Generation: gen},
+		Spec: appsv1.DaemonSetSpec{UpdateStrategy: appsv1.DaemonSetUpdateStrategy{
+			Type: appsv1.RollingUpdateDaemonSetStrategyType,
+		}},
+		Status: st,
+	}
+}
+
+func TestRolloutStatus(t *testing.T) {
+	progressing := func(reason string) []appsv1.DeploymentCondition {
+		return []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse,
+			Reason: reason, Message: `ReplicaSet "web-1" has timed out progressing.`}}
+	}
+	tests := map[string]struct {
+		obj     client.Object
+		want    Rollout
+		message string // a substring of want.Message
+	}{
+		"deployment whose new generation the controller has not seen yet": {
+			obj: deployment(3, ptr[int32](3), appsv1.DeploymentStatus{ObservedGeneration: 2,
+				Replicas: 3, UpdatedReplicas: 3, AvailableReplicas: 3}),
+			want:    Rollout{Ready: 3, Desired: 3},
+			message: "observe generation 3",
+		},
+		"deployment with some replicas not updated": {
+			obj: deployment(2, ptr[int32](3), appsv1.DeploymentStatus{ObservedGeneration: 2,
+				Replicas: 4, UpdatedReplicas: 1, AvailableReplicas: 3}),
+			want:    Rollout{Ready: 1, Desired: 3},
+			message: "1 of 3 replicas updated",
+		},
+		"deployment with old replicas pending termination": {
+			obj: deployment(2, ptr[int32](3), appsv1.DeploymentStatus{ObservedGeneration: 2,
+				Replicas: 4, UpdatedReplicas: 3, AvailableReplicas: 3}),
+			want:    Rollout{Ready: 3, Desired: 3},
+			message: "1 old replicas pending termination",
+		},
+		"deployment with updated replicas not yet available": {
+			obj: deployment(2, ptr[int32](3), appsv1.DeploymentStatus{ObservedGeneration: 2,
+				Replicas: 3, UpdatedReplicas: 3, AvailableReplicas: 2}),
+			want:    Rollout{Ready: 2, Desired: 3},
+			message: "2 of 3 updated replicas available",
+		},
+		"deployment whose replaced pods are still terminating": {
+			obj: deployment(2, ptr[int32](3), appsv1.DeploymentStatus{ObservedGeneration: 2,
+				Replicas: 3, UpdatedReplicas: 3, AvailableReplicas: 3, TerminatingReplicas: ptr[int32](1)}),
+			want:    Rollout{Ready: 3, Desired: 3},
+			message: "1 replaced pods still terminating",
+		},
+		"deployment past its progress deadline is stuck, not done": {
+			obj: deployment(2, ptr[int32](3), appsv1.DeploymentStatus{ObservedGeneration: 2,
+				Replicas: 4, UpdatedReplicas: 1, AvailableReplicas: 3, Conditions: progressing("ProgressDeadlineExceeded")}),
+			want:    Rollout{Stuck: true, Ready: 1, Desired: 3},
+			message: `Deployment/web: exceeded its progress deadline: ReplicaSet "web-1" has timed out`,
+		},
+		"deployment progressing normally is not stuck": {
+			obj: deployment(2, ptr[int32](3), appsv1.DeploymentStatus{ObservedGeneration: 2,
+				Replicas: 3, UpdatedReplicas: 3, AvailableReplicas: 3, Conditions: progressing("NewReplicaSetAvailable")}),
+			want:    Rollout{Done: true, Ready: 3, Desired: 3},
+			message: "rolled out",
+		},
+		"paused deployment says so while not done": {
+			obj: func() client.Object {
+				d := deployment(2, ptr[int32](2), appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 2, AvailableReplicas: 2})
+				d.Spec.Paused = true
+				return d
+			}(),
+			want:    Rollout{Ready: 0, Desired: 2},
+			message: "(the deployment is paused)",
+		},
+		"deployment without spec.replicas wants one": {
+			obj: deployment(1, nil, appsv1.DeploymentStatus{ObservedGeneration: 1,
+				Replicas: 1, UpdatedReplicas: 1, AvailableReplicas: 1}),
+			want:    Rollout{Done: true, Ready: 1, Desired: 1},
+			message: "Deployment/web: rolled out, 1 of 1",
+		},
+		"deployment scaled to zero is done once nothing runs": {
+			obj:     deployment(4, ptr[int32](0), appsv1.DeploymentStatus{ObservedGeneration: 4}),
+			want:    Rollout{Done: true, Ready: 0, Desired: 0},
+			message: "rolled out",
+		},
+
+		"statefulset never observed": {
+			obj:     statefulSet(1, 2, nil, appsv1.StatefulSetStatus{}),
+			want:    Rollout{Desired: 2},
+			message: "observe generation 1",
+		},
+		"statefulset halfway through a rolling update": {
+			obj: statefulSet(2, 3, nil, appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 3,
+				UpdatedReplicas: 1, AvailableReplicas: 3, CurrentRevision: "db-1", UpdateRevision: "db-2"}),
+			want:    Rollout{Ready: 1, Desired: 3},
+			message: "1 of 3 pods updated",
+		},
+		"statefulset held back by a partition is not done (kubectl would say complete)": {
+			obj: statefulSet(2, 3, ptr[int32](2), appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 3,
+				UpdatedReplicas: 1, ReadyReplicas: 3, AvailableReplicas: 3, CurrentRevision: "db-1", UpdateRevision: "db-2"}),
+			want:    Rollout{Ready: 1, Desired: 3},
+			message: "partition 2 holds back",
+		},
+		"statefulset with OnDelete says pods must be deleted": {
+			obj: func() client.Object {
+				s := statefulSet(2, 2, nil, appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 2,
+					AvailableReplicas: 2, CurrentRevision: "db-1", UpdateRevision: "db-2"})
+				s.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+				return s
+			}(),
+			want:    Rollout{Desired: 2},
+			message: "OnDelete",
+		},
+		"statefulset with all pods updated but one unavailable": {
+			obj: statefulSet(2, 3, nil, appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 3,
+				UpdatedReplicas: 3, AvailableReplicas: 2, CurrentRevision: "db-1", UpdateRevision: "db-2"}),
+			want:    Rollout{Ready: 2, Desired: 3},
+			message: "2 of 3 pods available",
+		},
+		"statefulset whose counts are complete but revision not yet current": {
+			obj: statefulSet(2, 3, nil, appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 3,
+				UpdatedReplicas: 3, AvailableReplicas: 3, CurrentRevision: "db-1", UpdateRevision: "db-2"}),
+			want:    Rollout{Ready: 3, Desired: 3},
+			message: "revision db-2 to become current",
+		},
+		"statefulset scaling down still has old pods": {
+			obj: statefulSet(2, 2, nil, appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 3,
+				UpdatedReplicas: 2, AvailableReplicas: 3, CurrentRevision: "db-2", UpdateRevision: "db-2"}),
+			want:    Rollout{Ready: 2, Desired: 2},
+			message: "1 old pods pending termination",
+		},
+		"statefulset rolled out": {
+			obj: statefulSet(2, 3, ptr[int32](0), appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 3,
+				UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3, CurrentRevision: "db-2", UpdateRevision: "db-2"}),
+			want:    Rollout{Done: true, Ready: 3, Desired: 3},
+			message: "StatefulSet/db: rolled out, 3 of 3",
+		},
+
+		"daemonset whose new generation is not observed": {
+			obj: daemonSet(5, appsv1.DaemonSetStatus{ObservedGeneration: 4, DesiredNumberScheduled: 2,
+				UpdatedNumberScheduled: 2, NumberAvailable: 2}),
+			want:    Rollout{Ready: 2, Desired: 2},
+			message: "observe generation 5",
+		},
+		"daemonset with nodes not updated": {
+			obj: daemonSet(5, appsv1.DaemonSetStatus{ObservedGeneration: 5, DesiredNumberScheduled: 4,
+				UpdatedNumberScheduled: 1, NumberAvailable: 4}),
+			want:    Rollout{Ready: 1, Desired: 4},
+			message: "1 of 4 pods updated",
+		},
+		"daemonset with OnDelete says pods must be deleted": {
+			obj: func() client.Object {
+				d := daemonSet(5, appsv1.DaemonSetStatus{ObservedGeneration: 5, DesiredNumberScheduled: 4, NumberAvailable: 4})
+				d.Spec.UpdateStrategy.Type = appsv1.OnDeleteDaemonSetStrategyType
+				return d
+			}(),
+			want:    Rollout{Desired: 4},
+			message: "OnDelete",
+		},
+		"daemonset with updated pods not yet available": {
+			obj: daemonSet(5, appsv1.DaemonSetStatus{ObservedGeneration: 5, DesiredNumberScheduled: 4,
+				UpdatedNumberScheduled: 4, NumberAvailable: 3}),
+			want:    Rollout{Ready: 3, Desired: 4},
+			message: "3 of 4 pods available",
+		},
+		"daemonset with a misscheduled pod": {
+			obj: daemonSet(5, appsv1.DaemonSetStatus{ObservedGeneration: 5, DesiredNumberScheduled: 4,
+				UpdatedNumberScheduled: 4, NumberAvailable: 4, NumberMisscheduled: 1}),
+			want:    Rollout{Ready: 4, Desired: 4},
+			message: "1 pods running on nodes that should not",
+		},
+		"daemonset rolled out": {
+			obj: daemonSet(5, appsv1.DaemonSetStatus{ObservedGeneration: 5, DesiredNumberScheduled: 4,
+				CurrentNumberScheduled: 4, UpdatedNumberScheduled: 4, NumberAvailable: 4, NumberReady: 4}),
+			want:    Rollout{Done: true, Ready: 4, Desired: 4},
+			message: "DaemonSet/agent: rolled out, 4 of 4",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			got, err := RolloutStatus(tc.obj)
+			if err != nil {
+				t.Fatalf("RolloutStatus: %v", err)
+			}
+			if !strings.Contains(got.Message, tc.message) {
+				t.Errorf("message %q does not contain %q", got.Message, tc.message)
+			}
+			got.Message = ""
+			if got != tc.want {
+				t.Errorf("RolloutStatus = %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRolloutStatusRejectsOtherKinds(t *testing.T) {
+	_, err := RolloutStatus(&appsv1.ReplicaSet{})
+	if err == nil || !strings.Contains(err.Error(), "*v1.ReplicaSet is not a supported workload") {
+		t.Fatalf("err = %v, want one naming the unsupported type", err)
+	}
+}
+
+func TestHash(t *testing.T) {
+	d := deployment(1, nil, appsv1.DeploymentStatus{})
+	if got := Hash(d); got != "" {
+		t.Errorf("Hash of an unstamped template = %q, want empty", got)
+	}
+	d.Spec.Template.Annotations = map[string]string{HashAnnotation: "0123456789abcdef", "other": "x"}
+	if got := Hash(d); got != "0123456789abcdef" {
+		t.Errorf("Hash = %q, want the annotation's value", got)
+	}
+	// The workload's own annotations are not the template's.
+	s := statefulSet(1, 1, nil, appsv1.StatefulSetStatus{})
+	s.Annotations = map[string]string{HashAnnotation: "fedcba9876543210"}
+	if got := Hash(s); got != "" {
+		t.Errorf("Hash read the object's annotations: %q", got)
+	}
+	if got := Hash(&corev1.Pod{}); got != "" {
+		t.Errorf("Hash of a Pod = %q, want empty", got)
+	}
+}
+
+func TestRefCompareOrdersKindsThenNames(t *testing.T) {
+	ordered := []Ref{{Deployment, "a"}, {Deployment, "b"}, {StatefulSet, "a"}, {DaemonSet, "0"}}
+	for i := range ordered {
+		for j := range ordered {
+			got := ordered[i].Compare(ordered[j])
+			want := 0
+			if i < j {
+				want = -1
+			} else if i > j {
+				want = 1
+			}
+			if got != want {
+				t.Errorf("%s.Compare(%s) = %d, want %d", ordered[i], ordered[j], got, want)
+			}
+		}
+	}
+}
