@@ -1,0 +1,143 @@
+// Command mcp-server is an example MCP server that uses a rotated MRTR keyring.
+//
+// It serves stateless streamable HTTP on /mcp, so it can run as many replicas behind a non-sticky
+// load balancer. Its get_weather tool asks for the caller's GitHub login through an elicitation
+// before it answers: round 1 returns an input-required result whose requestState is sealed
+// (AES-256-GCM, pkg/token) with the first key of the keyring, and the client's retry, which may land
+// on any replica, opens it with whichever key sealed it.
+//
+// The keyring comes from a mounted Secret folder (--keyring-dir, holding keyring.json; followed as
+// the kubelet updates it, no restart needed) or from the MRTR_KEYRING environment variable (read once).
+// The server logs every keyring it loads by fingerprint and key ids, and shows the same on
+// GET /debug/keyring and in the Mrtr-* headers of every /mcp response.
+//
+//	mcp-server --listen :8080 --keyring-dir /etc/mrtr --server https://weather.example.com/mcp
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/pkg/token"
+	"github.com/mrtr-dev/mrtr-operator/pkg/token/mcpstate"
+)
+
+// keyringFile is the data key of the keyring Secret, and so the file name in its mounted folder.
+const keyringFile = "keyring.json"
+
+type config struct {
+	listen     string
+	keyringDir string
+	server     string
+	replica    string
+	tokenTTL   time.Duration
+	grace      time.Duration
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.listen, "listen", ":8080", "address to serve HTTP on")
+	flag.StringVar(&c.keyringDir, "keyring-dir", "",
+		"folder of the mounted keyring Secret (holding "+keyringFile+"), followed for changes; if empty, $"+keyring.EnvVar+" is read once")
+	flag.StringVar(&c.server, "server", "mrtr-example",
+		"server identity bound into every request state; the same on every replica, different for every other server sharing the keyring")
+	flag.StringVar(&c.replica, "replica", defaultReplica(), "name of this replica in logs and headers (default $POD_NAME or the host name)")
+	flag.DurationVar(&c.tokenTTL, "token-ttl", 5*time.Minute,
+		"lifetime of a request state; must not exceed the MRTRKeyring's tokenTTL, which the rotation waits for")
+	flag.DurationVar(&c.grace, "shutdown-grace", 5*time.Second, "how long to let requests in flight finish on SIGTERM")
+	flag.Parse()
+
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("replica", c.replica)
+	if err := run(c, log); err != nil {
+		log.Error("exiting", "err", err)
+		os.Exit(1)
+	}
+}
+
+func defaultReplica() string {
+	if p := os.Getenv("POD_NAME"); p != "" {
+		return p
+	}
+	h, _ := os.Hostname()
+	return h
+}
+
+func run(c config, log *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	src, err := keyringSource(ctx, c.keyringDir, log)
+	if err != nil {
+		return err
+	}
+	codec, err := token.NewSealed(src, token.SealedOptions{Server: c.server, TTL: c.tokenTTL, AnonymousTTL: c.tokenTTL})
+	if err != nil {
+		return err
+	}
+	// The example authenticates nobody, so its state is bound to the anonymous principal: a deliberate
+	// choice, see mcpstate.FromTokenInfo for servers behind auth.RequireBearerToken.
+	a := &app{replica: c.replica, src: src, guard: mcpstate.New(codec, mcpstate.Anonymous), log: log}
+
+	srv := &http.Server{Addr: c.listen, Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	log.Info("serving", "listen", c.listen, "server", c.server, "tokenTTL", c.tokenTTL)
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), c.grace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+// keyringSource returns the keyring from dir, followed until ctx is done, or else from the environment.
+// It fails if there is no valid keyring: a server must not start without keys.
+func keyringSource(ctx context.Context, dir string, log *slog.Logger) (keyring.Source, error) {
+	if dir == "" {
+		r, err := keyring.FromEnv()
+		if errors.Is(err, keyring.ErrEnvUnset) {
+			return nil, fmt.Errorf("no keyring: set --keyring-dir or $%s", keyring.EnvVar)
+		}
+		if err != nil {
+			return nil, err
+		}
+		logKeyring(log, "keyring loaded", "env", r)
+		return keyring.Static(r), nil
+	}
+	path := filepath.Join(dir, keyringFile)
+	fs, err := keyring.NewFileSource(path, keyring.WithErrorHandler(func(err error) {
+		log.Warn("keyring reload failed, keeping the last good keyring", "err", err)
+	}))
+	if err != nil {
+		return nil, err
+	}
+	logKeyring(log, "keyring loaded", path, fs.Keyring())
+	fs.OnChange(func(r *keyring.Keyring) { logKeyring(log, "keyring changed", path, r) })
+	go func() {
+		if err := fs.Start(ctx); err != nil {
+			log.Error("cannot follow the keyring file; serving the keyring loaded at start", "err", err)
+		}
+	}()
+	return fs, nil
+}
+
+func logKeyring(log *slog.Logger, msg, from string, r *keyring.Keyring) {
+	log.Info(msg, "from", from, "fingerprint", r.Fingerprint(), "keyIds", r.IDs(), "sealKey", r.Primary().ID())
+}

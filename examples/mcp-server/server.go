@@ -1,0 +1,152 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/pkg/token/mcpstate"
+)
+
+// Response headers that show which keyring served a request. They carry ids and the fingerprint, never
+// key material, so a balancer or a demo can show which key every replica seals with.
+const (
+	HeaderReplica     = "Mrtr-Replica"
+	HeaderFingerprint = "Mrtr-Keyring-Fingerprint"
+	HeaderSealKey     = "Mrtr-Seal-Key"
+)
+
+// protocolVersion is the first MCP revision with multi round-trip requests. Older clients cannot do
+// MRTR against a stateless server (it cannot elicit from them), so the server refuses them up front.
+const protocolVersion = "2026-07-28"
+
+// weatherState is what the get_weather tool seals between its two rounds. A real server would carry
+// work in progress here; the replica and key id only make the demo visible.
+type weatherState struct {
+	Location string `json:"location"`
+	SealedBy string `json:"sealedBy"`
+	SealKey  string `json:"sealKey"`
+}
+
+type weatherArgs struct {
+	Location string `json:"location"`
+}
+
+// app is one replica: an MCP server whose tool state is sealed with the keyring of src.
+type app struct {
+	replica string
+	src     keyring.Source
+	guard   *mcpstate.Guard
+	log     *slog.Logger
+
+	completed, rejected atomic.Uint64
+}
+
+// mcpServer returns the MCP server with the get_weather tool.
+func (a *app) mcpServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "mrtr-example", Version: "v0.1.0"}, &mcp.ServerOptions{
+		Logger:                    a.log,
+		SupportedProtocolVersions: []string{protocolVersion},
+	})
+	s.AddTool(&mcp.Tool{
+		Name:        "get_weather",
+		Description: "Weather for a location. Asks for your GitHub login first (an elicitation), then answers.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"location":{"type":"string"}},"required":["location"]}`),
+	}, a.getWeather)
+	return s
+}
+
+// getWeather is a two-round tool: round 1 asks for the caller's login and seals what it has so far;
+// the retry, on any replica, opens that state and completes.
+func (a *app) getWeather(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var args weatherArgs
+	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil || args.Location == "" {
+		return nil, fmt.Errorf("get_weather needs {\"location\": string}")
+	}
+	if req.Params.RequestState == "" {
+		// The key id is read apart from Seal, so during a reload it may name the previous primary:
+		// it is for display only, the token itself carries the key that sealed it.
+		st, err := json.Marshal(weatherState{Location: args.Location, SealedBy: a.replica, SealKey: a.src.Keyring().Primary().ID()})
+		if err != nil {
+			return nil, err
+		}
+		return a.guard.CallToolInputRequired(req, st, mcp.InputRequestMap{"github_login": &mcp.ElicitParams{
+			Mode:            "form",
+			Message:         "Your GitHub username?",
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
+		}})
+	}
+
+	raw, err := a.guard.Open(req)
+	if err != nil {
+		if mcpstate.IsInvalidRequestState(err) {
+			a.rejected.Add(1)
+			a.log.Warn("rejected request state", "tool", req.Params.Name, "keyring", a.src.Keyring())
+		}
+		return nil, err
+	}
+	var st weatherState
+	if err := json.Unmarshal(raw, &st); err != nil {
+		return nil, fmt.Errorf("sealed state: %w", err)
+	}
+	login, _ := req.Params.InputResponses["github_login"].(*mcp.ElicitResult)
+	if login == nil || login.Action != "accept" {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "No login, no weather."}}}, nil
+	}
+	a.completed.Add(1)
+	text := fmt.Sprintf("Sunny in %s for %v (state sealed by %s with key %s, opened by %s)",
+		st.Location, login.Content["name"], st.SealedBy, st.SealKey, a.replica)
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
+		StructuredContent: map[string]any{"location": st.Location, "sealedBy": st.SealedBy, "sealKey": st.SealKey, "openedBy": a.replica},
+	}, nil
+}
+
+// Debug is the body of GET /debug/keyring: what this replica has loaded, safe to show.
+type Debug struct {
+	Replica     string   `json:"replica"`
+	Fingerprint string   `json:"fingerprint"`
+	KeyIDs      []string `json:"keyIds"`
+	SealKey     string   `json:"sealKey"`
+	Completed   uint64   `json:"completed"`
+	Rejected    uint64   `json:"rejected"`
+}
+
+// handler serves MCP on /mcp (stateless streamable HTTP, so any replica answers any request),
+// GET /debug/keyring and GET /healthz.
+func (a *app) handler() http.Handler {
+	s := a.mcpServer()
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: a.log})
+
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", a.withKeyringHeaders(mcpHandler))
+	mux.HandleFunc("GET /debug/keyring", func(w http.ResponseWriter, _ *http.Request) {
+		r := a.src.Keyring()
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(Debug{
+			Replica: a.replica, Fingerprint: r.Fingerprint(), KeyIDs: r.IDs(), SealKey: r.Primary().ID(),
+			Completed: a.completed.Load(), Rejected: a.rejected.Load(),
+		})
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	return mux
+}
+
+// withKeyringHeaders tags every response with the replica and the keyring in service when the request
+// arrived.
+func (a *app) withKeyringHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		r := a.src.Keyring()
+		w.Header().Set(HeaderReplica, a.replica)
+		w.Header().Set(HeaderFingerprint, r.Fingerprint())
+		w.Header().Set(HeaderSealKey, r.Primary().ID())
+		next.ServeHTTP(w, req)
+	})
+}

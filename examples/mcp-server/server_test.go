@@ -1,0 +1,193 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/pkg/token"
+	"github.com/mrtr-dev/mrtr-operator/pkg/token/mcpstate"
+	"github.com/mrtr-dev/mrtr-operator/test/e2e/harness"
+)
+
+// replica is one example server with its own mounted keyring folder, as one pod.
+type replica struct {
+	dir string
+	src *keyring.FileSource
+	url string
+}
+
+func keyringJSON(t *testing.T, keys ...keyring.Key) []byte {
+	t.Helper()
+	r, err := keyring.New(keys...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := keyring.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func newKey(t *testing.T, id string) keyring.Key {
+	t.Helper()
+	k, err := keyring.GenerateKey(id, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func startReplica(t *testing.T, ctx context.Context, name string, ring []byte) *replica {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "keyring")
+	if err := harness.Project(dir, map[string][]byte{keyringFile: ring}); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	src, err := keyringSource(ctx, dir, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codec, err := token.NewSealed(src, token.SealedOptions{Server: "test", TTL: time.Minute, AnonymousTTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &app{replica: name, src: src, guard: mcpstate.New(codec, mcpstate.Anonymous), log: log}
+	ts := httptest.NewServer(a.handler())
+	t.Cleanup(ts.Close)
+	return &replica{dir: dir, src: src.(*keyring.FileSource), url: ts.URL}
+}
+
+// project mounts ring into the replica's folder and waits until the replica serves with it.
+func (r *replica) project(t *testing.T, ring []byte) {
+	t.Helper()
+	want, err := keyring.Parse(ring)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := harness.Project(r.dir, map[string][]byte{keyringFile: ring}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for r.src.Keyring().Fingerprint() != want.Fingerprint() {
+		if time.Now().After(deadline) {
+			t.Fatalf("replica at %s did not load keyring %s", r.dir, want.Fingerprint())
+		}
+		time.Sleep(10 * time.Millisecond) // the file source reloads on its own goroutine
+	}
+}
+
+// call runs one MRTR round trip through the balancer and reports whether it completed; a rejected
+// request state returns false, anything else fails the test.
+func call(t *testing.T, cs *mcp.ClientSession) bool {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "get_weather", Arguments: map[string]any{"location": "Bern"}})
+	if mcpstate.IsInvalidRequestState(err) {
+		return false
+	}
+	if err != nil || res.IsError {
+		t.Fatalf("round trip: %v %+v", err, res)
+	}
+	m := res.StructuredContent.(map[string]any)
+	if m["sealedBy"] == m["openedBy"] {
+		t.Fatalf("round 1 and the retry both went to %v: the balancer is sticky", m["sealedBy"])
+	}
+	return true
+}
+
+// TestRotationAcrossReplicas runs two replicas behind a round-robin balancer, so that every retry
+// lands on the other replica, and walks their mounted keyrings through the documented rotation one
+// replica at a time: no round trip may fail at any step. Replacing the key in one step then must.
+func TestRotationAcrossReplicas(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a, b, c := newKey(t, "a"), newKey(t, "b"), newKey(t, "c")
+	ringA := keyringJSON(t, a)
+	r1, r2 := startReplica(t, ctx, "r1", ringA), startReplica(t, ctx, "r2", ringA)
+	lb := harness.NewBalancer()
+	lb.Add("r1", r1.url[len("http://"):])
+	lb.Add("r2", r2.url[len("http://"):])
+	front := httptest.NewServer(lb)
+	defer front.Close()
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "v0"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "octocat"}}, nil
+		},
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: front.URL + "/mcp", DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+
+	steps := []struct {
+		name string
+		ring []byte
+	}{
+		{"accept b", keyringJSON(t, a, b)},
+		{"seal with b", keyringJSON(t, b, a)},
+		{"remove a", keyringJSON(t, b)},
+	}
+	for _, s := range steps {
+		for _, r := range []*replica{r1, r2} { // one replica at a time, calling in between
+			r.project(t, s.ring)
+			for range 4 {
+				if !call(t, cs) {
+					t.Fatalf("%s: a request state was rejected", s.name)
+				}
+			}
+		}
+	}
+
+	// The control experiment: r1 alone switches to a new key. r1's tokens cannot open on r2 and r2's
+	// cannot open on r1, and round robin sends every retry to the other one.
+	r1.project(t, keyringJSON(t, c))
+	rejected := 0
+	for range 4 {
+		if !call(t, cs) {
+			rejected++
+		}
+	}
+	if rejected != 4 {
+		t.Errorf("after replacing the key on one replica, %d of 4 round trips were rejected, want 4", rejected)
+	}
+}
+
+func TestDebugAndHeaders(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	a := newKey(t, "key-1")
+	r := startReplica(t, ctx, "r1", keyringJSON(t, a))
+	resp, err := http.Get(r.url + "/debug/keyring")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var d Debug
+	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Replica != "r1" || d.SealKey != "key-1" || d.Fingerprint != r.src.Keyring().Fingerprint() {
+		t.Errorf("debug = %+v", d)
+	}
+	mresp, err := http.Post(r.url+"/mcp", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mresp.Body.Close()
+	if mresp.Header.Get(HeaderSealKey) != "key-1" || mresp.Header.Get(HeaderFingerprint) != d.Fingerprint || mresp.Header.Get(HeaderReplica) != "r1" {
+		t.Errorf("headers = %v", mresp.Header)
+	}
+}

@@ -1,0 +1,101 @@
+package harness
+
+import (
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"sync"
+	"sync/atomic"
+)
+
+// Balancer is a non-sticky round-robin HTTP load balancer over a changing set of backends, like a
+// Service in front of a Deployment: consecutive requests of one client, including the two rounds of
+// one MRTR call, go to different backends. Backends are added when their replica serves and removed
+// before it stops, as endpoints are; a request already proxied to a removed backend finishes there.
+type Balancer struct {
+	transport *http.Transport
+
+	mu       sync.RWMutex
+	backends []*backend
+
+	next        atomic.Uint64
+	proxyErrors atomic.Uint64
+}
+
+type backend struct {
+	name  string
+	proxy *httputil.ReverseProxy
+}
+
+// NewBalancer returns a balancer with no backends; until one is added it answers 503.
+func NewBalancer() *Balancer {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConnsPerHost = 32
+	return &Balancer{transport: t}
+}
+
+// Add routes requests to the backend at addr (host:port) under name, replacing a backend of that name.
+func (b *Balancer) Add(name, addr string) {
+	target := &url.URL{Scheme: "http", Host: addr}
+	p := &httputil.ReverseProxy{
+		Rewrite:   func(r *httputil.ProxyRequest) { r.SetURL(target) },
+		Transport: b.transport,
+		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, _ error) {
+			b.proxyErrors.Add(1)
+			w.WriteHeader(http.StatusBadGateway)
+		},
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.removeLocked(name)
+	b.backends = append(b.backends, &backend{name: name, proxy: p})
+}
+
+// Remove stops routing new requests to the backend name.
+func (b *Balancer) Remove(name string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.removeLocked(name)
+}
+
+func (b *Balancer) removeLocked(name string) {
+	for i, be := range b.backends {
+		if be.name == name {
+			b.backends = append(b.backends[:i:i], b.backends[i+1:]...)
+			return
+		}
+	}
+}
+
+// Backends returns the names of the backends in rotation.
+func (b *Balancer) Backends() []string {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	names := make([]string, len(b.backends))
+	for i, be := range b.backends {
+		names[i] = be.name
+	}
+	return names
+}
+
+// ProxyErrors counts requests that could not be proxied (backend unreachable or reset).
+func (b *Balancer) ProxyErrors() uint64 { return b.proxyErrors.Load() }
+
+// ServeHTTP proxies r to the next backend in turn.
+func (b *Balancer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b.mu.RLock()
+	n := len(b.backends)
+	var be *backend
+	if n > 0 {
+		be = b.backends[(b.next.Add(1)-1)%uint64(n)]
+	}
+	b.mu.RUnlock()
+	if be == nil {
+		http.Error(w, "no backends", http.StatusServiceUnavailable)
+		return
+	}
+	be.proxy.ServeHTTP(w, r)
+}
+
+// Close drops idle connections to the backends.
+func (b *Balancer) Close() { b.transport.CloseIdleConnections() }

@@ -1,0 +1,434 @@
+// Package harness runs the whole product on this machine for the end-to-end suite and the demo: the
+// local cluster (test/localcluster), the operator as its own process, a Deployment of the example MCP
+// server whose pods run as real processes (Kubelet), a non-sticky round-robin Balancer in front of
+// them, a Load of real MCP clients doing MRTR round trips through it, and a Timeline of what the
+// operator and the Deployment controller did.
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
+)
+
+// Options configures Start. Zero values take the defaults in the field comments.
+type Options struct {
+	// Namespace of the keyring and the Deployment: "mcp".
+	Namespace string
+	// Name of the keyring, its Secret and the Deployment: "weather".
+	Name string
+	// Replicas of the Deployment: 3.
+	Replicas int32
+	// TokenTTL of the keyring and of the servers' request state: 5s.
+	TokenTTL time.Duration
+	// ClockSkew of the keyring: 1s (every replica runs on this machine's clock).
+	ClockSkew time.Duration
+	// TerminationGrace of the keyring and of the pods: 1s.
+	TerminationGrace time.Duration
+	// LogDir receives every process's log; empty means a temporary folder removed by Stop.
+	LogDir string
+	// Logf receives progress lines; nil discards them.
+	Logf func(format string, args ...any)
+	// OnEvent receives each Timeline event as it happens.
+	OnEvent func(Event)
+}
+
+func (o *Options) defaults() {
+	if o.Namespace == "" {
+		o.Namespace = "mcp"
+	}
+	if o.Name == "" {
+		o.Name = "weather"
+	}
+	if o.Replicas == 0 {
+		o.Replicas = 3
+	}
+	if o.TokenTTL == 0 {
+		o.TokenTTL = 5 * time.Second
+	}
+	if o.ClockSkew == 0 {
+		o.ClockSkew = time.Second
+	}
+	if o.TerminationGrace == 0 {
+		o.TerminationGrace = time.Second
+	}
+	if o.Logf == nil {
+		o.Logf = func(string, ...any) {}
+	}
+}
+
+// Env is a running stack. Stop it in any case, also after a failed Start (Start stops what it
+// started when it fails, and Stop on a nil *Env is a no-op).
+type Env struct {
+	Opts     Options
+	Cluster  *localcluster.Cluster
+	Client   client.Client
+	Cache    crcache.Cache
+	Operator *Operator
+	Balancer *Balancer
+	Kubelet  *Kubelet
+	Timeline *Timeline
+	// MCPURL is the balancer's MCP endpoint.
+	MCPURL string
+
+	workDir   string
+	cancel    context.CancelFunc
+	cacheDone chan struct{}
+	lbServer  *http.Server
+}
+
+// Scheme knows the core types and MRTRKeyring.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	_ = mrtrv1alpha1.AddToScheme(s)
+	return s
+}
+
+// RepoRoot is the folder of the module's go.mod, found by walking up from the working directory.
+func RepoRoot() (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for dir := wd; ; dir = filepath.Dir(dir) {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			if _, err := os.Stat(filepath.Join(dir, "examples", "mcp-server")); err == nil {
+				return dir, nil
+			}
+		}
+		if dir == filepath.Dir(dir) {
+			return "", fmt.Errorf("not inside the mrtr-operator repository: %s", wd)
+		}
+	}
+}
+
+// Build compiles the operator (./cmd) and the example server (./examples/mcp-server) into dir.
+func Build(ctx context.Context, root, dir string) (operator, server string, err error) {
+	operator, server = filepath.Join(dir, "manager"), filepath.Join(dir, "mcp-server")
+	for out, pkg := range map[string]string{operator: "./cmd", server: "./examples/mcp-server"} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+		cmd.Dir = root
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return "", "", fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
+		}
+	}
+	return operator, server, nil
+}
+
+// Start builds the binaries, starts the cluster with the CRDs, the operator, the kubelet and the
+// balancer, creates the MRTRKeyring and the Deployment, and returns once the keyring is Stable and
+// every replica serves with the keyring's fingerprint.
+func Start(ctx context.Context, opts Options) (_ *Env, err error) {
+	opts.defaults()
+	e := &Env{Opts: opts}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, e.Stop())
+		}
+	}()
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	if e.workDir, err = os.MkdirTemp("", "mrtr-e2e-"); err != nil {
+		return nil, err
+	}
+	opts.Logf("building the operator and the example server")
+	operatorBin, serverBin, err := Build(ctx, root, e.workDir)
+	if err != nil {
+		return nil, err
+	}
+	opts.Logf("starting the local cluster (apiserver, etcd, controller-manager, scheduler, kwok)")
+	e.Cluster, err = localcluster.Start(ctx, localcluster.Options{
+		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")},
+		LogDir:            opts.LogDir,
+	})
+	if err != nil {
+		return nil, err
+	}
+	cfg := e.Cluster.RESTConfig()
+	if e.Client, err = client.New(cfg, client.Options{Scheme: Scheme()}); err != nil {
+		return nil, err
+	}
+	if e.Cache, err = crcache.New(cfg, crcache.Options{
+		Scheme: Scheme(), DefaultNamespaces: map[string]crcache.Config{opts.Namespace: {}},
+	}); err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.Background())
+	e.cancel = cancel
+	e.cacheDone = make(chan struct{})
+	go func() { defer close(e.cacheDone); _ = e.Cache.Start(runCtx) }()
+
+	e.Timeline = &Timeline{Namespace: opts.Namespace, Keyring: opts.Name, Secret: opts.Name, Deployment: opts.Name, OnEvent: opts.OnEvent}
+	if err := e.Timeline.Run(ctx, e.Cache); err != nil {
+		return nil, err
+	}
+	e.Balancer = NewBalancer()
+	if err := e.serveBalancer(); err != nil {
+		return nil, err
+	}
+	e.Kubelet = &Kubelet{
+		Cache: e.Cache, Namespace: opts.Namespace, Binary: serverBin,
+		DataDir: filepath.Join(e.workDir, "pods"), Start: e.Cluster.StartProcess, Balancer: e.Balancer, Logf: opts.Logf,
+	}
+	if err := e.Kubelet.Run(runCtx); err != nil {
+		return nil, err
+	}
+	e.Operator = &Operator{Binary: operatorBin, Start: e.Cluster.StartProcess}
+	opts.Logf("starting the operator")
+	if err := e.Operator.Launch(); err != nil {
+		return nil, err
+	}
+	opts.Logf("deploying MRTRKeyring %s/%s and Deployment %s with %d replicas", opts.Namespace, opts.Name, opts.Name, opts.Replicas)
+	if err := e.deploy(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.WaitSettled(ctx, 2*time.Minute); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Env) serveBalancer() error {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	e.lbServer = &http.Server{Handler: e.Balancer, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = e.lbServer.Serve(l) }()
+	e.MCPURL = "http://" + l.Addr().String() + "/mcp"
+	return nil
+}
+
+// Keyring returns the MRTRKeyring object this Env created (not yet sent to the cluster when new).
+func (e *Env) keyringObject() *mrtrv1alpha1.MRTRKeyring {
+	o := e.Opts
+	return &mrtrv1alpha1.MRTRKeyring{
+		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name},
+		Spec: mrtrv1alpha1.MRTRKeyringSpec{
+			// Rotations are requested through the mrtr.dev/rotate annotation: the shortest interval the
+			// API allows (1m) is longer than a test should wait.
+			RotationInterval:       metav1.Duration{Duration: time.Hour},
+			TokenTTL:               metav1.Duration{Duration: o.TokenTTL},
+			ClockSkew:              metav1.Duration{Duration: o.ClockSkew},
+			TerminationGracePeriod: metav1.Duration{Duration: o.TerminationGrace},
+			Workloads:              []mrtrv1alpha1.WorkloadReference{{Kind: mrtrv1alpha1.KindDeployment, Name: o.Name}},
+		},
+	}
+}
+
+// deploymentObject is the example server as it would be deployed for real: the keyring Secret
+// mounted at /etc/mrtr, the server identity and the TTL as args.
+func (e *Env) deploymentObject() *appsv1.Deployment {
+	o := e.Opts
+	labels := map[string]string{"app.kubernetes.io/name": o.Name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(o.Replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			// A pod counts as available one second after it is Ready, which is when its process
+			// serves (the harness starts it on Ready): the role a readiness probe plays for real.
+			MinReadySeconds: 1,
+			Strategy: appsv1.DeploymentStrategy{
+				Type: appsv1.RollingUpdateDeploymentStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateDeployment{
+					MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+				},
+			},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To(int64(o.TerminationGrace / time.Second)),
+					Containers: []corev1.Container{{
+						Name:  "server",
+						Image: "example.com/mrtr-example-mcp-server:dev",
+						Args: []string{
+							"--server=http://" + o.Name + "." + o.Namespace + ".svc/mcp",
+							"--token-ttl=" + o.TokenTTL.String(),
+						},
+						Ports:        []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+						VolumeMounts: []corev1.VolumeMount{{Name: "keyring", MountPath: keyringVolumeMount, ReadOnly: true}},
+					}},
+					Volumes: []corev1.Volume{{
+						Name:         "keyring",
+						VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: o.Name}},
+					}},
+				},
+			},
+		},
+	}
+}
+
+func (e *Env) deploy(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.Opts.Namespace}}
+	if err := e.Client.Create(ctx, ns); err != nil {
+		return err
+	}
+	if err := e.Client.Create(ctx, e.keyringObject()); err != nil {
+		return err
+	}
+	return e.Client.Create(ctx, e.deploymentObject())
+}
+
+// State is one look at the keyring, its Secret and its Deployment.
+type State struct {
+	Phase              mrtrv1alpha1.Phase
+	RotationsCompleted int64
+	SecretKeyIDs       []string
+	SecretFingerprint  string
+	TemplateHash       string
+	RolledOut          bool
+	Serving            []ReplicaKeyring // what each serving replica has loaded, by pod name
+}
+
+// ReplicaKeyring is what one replica reports on /debug/keyring.
+type ReplicaKeyring struct {
+	Replica     string   `json:"replica"`
+	Fingerprint string   `json:"fingerprint"`
+	KeyIDs      []string `json:"keyIds"`
+	SealKey     string   `json:"sealKey"`
+	Completed   uint64   `json:"completed"`
+	Rejected    uint64   `json:"rejected"`
+}
+
+// Observe reads the current State.
+func (e *Env) Observe(ctx context.Context) (State, error) {
+	var s State
+	var k mrtrv1alpha1.MRTRKeyring
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: e.Opts.Namespace, Name: e.Opts.Name}, &k); err != nil {
+		return s, err
+	}
+	s.Phase, s.RotationsCompleted = k.Status.Phase, k.Status.RotationsCompleted
+	var secret corev1.Secret
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: e.Opts.Namespace, Name: e.Opts.Name}, &secret); err == nil {
+		if r, err := keyring.Parse(secret.Data[SecretKey]); err == nil {
+			s.SecretKeyIDs, s.SecretFingerprint = r.IDs(), r.Fingerprint()
+		}
+	}
+	var d appsv1.Deployment
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: e.Opts.Namespace, Name: e.Opts.Name}, &d); err != nil {
+		return s, err
+	}
+	s.TemplateHash, s.RolledOut = d.Spec.Template.Annotations[HashAnnotation], RolledOut(&d)
+	s.Serving = e.ReplicaKeyrings()
+	return s, nil
+}
+
+// ReplicaKeyrings asks every serving replica which keyring it has loaded, sorted by pod name.
+func (e *Env) ReplicaKeyrings() []ReplicaKeyring {
+	var out []ReplicaKeyring
+	c := &http.Client{Timeout: 2 * time.Second}
+	for _, r := range e.Kubelet.Replicas() {
+		resp, err := c.Get("http://" + r.Addr + "/debug/keyring")
+		if err != nil {
+			continue // stopping
+		}
+		var rk ReplicaKeyring
+		err = json.NewDecoder(resp.Body).Decode(&rk)
+		_ = resp.Body.Close()
+		if err == nil {
+			out = append(out, rk)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Replica < out[j].Replica })
+	return out
+}
+
+// Settled reports whether the keyring is Stable with one key, the Deployment is rolled out with that
+// keyring's fingerprint, and exactly the desired replicas serve with it.
+func (s State) Settled(replicas int32) bool {
+	if s.Phase != mrtrv1alpha1.PhaseStable || len(s.SecretKeyIDs) != 1 || !s.RolledOut ||
+		s.TemplateHash != s.SecretFingerprint || len(s.Serving) != int(replicas) {
+		return false
+	}
+	for _, r := range s.Serving {
+		if r.Fingerprint != s.SecretFingerprint {
+			return false
+		}
+	}
+	return true
+}
+
+// WaitSettled waits until Observe reports a settled state, or fails after timeout, or as soon as the
+// operator exits.
+func (e *Env) WaitSettled(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last State
+	for {
+		if err := e.Operator.Err(); err != nil {
+			return err
+		}
+		s, err := e.Observe(ctx)
+		if err == nil && s.Settled(e.Opts.Replicas) {
+			return nil
+		}
+		last = s
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("not settled after %v: %+v", timeout, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// RequestRotation sets the mrtr.dev/rotate annotation to value, which starts one rotation.
+func (e *Env) RequestRotation(ctx context.Context, value string) error {
+	k := &mrtrv1alpha1.MRTRKeyring{ObjectMeta: metav1.ObjectMeta{Namespace: e.Opts.Namespace, Name: e.Opts.Name}}
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, mrtrv1alpha1.RotateAnnotation, value)
+	return e.Client.Patch(ctx, k, client.RawPatch("application/merge-patch+json", patch))
+}
+
+// Stop stops everything Start started, in reverse order, and removes the temporary files.
+func (e *Env) Stop() error {
+	if e == nil {
+		return nil
+	}
+	var errs []error
+	if e.Operator != nil {
+		errs = append(errs, e.Operator.Stop())
+	}
+	if e.Kubelet != nil && e.Kubelet.replicas != nil {
+		e.Kubelet.Stop()
+	}
+	if e.lbServer != nil {
+		errs = append(errs, e.lbServer.Close())
+		e.Balancer.Close()
+	}
+	if e.cancel != nil {
+		e.cancel()
+		<-e.cacheDone
+	}
+	if e.Cluster != nil {
+		errs = append(errs, e.Cluster.Stop())
+	}
+	if e.workDir != "" {
+		errs = append(errs, os.RemoveAll(e.workDir))
+	}
+	return errors.Join(errs...)
+}

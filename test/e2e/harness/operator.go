@@ -1,0 +1,79 @@
+package harness
+
+import (
+	"fmt"
+	"os/exec"
+	"syscall"
+
+	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
+)
+
+// Operator runs the operator's manager binary as its own process against the cluster, as a Deployment
+// would, and can kill it without warning to prove that a restart resumes where it was.
+type Operator struct {
+	Binary string
+	Start  StartFunc
+
+	proc  *localcluster.Process
+	procs []*localcluster.Process // every run, for their logs
+}
+
+// Launch starts a new operator process; the previous one must have been stopped or killed.
+func (o *Operator) Launch() error {
+	if o.proc != nil {
+		return fmt.Errorf("operator already running (pid %d)", o.proc.PID())
+	}
+	// No metrics, no probes (nothing scrapes them here), no leader election (one replica).
+	p, err := o.Start(fmt.Sprintf("operator-%d", len(o.procs)+1), exec.Command(o.Binary,
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--leader-elect=false"))
+	if err != nil {
+		return err
+	}
+	o.proc = p
+	o.procs = append(o.procs, p)
+	return nil
+}
+
+// Kill sends SIGKILL, the way a node failure or an OOM kill ends the operator, and waits until the
+// process is gone.
+func (o *Operator) Kill() error {
+	if o.proc == nil {
+		return fmt.Errorf("operator not running")
+	}
+	if err := syscall.Kill(o.proc.PID(), syscall.SIGKILL); err != nil {
+		return err
+	}
+	<-o.proc.Done()
+	o.proc = nil
+	return nil
+}
+
+// Stop stops the running operator gracefully, if any.
+func (o *Operator) Stop() error {
+	if o.proc == nil {
+		return nil
+	}
+	err := o.proc.Stop()
+	o.proc = nil
+	return err
+}
+
+// Err reports an operator that exited on its own.
+func (o *Operator) Err() error {
+	if o.proc == nil {
+		return nil
+	}
+	return o.proc.Err()
+}
+
+// Runs is the number of processes launched so far.
+func (o *Operator) Runs() int { return len(o.procs) }
+
+// LogPaths are the logs of every run, oldest first.
+func (o *Operator) LogPaths() []string {
+	paths := make([]string, len(o.procs))
+	for i, p := range o.procs {
+		paths[i] = p.LogPath()
+	}
+	return paths
+}

@@ -1,0 +1,193 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+)
+
+// HashAnnotation is the pod-template annotation the operator stamps with the keyring's fingerprint.
+const HashAnnotation = "mrtr.dev/keyring-hash"
+
+// SecretKey is the data key of the keyring Secret.
+const SecretKey = "keyring.json"
+
+// EventKind says what a timeline Event records.
+type EventKind string
+
+const (
+	// EventPhase: the keyring's status.phase changed (Phase).
+	EventPhase EventKind = "phase"
+	// EventSecret: the Secret's keyring changed (KeyIDs, Fingerprint).
+	EventSecret EventKind = "secret"
+	// EventStamp: the Deployment's pod template got a new fingerprint (Fingerprint, Generation).
+	EventStamp EventKind = "stamp"
+	// EventRolledOut: the Deployment finished rolling out its current template (Fingerprint).
+	EventRolledOut EventKind = "rolledOut"
+)
+
+// Event is one change the Timeline saw, stamped with the time this process saw it.
+type Event struct {
+	At          time.Time
+	Kind        EventKind
+	Phase       mrtrv1alpha1.Phase
+	KeyIDs      []string
+	Fingerprint string
+	Generation  int64
+}
+
+func (e Event) String() string {
+	switch e.Kind {
+	case EventPhase:
+		return "phase " + string(e.Phase)
+	case EventSecret:
+		return fmt.Sprintf("secret [%s] %s", strings.Join(e.KeyIDs, ", "), e.Fingerprint)
+	case EventStamp:
+		return fmt.Sprintf("template stamped %s (generation %d)", e.Fingerprint, e.Generation)
+	default:
+		return fmt.Sprintf("rolled out %s", e.Fingerprint)
+	}
+}
+
+// Timeline records, from watches, what the operator and the Deployment controller do to one keyring,
+// its Secret and one Deployment: the raw material for the suite's assertions and the demo's lines.
+type Timeline struct {
+	Namespace, Keyring, Secret, Deployment string
+	// OnEvent, if set, is called with each event as it is recorded (on an informer goroutine).
+	OnEvent func(Event)
+
+	mu         sync.Mutex
+	events     []Event
+	phase      mrtrv1alpha1.Phase
+	secretFP   string
+	stamp      string
+	rolledOut  string
+	ttlUntil   map[string]time.Time // status.ttlWaitUntil values seen, by their RFC 3339 text
+	ttlUntilSq []time.Time
+}
+
+// Run registers the watches; events are recorded until the cache stops.
+func (t *Timeline) Run(ctx context.Context, c crcache.Cache) error {
+	t.ttlUntil = map[string]time.Time{}
+	for _, w := range []struct {
+		obj    client.Object
+		handle func(any)
+	}{
+		{&mrtrv1alpha1.MRTRKeyring{}, t.keyringChanged},
+		{&corev1.Secret{}, t.secretChanged},
+		{&appsv1.Deployment{}, t.deploymentChanged},
+	} {
+		handle := w.handle
+		inf, err := c.GetInformer(ctx, w.obj)
+		if err != nil {
+			return err
+		}
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc: handle, UpdateFunc: func(_, o any) { handle(o) },
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Events returns the events so far, in order.
+func (t *Timeline) Events() []Event {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]Event(nil), t.events...)
+}
+
+// TTLWaitUntils returns the distinct status.ttlWaitUntil values seen, in order.
+func (t *Timeline) TTLWaitUntils() []time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]time.Time(nil), t.ttlUntilSq...)
+}
+
+func (t *Timeline) record(e Event) {
+	e.At = time.Now()
+	t.events = append(t.events, e)
+	if t.OnEvent != nil {
+		t.OnEvent(e)
+	}
+}
+
+func (t *Timeline) keyringChanged(obj any) {
+	k, ok := obj.(*mrtrv1alpha1.MRTRKeyring)
+	if !ok || k.Namespace != t.Namespace || k.Name != t.Keyring {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if u := k.Status.TTLWaitUntil; u != nil {
+		s := u.UTC().Format(time.RFC3339Nano)
+		if _, seen := t.ttlUntil[s]; !seen {
+			t.ttlUntil[s] = u.Time
+			t.ttlUntilSq = append(t.ttlUntilSq, u.Time)
+		}
+	}
+	if k.Status.Phase != "" && k.Status.Phase != t.phase {
+		t.phase = k.Status.Phase
+		t.record(Event{Kind: EventPhase, Phase: k.Status.Phase})
+	}
+}
+
+func (t *Timeline) secretChanged(obj any) {
+	s, ok := obj.(*corev1.Secret)
+	if !ok || s.Namespace != t.Namespace || s.Name != t.Secret {
+		return
+	}
+	r, err := keyring.Parse(s.Data[SecretKey])
+	if err != nil {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if r.Fingerprint() != t.secretFP {
+		t.secretFP = r.Fingerprint()
+		t.record(Event{Kind: EventSecret, KeyIDs: r.IDs(), Fingerprint: r.Fingerprint()})
+	}
+}
+
+func (t *Timeline) deploymentChanged(obj any) {
+	d, ok := obj.(*appsv1.Deployment)
+	if !ok || d.Namespace != t.Namespace || d.Name != t.Deployment {
+		return
+	}
+	fp := d.Spec.Template.Annotations[HashAnnotation]
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if fp != t.stamp {
+		t.stamp = fp
+		t.record(Event{Kind: EventStamp, Fingerprint: fp, Generation: d.Generation})
+	}
+	if fp != "" && fp != t.rolledOut && RolledOut(d) {
+		t.rolledOut = fp
+		t.record(Event{Kind: EventRolledOut, Fingerprint: fp, Generation: d.Generation})
+	}
+}
+
+// RolledOut is `kubectl rollout status` for a Deployment, plus "no pod of an old template is left"
+// (status.replicas counts them) and no pod still terminating.
+func RolledOut(d *appsv1.Deployment) bool {
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	s := d.Status
+	terminating := s.TerminatingReplicas != nil && *s.TerminatingReplicas > 0
+	return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.Replicas == want &&
+		s.AvailableReplicas == want && !terminating
+}
