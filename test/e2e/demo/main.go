@@ -1,0 +1,199 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command demo shows the operator rotating a keyring under live MRTR traffic, on a local cluster:
+// it starts the cluster, the operator, an MRTRKeyring and a 3-replica Deployment of the example MCP
+// server (real processes behind a round-robin balancer), runs MCP clients through it, requests two
+// rotations, prints each phase, which key every replica seals with and the running counts of round
+// trips, then a summary, and cleans up (also on Ctrl-C).
+//
+//	make demo     (or: go run ./test/e2e/demo)
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/test/e2e/harness"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil {
+		if errors.Is(err, context.Canceled) {
+			fmt.Println("interrupted; everything is stopped")
+			os.Exit(130)
+		}
+		fmt.Fprintln(os.Stderr, "demo failed:", err)
+		os.Exit(1)
+	}
+}
+
+// printer writes the demo's lines with the time since the start.
+type printer struct {
+	mu    sync.Mutex
+	start time.Time
+}
+
+func (p *printer) printf(format string, args ...any) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Printf("[%5.1fs] %s\n", time.Since(p.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func run(ctx context.Context) error {
+	p := &printer{start: time.Now()}
+	var env *harness.Env
+	var load *harness.Load
+	counts := func() string {
+		if load == nil {
+			return ""
+		}
+		c := load.Counts()
+		return fmt.Sprintf("  | round trips: %d completed, %d rejected, %d failed", c.Completed, c.Rejected, c.Failed)
+	}
+	onEvent := func(e harness.Event) {
+		switch e.Kind {
+		case harness.EventPhase:
+			p.printf("phase %-15s %s%s", e.Phase, phaseMeaning[e.Phase], counts())
+		case harness.EventSecret:
+			p.printf("Secret now holds [%s] (first one seals)", strings.Join(e.KeyIDs, ", "))
+		case harness.EventRolledOut:
+			p.printf("Deployment rolled out (pods restarted with keyring %s)%s", e.Fingerprint, counts())
+		}
+	}
+
+	p.printf("starting: builds what is missing (the first build of the control plane takes ~10 min)")
+	env, err := harness.Start(ctx, harness.Options{
+		Logf:    func(f string, a ...any) { p.printf(f, a...) },
+		OnEvent: onEvent,
+	})
+	defer func() {
+		p.printf("cleaning up")
+		if err := env.Stop(); err != nil {
+			p.printf("cleanup: %v", err)
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	p.printf("ready: MRTRKeyring %s/%s is Stable; %d replicas serve; MCP endpoint %s",
+		env.Opts.Namespace, env.Opts.Name, env.Opts.Replicas, env.MCPURL)
+	printReplicas(p, env)
+
+	load = &harness.Load{URL: env.MCPURL, Workers: 4}
+	lctx, stopLoad := context.WithCancel(ctx)
+	loadDone := make(chan struct{})
+	loadStart := time.Now()
+	go func() { defer close(loadDone); load.Run(lctx) }()
+	defer func() { stopLoad(); <-loadDone }()
+	p.printf("traffic: 4 MCP clients run get_weather round trips (elicitation + retry) through the round-robin balancer")
+
+	ticker := time.NewTicker(3 * time.Second)
+	defer ticker.Stop()
+	rotationAt := len(env.Timeline.Events())
+	for i := 1; i <= 2; i++ {
+		p.printf("requesting rotation %d (annotation %s)", i, mrtrv1alpha1.RotateAnnotation)
+		if err := env.RequestRotation(ctx, fmt.Sprintf("demo-%d-%d", time.Now().Unix(), i)); err != nil {
+			return err
+		}
+		if err := waitRotations(ctx, env, int64(i), ticker, p); err != nil {
+			return err
+		}
+		if err := env.WaitSettled(ctx, time.Minute); err != nil {
+			return err
+		}
+		printReplicas(p, env)
+	}
+	stopLoad()
+	<-loadDone
+	elapsed := time.Since(loadStart)
+
+	c := load.Counts()
+	rotations := harness.Rotations(env.Timeline.Events()[rotationAt:],
+		env.Opts.TokenTTL+env.Opts.ClockSkew+env.Opts.TerminationGrace, env.Timeline.TTLWaitUntils())
+	fmt.Println()
+	fmt.Println("summary")
+	fmt.Printf("  round trips: %s in %v (%.0f/s)\n", c, elapsed.Round(time.Second), float64(c.Completed)/elapsed.Seconds())
+	var lat []time.Duration
+	for i, r := range rotations {
+		fmt.Printf("  rotation %d: %s\n", i+1, r)
+		lat = append(lat, r.RolloutToWrite...)
+	}
+	fmt.Printf("  operator latency from a rollout completing to its next Secret write: median %v, max %v\n",
+		harness.Median(lat).Round(time.Millisecond), harness.Max(lat).Round(time.Millisecond))
+	if c.Rejected+c.Failed == 0 {
+		fmt.Println("  no request state was rejected: every token sealed by any replica opened on every replica")
+	} else {
+		fmt.Println("  some round trips failed; see the lines above")
+	}
+	return nil
+}
+
+var phaseMeaning = map[mrtrv1alpha1.Phase]string{
+	mrtrv1alpha1.PhaseAccepting:      "new key added second: every replica learns to open it",
+	mrtrv1alpha1.PhaseSealingWithNew: "new key moved first: replicas start sealing with it",
+	mrtrv1alpha1.PhaseWaitingTTL:     "waiting for tokens sealed with the old key to expire",
+	mrtrv1alpha1.PhaseRemoving:       "old key removed",
+	mrtrv1alpha1.PhaseStable:         "one key; rotation done",
+}
+
+func waitRotations(ctx context.Context, env *harness.Env, n int64, ticker *time.Ticker, p *printer) error {
+	deadline := time.After(3 * time.Minute)
+	for {
+		s, err := env.Observe(ctx)
+		if err == nil && s.RotationsCompleted >= n {
+			return nil
+		}
+		if err := env.Operator.Err(); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline:
+			return fmt.Errorf("rotation %d did not complete within 3 minutes", n)
+		case <-ticker.C:
+			printReplicas(p, env)
+		}
+	}
+}
+
+// printReplicas prints which key each replica seals with and the keys it opens.
+func printReplicas(p *printer, env *harness.Env) {
+	var parts []string
+	for _, r := range env.ReplicaKeyrings() {
+		parts = append(parts, fmt.Sprintf("%s seals with %s (opens %s)", shortPod(r.Replica), r.SealKey, strings.Join(r.KeyIDs, ",")))
+	}
+	p.printf("replicas: %s", strings.Join(parts, "; "))
+}
+
+// shortPod keeps the random suffix of a pod name, which is what tells replicas apart.
+func shortPod(name string) string {
+	if i := strings.LastIndex(name, "-"); i >= 0 {
+		return name[i+1:]
+	}
+	return name
+}
