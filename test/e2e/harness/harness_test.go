@@ -1,0 +1,123 @@
+package harness
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+)
+
+func TestProjectSwapsLikeTheKubelet(t *testing.T) {
+	dir := t.TempDir()
+	if err := Project(dir, map[string][]byte{"keyring.json": []byte("v1"), "extra": []byte("x")}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := os.Readlink(filepath.Join(dir, "..data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Project(dir, map[string][]byte{"keyring.json": []byte("v2")}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "keyring.json"))
+	if err != nil || string(got) != "v2" {
+		t.Fatalf("keyring.json = %q, %v; want v2", got, err)
+	}
+	if link, _ := os.Readlink(filepath.Join(dir, "keyring.json")); link != filepath.Join("..data", "keyring.json") {
+		t.Errorf("keyring.json links to %q, want ..data/keyring.json", link)
+	}
+	if _, err := os.Stat(filepath.Join(dir, first)); !os.IsNotExist(err) {
+		t.Errorf("the previous data directory %s is still there (%v)", first, err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "extra")); !os.IsNotExist(err) {
+		t.Errorf("the link of a file gone from the Secret is still there (%v)", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "..data_tmp")); !os.IsNotExist(err) {
+		t.Errorf("..data_tmp left behind (%v)", err)
+	}
+}
+
+func TestBalancerRoundRobin(t *testing.T) {
+	lb := NewBalancer()
+	defer lb.Close()
+	front := httptest.NewServer(lb)
+	defer front.Close()
+	get := func() (int, string) {
+		resp, err := http.Get(front.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, strings.TrimSpace(string(b))
+	}
+	if code, _ := get(); code != http.StatusServiceUnavailable {
+		t.Errorf("no backends: status %d, want 503", code)
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		be := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, name) }))
+		defer be.Close()
+		lb.Add(name, strings.TrimPrefix(be.URL, "http://"))
+	}
+	var seq []string
+	for range 6 {
+		_, body := get()
+		seq = append(seq, body)
+	}
+	for i := range seq {
+		if seq[i] == seq[(i+1)%len(seq)] {
+			t.Fatalf("consecutive requests went to the same backend: %v", seq)
+		}
+	}
+	lb.Remove("b")
+	for range 4 {
+		if _, body := get(); body == "b" {
+			t.Fatal("a removed backend still gets requests")
+		}
+	}
+}
+
+func TestRotations(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	phase := func(s float64, p mrtrv1alpha1.Phase) Event { return Event{At: at(s), Kind: EventPhase, Phase: p} }
+	events := []Event{
+		phase(0, mrtrv1alpha1.PhaseAccepting),
+		{At: at(0.1), Kind: EventSecret, KeyIDs: []string{"a", "b"}},
+		{At: at(0.2), Kind: EventStamp, Fingerprint: "ab"},
+		{At: at(5.2), Kind: EventRolledOut, Fingerprint: "ab"},
+		phase(5.3, mrtrv1alpha1.PhaseSealingWithNew),
+		{At: at(5.4), Kind: EventSecret, KeyIDs: []string{"b", "a"}},
+		{At: at(5.5), Kind: EventStamp, Fingerprint: "ba"},
+		{At: at(10.5), Kind: EventRolledOut, Fingerprint: "ba"},
+		phase(10.6, mrtrv1alpha1.PhaseWaitingTTL),
+		phase(17.6, mrtrv1alpha1.PhaseRemoving),
+		{At: at(17.7), Kind: EventSecret, KeyIDs: []string{"b"}},
+		{At: at(17.8), Kind: EventStamp, Fingerprint: "b"},
+		{At: at(22.8), Kind: EventRolledOut, Fingerprint: "b"},
+		phase(23, mrtrv1alpha1.PhaseStable),
+	}
+	rs := Rotations(events, 7*time.Second, []time.Time{at(17)})
+	if len(rs) != 1 {
+		t.Fatalf("got %d rotations, want 1", len(rs))
+	}
+	r := rs[0]
+	if r.Duration() != 23*time.Second || r.Floor() != 22*time.Second {
+		t.Errorf("duration %v floor %v, want 23s and 22s", r.Duration(), r.Floor())
+	}
+	if len(r.Phases) != len(RotationPhases) || len(r.Stamps) != 3 || len(r.Secrets) != 3 {
+		t.Errorf("rotation = %+v", r)
+	}
+	if len(r.RolloutToWrite) != 1 || r.RolloutToWrite[0] != 200*time.Millisecond {
+		t.Errorf("rollout to write = %v, want [200ms]", r.RolloutToWrite)
+	}
+	if len(r.TTLToWrite) != 1 || r.TTLToWrite[0] != 700*time.Millisecond {
+		t.Errorf("TTL to write = %v, want [700ms]", r.TTLToWrite)
+	}
+}
