@@ -1,0 +1,189 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package metrics exposes the operator's Prometheus metrics, per keyring, on controller-runtime's
+// registry (served by the manager's metrics endpoint):
+//
+//	mrtr_keyring_phase{namespace,name,phase}                       1 for the current phase, 0 for the others
+//	mrtr_keyring_primary_key_age_seconds{namespace,name}           age of the sealing key, at scrape time
+//	mrtr_keyring_next_rotation_timestamp_seconds{namespace,name}   when the next rotation is due (Unix time)
+//	mrtr_keyring_rotations_completed_total{namespace,name}         status.rotationsCompleted
+//	mrtr_keyring_rotations_failed_total{namespace,name,reason}     times a rotation got stuck, by condition reason
+//	mrtr_keyring_rollout_wait_seconds{namespace,name,phase}        time each phase waited for its rollout
+//
+// The first four are read from the keyring's status (Observe), so they are right after an operator
+// restart and cost nothing to keep up to date; the last two count what this process saw. Labels
+// identify a keyring; nothing that depends on key material is ever a label or a value. Forget
+// removes every series of a deleted keyring.
+package metrics
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+)
+
+// Phases are the values of the phase label, in rotation order.
+var Phases = []mrtrv1alpha1.Phase{
+	mrtrv1alpha1.PhaseStable,
+	mrtrv1alpha1.PhaseAccepting,
+	mrtrv1alpha1.PhaseSealingWithNew,
+	mrtrv1alpha1.PhaseWaitingTTL,
+	mrtrv1alpha1.PhaseRemoving,
+}
+
+var (
+	phaseDesc = prometheus.NewDesc("mrtr_keyring_phase",
+		"Rotation phase of the keyring: 1 for the current phase, 0 for the others.",
+		[]string{"namespace", "name", "phase"}, nil)
+	primaryAgeDesc = prometheus.NewDesc("mrtr_keyring_primary_key_age_seconds",
+		"Seconds since the keyring's primary (sealing) key was created or adopted.",
+		[]string{"namespace", "name"}, nil)
+	nextRotationDesc = prometheus.NewDesc("mrtr_keyring_next_rotation_timestamp_seconds",
+		"Unix time at which the keyring's next rotation is due.",
+		[]string{"namespace", "name"}, nil)
+	completedDesc = prometheus.NewDesc("mrtr_keyring_rotations_completed_total",
+		"Rotations the keyring has completed (status.rotationsCompleted).",
+		[]string{"namespace", "name"}, nil)
+)
+
+// Recorder holds the metrics. It is safe for concurrent use. The zero value is not usable; use New.
+type Recorder struct {
+	now func() time.Time
+
+	mu       sync.Mutex
+	keyrings map[types.NamespacedName]snapshot
+
+	failed      *prometheus.CounterVec
+	rolloutWait *prometheus.HistogramVec
+}
+
+// snapshot is what Observe keeps of a keyring's status.
+type snapshot struct {
+	phase          mrtrv1alpha1.Phase
+	primaryCreated time.Time // zero: unknown
+	nextRotation   time.Time // zero: none scheduled
+	completed      int64
+}
+
+// New returns an unregistered Recorder; now is the clock used for the key age at scrape time.
+func New(now func() time.Time) *Recorder {
+	return &Recorder{
+		now:      now,
+		keyrings: map[types.NamespacedName]snapshot{},
+		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mrtr_keyring_rotations_failed_total",
+			Help: "Times a rotation of the keyring got stuck (Stalled became True), by condition reason.",
+		}, []string{"namespace", "name", "reason"}),
+		rolloutWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "mrtr_keyring_rollout_wait_seconds",
+			Help: "Seconds a rotation phase waited for the target workloads to roll out.",
+			// 5s to ~1.4h: a small Deployment rolls out in seconds, a large StatefulSet in an hour.
+			Buckets: prometheus.ExponentialBuckets(5, 2, 11),
+		}, []string{"namespace", "name", "phase"}),
+	}
+}
+
+// Default is the Recorder registered on controller-runtime's metrics.Registry.
+var Default = New(time.Now)
+
+func init() {
+	ctrlmetrics.Registry.MustRegister(Default)
+}
+
+// Describe implements prometheus.Collector.
+func (r *Recorder) Describe(ch chan<- *prometheus.Desc) {
+	ch <- phaseDesc
+	ch <- primaryAgeDesc
+	ch <- nextRotationDesc
+	ch <- completedDesc
+	r.failed.Describe(ch)
+	r.rolloutWait.Describe(ch)
+}
+
+// Collect implements prometheus.Collector.
+func (r *Recorder) Collect(ch chan<- prometheus.Metric) {
+	now := r.now()
+	r.mu.Lock()
+	for k, s := range r.keyrings {
+		for _, p := range Phases {
+			v := 0.0
+			if p == s.phase {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(phaseDesc, prometheus.GaugeValue, v, k.Namespace, k.Name, string(p))
+		}
+		if !s.primaryCreated.IsZero() {
+			ch <- prometheus.MustNewConstMetric(primaryAgeDesc, prometheus.GaugeValue,
+				now.Sub(s.primaryCreated).Seconds(), k.Namespace, k.Name)
+		}
+		if !s.nextRotation.IsZero() {
+			ch <- prometheus.MustNewConstMetric(nextRotationDesc, prometheus.GaugeValue,
+				float64(s.nextRotation.UnixNano())/1e9, k.Namespace, k.Name)
+		}
+		ch <- prometheus.MustNewConstMetric(completedDesc, prometheus.CounterValue, float64(s.completed), k.Namespace, k.Name)
+	}
+	r.mu.Unlock()
+	r.failed.Collect(ch)
+	r.rolloutWait.Collect(ch)
+}
+
+// Observe records the state of a keyring from its status: call it after each reconcile. A keyring
+// without a phase yet (never reconciled) reports 0 for every phase.
+func (r *Recorder) Observe(kr *mrtrv1alpha1.MRTRKeyring) {
+	st := kr.Status
+	s := snapshot{phase: st.Phase, completed: st.RotationsCompleted}
+	for _, k := range st.Keys {
+		if k.Role == mrtrv1alpha1.KeyPrimary {
+			s.primaryCreated = k.CreatedAt.Time
+			break
+		}
+	}
+	if st.NextRotationTime != nil {
+		s.nextRotation = st.NextRotationTime.Time
+	}
+	r.mu.Lock()
+	r.keyrings[types.NamespacedName{Namespace: kr.Namespace, Name: kr.Name}] = s
+	r.mu.Unlock()
+}
+
+// RotationFailed counts one stuck rotation of the keyring, with the reason of its Stalled
+// condition (one of the API's Reason* constants, so the label stays bounded). Call it when Stalled
+// becomes True, not on every pass while it stays True.
+func (r *Recorder) RotationFailed(namespace, name, reason string) {
+	r.failed.WithLabelValues(namespace, name, reason).Inc()
+}
+
+// RolloutWaited records how long a phase waited for its rollout, when that phase ends.
+func (r *Recorder) RolloutWaited(namespace, name string, phase mrtrv1alpha1.Phase, d time.Duration) {
+	r.rolloutWait.WithLabelValues(namespace, name, string(phase)).Observe(d.Seconds())
+}
+
+// Forget removes every series of a keyring: call it when the keyring is gone, so a deleted keyring
+// does not linger as a stale series.
+func (r *Recorder) Forget(namespace, name string) {
+	r.mu.Lock()
+	delete(r.keyrings, types.NamespacedName{Namespace: namespace, Name: name})
+	r.mu.Unlock()
+	labels := prometheus.Labels{"namespace": namespace, "name": name}
+	r.failed.DeletePartialMatch(labels)
+	r.rolloutWait.DeletePartialMatch(labels)
+}

@@ -1,0 +1,188 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package metrics
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+)
+
+var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+func keyring(ns, name string, st mrtrv1alpha1.MRTRKeyringStatus) *mrtrv1alpha1.MRTRKeyring {
+	return &mrtrv1alpha1.MRTRKeyring{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Status: st}
+}
+
+func newRegistered(t *testing.T) (*Recorder, *prometheus.Registry) {
+	t.Helper()
+	r := New(func() time.Time { return now })
+	reg := prometheus.NewPedanticRegistry()
+	if err := reg.Register(r); err != nil {
+		t.Fatalf("register: %v", err)
+	}
+	return r, reg
+}
+
+func TestObserveAndForget(t *testing.T) {
+	r, reg := newRegistered(t)
+	next := metav1.NewTime(now.Add(90 * time.Minute))
+	r.Observe(keyring("mcp", "payments", mrtrv1alpha1.MRTRKeyringStatus{
+		Phase: mrtrv1alpha1.PhaseSealingWithNew,
+		Keys: []mrtrv1alpha1.KeyStatus{
+			{ID: "k2", Role: mrtrv1alpha1.KeyPrimary, CreatedAt: metav1.NewTime(now.Add(-10 * time.Minute))},
+			{ID: "k1", Role: mrtrv1alpha1.KeyRetiring, CreatedAt: metav1.NewTime(now.Add(-720 * time.Hour))},
+		},
+		NextRotationTime:   &next,
+		RotationsCompleted: 3,
+	}))
+	// Never reconciled yet: no phase, no keys, no schedule.
+	r.Observe(keyring("mcp", "search", mrtrv1alpha1.MRTRKeyringStatus{}))
+	r.RotationFailed("mcp", "payments", mrtrv1alpha1.ReasonRolloutDeadlineExceeded)
+	r.RolloutWaited("mcp", "payments", mrtrv1alpha1.PhaseAccepting, 7*time.Second)
+	r.RolloutWaited("mcp", "search", mrtrv1alpha1.PhaseAccepting, 3*time.Second)
+
+	want := `
+# HELP mrtr_keyring_phase Rotation phase of the keyring: 1 for the current phase, 0 for the others.
+# TYPE mrtr_keyring_phase gauge
+mrtr_keyring_phase{name="payments",namespace="mcp",phase="Accepting"} 0
+mrtr_keyring_phase{name="payments",namespace="mcp",phase="Removing"} 0
+mrtr_keyring_phase{name="payments",namespace="mcp",phase="SealingWithNew"} 1
+mrtr_keyring_phase{name="payments",namespace="mcp",phase="Stable"} 0
+mrtr_keyring_phase{name="payments",namespace="mcp",phase="WaitingTTL"} 0
+mrtr_keyring_phase{name="search",namespace="mcp",phase="Accepting"} 0
+mrtr_keyring_phase{name="search",namespace="mcp",phase="Removing"} 0
+mrtr_keyring_phase{name="search",namespace="mcp",phase="SealingWithNew"} 0
+mrtr_keyring_phase{name="search",namespace="mcp",phase="Stable"} 0
+mrtr_keyring_phase{name="search",namespace="mcp",phase="WaitingTTL"} 0
+# HELP mrtr_keyring_primary_key_age_seconds Seconds since the keyring's primary (sealing) key was created or adopted.
+# TYPE mrtr_keyring_primary_key_age_seconds gauge
+mrtr_keyring_primary_key_age_seconds{name="payments",namespace="mcp"} 600
+# HELP mrtr_keyring_next_rotation_timestamp_seconds Unix time at which the keyring's next rotation is due.
+# TYPE mrtr_keyring_next_rotation_timestamp_seconds gauge
+mrtr_keyring_next_rotation_timestamp_seconds{name="payments",namespace="mcp"} 1.7960454e+09
+# HELP mrtr_keyring_rotations_completed_total Rotations the keyring has completed (status.rotationsCompleted).
+# TYPE mrtr_keyring_rotations_completed_total counter
+mrtr_keyring_rotations_completed_total{name="payments",namespace="mcp"} 3
+mrtr_keyring_rotations_completed_total{name="search",namespace="mcp"} 0
+# HELP mrtr_keyring_rotations_failed_total Times a rotation of the keyring got stuck (Stalled became True), by condition reason.
+# TYPE mrtr_keyring_rotations_failed_total counter
+mrtr_keyring_rotations_failed_total{name="payments",namespace="mcp",reason="RolloutDeadlineExceeded"} 1
+`
+	names := []string{"mrtr_keyring_phase", "mrtr_keyring_primary_key_age_seconds",
+		"mrtr_keyring_next_rotation_timestamp_seconds", "mrtr_keyring_rotations_completed_total",
+		"mrtr_keyring_rotations_failed_total"}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := testutil.GatherAndCount(reg, "mrtr_keyring_rollout_wait_seconds"); n != 2 {
+		t.Errorf("rollout wait histograms = %d, want 2", n)
+	}
+
+	// A later pass moves the phase: the one-hot moves with it.
+	r.Observe(keyring("mcp", "payments", mrtrv1alpha1.MRTRKeyringStatus{Phase: mrtrv1alpha1.PhaseWaitingTTL}))
+	for _, p := range Phases {
+		want := 0.0
+		if p == mrtrv1alpha1.PhaseWaitingTTL {
+			want = 1
+		}
+		if got := value(t, reg, "mrtr_keyring_phase", "payments", string(p)); got != want {
+			t.Errorf("phase %s = %v, want %v", p, got, want)
+		}
+	}
+
+	r.Forget("mcp", "payments")
+	for _, name := range append(names, "mrtr_keyring_rollout_wait_seconds") {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != name {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "name" && l.GetValue() == "payments" {
+						t.Errorf("%s still has a series for the forgotten keyring: %v", name, m.GetLabel())
+					}
+				}
+			}
+		}
+	}
+	// The other keyring is untouched.
+	if n, _ := testutil.GatherAndCount(reg, "mrtr_keyring_phase"); n != len(Phases) {
+		t.Errorf("phase series after Forget = %d, want %d (the other keyring's)", n, len(Phases))
+	}
+	if n, _ := testutil.GatherAndCount(reg, "mrtr_keyring_rollout_wait_seconds"); n != 1 {
+		t.Errorf("rollout wait histograms after Forget = %d, want 1", n)
+	}
+}
+
+func TestMetricsLint(t *testing.T) {
+	r, _ := newRegistered(t)
+	r.Observe(keyring("mcp", "payments", mrtrv1alpha1.MRTRKeyringStatus{Phase: mrtrv1alpha1.PhaseStable}))
+	r.RotationFailed("mcp", "payments", mrtrv1alpha1.ReasonWorkloadNotFound)
+	r.RolloutWaited("mcp", "payments", mrtrv1alpha1.PhaseRemoving, time.Second)
+	problems, err := testutil.CollectAndLint(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("lint: %s: %s", p.Metric, p.Text)
+	}
+}
+
+// Default is on controller-runtime's registry, which the manager serves.
+func TestDefaultIsRegistered(t *testing.T) {
+	err := ctrlmetrics.Registry.Register(Default)
+	if _, ok := err.(prometheus.AlreadyRegisteredError); !ok {
+		t.Fatalf("registering Default again = %v, want AlreadyRegisteredError", err)
+	}
+}
+
+// value is the gathered value of the series of metric for keyring mcp/name (and phase, if set).
+func value(t *testing.T, reg *prometheus.Registry, metric, name, phase string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != metric {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if (l.GetName() == "name" && l.GetValue() != name) || (l.GetName() == "phase" && l.GetValue() != phase) {
+					continue series
+				}
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no series %s{name=%q,phase=%q}", metric, name, phase)
+	return 0
+}
