@@ -260,6 +260,12 @@ type MRTRKeyringStatus struct {
 	// +optional
 	PhaseStartedAt *metav1.Time `json:"phaseStartedAt,omitempty"`
 
+	// rolledOutAt is when the current phase's rollout was first seen complete. Accepting then waits
+	// terminationGracePeriod more, so that replaced pods, which only knew the old keys, have stopped
+	// before any pod seals with the new key.
+	// +optional
+	RolledOutAt *metav1.Time `json:"rolledOutAt,omitempty"`
+
 	// ttlWaitUntil is when the TTL wait ends: the moment the last pod sealing with the old key was
 	// seen gone, plus tokenTTL + clockSkew + terminationGracePeriod.
 	// +optional

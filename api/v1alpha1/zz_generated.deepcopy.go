@@ -150,6 +150,10 @@ func (in *MRTRKeyringStatus) DeepCopyInto(out *MRTRKeyringStatus) {
 		in, out := &in.PhaseStartedAt, &out.PhaseStartedAt
 		*out = (*in).DeepCopy()
 	}
+	if in.RolledOutAt != nil {
+		in, out := &in.RolledOutAt, &out.RolledOutAt
+		*out = (*in).DeepCopy()
+	}
 	if in.TTLWaitUntil != nil {
 		in, out := &in.TTLWaitUntil, &out.TTLWaitUntil
 		*out = (*in).DeepCopy()

@@ -39,6 +39,21 @@ func (p *pass) rolledOut(blockOnMissing bool) bool {
 	return len(pending) == 0
 }
 
+// replacedPodsGone is Accepting's second exit check. A rollout is complete once no running pod has
+// the old template, but the pods it replaced may still serve for terminationGracePeriod while they
+// stop (kubectl rollout status does not see them for StatefulSets and DaemonSets), and they know
+// only the old keys: a token sealed with the new key must not reach them. So the phase ends that
+// long after the rollout was first seen complete (status.rolledOutAt, kept across restarts).
+func (p *pass) replacedPodsGone() bool {
+	if len(p.in.Workloads) == 0 {
+		return true // Secret-only: no pod is replaced
+	}
+	if p.st.RolledOutAt == nil {
+		p.st.RolledOutAt = &p.now
+	}
+	return !p.in.Now.Before(p.st.RolledOutAt.Add(p.in.Settings.TerminationGracePeriod))
+}
+
 // lagging lists the targets that do not exist, and the found ones not yet up to date.
 func (p *pass) lagging() (missing, pending []Workload) {
 	for _, w := range p.in.Workloads {
@@ -101,6 +116,8 @@ func (p *pass) nextDeadline() time.Duration {
 		}
 	case waitsForRollout(ph) && len(p.in.Workloads) == 0:
 		at = p.phaseStart().Add(p.in.Settings.PropagationDelay)
+	case ph == mrtrv1alpha1.PhaseAccepting && p.st.RolledOutAt != nil:
+		at = p.st.RolledOutAt.Add(p.in.Settings.TerminationGracePeriod)
 	case waitsForRollout(ph):
 		at = p.rolloutDeadline()
 	}

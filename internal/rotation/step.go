@@ -129,6 +129,10 @@ func (p *pass) advance(kr *keyring.Keyring) {
 		p.enter(mrtrv1alpha1.PhaseAccepting, next, true)
 	case mrtrv1alpha1.PhaseAccepting:
 		if !p.rolledOut(true) {
+			p.st.RolledOutAt = nil // a rollout that regressed proves nothing yet
+			return
+		}
+		if !p.replacedPodsGone() {
 			return
 		}
 		keys := kr.Keys()
@@ -145,6 +149,7 @@ func (p *pass) advance(kr *keyring.Keyring) {
 		}
 		until := metav1.NewTime(ceilSecond(p.in.Now.Add(s.TTLWait())))
 		p.st.TTLWaitUntil = &until
+		p.st.RolledOutAt = nil
 		p.transition(mrtrv1alpha1.PhaseWaitingTTL, "no pod seals with the old keys any more; waiting until %s for their tokens to expire", until.UTC().Format(time.RFC3339))
 	case mrtrv1alpha1.PhaseWaitingTTL:
 		if p.st.TTLWaitUntil == nil { // lost (an edited status): wait the whole time again from now
@@ -169,6 +174,7 @@ func (p *pass) advance(kr *keyring.Keyring) {
 			return
 		}
 		p.st.TTLWaitUntil = nil
+		p.st.RolledOutAt = nil
 		p.st.LastRotationTime = &p.now
 		p.st.NextRotationTime = p.at(s.RotationInterval)
 		p.st.RotationsCompleted++
@@ -204,6 +210,7 @@ func (p *pass) enter(phase mrtrv1alpha1.Phase, kr *keyring.Keyring, write bool) 
 	if phase != mrtrv1alpha1.PhaseWaitingTTL {
 		p.st.TTLWaitUntil = nil
 	}
+	p.st.RolledOutAt = nil
 	p.transition(phase, "keyring %s (keys %s)", kr.Fingerprint(), strings.Join(kr.IDs(), ", "))
 }
 

@@ -168,7 +168,7 @@ func TestStep(t *testing.T) {
 		},
 		"suspend lets a rotation under way finish its phase": {
 			in:   input(t, status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), true)),
-			edit: func(in *Input) { in.Settings.Suspend = true },
+			edit: func(in *Input) { in.Settings.Suspend, in.Status.RolledOutAt = true, at(-30*time.Second) },
 			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, stamp: []string{b, a}, requeue: 10 * time.Minute, events: []string{"PhaseChanged"}},
 		},
 		"a full adopted keyring cannot take a new key and stalls": {
@@ -192,8 +192,13 @@ func TestStep(t *testing.T) {
 			in:   input(t, status(t, mrtrv1alpha1.PhaseAccepting, 11*time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), false)),
 			want: want{phase: mrtrv1alpha1.PhaseAccepting, stamp: []string{a, b}, stalled: mrtrv1alpha1.ReasonRolloutDeadlineExceeded, events: []string{"RolloutDeadlineExceeded"}},
 		},
+		"Accepting once rolled out waits terminationGracePeriod more for the replaced pods to stop": {
+			in:   input(t, status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), true)),
+			want: want{phase: mrtrv1alpha1.PhaseAccepting, stamp: []string{a, b}, requeue: 30 * time.Second},
+		},
 		"Accepting past the deadline advances by itself once the rollout completes": {
 			in:   input(t, status(t, mrtrv1alpha1.PhaseAccepting, time.Hour, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), true)),
+			edit: func(in *Input) { in.Status.RolledOutAt = at(-time.Minute) },
 			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, stamp: []string{b, a}, requeue: 10 * time.Minute, events: []string{"PhaseChanged"}},
 		},
 		"SealingWithNew once rolled out starts the TTL wait of tokenTTL + clockSkew + grace": {
