@@ -1,0 +1,197 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package rotation
+
+import (
+	"crypto/rand"
+	"fmt"
+	mathrand "math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+)
+
+// pod is one simulated replica: the template it was created from and the key ids it holds (the
+// first seals). A replaced pod keeps serving, and sealing, until stopAt.
+type pod struct {
+	template string
+	keys     []string
+	stopAt   time.Time // zero while running
+}
+
+type simWorkload struct {
+	name     string
+	template string
+	replicas int
+	pods     []*pod
+}
+
+// world is the cluster as the operator's Step sees it, with replicas rolling in a seeded random
+// order, hot-reloading the mounted Secret at random, and stopping at random within the grace.
+type world struct {
+	t          *testing.T
+	rnd        *mathrand.Rand
+	now        time.Time
+	secret     *keyring.Keyring
+	phase      mrtrv1alpha1.Phase // annotation of the last write
+	status     mrtrv1alpha1.MRTRKeyringStatus
+	workloads  []*simWorkload
+	lastSealed map[string]time.Time
+	log        []string
+}
+
+func (w *world) observe() Input {
+	sec := SecretObservation{State: SecretAbsent}
+	if w.secret != nil {
+		sec = SecretObservation{State: SecretValid, Keyring: w.secret, WrittenPhase: w.phase, WrittenFingerprint: w.secret.Fingerprint()}
+	}
+	var ws []Workload
+	for _, sw := range w.workloads {
+		running, current := 0, 0
+		for _, p := range sw.pods {
+			if p.stopAt.IsZero() {
+				running++
+				if p.template == sw.template {
+					current++
+				}
+			}
+		}
+		ws = append(ws, Workload{Kind: mrtrv1alpha1.KindDeployment, Name: sw.name, Found: true, Stamp: sw.template,
+			RolledOut: current == sw.replicas && running == sw.replicas, Ready: int32(current), Desired: int32(sw.replicas)})
+	}
+	secret := make([]byte, 32)
+	_, _ = rand.Read(secret)
+	return Input{Now: w.now, Generation: 1, Settings: settings, Status: w.status, SecretName: "s", Secret: sec,
+		FreshKey: keyring.NewKey("x", secret), Workloads: ws}
+}
+
+func (w *world) reconcile() time.Duration {
+	d := Step(w.observe())
+	if d.Secret != nil {
+		w.secret, w.phase = d.Secret, d.SecretPhase
+		w.log = append(w.log, fmt.Sprintf("%s write %v for %s", w.now.Format(time.TimeOnly), d.Secret.IDs(), d.SecretPhase))
+	}
+	w.status = d.Status
+	if d.Stamp != "" {
+		for _, sw := range w.workloads {
+			sw.template = d.Stamp
+		}
+	}
+	return d.RequeueAfter
+}
+
+// replaceOne replaces one pod of an old template, if any: the new pod starts with the Secret as it
+// is now; the old one stops within the grace period.
+func (w *world) replaceOne() {
+	sw := w.workloads[w.rnd.IntN(len(w.workloads))]
+	for _, p := range sw.pods {
+		if p.stopAt.IsZero() && p.template != sw.template {
+			p.stopAt = w.now.Add(time.Duration(w.rnd.Int64N(int64(settings.TerminationGracePeriod) + 1)))
+			sw.pods = append(sw.pods, &pod{template: sw.template, keys: w.secret.IDs()})
+			return
+		}
+	}
+}
+
+// reloadOne makes a running pod reload the mounted Secret, as a file-watching consumer does.
+func (w *world) reloadOne() {
+	sw := w.workloads[w.rnd.IntN(len(w.workloads))]
+	if p := sw.pods[w.rnd.IntN(len(sw.pods))]; p.stopAt.IsZero() {
+		p.keys = w.secret.IDs()
+	}
+}
+
+// tick advances the clock: every pod that exists seals until then; stopped pods go away.
+func (w *world) tick(d time.Duration) {
+	w.seal()
+	w.now = w.now.Add(d)
+	w.seal()
+	for _, sw := range w.workloads {
+		sw.pods = slices.DeleteFunc(sw.pods, func(p *pod) bool { return !p.stopAt.IsZero() && !w.now.Before(p.stopAt) })
+	}
+}
+
+func (w *world) seal() {
+	for _, sw := range w.workloads {
+		for _, p := range sw.pods {
+			w.lastSealed[p.keys[0]] = w.now
+		}
+	}
+}
+
+// check asserts the invariant: every key a token may still be sealed with (sealed by any pod
+// within tokenTTL) is accepted by every pod that may receive it.
+func (w *world) check(step int) {
+	w.seal()
+	for k, sealed := range w.lastSealed {
+		if !w.now.Before(sealed.Add(settings.TokenTTL)) {
+			continue
+		}
+		for _, sw := range w.workloads {
+			for i, p := range sw.pods {
+				if !slices.Contains(p.keys, k) {
+					w.t.Fatalf("step %d at %s: %s pod %d (keys %v) rejects key %s, sealed at %s\n%v",
+						step, w.now.Format(time.TimeOnly), sw.name, i, p.keys, k, sealed.Format(time.TimeOnly), w.log)
+				}
+			}
+		}
+	}
+}
+
+// TestRotationSequences runs several rotations over three workloads for many seeds and asserts the
+// invariant after every step (cluster-api's Test_RollingUpdateSequences style).
+func TestRotationSequences(t *testing.T) {
+	for seed := uint64(1); seed <= 40; seed++ {
+		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
+			w := &world{t: t, rnd: mathrand.New(mathrand.NewPCG(seed, 7)), now: now, lastSealed: map[string]time.Time{}}
+			for i, n := range []int{3, 2, 1} {
+				w.workloads = append(w.workloads, &simWorkload{name: fmt.Sprintf("w%d", i), replicas: n})
+			}
+			w.reconcile() // creates the Secret and stamps the templates
+			for _, sw := range w.workloads {
+				for range sw.replicas {
+					sw.pods = append(sw.pods, &pod{template: sw.template, keys: w.secret.IDs()})
+				}
+			}
+			const rotations = 4
+			for step := 0; w.status.RotationsCompleted < rotations; step++ {
+				if step > 200000 {
+					t.Fatalf("no progress: %d rotations after %d steps, phase %s\n%v", w.status.RotationsCompleted, step, w.status.Phase, w.log)
+				}
+				switch r := w.rnd.IntN(10); {
+				case r < 4:
+					w.replaceOne()
+				case r < 5:
+					w.reloadOne()
+				case r < 8:
+					if after := w.reconcile(); after > time.Hour && w.status.Phase == mrtrv1alpha1.PhaseStable {
+						w.tick(after) // idle until the next rotation is due
+					}
+				default:
+					w.tick(time.Duration(1+w.rnd.IntN(20)) * time.Second)
+				}
+				w.check(step)
+			}
+			if got := len(w.secret.IDs()); got != 1 {
+				t.Errorf("after %d rotations the Secret holds %d keys, want 1", rotations, got)
+			}
+		})
+	}
+}
