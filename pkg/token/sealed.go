@@ -117,6 +117,14 @@ func NewSealed(src keyring.Source, opts SealedOptions) (*Sealed, error) {
 	}, nil
 }
 
+// String describes the codec without key material.
+func (s *Sealed) String() string {
+	return fmt.Sprintf("Sealed{server: %q, ttl: %ds, anonymousTTL: %ds}", s.server, s.ttl, s.anonTTL)
+}
+
+// GoString keeps %#v as safe as %v.
+func (s *Sealed) GoString() string { return s.String() }
+
 func checkTTL(field string, d, max time.Duration) error {
 	switch {
 	case d < time.Second || d > max:

@@ -413,6 +413,17 @@ func TestSealedSealErrors(t *testing.T) {
 	})
 }
 
+func TestSealedPrintsNoKeys(t *testing.T) {
+	s := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 'K', 32))), newClock(), SealedOptions{})
+	mustSeal(t, s, testBinding(), testState) // build the AEADs
+	for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
+		out := fmt.Sprintf(format, s)
+		if strings.Contains(out, "KKKK") || !strings.Contains(out, testServer) {
+			t.Errorf("%s of a Sealed = %s", format, out)
+		}
+	}
+}
+
 type nilSource struct{}
 
 func (nilSource) Keyring() *keyring.Keyring { return nil }
