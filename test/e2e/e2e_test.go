@@ -70,8 +70,9 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 	BeforeAll(func() {
 		var err error
 		env, err = harness.Start(ctx, harness.Options{
-			LogDir: os.Getenv("E2E_LOG_DIR"),
-			Logf:   func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) },
+			LogDir:  os.Getenv("E2E_LOG_DIR"),
+			Logf:    func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) },
+			Verbose: true,
 		})
 		DeferCleanup(func() {
 			endLoad()

@@ -67,6 +67,8 @@ type Options struct {
 	LogDir string
 	// Logf receives progress lines; nil discards them.
 	Logf func(format string, args ...any)
+	// Verbose adds a line to Logf for every replica process started or stopped.
+	Verbose bool
 	// OnEvent receives each Timeline event as it happens.
 	OnEvent func(Event)
 }
@@ -209,7 +211,10 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	}
 	e.Kubelet = &Kubelet{
 		Cache: e.Cache, Namespace: opts.Namespace, Binary: serverBin,
-		DataDir: filepath.Join(e.workDir, "pods"), Start: e.Cluster.StartProcess, Balancer: e.Balancer, Logf: opts.Logf,
+		DataDir: filepath.Join(e.workDir, "pods"), Start: e.Cluster.StartProcess, Balancer: e.Balancer,
+	}
+	if opts.Verbose {
+		e.Kubelet.Logf = opts.Logf
 	}
 	if err := e.Kubelet.Run(runCtx); err != nil {
 		return nil, err
