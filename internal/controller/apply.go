@@ -19,7 +19,6 @@ package controller
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 
@@ -27,11 +26,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
-	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
@@ -98,22 +95,4 @@ func apiReason(err error) error {
 		return fmt.Errorf("%s (%d)", s.Status().Reason, s.Status().Code)
 	}
 	return err
-}
-
-// stamp sets the keyring fingerprint annotation on obj's pod template, which restarts its pods. A
-// template that already carries fp costs no write, so a resumed pass never restarts pods twice.
-func stamp(ctx context.Context, c client.Client, obj client.Object, fp string) error {
-	if workload.Hash(obj) == fp {
-		return nil
-	}
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{
-		"metadata": map[string]any{"annotations": map[string]string{workload.HashAnnotation: fp}}}}})
-	if err != nil {
-		return err
-	}
-	ref, _ := workload.RefOf(obj)
-	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(workload.FieldOwner)); err != nil {
-		return fmt.Errorf("stamp %s with keyring %s: %w", ref, fp, err)
-	}
-	return nil
 }

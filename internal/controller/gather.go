@@ -21,10 +21,8 @@ import (
 	"fmt"
 	"slices"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -42,11 +40,11 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 	if err != nil {
 		return rotation.Input{}, nil, err
 	}
-	objs, err := r.targets(ctx, kr)
+	targets, err := r.targets(ctx, kr)
 	if err != nil {
 		return rotation.Input{}, nil, err
 	}
-	observed, found := observeWorkloads(kr, objs)
+	observed, found := observeWorkloads(targets), targets.Found
 	generate := r.GenerateKey
 	if generate == nil {
 		generate = keyring.GenerateKey
@@ -85,94 +83,41 @@ func (r *MRTRKeyringReconciler) readSecret(ctx context.Context, kr *mrtrv1alpha1
 	return rotation.ObserveSecret(true, string(s.Type), s.Data, s.Annotations), nil
 }
 
-// targets returns the workloads the keyring names that exist, plus those its selector matches,
-// sorted and without duplicates. A named workload that does not exist is left out here and
-// reported by observeWorkloads.
-func (r *MRTRKeyringReconciler) targets(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring) ([]client.Object, error) {
-	var out []client.Object
-	seen := map[workload.Ref]bool{}
-	add := func(obj client.Object) {
-		ref, err := workload.RefOf(obj)
-		if err == nil && !seen[ref] {
-			seen[ref] = true
-			out = append(out, obj)
-		}
+// targets resolves the named and selected workloads through the cache.
+func (r *MRTRKeyringReconciler) targets(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring) (workload.Targets, error) {
+	refs := make([]workload.Ref, len(kr.Spec.Workloads))
+	for i, w := range kr.Spec.Workloads {
+		refs[i] = workload.Ref{Kind: workload.Kind(w.Kind), Name: w.Name}
 	}
-	for _, w := range kr.Spec.Workloads {
-		obj, err := workload.Kind(w.Kind).New()
-		if err != nil {
-			return nil, err
-		}
-		err = r.Get(ctx, types.NamespacedName{Namespace: kr.Namespace, Name: w.Name}, obj)
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read %s/%s: %w", w.Kind, w.Name, err)
-		}
-		add(obj)
-	}
-	if kr.Spec.WorkloadSelector != nil {
-		sel, err := metav1.LabelSelectorAsSelector(kr.Spec.WorkloadSelector)
-		if err != nil {
-			return nil, fmt.Errorf("spec.workloadSelector: %w", err)
-		}
-		opts := []client.ListOption{client.InNamespace(kr.Namespace), client.MatchingLabelsSelector{Selector: sel}}
-		var ds appsv1.DeploymentList
-		var ss appsv1.StatefulSetList
-		var dss appsv1.DaemonSetList
-		for _, l := range []client.ObjectList{&ds, &ss, &dss} {
-			if err := r.List(ctx, l, opts...); err != nil {
-				return nil, fmt.Errorf("list workloads matching spec.workloadSelector: %w", err)
-			}
-		}
-		for i := range ds.Items {
-			add(&ds.Items[i])
-		}
-		for i := range ss.Items {
-			add(&ss.Items[i])
-		}
-		for i := range dss.Items {
-			add(&dss.Items[i])
-		}
-	}
-	return out, nil
+	return workload.Resolve(ctx, r.Client, kr.Namespace, refs, kr.Spec.WorkloadSelector)
 }
 
-// observeWorkloads turns the found targets, and the named ones that were not found, into
-// rotation.Workloads sorted by kind and name. It also returns the found objects in that order.
-func observeWorkloads(kr *mrtrv1alpha1.MRTRKeyring, objs []client.Object) ([]rotation.Workload, []client.Object) {
-	type entry struct {
-		ref workload.Ref
-		obs rotation.Workload
-		obj client.Object
-	}
-	var all []entry
-	found := map[workload.Ref]bool{}
-	for _, obj := range objs {
+// observeWorkloads turns the targets into rotation.Workloads sorted by kind and name, the missing
+// ones with Found false.
+func observeWorkloads(t workload.Targets) []rotation.Workload {
+	out := make([]rotation.Workload, 0, len(t.Found)+len(t.Missing))
+	refs := make([]workload.Ref, 0, cap(out))
+	for _, obj := range t.Found {
 		ref, _ := workload.RefOf(obj)
 		ro, _ := workload.RolloutStatus(obj)
-		found[ref] = true
-		all = append(all, entry{ref, rotation.Workload{
+		refs = append(refs, ref)
+		out = append(out, rotation.Workload{
 			Kind: mrtrv1alpha1.WorkloadKind(ref.Kind), Name: ref.Name, Found: true,
 			Stamp: workload.Hash(obj), RolledOut: ro.Done, Ready: ro.Ready, Desired: ro.Desired, Message: ro.Message,
-		}, obj})
+		})
 	}
-	for _, w := range kr.Spec.Workloads {
-		ref := workload.Ref{Kind: workload.Kind(w.Kind), Name: w.Name}
-		if !found[ref] {
-			found[ref] = true
-			all = append(all, entry{ref: ref, obs: rotation.Workload{Kind: w.Kind, Name: w.Name}})
-		}
+	for _, ref := range t.Missing {
+		refs = append(refs, ref)
+		out = append(out, rotation.Workload{Kind: mrtrv1alpha1.WorkloadKind(ref.Kind), Name: ref.Name})
 	}
-	slices.SortFunc(all, func(a, b entry) int { return a.ref.Compare(b.ref) })
-	obs := make([]rotation.Workload, len(all))
-	var present []client.Object
-	for i, e := range all {
-		obs[i] = e.obs
-		if e.obj != nil {
-			present = append(present, e.obj)
-		}
+	idx := make([]int, len(out))
+	for i := range idx {
+		idx[i] = i
 	}
-	return obs, present
+	slices.SortFunc(idx, func(a, b int) int { return refs[a].Compare(refs[b]) })
+	sorted := make([]rotation.Workload, len(out))
+	for i, j := range idx {
+		sorted[i] = out[j]
+	}
+	return sorted
 }

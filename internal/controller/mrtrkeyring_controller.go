@@ -22,15 +22,19 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/events"
-	"k8s.io/utils/clock"
+	clientevents "k8s.io/client-go/tools/events"
+	kclock "k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/metrics"
 	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
+	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
@@ -48,9 +52,11 @@ type MRTRKeyringReconciler struct {
 	// APIReader reads the Secret live: the manager caches only Secret metadata (it watches every
 	// Secret, and caching their data would hold every secret of the cluster in memory).
 	APIReader client.Reader
-	Recorder  events.EventRecorder
+	Recorder  clientevents.EventRecorder
 	// Clock is the time source; nil means the real clock.
-	Clock clock.PassiveClock
+	Clock kclock.PassiveClock
+	// Metrics receives the keyring metrics; nil means metrics.Default (the manager's registry).
+	Metrics *metrics.Recorder
 	// GenerateKey makes the candidate key of each pass; nil means keyring.GenerateKey.
 	GenerateKey func(id string, n int) (keyring.Key, error)
 }
@@ -66,6 +72,9 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	log := logf.FromContext(ctx)
 	var kr mrtrv1alpha1.MRTRKeyring
 	if err := r.Get(ctx, req.NamespacedName, &kr); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.metrics().Forget(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	in, targets, err := r.gather(ctx, &kr)
@@ -82,19 +91,21 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 	}
 	if !equality.Semantic.DeepEqual(kr.Status, d.Status) {
+		r.recordTransitions(&kr, d.Status)
 		kr.Status = d.Status
 		if err := r.Status().Update(ctx, &kr); err != nil {
 			// A conflict means we decided from a stale copy; the next pass decides again.
 			return ctrl.Result{}, err
 		}
 	}
+	r.metrics().Observe(&kr)
 	for _, e := range d.Events {
 		r.Recorder.Eventf(&kr, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
 	}
 	var stampErrs []error
 	if d.Stamp != "" {
 		for _, obj := range targets {
-			if err := stamp(ctx, r.Client, obj, d.Stamp); err != nil && !apierrors.IsNotFound(err) {
+			if _, err := workload.Stamp(ctx, r.Client, obj, d.Stamp); err != nil && !apierrors.IsNotFound(err) {
 				stampErrs = append(stampErrs, err)
 			}
 		}
@@ -104,9 +115,31 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	return ctrl.Result{RequeueAfter: d.RequeueAfter}, errors.Join(stampErrs...)
 }
 
-func (r *MRTRKeyringReconciler) now() clock.PassiveClock {
+func (r *MRTRKeyringReconciler) now() kclock.PassiveClock {
 	if r.Clock == nil {
-		return clock.RealClock{}
+		return kclock.RealClock{}
 	}
 	return r.Clock
+}
+
+func (r *MRTRKeyringReconciler) metrics() *metrics.Recorder {
+	if r.Metrics == nil {
+		return metrics.Default
+	}
+	return r.Metrics
+}
+
+// recordTransitions feeds the event-like metrics: a rotation that became stuck, and how long a
+// phase that waited for a rollout took.
+func (r *MRTRKeyringReconciler) recordTransitions(kr *mrtrv1alpha1.MRTRKeyring, next mrtrv1alpha1.MRTRKeyringStatus) {
+	old := meta.FindStatusCondition(kr.Status.Conditions, mrtrv1alpha1.ConditionStalled)
+	if c := meta.FindStatusCondition(next.Conditions, mrtrv1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue &&
+		(old == nil || old.Status != metav1.ConditionTrue || old.Reason != c.Reason) {
+		r.metrics().RotationFailed(kr.Namespace, kr.Name, c.Reason)
+	}
+	prev := kr.Status.Phase
+	if prev != next.Phase && kr.Status.PhaseStartedAt != nil && next.PhaseStartedAt != nil &&
+		(prev == mrtrv1alpha1.PhaseAccepting || prev == mrtrv1alpha1.PhaseSealingWithNew || prev == mrtrv1alpha1.PhaseRemoving) {
+		r.metrics().RolloutWaited(kr.Namespace, kr.Name, prev, next.PhaseStartedAt.Sub(kr.Status.PhaseStartedAt.Time))
+	}
 }
