@@ -234,6 +234,9 @@ func (s *FileSource) Start(ctx context.Context) error {
 	}
 	defer w.Close()
 	s.ensureWatch(w)
+	// Whatever changed between NewFileSource and the watch being in place raised no event: read
+	// once now rather than wait for the first resync.
+	_ = s.Reload()
 	close(s.watching)
 
 	// Every event in the directory is a reason to re-read: the visible file is usually a symlink,

@@ -173,6 +173,31 @@ func TestFileSourceFollowsKubeletSwaps(t *testing.T) {
 	}
 }
 
+func TestFileSourceStartCatchesUpWithChangesBeforeTheWatch(t *testing.T) {
+	_, data := testKeyring(t, "a")
+	v := newSecretVolume(t, data)
+	s, err := NewFileSource(v.path(), WithResyncInterval(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, data := testKeyring(t, "b", "a")
+	v.write(data) // no watch yet: no event will ever tell of this
+	changed := make(chan *Keyring, 1)
+	s.OnChange(func(r *Keyring) { changed <- r })
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error)
+	go func() { stopped <- s.Start(ctx) }()
+	defer func() { cancel(); <-stopped }()
+	select {
+	case r := <-changed:
+		if !r.Equal(next) {
+			t.Fatalf("changed to %v, want %v", r, next)
+		}
+	case <-time.After(awaitTimeout):
+		t.Fatalf("Start did not pick up the change made before it; serving %v", s.Keyring())
+	}
+}
+
 func TestFileSourceFollowsRegularFile(t *testing.T) {
 	first, data := testKeyring(t, "a")
 	path := filepath.Join(t.TempDir(), SecretDataKey)

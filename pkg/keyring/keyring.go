@@ -1,10 +1,3 @@
-// Package keyring is the shared keyring that every replica of an MCP server seals and opens MRTR
-// request state with: an ordered list of keys where the first one seals and every one opens.
-//
-// A Keyring is immutable and always valid: the only ways to get one (New, Parse, a Source) validate
-// it. Key bytes never leave the package except as a copy for the token codecs, and no method that
-// formats a Keyring or a Key (String, GoString, Format, MarshalJSON, MarshalLog, LogValue) prints
-// them; ids and the Fingerprint are what is safe to show.
 package keyring
 
 import (

@@ -1,0 +1,48 @@
+// Package keyring is the shared keyring that every replica of an MCP server seals and opens MRTR
+// request state with: an ordered list of 1 to 8 keys where the first one seals and every one opens.
+// The mrtr-operator rotates it in a Secret of type mrtr.dev/keyring whose one data key,
+// keyring.json, holds
+//
+//	{"keys":[{"id":"<id>","secret":"<standard base64 of the key bytes>"}, ...]}
+//
+// # Getting the keyring into a workload
+//
+// Mount the Secret as a volume (the whole volume, not a subPath) and follow it with a FileSource,
+// so that a rotation reaches the server without a restart:
+//
+//	src, err := keyring.NewFileSource("/etc/mrtr/keyring.json") // fails fast: no keys, no start
+//	if err != nil {
+//		return err
+//	}
+//	go src.Start(ctx) // or mgr.Add(src) in a controller-runtime manager: every replica runs it
+//	sealer, err := token.NewSealed(src, token.SealedOptions{...}) // reads src.Keyring() per call
+//
+// or read it once from the MRTR_KEYRING environment variable (the operator restarts the pods
+// instead):
+//
+//	r, err := keyring.FromEnv()
+//	src := keyring.Static(r)
+//
+// A FileSource watches the file's directory, because the kubelet updates a Secret volume by
+// swapping a ..data symlink; it waits for a burst of events to settle (WithDebounce), re-reads
+// every 10 s anyway (WithResyncInterval), and puts a new keyring in service only once it parsed
+// and validated in full. If an update is invalid it keeps serving the last good keyring and reports
+// the error (LastError, Stats, WithErrorHandler). OnChange tells when a different keyring is in
+// service.
+//
+// # Keyrings are valid and immutable
+//
+// The only ways to get a Keyring (New, Parse, a Source) validate it: ids are 1 to 32 characters of
+// A-Za-z0-9_-, unique within the keyring; secrets are at least 32 bytes. Parse is strict about the
+// document too: unknown or duplicate fields, null, wrong types, non-canonical base64 and trailing
+// data are errors that name the entry (keys[1] (id "b")), never its secret.
+//
+// # Key bytes stay out of output
+//
+// Key bytes leave the package only through Key.Secret (a copy, for the token codecs) and Marshal
+// (for the Secret). Every other way of showing a Key or a Keyring prints ids, lengths and the
+// Fingerprint: String, GoString and Format for every fmt verb, MarshalJSON, MarshalLog
+// (logr.Marshaler) and LogValue (slog.LogValuer). The Fingerprint is a short hash of the ids and
+// bytes, safe in logs, status and annotations; the operator puts it in the pod-template annotation
+// mrtr.dev/keyring-hash.
+package keyring
