@@ -1,3 +1,5 @@
+//go:build unix
+
 /*
 Copyright 2026.
 
@@ -13,9 +15,6 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
-
-
-//go:build unix
 
 // Package localcluster runs a small but real Kubernetes cluster on this machine, for end-to-end tests
 // and demos: etcd and kube-apiserver (started by controller-runtime's envtest), kube-controller-manager

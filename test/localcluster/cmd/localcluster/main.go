@@ -1,3 +1,5 @@
+//go:build unix
+
 /*
 Copyright 2026.
 
@@ -13,9 +15,6 @@ WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
 See the License for the specific language governing permissions and
 limitations under the License.
 */
-
-
-//go:build unix
 
 // Command localcluster starts the local cluster of package localcluster, optionally runs a command
 // against it (with KUBECONFIG set), prints how to reach it with kubectl, and stops everything on
