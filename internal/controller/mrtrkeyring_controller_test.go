@@ -17,71 +17,400 @@ limitations under the License.
 package controller
 
 import (
-	"context"
+	"crypto/rand"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/workload"
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
-var _ = Describe("MRTRKeyring Controller", func() {
-	Context("When reconciling a resource", func() {
-		const (
-			resourceName      = "test-resource"
-			resourceNamespace = "default"
-		)
-
-		ctx := context.Background()
-
-		typeNamespacedName := types.NamespacedName{
-			Name:      resourceName,
-			Namespace: resourceNamespace,
+var _ = Describe("MRTRKeyring controller", func() {
+	var ns string
+	BeforeEach(func() { ns = newNamespace() })
+	AfterEach(func() {
+		if !CurrentSpecReport().Failed() {
+			expectNoKeyBytes(ns)
 		}
-		mrtrkeyring := &mrtrv1alpha1.MRTRKeyring{}
+	})
 
-		BeforeEach(func() {
-			By("creating the custom resource for the Kind MRTRKeyring")
-			err := k8sClient.Get(ctx, typeNamespacedName, mrtrkeyring)
-			if err != nil && errors.IsNotFound(err) {
-				resource := &mrtrv1alpha1.MRTRKeyring{
-					ObjectMeta: metav1.ObjectMeta{
-						Name:      resourceName,
-						Namespace: resourceNamespace,
-					},
-					// TODO(user): Specify other spec details if needed.
-				}
-				Expect(k8sClient.Create(ctx, resource)).To(Succeed())
+	It("walks a full rotation phase by phase", func() {
+		web := createWorkload(workload.Deployment, ns, "web", 3, nil)
+		kr := createKeyring(ns, "payments", func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(web) })
+
+		By("creating the Secret with one key and stamping the workload with its fingerprint")
+		a := settle(kr, []client.Object{web})
+		Expect(a.Len()).To(Equal(1))
+		Eventually(func(g Gomega) {
+			g.Expect(events(g, kr)).To(ContainElement(HavePrefix("SecretCreated:")))
+		}).Should(Succeed())
+
+		b := walkRotation(kr, []client.Object{web}, a, "first", nil)
+		Expect(b.Primary().ID()).NotTo(Equal(a.Primary().ID()))
+		Eventually(func(g Gomega) {
+			evs := events(g, kr)
+			g.Expect(evs).To(ContainElement(HavePrefix("RotationStarted:")))
+			g.Expect(evs).To(ContainElement(HavePrefix("KeyCreated:")))
+			g.Expect(evs).To(ContainElement(HavePrefix("KeyRemoved:")))
+			g.Expect(evs).To(ContainElement(HavePrefix("RotationCompleted:")))
+			g.Expect(evs).To(ContainElement(HavePrefix("PhaseChanged:")))
+		}).Should(Succeed())
+
+		By("re-applying the same rotation request does nothing (GitOps)")
+		offset := len(logs.String())
+		requestRotation(kr, "first")
+		poke(kr)
+		reconciledSince(offset, ns)
+		k := getKeyring(Default, kr)
+		Expect(k.Status.Phase).To(Equal(mrtrv1alpha1.PhaseStable))
+		Expect(k.Status.RotationsCompleted).To(Equal(int64(1)))
+
+		By("a new value requests the next rotation")
+		walkRotation(kr, []client.Object{web}, b, "second", nil)
+	})
+
+	It("resumes after the operator is stopped and started in every phase", func() {
+		web := createWorkload(workload.Deployment, ns, "web", 2, nil)
+		kr := createKeyring(ns, "restarts", func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(web) })
+		a := settle(kr, []client.Object{web})
+		DeferCleanup(func() {
+			if operator.cancel == nil {
+				startOperator()
 			}
 		})
 
-		AfterEach(func() {
-			// TODO(user): Cleanup logic after each test, like removing the resource instance.
-			resource := &mrtrv1alpha1.MRTRKeyring{}
-			err := k8sClient.Get(ctx, typeNamespacedName, resource)
-			Expect(err).NotTo(HaveOccurred())
+		restart := func(phase mrtrv1alpha1.Phase) {
+			By("restarting the operator in " + string(phase))
+			before := getKeyring(Default, kr).Status.DeepCopy()
+			_, gen := stampOf(Default, web)
+			secretFP := secretKeyring(Default, ns, kr.EffectiveSecretName()).Fingerprint()
+			stopOperator()
+			offset := len(logs.String())
+			startOperator()
+			poke(kr)
+			reconciledSince(offset, ns)
 
-			By("Cleanup the specific resource instance MRTRKeyring")
-			Expect(k8sClient.Delete(ctx, resource)).To(Succeed())
+			after := getKeyring(Default, kr).Status
+			Expect(after.Phase).To(Equal(phase))
+			Expect(after.PhaseStartedAt).To(Equal(before.PhaseStartedAt), "the phase's start is kept")
+			Expect(after.TTLWaitUntil).To(Equal(before.TTLWaitUntil), "the TTL wait is not reset")
+			Expect(after.RolledOutAt).To(Equal(before.RolledOutAt))
+			Expect(after.TargetFingerprint).To(Equal(before.TargetFingerprint))
+			Expect(secretKeyring(Default, ns, kr.EffectiveSecretName()).Fingerprint()).To(Equal(secretFP))
+			_, genAfter := stampOf(Default, web)
+			Expect(genAfter).To(Equal(gen), "no second stamp: the pods are not restarted again")
+		}
+		walkRotation(kr, []client.Object{web}, a, "restart-me", restart)
+	})
+
+	It("rotates several workloads of all three kinds, named and selected", func() {
+		mcp := map[string]string{"tier": "mcp"}
+		web := createWorkload(workload.Deployment, ns, "web", 2, nil)
+		db := createWorkload(workload.StatefulSet, ns, "db", 3, mcp)
+		agent := createWorkload(workload.DaemonSet, ns, "agent", 0, mcp)
+		api := createWorkload(workload.Deployment, ns, "api", 2, mcp)
+		other := createWorkload(workload.Deployment, ns, "other", 1, map[string]string{"tier": "web"})
+		kr := createKeyring(ns, "many", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.Workloads = targets(web, api) // api is both named and selected
+			s.WorkloadSelector = &metav1.LabelSelector{MatchLabels: mcp}
 		})
-		It("should successfully reconcile the resource", func() {
-			By("Reconciling the created resource")
-			controllerReconciler := &MRTRKeyringReconciler{
-				Client: k8sClient,
-				Scheme: k8sClient.Scheme(),
-			}
+		ws := []client.Object{db, web, agent, api}
+		a := settle(kr, ws)
+		Expect(getKeyring(Default, kr).Status.Workloads).To(HaveLen(4), "each target once")
+		walkRotation(kr, ws, a, "all-kinds", nil)
+		notStamped(other)
+	})
 
-			_, err := controllerReconciler.Reconcile(ctx, reconcile.Request{
-				NamespacedName: typeNamespacedName,
+	It("reports a stalled rollout naming the workload, and resumes when it completes", func() {
+		web := createWorkload(workload.Deployment, ns, "web", 2, nil)
+		kr := createKeyring(ns, "stall", func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(web) })
+		a := settle(kr, []client.Object{web})
+
+		requestRotation(kr, "go")
+		Eventually(func(g Gomega) {
+			g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseAccepting))
+		}).Should(Succeed())
+		stallDeployment(web.(*appsv1.Deployment))
+
+		By("past spec.rolloutDeadline the keyring is Stalled and does not advance")
+		advance(kr, testRolloutWait+time.Second)
+		Eventually(func(g Gomega) {
+			k := getKeyring(g, kr)
+			st := condition(k, mrtrv1alpha1.ConditionStalled)
+			g.Expect(st.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(st.Reason).To(Equal(mrtrv1alpha1.ReasonRolloutDeadlineExceeded))
+			g.Expect(st.Message).To(ContainSubstring("Deployment/web"))
+			g.Expect(condition(k, mrtrv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(k.Status.Phase).To(Equal(mrtrv1alpha1.PhaseAccepting))
+			g.Expect(secretKeyring(g, ns, kr.EffectiveSecretName()).Primary().ID()).To(Equal(a.Primary().ID()))
+		}).Should(Succeed())
+
+		By("the rollout completes: the stall clears and the rotation goes on by itself")
+		rollOut(web, -1)
+		Eventually(func(g Gomega) {
+			k := getKeyring(g, kr)
+			g.Expect(condition(k, mrtrv1alpha1.ConditionStalled).Status).NotTo(Equal(metav1.ConditionTrue))
+			g.Expect(k.Status.RolledOutAt).NotTo(BeNil())
+		}).Should(Succeed())
+		advance(kr, testGrace)
+		Eventually(func(g Gomega) {
+			g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseSealingWithNew))
+		}).Should(Succeed())
+	})
+
+	It("does not leave Accepting while a named workload is missing", func() {
+		web := createWorkload(workload.Deployment, ns, "web", 1, nil)
+		kr := createKeyring(ns, "missing", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.Workloads = append(targets(web), mrtrv1alpha1.WorkloadReference{Kind: mrtrv1alpha1.KindStatefulSet, Name: "late"})
+		})
+		Eventually(func(g Gomega) {
+			k := getKeyring(g, kr)
+			r := condition(k, mrtrv1alpha1.ConditionReady)
+			g.Expect(r.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(r.Reason).To(Equal(mrtrv1alpha1.ReasonWorkloadNotFound))
+			g.Expect(r.Message).To(ContainSubstring("StatefulSet/late"))
+		}).Should(Succeed())
+		a := secretKeyringEventually(ns, kr.EffectiveSecretName())
+		rollOut(web, -1)
+
+		requestRotation(kr, "go")
+		Eventually(func(g Gomega) {
+			g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseAccepting))
+		}).Should(Succeed())
+		rollOut(web, -1)
+		advance(kr, testGrace)
+		offset := len(logs.String())
+		advance(kr, testGrace)
+		reconciledSince(offset, ns)
+		Expect(getKeyring(Default, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseAccepting))
+		Expect(secretKeyring(Default, ns, kr.EffectiveSecretName()).Primary().ID()).To(Equal(a.Primary().ID()))
+
+		By("the workload appears and rolls out: the rotation goes on")
+		late := createWorkload(workload.StatefulSet, ns, "late", 1, nil)
+		Eventually(func(g Gomega) {
+			h, _ := stampOf(g, late)
+			g.Expect(h).To(Equal(getKeyring(g, kr).Status.TargetFingerprint))
+		}).Should(Succeed())
+		rollOut(late, -1)
+		Eventually(func(g Gomega) {
+			g.Expect(getKeyring(g, kr).Status.RolledOutAt).NotTo(BeNil())
+		}).Should(Succeed())
+		advance(kr, testGrace)
+		Eventually(func(g Gomega) {
+			g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseSealingWithNew))
+		}).Should(Succeed())
+	})
+
+	It("starts no rotation while suspended, and finishes one already under way", func() {
+		web := createWorkload(workload.Deployment, ns, "web", 1, nil)
+		kr := createKeyring(ns, "suspended", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.Workloads = targets(web)
+			s.Suspend = true
+		})
+		a := settle(kr, []client.Object{web})
+
+		By("neither a request nor a due interval starts one")
+		offset := len(logs.String())
+		requestRotation(kr, "now")
+		fakeClock.Step(testInterval + time.Minute)
+		poke(kr)
+		reconciledSince(offset, ns)
+		Expect(getKeyring(Default, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseStable))
+		Expect(secretKeyring(Default, ns, kr.EffectiveSecretName()).Fingerprint()).To(Equal(a.Fingerprint()))
+
+		By("resumed, the rotation starts; suspended again halfway, it still finishes")
+		setSuspend(kr, false)
+		Eventually(func(g Gomega) {
+			g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseAccepting))
+		}).Should(Succeed())
+		setSuspend(kr, true)
+		rollOut(web, -1)
+		Eventually(func(g Gomega) {
+			g.Expect(getKeyring(g, kr).Status.RolledOutAt).NotTo(BeNil())
+		}).Should(Succeed())
+		advance(kr, testGrace)
+		Eventually(func(g Gomega) {
+			g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseSealingWithNew))
+		}).Should(Succeed())
+		rollOut(web, -1)
+		Eventually(func(g Gomega) {
+			g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseWaitingTTL))
+		}).Should(Succeed())
+		advance(kr, testTTLWait)
+		Eventually(func(g Gomega) {
+			g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseRemoving))
+		}).Should(Succeed())
+		rollOut(web, -1)
+		Eventually(func(g Gomega) {
+			k := getKeyring(g, kr)
+			g.Expect(k.Status.Phase).To(Equal(mrtrv1alpha1.PhaseStable))
+			g.Expect(k.Status.RotationsCompleted).To(Equal(int64(1)))
+		}).Should(Succeed())
+	})
+
+	It("adopts an existing valid Secret without changing its keys, and retires them at the next rotation", func() {
+		old := keyringOf("handmade-1", "handmade-2")
+		createSecret(ns, "adopted", keyring.SecretType, mustMarshal(old))
+		web := createWorkload(workload.Deployment, ns, "web", 2, nil)
+		kr := createKeyring(ns, "adopter", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.SecretName = "adopted"
+			s.Workloads = targets(web)
+		})
+		a := settle(kr, []client.Object{web})
+		Expect(a.Fingerprint()).To(Equal(old.Fingerprint()), "the adopted keys are kept as they are")
+		k := getKeyring(Default, kr)
+		Expect(k.Status.Keys).To(HaveLen(2))
+		Expect(k.Status.Keys[0].Role).To(Equal(mrtrv1alpha1.KeyPrimary))
+		Expect(k.Status.Keys[1].Role).To(Equal(mrtrv1alpha1.KeyRetiring))
+		Eventually(func(g Gomega) {
+			g.Expect(events(g, kr)).To(ContainElement(HavePrefix("SecretAdopted:")))
+		}).Should(Succeed())
+
+		walkRotation(kr, []client.Object{web}, a, "take-over", nil)
+	})
+
+	DescribeTable("refuses a Secret that holds something else, and never overwrites it",
+		func(secretType corev1.SecretType, data []byte, reason string) {
+			createSecret(ns, "foreign", secretType, data)
+			web := createWorkload(workload.Deployment, ns, "web", 1, nil)
+			kr := createKeyring(ns, "refuser", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+				s.SecretName = "foreign"
+				s.Workloads = targets(web)
 			})
-			Expect(err).NotTo(HaveOccurred())
-			// TODO(user): Add more specific assertions depending on your controller's reconciliation logic.
-			// Example: If you expect a certain status condition after reconciliation, verify it here.
-		})
+			Eventually(func(g Gomega) {
+				k := getKeyring(g, kr)
+				st := condition(k, mrtrv1alpha1.ConditionStalled)
+				g.Expect(st.Status).To(Equal(metav1.ConditionTrue))
+				g.Expect(st.Reason).To(Equal(reason))
+				g.Expect(st.Message).To(ContainSubstring("foreign"))
+				g.Expect(condition(k, mrtrv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+			}).Should(Succeed())
+			var s corev1.Secret
+			Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "foreign"}, &s)).To(Succeed())
+			Expect(s.Data[keyring.SecretDataKey]).To(Equal(data))
+			notStamped(web)
+
+			By("deleting the Secret lets the operator create its own")
+			Expect(k8sClient.Delete(ctx, &s)).To(Succeed())
+			Eventually(func(g Gomega) {
+				secretKeyring(g, ns, "foreign")
+				g.Expect(condition(getKeyring(g, kr), mrtrv1alpha1.ConditionStalled).Status).NotTo(Equal(metav1.ConditionTrue))
+			}).Should(Succeed())
+		},
+		Entry("not a keyring", corev1.SecretType(keyring.SecretType), []byte(`{"keys":[{"id":"x","secret":"c2hvcnQ="}]}`), mrtrv1alpha1.ReasonSecretInvalid),
+		Entry("another type", corev1.SecretTypeOpaque, []byte("hello"), mrtrv1alpha1.ReasonSecretWrongType),
+	)
+
+	It("recreates a Secret deleted behind its back and rolls the new keyring out", func() {
+		web := createWorkload(workload.Deployment, ns, "web", 1, nil)
+		kr := createKeyring(ns, "deleted", func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(web) })
+		a := settle(kr, []client.Object{web})
+
+		Expect(k8sClient.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: kr.EffectiveSecretName()}})).To(Succeed())
+		var b *keyring.Keyring
+		Eventually(func(g Gomega) {
+			b = secretKeyring(g, ns, kr.EffectiveSecretName())
+			g.Expect(b.Fingerprint()).NotTo(Equal(a.Fingerprint()))
+			g.Expect(getKeyring(g, kr).Status.SecretFingerprint).To(Equal(b.Fingerprint()))
+			g.Expect(events(g, kr)).To(ContainElement(HavePrefix("SecretRecreated:")))
+		}).Should(Succeed())
+		settle(kr, []client.Object{web})
+	})
+
+	It("keeps and rolls out a valid keyring edited behind its back, and stalls on an invalid edit", func() {
+		web := createWorkload(workload.Deployment, ns, "web", 1, nil)
+		kr := createKeyring(ns, "tampered", func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(web) })
+		a := settle(kr, []client.Object{web})
+
+		By("a valid edit is kept as it is (it may hold keys someone seals with)")
+		edited, err := keyring.New(append(a.Keys(), keyringOf("hand-added").Keys()...)...)
+		Expect(err).NotTo(HaveOccurred())
+		setSecretData(ns, kr.EffectiveSecretName(), mustMarshal(edited))
+		Eventually(func(g Gomega) {
+			k := getKeyring(g, kr)
+			g.Expect(k.Status.SecretFingerprint).To(Equal(edited.Fingerprint()))
+			g.Expect(events(g, kr)).To(ContainElement(HavePrefix("SecretChanged:")))
+			h, _ := stampOf(g, web)
+			g.Expect(h).To(Equal(edited.Fingerprint()))
+		}).Should(Succeed())
+		Expect(secretKeyring(Default, ns, kr.EffectiveSecretName()).Fingerprint()).To(Equal(edited.Fingerprint()))
+		settle(kr, []client.Object{web})
+
+		By("an invalid edit is reported and not rolled out")
+		setSecretData(ns, kr.EffectiveSecretName(), []byte("not json"))
+		Eventually(func(g Gomega) {
+			st := condition(getKeyring(g, kr), mrtrv1alpha1.ConditionStalled)
+			g.Expect(st.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(st.Reason).To(Equal(mrtrv1alpha1.ReasonSecretInvalid))
+		}).Should(Succeed())
+		h, _ := stampOf(Default, web)
+		Expect(h).To(Equal(edited.Fingerprint()), "an invalid keyring is never rolled out")
 	})
 })
+
+// keyringOf returns a keyring of fresh random keys with the given ids.
+func keyringOf(ids ...string) *keyring.Keyring {
+	GinkgoHelper()
+	keys := make([]keyring.Key, len(ids))
+	for i, id := range ids {
+		b := make([]byte, 32)
+		_, _ = rand.Read(b)
+		keys[i] = keyring.NewKey(id, b)
+	}
+	kr, err := keyring.New(keys...)
+	Expect(err).NotTo(HaveOccurred())
+	return kr
+}
+
+func mustMarshal(kr *keyring.Keyring) []byte {
+	GinkgoHelper()
+	b, err := keyring.Marshal(kr)
+	Expect(err).NotTo(HaveOccurred())
+	rememberKeys(b)
+	return b
+}
+
+func createSecret(namespace, name string, typ corev1.SecretType, data []byte) {
+	GinkgoHelper()
+	Expect(k8sClient.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Type:       typ,
+		Data:       map[string][]byte{keyring.SecretDataKey: data},
+	})).To(Succeed())
+}
+
+func setSecretData(namespace, name string, data []byte) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		var s corev1.Secret
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s)).To(Succeed())
+		s.Data = map[string][]byte{keyring.SecretDataKey: data}
+		err := k8sClient.Update(ctx, &s)
+		g.Expect(apierrors.IsConflict(err)).To(BeFalse())
+		g.Expect(err).NotTo(HaveOccurred())
+	}).Should(Succeed())
+}
+
+func setSuspend(kr *mrtrv1alpha1.MRTRKeyring, suspend bool) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		k := getKeyring(g, kr)
+		k.Spec.Suspend = suspend
+		g.Expect(k8sClient.Update(ctx, k)).To(Succeed())
+	}).Should(Succeed())
+}
+
+func secretKeyringEventually(namespace, name string) *keyring.Keyring {
+	GinkgoHelper()
+	var kr *keyring.Keyring
+	Eventually(func(g Gomega) { kr = secretKeyring(g, namespace, name) }).Should(Succeed())
+	return kr
+}

@@ -17,51 +17,73 @@ limitations under the License.
 package controller
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-
-	"k8s.io/client-go/kubernetes/scheme"
+	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	// +kubebuilder:scaffold:imports
 )
 
-// These tests use Ginkgo (BDD-style Go testing framework). Refer to
-// http://onsi.github.io/ginkgo/ to learn more about Ginkgo.
+// The suite runs the real reconciler in a real manager against a real kube-apiserver and etcd
+// (envtest), in the style of the kubebuilder cronjob tutorial: tests change the world through
+// k8sClient and assert on it with Eventually. No controller-manager runs in envtest, so the tests
+// play the workload controllers themselves (kubecontroller_test.go), which gives them exact control
+// over instant, slow and stuck rollouts. The reconciler reads a fake clock, so TTL waits and
+// deadlines pass when a test says so, not in real time.
 
 var (
 	ctx       context.Context
 	cancel    context.CancelFunc
 	testEnv   *envtest.Environment
 	cfg       *rest.Config
+	scheme    = runtime.NewScheme()
 	k8sClient client.Client
+	// fakeClock is the reconciler's time; tests advance it (and then poke the keyring, see poke).
+	fakeClock = clocktesting.NewFakeClock(time.Now().UTC().Truncate(time.Second))
+	// logs receives everything the manager and the reconciler log, for the key-leak checks.
+	logs = &syncBuffer{}
+
+	// operator is the running manager, if any (startOperator / stopOperator).
+	operator struct {
+		cancel context.CancelFunc
+		done   chan struct{}
+	}
 )
 
 func TestControllers(t *testing.T) {
 	RegisterFailHandler(Fail)
-
 	RunSpecs(t, "Controller Suite")
 }
 
 var _ = BeforeSuite(func() {
-	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	// V(2) and below, so that debug lines are grepped for key bytes too.
+	logf.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(GinkgoWriter, logs)), zap.UseDevMode(true),
+		zap.Level(zapcore.Level(-2))))
+	ctx, cancel = context.WithCancel(context.Background())
 
-	ctx, cancel = context.WithCancel(context.TODO())
-
-	var err error
-	err = mrtrv1alpha1.AddToScheme(scheme.Scheme)
-	Expect(err).NotTo(HaveOccurred())
-
+	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+	Expect(mrtrv1alpha1.AddToScheme(scheme)).To(Succeed())
 	// +kubebuilder:scaffold:scheme
 
 	By("bootstrapping test environment")
@@ -69,48 +91,81 @@ var _ = BeforeSuite(func() {
 		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 	}
-
-	// Retrieve the first found binary directory to allow running tests from IDEs
-	if getFirstFoundEnvTestBinaryDir() != "" {
-		testEnv.BinaryAssetsDirectory = getFirstFoundEnvTestBinaryDir()
+	// KUBEBUILDER_ASSETS comes from the Makefile (hack/build-controlplane.sh envtest prints it).
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		Fail("KUBEBUILDER_ASSETS is not set: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/build-controlplane.sh envtest)")
 	}
-
-	// cfg is defined in this file globally.
+	var err error
 	cfg, err = testEnv.Start()
 	Expect(err).NotTo(HaveOccurred())
 	Expect(cfg).NotTo(BeNil())
 
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
-	Expect(k8sClient).NotTo(BeNil())
+
+	startOperator()
 })
 
 var _ = AfterSuite(func() {
 	By("tearing down the test environment")
+	stopOperator()
 	cancel()
-	err := testEnv.Stop()
-	Expect(err).NotTo(HaveOccurred())
+	Expect(testEnv.Stop()).To(Succeed())
 })
 
-// getFirstFoundEnvTestBinaryDir locates the first binary in the specified path.
-// ENVTEST-based tests depend on specific binaries, usually located in paths set by
-// controller-runtime. When running tests directly (e.g., via an IDE) without using
-// Makefile targets, the 'BinaryAssetsDirectory' must be explicitly configured.
-//
-// This function streamlines the process by finding the required binaries, similar to
-// setting the 'KUBEBUILDER_ASSETS' environment variable. To ensure the binaries are
-// properly set up, run 'make setup-envtest' beforehand.
-func getFirstFoundEnvTestBinaryDir() string {
-	basePath := filepath.Join("..", "..", "bin", "k8s")
-	entries, err := os.ReadDir(basePath)
-	if err != nil {
-		logf.Log.Error(err, "Failed to read directory", "path", basePath)
-		return ""
+// startOperator starts a manager running the reconciler, as cmd/main.go does (minus metrics
+// serving, probes and leader election).
+func startOperator() {
+	GinkgoHelper()
+	Expect(operator.cancel).To(BeNil(), "the operator is already running")
+	skip := true
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// A restarted operator registers the same controller name again in this process.
+		Controller: config.Controller{SkipNameValidation: &skip},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	r := &MRTRKeyringReconciler{Client: mgr.GetClient(), Clock: fakeClock}
+	Expect(r.SetupWithManager(mgr)).To(Succeed())
+
+	mctx, mcancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		Expect(mgr.Start(mctx)).To(Succeed(), "failed to run manager")
+	}()
+	operator.cancel, operator.done = mcancel, done
+}
+
+// stopOperator stops the manager and waits until it has stopped, so that nothing it does can be
+// mistaken for what the next one does.
+func stopOperator() {
+	GinkgoHelper()
+	if operator.cancel == nil {
+		return
 	}
-	for _, entry := range entries {
-		if entry.IsDir() {
-			return filepath.Join(basePath, entry.Name())
-		}
-	}
-	return ""
+	operator.cancel()
+	Eventually(operator.done).WithTimeout(30 * time.Second).Should(BeClosed())
+	operator.cancel, operator.done = nil, nil
+}
+
+// syncBuffer is a bytes.Buffer safe for the concurrent writes of the manager's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

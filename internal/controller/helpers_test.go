@@ -1,0 +1,241 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/workload"
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+)
+
+// Test settings: a TTL wait of tokenTTL + clockSkew + terminationGracePeriod = 1m15s of fake time,
+// and an interval long enough that no test reaches it by accident. (Zero durations cannot be set
+// from Go: they are omitted, and the API server fills in the default.)
+const (
+	testTokenTTL    = time.Minute
+	testSkew        = 5 * time.Second
+	testGrace       = 10 * time.Second
+	testTTLWait     = testTokenTTL + testSkew + testGrace
+	testInterval    = 24 * time.Hour
+	testRolloutWait = 2 * time.Minute
+)
+
+// newNamespace creates a namespace of its own for one test (envtest never deletes namespaces, so
+// each test gets a fresh one rather than cleaning up).
+func newNamespace() string {
+	GinkgoHelper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "mkr-"}}
+	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+// newKeyring returns a keyring with the test settings; edit changes its spec before it is created.
+func newKeyring(namespace, name string, edit func(*mrtrv1alpha1.MRTRKeyringSpec)) *mrtrv1alpha1.MRTRKeyring {
+	kr := &mrtrv1alpha1.MRTRKeyring{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: mrtrv1alpha1.MRTRKeyringSpec{
+			RotationInterval:       metav1.Duration{Duration: testInterval},
+			TokenTTL:               metav1.Duration{Duration: testTokenTTL},
+			ClockSkew:              metav1.Duration{Duration: testSkew},
+			TerminationGracePeriod: metav1.Duration{Duration: testGrace},
+			RolloutDeadline:        metav1.Duration{Duration: testRolloutWait},
+		},
+	}
+	if edit != nil {
+		edit(&kr.Spec)
+	}
+	return kr
+}
+
+// createKeyring creates the keyring and deletes it when the test ends, so that later advances of
+// the shared fake clock cannot wake it.
+func createKeyring(namespace, name string, edit func(*mrtrv1alpha1.MRTRKeyringSpec)) *mrtrv1alpha1.MRTRKeyring {
+	GinkgoHelper()
+	kr := newKeyring(namespace, name, edit)
+	Expect(k8sClient.Create(ctx, kr)).To(Succeed())
+	DeferCleanup(func() {
+		Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, kr))).To(Succeed())
+	})
+	return kr
+}
+
+func targets(objs ...client.Object) []mrtrv1alpha1.WorkloadReference {
+	var refs []mrtrv1alpha1.WorkloadReference
+	for _, o := range objs {
+		ref, err := workload.RefOf(o)
+		Expect(err).NotTo(HaveOccurred())
+		refs = append(refs, mrtrv1alpha1.WorkloadReference{Kind: mrtrv1alpha1.WorkloadKind(ref.Kind), Name: ref.Name})
+	}
+	return refs
+}
+
+// getKeyring re-reads kr.
+func getKeyring(g Gomega, kr *mrtrv1alpha1.MRTRKeyring) *mrtrv1alpha1.MRTRKeyring {
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(kr), kr)).To(Succeed())
+	return kr
+}
+
+// pokes makes every poke a new annotation value.
+var pokes atomic.Int64
+
+// poke wakes the reconciler for kr, as the passing of time would in a real cluster: the reconciler
+// requeues for the real clock, but reads the fake one, so after advance the test wakes it itself.
+func poke(kr *mrtrv1alpha1.MRTRKeyring) {
+	GinkgoHelper()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{"test.mrtr.dev/poke":"%d"}}}`, pokes.Add(1))
+	Expect(k8sClient.Patch(ctx, kr.DeepCopy(), client.RawPatch("application/merge-patch+json", []byte(patch)))).To(Succeed())
+}
+
+// advance moves the reconciler's clock and wakes kr.
+func advance(kr *mrtrv1alpha1.MRTRKeyring, d time.Duration) {
+	GinkgoHelper()
+	fakeClock.Step(d)
+	poke(kr)
+}
+
+// requestRotation sets the manual rotation annotation to value.
+func requestRotation(kr *mrtrv1alpha1.MRTRKeyring, value string) {
+	GinkgoHelper()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, mrtrv1alpha1.RotateAnnotation, value)
+	Expect(k8sClient.Patch(ctx, kr.DeepCopy(), client.RawPatch("application/merge-patch+json", []byte(patch)))).To(Succeed())
+}
+
+// leaks remembers every key the tests saw in a Secret, for expectNoKeyBytes.
+var leaks = map[string][]byte{}
+
+// secretKeyring reads the keyring Secret and parses it; it also remembers its keys as secrets
+// that must never show up anywhere else.
+func secretKeyring(g Gomega, namespace, name string) *keyring.Keyring {
+	var s corev1.Secret
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s)).To(Succeed())
+	g.Expect(string(s.Type)).To(Equal(keyring.SecretType))
+	kr, err := keyring.Parse(s.Data[keyring.SecretDataKey])
+	g.Expect(err).NotTo(HaveOccurred())
+	rememberKeys(s.Data[keyring.SecretDataKey])
+	return kr
+}
+
+// rememberKeys decodes keyring.json by hand (not through pkg/keyring, the code under test) and
+// records each key's bytes.
+func rememberKeys(data []byte) {
+	var doc struct {
+		Keys []struct {
+			ID     string `json:"id"`
+			Secret string `json:"secret"`
+		} `json:"keys"`
+	}
+	if json.Unmarshal(data, &doc) != nil {
+		return
+	}
+	for _, k := range doc.Keys {
+		if b, err := base64.StdEncoding.DecodeString(k.Secret); err == nil {
+			leaks[k.ID+"/"+k.Secret] = b
+		}
+	}
+}
+
+// expectNoKeyBytes checks that no key the tests have seen appears, in any common encoding, in the
+// status of the keyrings, the events of the namespace, or anything the manager logged.
+func expectNoKeyBytes(namespace string) {
+	GinkgoHelper()
+	Expect(leaks).NotTo(BeEmpty(), "no keys were recorded: the check would prove nothing")
+	var where []string
+	var krs mrtrv1alpha1.MRTRKeyringList
+	Expect(k8sClient.List(ctx, &krs, client.InNamespace(namespace))).To(Succeed())
+	for _, kr := range krs.Items {
+		st, err := json.Marshal(kr.Status)
+		Expect(err).NotTo(HaveOccurred())
+		where = append(where, "status of "+kr.Name+": "+string(st))
+	}
+	var evs eventsv1.EventList
+	Expect(k8sClient.List(ctx, &evs, client.InNamespace(namespace))).To(Succeed())
+	for _, e := range evs.Items {
+		where = append(where, "event "+e.Reason+": "+e.Note)
+	}
+	var cevs corev1.EventList
+	Expect(k8sClient.List(ctx, &cevs, client.InNamespace(namespace))).To(Succeed())
+	for _, e := range cevs.Items {
+		where = append(where, "event "+e.Reason+": "+e.Message)
+	}
+	where = append(where, "manager log: "+logs.String())
+	for id, b := range leaks {
+		forms := map[string]string{
+			"base64":     base64.StdEncoding.EncodeToString(b),
+			"base64 raw": base64.RawStdEncoding.EncodeToString(b),
+			"base64url":  base64.RawURLEncoding.EncodeToString(b),
+			"hex":        hex.EncodeToString(b),
+			"HEX":        strings.ToUpper(hex.EncodeToString(b)),
+			"go bytes":   strings.Trim(fmt.Sprint(b), "[]"),
+		}
+		for form, s := range forms {
+			for _, w := range where {
+				if strings.Contains(w, s) {
+					Fail(fmt.Sprintf("key %s appears (%s) in %.80s…", strings.SplitN(id, "/", 2)[0], form, w))
+				}
+			}
+		}
+	}
+}
+
+// condition returns the keyring's condition of type typ ("" fields if absent).
+func condition(kr *mrtrv1alpha1.MRTRKeyring, typ string) metav1.Condition {
+	if c := meta.FindStatusCondition(kr.Status.Conditions, typ); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+// events returns "Reason: note" of the namespace's events about kr, oldest first.
+func events(g Gomega, kr *mrtrv1alpha1.MRTRKeyring) []string {
+	var evs eventsv1.EventList
+	g.Expect(k8sClient.List(ctx, &evs, client.InNamespace(kr.Namespace))).To(Succeed())
+	var out []string
+	for _, e := range evs.Items {
+		if e.Regarding.Name == kr.Name {
+			out = append(out, e.Reason+": "+e.Note)
+		}
+	}
+	return out
+}
+
+// expectInvalid asserts that creating (or updating) obj is refused by the API server, with a
+// message containing each of msgs.
+func expectInvalid(err error, msgs ...string) {
+	GinkgoHelper()
+	Expect(err).To(HaveOccurred())
+	Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want an Invalid error, got %v", err)
+	for _, m := range msgs {
+		Expect(err.Error()).To(ContainSubstring(m))
+	}
+}
