@@ -38,6 +38,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -213,7 +214,8 @@ func (c *Cluster) startAPIServer(binDir string, crdPaths []string) error {
 	if c.config, err = c.env.Start(); err != nil {
 		return fmt.Errorf("starting etcd and kube-apiserver (logs in %s): %w", c.logDir, err)
 	}
-	user, err := c.env.AddUser(envtest.User{Name: "localcluster-admin", Groups: []string{"system:masters"}}, &rest.Config{})
+	admin := envtest.User{Name: "localcluster-admin", Groups: []string{"system:masters"}}
+	user, err := c.env.AddUser(admin, &rest.Config{})
 	if err != nil {
 		return fmt.Errorf("adding the admin user: %w", err)
 	}
@@ -376,8 +378,8 @@ func (c *Cluster) LogDir() string { return c.logDir }
 // It is safe to call more than once.
 func (c *Cluster) Stop() error {
 	var errs []error
-	for i := len(c.procs) - 1; i >= 0; i-- {
-		errs = append(errs, c.procs[i].Stop())
+	for _, p := range slices.Backward(c.procs) {
+		errs = append(errs, p.Stop())
 	}
 	c.procs = nil
 	if c.env != nil {

@@ -72,17 +72,18 @@ func TestDeploymentBecomesAvailable(t *testing.T) {
 
 	cl, err := client.New(c.RESTConfig(), client.Options{})
 	g.Expect(err).NotTo(HaveOccurred())
-	labels := map[string]string{"app": "web"}
+	const name = "web"
+	labels := map[string]string{"app": name}
 	replicas := int32(3)
 	deploy := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: &replicas,
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				// kwok never pulls or runs the image; it only has to be a valid reference.
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "web", Image: "example.invalid/web:1"}}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: name, Image: "example.invalid/web:1"}}},
 			},
 		},
 	}
