@@ -81,6 +81,9 @@ var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(GinkgoWriter, logs)), zap.UseDevMode(true),
 		zap.Level(zapcore.Level(-2))))
 	ctx, cancel = context.WithCancel(context.Background())
+	// Generous for a loaded 2-core machine; a passing Eventually returns as soon as it holds.
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(20 * time.Millisecond)
 
 	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	Expect(mrtrv1alpha1.AddToScheme(scheme)).To(Succeed())
