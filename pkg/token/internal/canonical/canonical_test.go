@@ -78,6 +78,10 @@ func TestAppendObjectOmits(t *testing.T) {
 		`{}`:                       `{}`,
 		`{"a":[{"_meta":1}]}`:      `{"a":[{"_meta":1}]}`,
 		`{"b":1,"_meta":[],"a":1}`: `{"a":1,"b":1}`,
+		// Out of order and all omitted: sorting must not touch the empty object.
+		`{"requestState":"t","inputResponses":{}}`:       `{}`,
+		`{"a":1,"requestState":"t","inputResponses":{}}`: `{"a":1}`,
+		`{"requestState":"t","a":1,"inputResponses":{}}`: `{"a":1}`,
 	} {
 		got, err := AppendObject(nil, []byte(in), omit...)
 		if err != nil || string(got) != want {
