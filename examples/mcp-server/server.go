@@ -51,7 +51,7 @@ type app struct {
 // mcpServer returns the MCP server with the get_weather tool.
 func (a *app) mcpServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mrtr-example", Version: "v0.1.0"}, &mcp.ServerOptions{
-		Logger:                    a.log,
+		Logger:                    a.sdkLog(),
 		SupportedProtocolVersions: []string{protocolVersion},
 	})
 	s.AddTool(&mcp.Tool{
@@ -123,7 +123,7 @@ type Debug struct {
 func (a *app) handler() http.Handler {
 	s := a.mcpServer()
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
-		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: a.log})
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: a.sdkLog()})
 
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", a.withKeyringHeaders(mcpHandler))
@@ -149,4 +149,28 @@ func (a *app) withKeyringHeaders(next http.Handler) http.Handler {
 		w.Header().Set(HeaderSealKey, r.Primary().ID())
 		next.ServeHTTP(w, req)
 	})
+}
+
+// sdkLog is the logger for the SDK, which logs every stateless request's session at Info: warnings
+// and errors only.
+func (a *app) sdkLog() *slog.Logger {
+	return slog.New(minLevel{a.log.Handler(), slog.LevelWarn})
+}
+
+// minLevel drops records below min.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.min}
 }

@@ -242,8 +242,8 @@ func report(c harness.Counts, elapsed time.Duration, rotations []harness.Rotatio
 		lat, ttl = append(lat, r.RolloutToWrite...), append(ttl, r.TTLToWrite...)
 	}
 	lines = append(lines,
-		fmt.Sprintf("operator latency, rollout complete -> Secret write: median %v, max %v (n=%d)", Median(lat), harness.Max(lat), len(lat)),
-		fmt.Sprintf("operator latency, TTL wait end -> Secret write: median %v, max %v (n=%d, 1s resolution)", Median(ttl), harness.Max(ttl), len(ttl)))
+		fmt.Sprintf("operator latency, rollout complete -> Secret write: median %v, max %v (n=%d)", Median(lat), harness.Max(lat).Round(time.Millisecond), len(lat)),
+		fmt.Sprintf("operator latency, TTL wait end -> Secret write: median %v, max %v (n=%d, 1s resolution)", Median(ttl), harness.Max(ttl).Round(time.Millisecond), len(ttl)))
 	for _, l := range lines {
 		GinkgoWriter.Println(l)
 	}

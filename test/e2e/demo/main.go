@@ -34,6 +34,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/test/e2e/harness"
 )
@@ -65,6 +68,7 @@ func (p *printer) printf(format string, args ...any) {
 
 func run(ctx context.Context) error {
 	p := &printer{start: time.Now()}
+	logf.SetLogger(logr.Discard()) // the demo prints its own lines; client-side logs would drown them
 	var env *harness.Env
 	var load *harness.Load
 	counts := func() string {

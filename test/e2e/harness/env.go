@@ -275,10 +275,12 @@ func (e *Env) deploymentObject() *appsv1.Deployment {
 			// A pod counts as available one second after it is Ready, which is when its process
 			// serves (the harness starts it on Ready): the role a readiness probe plays for real.
 			MinReadySeconds: 1,
+			// All new pods at once, old ones removed as the new ones become available: a rollout
+			// takes one pod start instead of three, and old and new pods still serve side by side.
 			Strategy: appsv1.DeploymentStrategy{
 				Type: appsv1.RollingUpdateDeploymentStrategyType,
 				RollingUpdate: &appsv1.RollingUpdateDeployment{
-					MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+					MaxSurge: ptr.To(intstr.FromString("100%")), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
 				},
 			},
 			Template: corev1.PodTemplateSpec{

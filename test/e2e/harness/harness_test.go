@@ -104,8 +104,9 @@ func TestRotations(t *testing.T) {
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
 	phase := func(s float64, p mrtrv1alpha1.Phase) Event { return Event{At: at(s), Kind: EventPhase, Phase: p} }
 	events := []Event{
-		phase(0, mrtrv1alpha1.PhaseAccepting),
-		{At: at(0.1), Kind: EventSecret, KeyIDs: []string{"a", "b"}},
+		phase(-10, mrtrv1alpha1.PhaseStable),
+		{At: at(0), Kind: EventSecret, KeyIDs: []string{"a", "b"}}, // the operator writes, then sets the phase
+		phase(0.1, mrtrv1alpha1.PhaseAccepting),
 		{At: at(0.2), Kind: EventStamp, Fingerprint: "ab"},
 		{At: at(5.2), Kind: EventRolledOut, Fingerprint: "ab"},
 		phase(5.3, mrtrv1alpha1.PhaseSealingWithNew),

@@ -188,13 +188,20 @@ func (k *Kubelet) syncPod(ctx context.Context, name string) {
 	k.logf("kubelet: %s serving on %s", name, r.Addr)
 }
 
+// drainDelay is how long a replica keeps running after it left the balancer, before SIGTERM: the
+// usual preStop sleep. Without it, a request the balancer routed to the replica just before its
+// removal can meet a keep-alive connection that the stopping server is closing (a 502).
+const drainDelay = 500 * time.Millisecond
+
 // stopLocked takes the replica out of the balancer first, as endpoints go before the container gets
-// SIGTERM, then stops the process in the background (it finishes the requests in flight).
+// SIGTERM, then, after drainDelay, stops the process in the background (it finishes the requests in
+// flight).
 func (k *Kubelet) stopLocked(name string, r *Replica) {
 	delete(k.replicas, name)
 	r.gone = true
 	k.Balancer.Remove(name)
 	k.wg.Go(func() {
+		time.Sleep(drainDelay)
 		_ = r.proc.Stop()
 		k.logf("kubelet: %s stopped", name)
 	})

@@ -77,21 +77,16 @@ func roundAll(ds []time.Duration) []time.Duration {
 }
 
 // Rotations splits a timeline into the rotations it holds; ttlWaitUntils are the Timeline's
-// status.ttlWaitUntil values. A rotation still under way at the end is returned with a zero End.
+// status.ttlWaitUntil values. A rotation starts with the operator's first action for it (it writes
+// the Secret, then the phase Accepting) and ends with the next Stable. A rotation still under way at
+// the end is returned with a zero End.
 func Rotations(events []Event, ttlWait time.Duration, ttlWaitUntils []time.Time) []Rotation {
 	var out []Rotation
 	var cur *Rotation
+	var between []Event // events since the last rotation ended (or the start)
 	stampAt := map[string]time.Time{}
 	var lastRolledOut time.Time
-	for _, e := range events {
-		if e.Kind == EventPhase && e.Phase == mrtrv1alpha1.PhaseAccepting && (cur == nil || !cur.End.IsZero()) {
-			out = append(out, Rotation{Start: e.At, TTLWait: ttlWait})
-			cur = &out[len(out)-1]
-			lastRolledOut = time.Time{}
-		}
-		if cur == nil || !cur.End.IsZero() {
-			continue
-		}
+	apply := func(e Event) {
 		switch e.Kind {
 		case EventPhase:
 			cur.Phases = append(cur.Phases, e.Phase)
@@ -121,6 +116,31 @@ func Rotations(events []Event, ttlWait time.Duration, ttlWaitUntils []time.Time)
 				lastRolledOut = e.At
 			}
 		}
+	}
+	for _, e := range events {
+		if cur == nil || !cur.End.IsZero() {
+			if e.Kind != EventPhase || e.Phase != mrtrv1alpha1.PhaseAccepting {
+				between = append(between, e)
+				continue
+			}
+			// The Accepting write precedes the phase: take the Secret writes and stamps that came
+			// after the last phase change into the new rotation.
+			first := len(between)
+			for first > 0 && between[first-1].Kind != EventPhase && between[first-1].Kind != EventRolledOut {
+				first--
+			}
+			out = append(out, Rotation{Start: e.At, TTLWait: ttlWait})
+			cur = &out[len(out)-1]
+			lastRolledOut = time.Time{}
+			if first < len(between) {
+				cur.Start = between[first].At
+			}
+			for _, p := range between[first:] {
+				apply(p)
+			}
+			between = nil
+		}
+		apply(e)
 	}
 	return out
 }
