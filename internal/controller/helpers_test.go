@@ -91,7 +91,7 @@ func createKeyring(namespace, name string, edit func(*mrtrv1alpha1.MRTRKeyringSp
 }
 
 func targets(objs ...client.Object) []mrtrv1alpha1.WorkloadReference {
-	var refs []mrtrv1alpha1.WorkloadReference
+	refs := make([]mrtrv1alpha1.WorkloadReference, 0, len(objs))
 	for _, o := range objs {
 		ref, err := workload.RefOf(o)
 		Expect(err).NotTo(HaveOccurred())
@@ -170,7 +170,7 @@ func rememberKeys(data []byte) {
 func expectNoKeyBytes(namespace string) {
 	GinkgoHelper()
 	Expect(leaks).NotTo(BeEmpty(), "no keys were recorded: the check would prove nothing")
-	var where []string
+	where := make([]string, 0, 16)
 	var krs mrtrv1alpha1.MRTRKeyringList
 	Expect(k8sClient.List(ctx, &krs, client.InNamespace(namespace))).To(Succeed())
 	for _, kr := range krs.Items {
@@ -202,11 +202,11 @@ func findLeaks(keys map[string][]byte, texts []string) []string {
 			"base64url":  base64.RawURLEncoding.EncodeToString(b),
 			"hex":        hex.EncodeToString(b),
 			"HEX":        strings.ToUpper(hex.EncodeToString(b)),
-			"go bytes":   strings.Trim(fmt.Sprint(b), "[]"),
+			"go bytes":   strings.Trim(fmt.Sprintf("%d", b), "[]"),
 		}
 		for form, s := range forms {
 			for _, t := range texts {
-				if i := strings.Index(t, s); i >= 0 {
+				if strings.Contains(t, s) {
 					found = append(found, fmt.Sprintf("key %s (%s) in %.60s…", strings.SplitN(id, "/", 2)[0], form, t))
 				}
 			}

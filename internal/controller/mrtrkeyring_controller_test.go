@@ -148,6 +148,8 @@ var _ = Describe("MRTRKeyring controller", func() {
 			g.Expect(st.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(st.Reason).To(Equal(mrtrv1alpha1.ReasonRolloutDeadlineExceeded))
 			g.Expect(st.Message).To(ContainSubstring("Deployment/web"))
+			g.Expect(k.Status.Workloads).To(HaveLen(1))
+			g.Expect(k.Status.Workloads[0].Message).To(ContainSubstring("exceeded its progress deadline"))
 			g.Expect(condition(k, mrtrv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(k.Status.Phase).To(Equal(mrtrv1alpha1.PhaseAccepting))
 			g.Expect(secretKeyring(g, ns, kr.EffectiveSecretName()).Primary().ID()).To(Equal(a.Primary().ID()))

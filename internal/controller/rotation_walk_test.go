@@ -67,7 +67,7 @@ func reconciledSince(offset int, namespace string) {
 	Eventually(func(g Gomega) {
 		tail := logs.String()[offset:]
 		found := false
-		for _, line := range strings.Split(tail, "\n") {
+		for line := range strings.SplitSeq(tail, "\n") {
 			if strings.Contains(line, "reconciled") && strings.Contains(line, namespace) {
 				found = true
 			}

@@ -50,19 +50,27 @@ var Phases = []mrtrv1alpha1.Phase{
 	mrtrv1alpha1.PhaseRemoving,
 }
 
+// Label names. Every series is per keyring: namespace and name.
+const (
+	labelNamespace = "namespace"
+	labelName      = "name"
+	labelPhase     = "phase"
+	labelReason    = "reason"
+)
+
 var (
 	phaseDesc = prometheus.NewDesc("mrtr_keyring_phase",
 		"Rotation phase of the keyring: 1 for the current phase, 0 for the others.",
-		[]string{"namespace", "name", "phase"}, nil)
+		[]string{labelNamespace, labelName, labelPhase}, nil)
 	primaryAgeDesc = prometheus.NewDesc("mrtr_keyring_primary_key_age_seconds",
 		"Seconds since the keyring's primary (sealing) key was created or adopted.",
-		[]string{"namespace", "name"}, nil)
+		[]string{labelNamespace, labelName}, nil)
 	nextRotationDesc = prometheus.NewDesc("mrtr_keyring_next_rotation_timestamp_seconds",
 		"Unix time at which the keyring's next rotation is due.",
-		[]string{"namespace", "name"}, nil)
+		[]string{labelNamespace, labelName}, nil)
 	completedDesc = prometheus.NewDesc("mrtr_keyring_rotations_completed_total",
 		"Rotations the keyring has completed (status.rotationsCompleted).",
-		[]string{"namespace", "name"}, nil)
+		[]string{labelNamespace, labelName}, nil)
 )
 
 // Recorder holds the metrics. It is safe for concurrent use. The zero value is not usable; use New.
@@ -92,13 +100,13 @@ func New(now func() time.Time) *Recorder {
 		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mrtr_keyring_rotations_failed_total",
 			Help: "Times a rotation of the keyring got stuck (Stalled became True), by condition reason.",
-		}, []string{"namespace", "name", "reason"}),
+		}, []string{labelNamespace, labelName, labelReason}),
 		rolloutWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "mrtr_keyring_rollout_wait_seconds",
 			Help: "Seconds a rotation phase waited for the target workloads to roll out.",
 			// 5s to ~1.4h: a small Deployment rolls out in seconds, a large StatefulSet in an hour.
 			Buckets: prometheus.ExponentialBuckets(5, 2, 11),
-		}, []string{"namespace", "name", "phase"}),
+		}, []string{labelNamespace, labelName, labelPhase}),
 	}
 }
 
@@ -183,7 +191,7 @@ func (r *Recorder) Forget(namespace, name string) {
 	r.mu.Lock()
 	delete(r.keyrings, types.NamespacedName{Namespace: namespace, Name: name})
 	r.mu.Unlock()
-	labels := prometheus.Labels{"namespace": namespace, "name": name}
+	labels := prometheus.Labels{labelNamespace: namespace, labelName: name}
 	r.failed.DeletePartialMatch(labels)
 	r.rolloutWait.DeletePartialMatch(labels)
 }

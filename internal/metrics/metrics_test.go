@@ -31,8 +31,8 @@ import (
 
 var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-func keyring(ns, name string, st mrtrv1alpha1.MRTRKeyringStatus) *mrtrv1alpha1.MRTRKeyring {
-	return &mrtrv1alpha1.MRTRKeyring{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Status: st}
+func keyring(name string, st mrtrv1alpha1.MRTRKeyringStatus) *mrtrv1alpha1.MRTRKeyring {
+	return &mrtrv1alpha1.MRTRKeyring{ObjectMeta: metav1.ObjectMeta{Namespace: "mcp", Name: name}, Status: st}
 }
 
 func newRegistered(t *testing.T) (*Recorder, *prometheus.Registry) {
@@ -48,7 +48,7 @@ func newRegistered(t *testing.T) (*Recorder, *prometheus.Registry) {
 func TestObserveAndForget(t *testing.T) {
 	r, reg := newRegistered(t)
 	next := metav1.NewTime(now.Add(90 * time.Minute))
-	r.Observe(keyring("mcp", "payments", mrtrv1alpha1.MRTRKeyringStatus{
+	r.Observe(keyring("payments", mrtrv1alpha1.MRTRKeyringStatus{
 		Phase: mrtrv1alpha1.PhaseSealingWithNew,
 		Keys: []mrtrv1alpha1.KeyStatus{
 			{ID: "k2", Role: mrtrv1alpha1.KeyPrimary, CreatedAt: metav1.NewTime(now.Add(-10 * time.Minute))},
@@ -58,7 +58,7 @@ func TestObserveAndForget(t *testing.T) {
 		RotationsCompleted: 3,
 	}))
 	// Never reconciled yet: no phase, no keys, no schedule.
-	r.Observe(keyring("mcp", "search", mrtrv1alpha1.MRTRKeyringStatus{}))
+	r.Observe(keyring("search", mrtrv1alpha1.MRTRKeyringStatus{}))
 	r.RotationFailed("mcp", "payments", mrtrv1alpha1.ReasonRolloutDeadlineExceeded)
 	r.RolloutWaited("mcp", "payments", mrtrv1alpha1.PhaseAccepting, 7*time.Second)
 	r.RolloutWaited("mcp", "search", mrtrv1alpha1.PhaseAccepting, 3*time.Second)
@@ -101,7 +101,7 @@ mrtr_keyring_rotations_failed_total{name="payments",namespace="mcp",reason="Roll
 	}
 
 	// A later pass moves the phase: the one-hot moves with it.
-	r.Observe(keyring("mcp", "payments", mrtrv1alpha1.MRTRKeyringStatus{Phase: mrtrv1alpha1.PhaseWaitingTTL}))
+	r.Observe(keyring("payments", mrtrv1alpha1.MRTRKeyringStatus{Phase: mrtrv1alpha1.PhaseWaitingTTL}))
 	for _, p := range Phases {
 		want := 0.0
 		if p == mrtrv1alpha1.PhaseWaitingTTL {
@@ -142,7 +142,7 @@ mrtr_keyring_rotations_failed_total{name="payments",namespace="mcp",reason="Roll
 
 func TestMetricsLint(t *testing.T) {
 	r, _ := newRegistered(t)
-	r.Observe(keyring("mcp", "payments", mrtrv1alpha1.MRTRKeyringStatus{Phase: mrtrv1alpha1.PhaseStable}))
+	r.Observe(keyring("payments", mrtrv1alpha1.MRTRKeyringStatus{Phase: mrtrv1alpha1.PhaseStable}))
 	r.RotationFailed("mcp", "payments", mrtrv1alpha1.ReasonWorkloadNotFound)
 	r.RolloutWaited("mcp", "payments", mrtrv1alpha1.PhaseRemoving, time.Second)
 	problems, err := testutil.CollectAndLint(r)

@@ -26,8 +26,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-func ptr[T any](v T) *T { return &v }
-
 func deployment(gen int64, replicas *int32, st appsv1.DeploymentStatus) *appsv1.Deployment {
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: gen},
@@ -50,9 +48,9 @@ func statefulSet(gen int64, replicas int32, partition *int32, st appsv1.Stateful
 	return s
 }
 
-func daemonSet(gen int64, st appsv1.DaemonSetStatus) *appsv1.DaemonSet {
+func daemonSet(st appsv1.DaemonSetStatus) *appsv1.DaemonSet {
 	return &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "agent", Generation: gen},
+		ObjectMeta: metav1.ObjectMeta{Name: "agent", Generation: 5},
 		Spec: appsv1.DaemonSetSpec{UpdateStrategy: appsv1.DaemonSetUpdateStrategy{
 			Type: appsv1.RollingUpdateDaemonSetStrategyType,
 		}},
@@ -71,50 +69,50 @@ func TestRolloutStatus(t *testing.T) {
 		message string // a substring of want.Message
 	}{
 		"deployment whose new generation the controller has not seen yet": {
-			obj: deployment(3, ptr[int32](3), appsv1.DeploymentStatus{ObservedGeneration: 2,
+			obj: deployment(3, new(int32(3)), appsv1.DeploymentStatus{ObservedGeneration: 2,
 				Replicas: 3, UpdatedReplicas: 3, AvailableReplicas: 3}),
 			want:    Rollout{Ready: 3, Desired: 3},
 			message: "observe generation 3",
 		},
 		"deployment with some replicas not updated": {
-			obj: deployment(2, ptr[int32](3), appsv1.DeploymentStatus{ObservedGeneration: 2,
+			obj: deployment(2, new(int32(3)), appsv1.DeploymentStatus{ObservedGeneration: 2,
 				Replicas: 4, UpdatedReplicas: 1, AvailableReplicas: 3}),
 			want:    Rollout{Ready: 1, Desired: 3},
 			message: "1 of 3 replicas updated",
 		},
 		"deployment with old replicas pending termination": {
-			obj: deployment(2, ptr[int32](3), appsv1.DeploymentStatus{ObservedGeneration: 2,
+			obj: deployment(2, new(int32(3)), appsv1.DeploymentStatus{ObservedGeneration: 2,
 				Replicas: 4, UpdatedReplicas: 3, AvailableReplicas: 3}),
 			want:    Rollout{Ready: 3, Desired: 3},
 			message: "1 old replicas pending termination",
 		},
 		"deployment with updated replicas not yet available": {
-			obj: deployment(2, ptr[int32](3), appsv1.DeploymentStatus{ObservedGeneration: 2,
+			obj: deployment(2, new(int32(3)), appsv1.DeploymentStatus{ObservedGeneration: 2,
 				Replicas: 3, UpdatedReplicas: 3, AvailableReplicas: 2}),
 			want:    Rollout{Ready: 2, Desired: 3},
 			message: "2 of 3 updated replicas available",
 		},
 		"deployment whose replaced pods are still terminating": {
-			obj: deployment(2, ptr[int32](3), appsv1.DeploymentStatus{ObservedGeneration: 2,
-				Replicas: 3, UpdatedReplicas: 3, AvailableReplicas: 3, TerminatingReplicas: ptr[int32](1)}),
+			obj: deployment(2, new(int32(3)), appsv1.DeploymentStatus{ObservedGeneration: 2,
+				Replicas: 3, UpdatedReplicas: 3, AvailableReplicas: 3, TerminatingReplicas: new(int32(1))}),
 			want:    Rollout{Ready: 3, Desired: 3},
 			message: "1 replaced pods still terminating",
 		},
 		"deployment past its progress deadline is stuck, not done": {
-			obj: deployment(2, ptr[int32](3), appsv1.DeploymentStatus{ObservedGeneration: 2,
+			obj: deployment(2, new(int32(3)), appsv1.DeploymentStatus{ObservedGeneration: 2,
 				Replicas: 4, UpdatedReplicas: 1, AvailableReplicas: 3, Conditions: progressing("ProgressDeadlineExceeded")}),
 			want:    Rollout{Stuck: true, Ready: 1, Desired: 3},
 			message: `Deployment/web: exceeded its progress deadline: ReplicaSet "web-1" has timed out`,
 		},
 		"deployment progressing normally is not stuck": {
-			obj: deployment(2, ptr[int32](3), appsv1.DeploymentStatus{ObservedGeneration: 2,
+			obj: deployment(2, new(int32(3)), appsv1.DeploymentStatus{ObservedGeneration: 2,
 				Replicas: 3, UpdatedReplicas: 3, AvailableReplicas: 3, Conditions: progressing("NewReplicaSetAvailable")}),
 			want:    Rollout{Done: true, Ready: 3, Desired: 3},
 			message: "rolled out",
 		},
 		"paused deployment says so while not done": {
 			obj: func() client.Object {
-				d := deployment(2, ptr[int32](2), appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 2, AvailableReplicas: 2})
+				d := deployment(2, new(int32(2)), appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 2, AvailableReplicas: 2})
 				d.Spec.Paused = true
 				return d
 			}(),
@@ -128,7 +126,7 @@ func TestRolloutStatus(t *testing.T) {
 			message: "Deployment/web: rolled out, 1 of 1",
 		},
 		"deployment scaled to zero is done once nothing runs": {
-			obj:     deployment(4, ptr[int32](0), appsv1.DeploymentStatus{ObservedGeneration: 4}),
+			obj:     deployment(4, new(int32(0)), appsv1.DeploymentStatus{ObservedGeneration: 4}),
 			want:    Rollout{Done: true, Ready: 0, Desired: 0},
 			message: "rolled out",
 		},
@@ -145,7 +143,7 @@ func TestRolloutStatus(t *testing.T) {
 			message: "1 of 3 pods updated",
 		},
 		"statefulset held back by a partition is not done (kubectl would say complete)": {
-			obj: statefulSet(2, 3, ptr[int32](2), appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 3,
+			obj: statefulSet(2, 3, new(int32(2)), appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 3,
 				UpdatedReplicas: 1, ReadyReplicas: 3, AvailableReplicas: 3, CurrentRevision: "db-1", UpdateRevision: "db-2"}),
 			want:    Rollout{Ready: 1, Desired: 3},
 			message: "partition 2 holds back",
@@ -179,27 +177,27 @@ func TestRolloutStatus(t *testing.T) {
 			message: "1 old pods pending termination",
 		},
 		"statefulset rolled out": {
-			obj: statefulSet(2, 3, ptr[int32](0), appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 3,
+			obj: statefulSet(2, 3, new(int32(0)), appsv1.StatefulSetStatus{ObservedGeneration: 2, Replicas: 3,
 				UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3, CurrentRevision: "db-2", UpdateRevision: "db-2"}),
 			want:    Rollout{Done: true, Ready: 3, Desired: 3},
 			message: "StatefulSet/db: rolled out, 3 of 3",
 		},
 
 		"daemonset whose new generation is not observed": {
-			obj: daemonSet(5, appsv1.DaemonSetStatus{ObservedGeneration: 4, DesiredNumberScheduled: 2,
+			obj: daemonSet(appsv1.DaemonSetStatus{ObservedGeneration: 4, DesiredNumberScheduled: 2,
 				UpdatedNumberScheduled: 2, NumberAvailable: 2}),
 			want:    Rollout{Ready: 2, Desired: 2},
 			message: "observe generation 5",
 		},
 		"daemonset with nodes not updated": {
-			obj: daemonSet(5, appsv1.DaemonSetStatus{ObservedGeneration: 5, DesiredNumberScheduled: 4,
+			obj: daemonSet(appsv1.DaemonSetStatus{ObservedGeneration: 5, DesiredNumberScheduled: 4,
 				UpdatedNumberScheduled: 1, NumberAvailable: 4}),
 			want:    Rollout{Ready: 1, Desired: 4},
 			message: "1 of 4 pods updated",
 		},
 		"daemonset with OnDelete says pods must be deleted": {
 			obj: func() client.Object {
-				d := daemonSet(5, appsv1.DaemonSetStatus{ObservedGeneration: 5, DesiredNumberScheduled: 4, NumberAvailable: 4})
+				d := daemonSet(appsv1.DaemonSetStatus{ObservedGeneration: 5, DesiredNumberScheduled: 4, NumberAvailable: 4})
 				d.Spec.UpdateStrategy.Type = appsv1.OnDeleteDaemonSetStrategyType
 				return d
 			}(),
@@ -207,19 +205,19 @@ func TestRolloutStatus(t *testing.T) {
 			message: "OnDelete",
 		},
 		"daemonset with updated pods not yet available": {
-			obj: daemonSet(5, appsv1.DaemonSetStatus{ObservedGeneration: 5, DesiredNumberScheduled: 4,
+			obj: daemonSet(appsv1.DaemonSetStatus{ObservedGeneration: 5, DesiredNumberScheduled: 4,
 				UpdatedNumberScheduled: 4, NumberAvailable: 3}),
 			want:    Rollout{Ready: 3, Desired: 4},
 			message: "3 of 4 pods available",
 		},
 		"daemonset with a misscheduled pod": {
-			obj: daemonSet(5, appsv1.DaemonSetStatus{ObservedGeneration: 5, DesiredNumberScheduled: 4,
+			obj: daemonSet(appsv1.DaemonSetStatus{ObservedGeneration: 5, DesiredNumberScheduled: 4,
 				UpdatedNumberScheduled: 4, NumberAvailable: 4, NumberMisscheduled: 1}),
 			want:    Rollout{Ready: 4, Desired: 4},
 			message: "1 pods running on nodes that should not",
 		},
 		"daemonset rolled out": {
-			obj: daemonSet(5, appsv1.DaemonSetStatus{ObservedGeneration: 5, DesiredNumberScheduled: 4,
+			obj: daemonSet(appsv1.DaemonSetStatus{ObservedGeneration: 5, DesiredNumberScheduled: 4,
 				CurrentNumberScheduled: 4, UpdatedNumberScheduled: 4, NumberAvailable: 4, NumberReady: 4}),
 			want:    Rollout{Done: true, Ready: 4, Desired: 4},
 			message: "DaemonSet/agent: rolled out, 4 of 4",
