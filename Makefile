@@ -104,7 +104,8 @@ run: manifests generate fmt vet ## Run a controller from your host against the c
 .PHONY: demo
 demo: build e2e-assets ## Start a local cluster with the CRDs and run the manager on it; Ctrl-C stops all.
 	go build -o "$(LOCALBIN)/localcluster" ./test/localcluster/cmd/localcluster
-	"$(LOCALBIN)/localcluster" -crds config/crd/bases -kubeconfig "$(LOCALBIN)/demo.kubeconfig" -- \
+	"$(LOCALBIN)/localcluster" -crds config/crd/bases -kubeconfig "$(LOCALBIN)/demo.kubeconfig" \
+		-log-dir "$(LOCALBIN)/demo-logs" -- \
 		"$(LOCALBIN)/manager" --health-probe-bind-address=0 --metrics-bind-address=0
 
 # If you wish to build the manager image targeting other platforms you can use the --platform flag.

@@ -55,11 +55,14 @@ func run() error {
 	var opts localcluster.Options
 	var crds pathList
 	var kubeconfig string
-	flag.Var(&crds, "crds", "folder or file of CRDs to install (repeatable)")
-	flag.StringVar(&kubeconfig, "kubeconfig", "", "also copy the admin kubeconfig to this path")
-	flag.StringVar(&opts.LogDir, "log-dir", "", "folder for the components' logs (default: a temporary one)")
-	flag.IntVar(&opts.Nodes, "nodes", 1, "number of simulated nodes")
-	flag.Parse()
+	// A flag set of our own: controller-runtime, imported through the package, registers a global
+	// -kubeconfig flag of a different meaning.
+	fs := flag.NewFlagSet(os.Args[0], flag.ExitOnError)
+	fs.Var(&crds, "crds", "folder or file of CRDs to install (repeatable)")
+	fs.StringVar(&kubeconfig, "kubeconfig", "", "also copy the admin kubeconfig to this path")
+	fs.StringVar(&opts.LogDir, "log-dir", "", "folder for the components' logs (default: a temporary one)")
+	fs.IntVar(&opts.Nodes, "nodes", 1, "number of simulated nodes")
+	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag
 	opts.CRDDirectoryPaths = crds
 
 	// Signals are caught from here on, so that Ctrl-C during a slow start still cleans up.
@@ -104,7 +107,7 @@ func run() error {
 
 	var done <-chan struct{}
 	var proc *localcluster.Process
-	if args := flag.Args(); len(args) > 0 {
+	if args := fs.Args(); len(args) > 0 {
 		cmd := exec.Command(args[0], args[1:]...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		if proc, err = c.StartProcess(filepath.Base(args[0]), cmd); err != nil {
