@@ -56,8 +56,9 @@ func main() {
 
 // printer writes the demo's lines with the time since the start.
 type printer struct {
-	mu    sync.Mutex
-	start time.Time
+	mu           sync.Mutex
+	start        time.Time
+	lastReplicas string // the last replicas line, printed again only when it changes
 }
 
 func (p *printer) printf(format string, args ...any) {
@@ -115,7 +116,7 @@ func run(ctx context.Context) error {
 	defer func() { stopLoad(); <-loadDone }()
 	p.printf("traffic: 4 MCP clients run get_weather round trips (elicitation + retry) through the round-robin balancer")
 
-	ticker := time.NewTicker(3 * time.Second)
+	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
 	rotationAt := len(env.Timeline.Events())
 	for i := 1; i <= 2; i++ {
@@ -185,13 +186,30 @@ func waitRotations(ctx context.Context, env *harness.Env, n int64, ticker *time.
 	}
 }
 
-// printReplicas prints which key each replica seals with and the keys it opens.
+// printReplicas prints which key the replicas seal with and which keys they open, grouping replicas
+// that agree, when that changed since the last call.
 func printReplicas(p *printer, env *harness.Env) {
-	var parts []string
+	var groups []string
+	members := map[string][]string{}
 	for _, r := range env.ReplicaKeyrings() {
-		parts = append(parts, fmt.Sprintf("%s seals with %s (opens %s)", shortPod(r.Replica), r.SealKey, strings.Join(r.KeyIDs, ",")))
+		g := fmt.Sprintf("seal with %s, open [%s]", r.SealKey, strings.Join(r.KeyIDs, " "))
+		if _, ok := members[g]; !ok {
+			groups = append(groups, g)
+		}
+		members[g] = append(members[g], shortPod(r.Replica))
 	}
-	p.printf("replicas: %s", strings.Join(parts, "; "))
+	parts := make([]string, len(groups))
+	for i, g := range groups {
+		parts[i] = strings.Join(members[g], ",") + " " + g
+	}
+	line := strings.Join(parts, "; ")
+	p.mu.Lock()
+	same := line == p.lastReplicas
+	p.lastReplicas = line
+	p.mu.Unlock()
+	if !same {
+		p.printf("replicas: %s", line)
+	}
 }
 
 // shortPod keeps the random suffix of a pod name, which is what tells replicas apart.
