@@ -658,6 +658,9 @@ func (d *Decoder) appendNumber(dst []byte) ([]byte, error) {
 		}
 		return append(dst, lit...), nil
 	}
+	if out, ok := appendShortDecimal(dst, lit); ok {
+		return out, nil
+	}
 	f, err := parseFloat(lit)
 	if err != nil {
 		return dst, d.errorf(start, "%v", err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -106,6 +107,43 @@ func TestAppendFloat(t *testing.T) {
 	} {
 		if got := AppendFloat(nil, f); string(got) != want {
 			t.Errorf("AppendFloat(%v) = %s, want %s", f, got, want)
+		}
+	}
+}
+
+// The verbatim fast path for plain decimals must write exactly what parsing and AppendFloat write.
+func TestShortDecimalMatchesAppendFloat(t *testing.T) {
+	lits := []string{"19.99", "249.5", "0.1", "0.25", "1.5", "1.234", "12.34", "123.456", "1234.5",
+		"0.0001", "0.00012", "0.30000000000000004", "123456789012345.6", "12345678901234.5",
+		"0.000000000000000000001", "9007199254740991.5", "1.0", "10.0", "-0.5", "-19.99", "-0.0",
+		"99999999999999.9", "0.999999999999999", "0.9999999999999999", "4.35", "2.675"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 20000 {
+		digits := func(n int) string {
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = byte('0' + rng.IntN(10))
+			}
+			return string(b)
+		}
+		intPart := "0"
+		if rng.IntN(3) > 0 {
+			intPart = string(byte('1'+rng.IntN(9))) + digits(rng.IntN(17))
+		}
+		lit := intPart + "." + digits(rng.IntN(6)) + digits(rng.IntN(14)) + string(byte('0'+rng.IntN(10)))
+		if rng.IntN(4) == 0 {
+			lit = "-" + lit
+		}
+		lits = append(lits, lit)
+	}
+	for _, lit := range lits {
+		got, err := Append(nil, []byte(lit))
+		f, ferr := parseFloat([]byte(lit))
+		if err != nil || ferr != nil {
+			t.Fatalf("%s: %v, %v", lit, err, ferr)
+		}
+		if want := AppendFloat(nil, f); !bytes.Equal(got, want) {
+			t.Errorf("Append(%s) = %s, want %s", lit, got, want)
 		}
 	}
 }

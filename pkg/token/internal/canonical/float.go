@@ -41,15 +41,7 @@ func AppendFloat(dst []byte, f float64) []byte {
 	}
 	d := digits[:n]
 
-	// Lengths without the sign, which both forms share.
-	sciLen := 2 + max(n-1, 1) + 1 + len(strconv.AppendInt(buf[:0], int64(exp), 10))
-	var decLen int
-	if exp >= 0 {
-		decLen = max(n, exp+1) + 1 + max(n-exp-1, 1)
-	} else {
-		decLen = 2 + (-exp - 1) + n
-	}
-	if math.Abs(f) < 1<<53 && decLen <= sciLen {
+	if math.Abs(f) < 1<<53 && decimalLayout(n, exp) {
 		switch {
 		case exp < 0:
 			dst = append(dst, '0', '.')
@@ -77,4 +69,60 @@ func AppendFloat(dst []byte, f float64) []byte {
 	}
 	dst = append(dst, 'e')
 	return strconv.AppendInt(dst, int64(exp), 10)
+}
+
+// decimalLayout reports whether AppendFloat writes n significant digits with decimal exponent exp
+// (d.ddd times 10^exp) in the decimal rather than the scientific layout, for a float below 2^53 in
+// magnitude. The lengths compared are without the sign, which both forms share.
+func decimalLayout(n, exp int) bool {
+	var buf [8]byte
+	sciLen := 2 + max(n-1, 1) + 1 + len(strconv.AppendInt(buf[:0], int64(exp), 10))
+	var decLen int
+	if exp >= 0 {
+		decLen = max(n, exp+1) + 1 + max(n-exp-1, 1)
+	} else {
+		decLen = 2 + (-exp - 1) + n
+	}
+	return decLen <= sciLen
+}
+
+// appendShortDecimal appends the float literal lit unchanged if it is already in AppendFloat's form,
+// which is the common case of prices and ratios ("19.99", "0.25"), sparing the parse and the
+// shortest-digits search. That holds for a plain decimal [-]I.F (no exponent, F not ending in '0')
+// of at most 15 significant digits whose layout is decimal: no two decimals of 15 or fewer
+// significant digits read as the same float64 (DBL_DIG), so its digits are the shortest that read
+// back as its value, and the decimal layout of those digits is lit itself.
+func appendShortDecimal(dst, lit []byte) ([]byte, bool) {
+	s := lit
+	if s[0] == '-' {
+		s = s[1:]
+	}
+	dot := 0
+	for dot < len(s) && s[dot] != '.' {
+		dot++
+	}
+	if dot == len(s) || s[len(s)-1] == '0' {
+		return dst, false
+	}
+	frac := s[dot+1:]
+	for _, c := range frac {
+		if c < '0' || c > '9' {
+			return dst, false // an exponent
+		}
+	}
+	var n, exp int
+	if s[0] == '0' { // JSON allows no leading zeros: the integer part is "0"
+		z := 0
+		for frac[z] == '0' { // frac ends in a non-zero digit
+			z++
+		}
+		n, exp = len(frac)-z, -z-1
+	} else {
+		n, exp = dot+len(frac), dot-1
+	}
+	// The exponent bound keeps the value far from the subnormals, where DBL_DIG does not hold.
+	if n > 15 || exp < -300 || !decimalLayout(n, exp) {
+		return dst, false
+	}
+	return append(dst, lit...), true
 }
