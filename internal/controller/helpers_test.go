@@ -21,6 +21,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -230,6 +231,41 @@ var _ = Describe("the key-leak check", func() {
 		}
 	})
 })
+
+// metricValue returns the value of the series of metric for keyring kr whose other labels equal
+// extra (a gauge's or counter's value, a histogram's sample count), and whether there is one.
+func metricValue(g Gomega, metric string, kr *mrtrv1alpha1.MRTRKeyring, extra map[string]string) (float64, bool) {
+	mfs, err := metricsRegistry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	want := map[string]string{"namespace": kr.Namespace, "name": kr.Name}
+	maps.Copy(want, extra)
+	for _, mf := range mfs {
+		if mf.GetName() != metric {
+			continue
+		}
+	series:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			for k, v := range want {
+				if got[k] != v {
+					continue series
+				}
+			}
+			switch {
+			case m.GetGauge() != nil:
+				return m.GetGauge().GetValue(), true
+			case m.GetCounter() != nil:
+				return m.GetCounter().GetValue(), true
+			case m.GetHistogram() != nil:
+				return float64(m.GetHistogram().GetSampleCount()), true
+			}
+		}
+	}
+	return 0, false
+}
 
 // condition returns the keyring's condition of type typ ("" fields if absent).
 func condition(kr *mrtrv1alpha1.MRTRKeyring, typ string) metav1.Condition {

@@ -77,6 +77,47 @@ var _ = Describe("MRTRKeyring controller", func() {
 		walkRotation(kr, []client.Object{web}, b, "second", nil)
 	})
 
+	It("exposes the keyring's metrics and forgets them when the keyring is deleted", func() {
+		web := createWorkload(workload.Deployment, ns, "web", 1, nil)
+		kr := createKeyring(ns, "measured", func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(web) })
+		a := settle(kr, []client.Object{web})
+		walkRotation(kr, []client.Object{web}, a, "measure", nil)
+
+		Eventually(func(g Gomega) {
+			v, ok := metricValue(g, "mrtr_keyring_phase", kr, map[string]string{"phase": "Stable"})
+			g.Expect(ok).To(BeTrue())
+			g.Expect(v).To(Equal(1.0))
+			v, _ = metricValue(g, "mrtr_keyring_phase", kr, map[string]string{"phase": "Removing"})
+			g.Expect(v).To(Equal(0.0))
+			v, _ = metricValue(g, "mrtr_keyring_rotations_completed_total", kr, nil)
+			g.Expect(v).To(Equal(1.0))
+			next, ok := metricValue(g, "mrtr_keyring_next_rotation_timestamp_seconds", kr, nil)
+			g.Expect(ok).To(BeTrue())
+			g.Expect(next).To(BeNumerically("~", float64(fakeClock.Now().Add(testInterval).Unix()), 1))
+			age, ok := metricValue(g, "mrtr_keyring_primary_key_age_seconds", kr, nil)
+			g.Expect(ok).To(BeTrue())
+			// The new key was made when Accepting began; since then the fake clock moved on by the
+			// grace period in Accepting and the TTL wait.
+			g.Expect(age).To(BeNumerically("~", (testGrace + testTTLWait).Seconds(), 1))
+			// Accepting, SealingWithNew and Removing each waited for a rollout.
+			var waits float64
+			for _, p := range []string{"Accepting", "SealingWithNew", "Removing"} {
+				n, _ := metricValue(g, "mrtr_keyring_rollout_wait_seconds", kr, map[string]string{"phase": p})
+				waits += n
+			}
+			g.Expect(waits).To(BeNumerically(">=", 3))
+		}).Should(Succeed())
+
+		Expect(k8sClient.Delete(ctx, kr)).To(Succeed())
+		Eventually(func(g Gomega) {
+			for _, m := range []string{"mrtr_keyring_phase", "mrtr_keyring_rotations_completed_total",
+				"mrtr_keyring_primary_key_age_seconds", "mrtr_keyring_rollout_wait_seconds"} {
+				_, ok := metricValue(g, m, kr, nil)
+				g.Expect(ok).To(BeFalse(), "%s still has a series for the deleted keyring", m)
+			}
+		}).Should(Succeed())
+	})
+
 	It("resumes after the operator is stopped and started in every phase", func() {
 		web := createWorkload(workload.Deployment, ns, "web", 2, nil)
 		kr := createKeyring(ns, "restarts", func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(web) })
@@ -153,6 +194,9 @@ var _ = Describe("MRTRKeyring controller", func() {
 			g.Expect(condition(k, mrtrv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(k.Status.Phase).To(Equal(mrtrv1alpha1.PhaseAccepting))
 			g.Expect(secretKeyring(g, ns, kr.EffectiveSecretName()).Primary().ID()).To(Equal(a.Primary().ID()))
+			failed, _ := metricValue(g, "mrtr_keyring_rotations_failed_total", kr,
+				map[string]string{"reason": mrtrv1alpha1.ReasonRolloutDeadlineExceeded})
+			g.Expect(failed).To(Equal(1.0))
 		}).Should(Succeed())
 
 		By("the rollout completes: the stall clears and the rotation goes on by itself")

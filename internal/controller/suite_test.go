@@ -28,6 +28,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -42,6 +43,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/metrics"
 	// +kubebuilder:scaffold:imports
 )
 
@@ -61,6 +63,9 @@ var (
 	k8sClient client.Client
 	// fakeClock is the reconciler's time; tests advance it (and then poke the keyring, see poke).
 	fakeClock = clocktesting.NewFakeClock(time.Now().UTC().Truncate(time.Second))
+	// testMetrics is the reconciler's metrics recorder, on a registry of the suite's own.
+	testMetrics     = metrics.New(fakeClock.Now)
+	metricsRegistry = prometheus.NewPedanticRegistry()
 	// logs receives everything the manager and the reconciler log, for the key-leak checks.
 	logs = &syncBuffer{}
 
@@ -105,6 +110,7 @@ var _ = BeforeSuite(func() {
 
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
+	Expect(metricsRegistry.Register(testMetrics)).To(Succeed())
 
 	startOperator()
 })
@@ -130,7 +136,7 @@ func startOperator() {
 		Controller: config.Controller{SkipNameValidation: &skip},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	r := &MRTRKeyringReconciler{Client: mgr.GetClient(), Clock: fakeClock}
+	r := &MRTRKeyringReconciler{Client: mgr.GetClient(), Clock: fakeClock, Metrics: testMetrics}
 	Expect(r.SetupWithManager(mgr)).To(Succeed())
 
 	mctx, mcancel := context.WithCancel(ctx)
