@@ -31,6 +31,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
 	"sync"
@@ -134,6 +135,19 @@ type member struct {
 	koff, klen int
 	start, end int
 	inKeys     bool
+}
+
+// srcPrefix is namePrefix(src[off:off+n]) without copying when eight bytes can be read at off,
+// which is nearly always the case: a name is followed by at least its quote, a colon and a value.
+func srcPrefix(src []byte, off, n int) uint64 {
+	if off+8 > len(src) {
+		return namePrefix(src[off : off+n])
+	}
+	x := binary.BigEndian.Uint64(src[off:])
+	if n >= 8 {
+		return x
+	}
+	return x &^ (^uint64(0) >> (8 * n)) // keep the first n bytes
 }
 
 // namePrefix returns the prefix of member for name.
@@ -423,6 +437,7 @@ func (d *Decoder) appendObject(dst []byte, omit []string) ([]byte, error) {
 				// No escapes and nothing to escape: the name is its own canonical form.
 				m.koff, m.klen = d.pos+1, end-d.pos-1
 				key = d.src[m.koff:end]
+				m.prefix = srcPrefix(d.src, m.koff, m.klen)
 				dst = append(dst, d.src[d.pos:end+1]...)
 				d.pos = end + 1
 			} else {
@@ -433,6 +448,7 @@ func (d *Decoder) appendObject(dst []byte, omit []string) ([]byte, error) {
 				}
 				m.koff, m.klen, m.inKeys = koff, len(d.keys)-koff, true
 				key = d.keys[koff:]
+				m.prefix = namePrefix(key)
 				dst = appendEscaped(dst, key)
 			}
 			if !d.Consume(':') {
@@ -443,7 +459,6 @@ func (d *Decoder) appendObject(dst []byte, omit []string) ([]byte, error) {
 			if dst, err = d.AppendValue(dst); err != nil {
 				return dst, err
 			}
-			m.prefix = namePrefix(key)
 			if contains(omit, key) {
 				dst = dst[:m.start]
 				m.end = m.start
@@ -571,21 +586,27 @@ func (d *Decoder) plainString() (end int, ok bool) {
 	src := d.src
 	i := d.pos + 1
 	for {
-		// Eight bytes at a time while none is special (a control byte, '"', '\\' or non-ASCII).
-		for i+8 <= len(src) {
+		// Find the next special byte (a control byte, '"', '\\' or non-ASCII), eight bytes at a
+		// time. In each term of the mask the lowest set high bit marks a special byte exactly
+		// (a borrow only carries out of a byte that is itself special), so its position is the
+		// first special byte.
+		if i+8 <= len(src) {
 			x := binary.LittleEndian.Uint64(src[i:])
 			const ones, highs = 0x0101010101010101, 0x8080808080808080
 			q, b := x^(ones*'"'), x^(ones*'\\')
-			if ((x-ones*0x20)&^x|(q-ones)&^q|(b-ones)&^b|x)&highs != 0 {
-				break // one of the eight may be special: look byte by byte
+			m := ((x-ones*0x20)&^x | (q-ones)&^q | (b-ones)&^b | x) & highs
+			if m == 0 {
+				i += 8
+				continue
 			}
-			i += 8
-		}
-		for i < len(src) && byteClass[src[i]] == 0 {
-			i++
-		}
-		if i >= len(src) {
-			return 0, false
+			i += bits.TrailingZeros64(m) / 8
+		} else {
+			for i < len(src) && byteClass[src[i]] == 0 {
+				i++
+			}
+			if i >= len(src) {
+				return 0, false
+			}
 		}
 		switch c := src[i]; {
 		case c == '"':
