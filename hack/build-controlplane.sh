@@ -15,6 +15,13 @@ ETCD_VERSION=v3.6.16
 KWOK_VERSION=v0.8.0
 
 what=${1:-envtest}
+case "$what" in
+envtest | all) ;;
+*)
+	echo "usage: $0 [envtest|all]" >&2
+	exit 2
+	;;
+esac
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=${MRTR_TOOLS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mrtr-operator}
 dir="$root/controlplane-k8s-${KUBE_VERSION}-etcd-${ETCD_VERSION}-kwok-${KWOK_VERSION}"
@@ -51,9 +58,12 @@ if [ "$what" = all ]; then
 	build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$here/controlplane" "$kube_ldflags"
 	build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$here/controlplane" "$kube_ldflags"
 	if [ ! -x "$dir/kwok" ]; then
-		say "building kwok"
+		# kwok's own go.mod builds as is, so no wrapper module is needed.
+		say "building kwok (first run only)"
+		start=$SECONDS
 		GOBIN="$dir/.kwok-bin" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 		mv "$dir/.kwok-bin/kwok" "$dir/kwok" && rmdir "$dir/.kwok-bin"
+		say "built kwok in $((SECONDS - start))s"
 	fi
 	if [ ! -f "$dir/kwok-stages.yaml" ]; then
 		# The stages that make kwok act as a kubelet: nodes become Ready and keep a heartbeat, pods are
