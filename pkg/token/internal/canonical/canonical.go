@@ -512,14 +512,20 @@ func (d *Decoder) sortMembers(dst []byte, objStart, memBase int) error {
 			m := ms[i]
 			j := i
 			for ; j > 0; j-- {
-				c := d.compare(ms[j-1], m)
-				if c == 0 {
-					return d.errorf(d.pos, "object has the name %q twice", d.key(m))
-				}
-				if c < 0 {
+				p := &ms[j-1]
+				if p.prefix < m.prefix { // d.compare, its common case inlined
 					break
 				}
-				ms[j] = ms[j-1]
+				if p.prefix == m.prefix {
+					c := bytes.Compare(d.key(*p), d.key(m))
+					if c == 0 {
+						return d.errorf(d.pos, "object has the name %q twice", d.key(m))
+					}
+					if c < 0 {
+						break
+					}
+				}
+				ms[j] = *p
 			}
 			if j != i {
 				ms[j] = m
