@@ -29,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
 	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
@@ -150,6 +151,92 @@ var _ = Describe("MRTRKeyring controller", func() {
 			Expect(genAfter).To(Equal(gen), "no second stamp: the pods are not restarted again")
 		}
 		walkRotation(kr, []client.Object{web}, a, "restart-me", restart)
+	})
+
+	It("resumes in the phase of a Secret write whose status update was lost", func() {
+		web := createWorkload(workload.Deployment, ns, "web", 1, nil)
+		kr := createKeyring(ns, "lost-status", func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(web) })
+		a := settle(kr, []client.Object{web})
+		DeferCleanup(func() {
+			if operator.cancel == nil {
+				startOperator()
+			}
+		})
+
+		By("the operator stops right after writing the Accepting keyring, before writing status")
+		stopOperator()
+		ab, err := keyring.New(append(a.Keys(), keyringOf("k-resumed").Keys()...)...)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func(g Gomega) {
+			var sec corev1.Secret
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: kr.EffectiveSecretName()}, &sec)).To(Succeed())
+			sec.Data = map[string][]byte{keyring.SecretDataKey: mustMarshal(ab)}
+			sec.Annotations[rotation.PhaseAnnotation] = string(mrtrv1alpha1.PhaseAccepting)
+			sec.Annotations[rotation.FingerprintAnnotation] = ab.Fingerprint()
+			g.Expect(k8sClient.Update(ctx, &sec)).To(Succeed())
+		}).Should(Succeed())
+		Expect(getKeyring(Default, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseStable))
+
+		startOperator()
+		Eventually(func(g Gomega) {
+			k := getKeyring(g, kr)
+			g.Expect(k.Status.Phase).To(Equal(mrtrv1alpha1.PhaseAccepting))
+			g.Expect(k.Status.SecretFingerprint).To(Equal(ab.Fingerprint()))
+			g.Expect(secretKeyring(g, ns, kr.EffectiveSecretName()).Fingerprint()).To(Equal(ab.Fingerprint()))
+			h, _ := stampOf(g, web)
+			g.Expect(h).To(Equal(ab.Fingerprint()))
+			evs := events(g, kr)
+			g.Expect(evs).To(ContainElement(HavePrefix("Resumed:")))
+			g.Expect(evs).NotTo(ContainElement(HavePrefix("SecretChanged:")), "our own write is not a change behind our back")
+		}).Should(Succeed())
+
+		By("the resumed rotation goes on")
+		rollOut(web, -1)
+		Eventually(func(g Gomega) {
+			g.Expect(getKeyring(g, kr).Status.RolledOutAt).NotTo(BeNil())
+		}).Should(Succeed())
+		advance(kr, testGrace)
+		Eventually(func(g Gomega) {
+			g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseSealingWithNew))
+			g.Expect(secretKeyring(g, ns, kr.EffectiveSecretName()).Primary().ID()).To(Equal("k-resumed"))
+		}).Should(Succeed())
+	})
+
+	It("rotates a Secret-only keyring (no targets) by waiting propagationDelay in each phase", func() {
+		const propagation = 30 * time.Second
+		kr := createKeyring(ns, "secret-only", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.PropagationDelay = metav1.Duration{Duration: propagation}
+		})
+		a := settle(kr, nil)
+		phaseIs := func(want mrtrv1alpha1.Phase) *keyring.Keyring {
+			GinkgoHelper()
+			var cur *keyring.Keyring
+			Eventually(func(g Gomega) {
+				g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(want))
+				cur = secretKeyring(g, ns, kr.EffectiveSecretName())
+			}).Should(Succeed())
+			return cur
+		}
+
+		requestRotation(kr, "go")
+		ab := phaseIs(mrtrv1alpha1.PhaseAccepting)
+		Expect(ab.Primary().ID()).To(Equal(a.Primary().ID()))
+		offset := len(logs.String())
+		advance(kr, propagation-time.Second)
+		reconciledSince(offset, ns)
+		Expect(getKeyring(Default, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseAccepting), "the mounted copies may not have [A, B] yet")
+
+		advance(kr, time.Second)
+		ba := phaseIs(mrtrv1alpha1.PhaseSealingWithNew)
+		Expect(ba.IDs()[1:]).To(Equal(a.IDs()))
+		advance(kr, propagation)
+		phaseIs(mrtrv1alpha1.PhaseWaitingTTL)
+		advance(kr, testTTLWait)
+		b := phaseIs(mrtrv1alpha1.PhaseRemoving)
+		Expect(b.IDs()).To(Equal([]string{ba.Primary().ID()}))
+		advance(kr, propagation)
+		phaseIs(mrtrv1alpha1.PhaseStable)
+		Expect(getKeyring(Default, kr).Status.RotationsCompleted).To(Equal(int64(1)))
 	})
 
 	It("rotates several workloads of all three kinds, named and selected", func() {
