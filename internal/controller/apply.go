@@ -64,7 +64,7 @@ func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1al
 		return fmt.Errorf("read Secret %s: %w", key, err)
 	}
 	if s.Type != keyring.SecretType { // Step never asks this, but never overwrite a foreign Secret
-		return fmt.Errorf("Secret %s has type %q, not %s: not writing it", key, s.Type, keyring.SecretType)
+		return fmt.Errorf("secret %s has type %q, not %s: not writing it", key, s.Type, keyring.SecretType)
 	}
 	changed := !bytes.Equal(s.Data[keyring.SecretDataKey], data) || s.Labels[KeyringLabel] != owner.Name
 	for k, v := range annotations {
@@ -81,7 +81,11 @@ func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1al
 		s.Annotations = map[string]string{}
 	}
 	maps.Copy(s.Annotations, annotations)
-	s.Data = map[string][]byte{keyring.SecretDataKey: data}
+	// Only our key: other data an adopted Secret carries is kept, never lost.
+	if s.Data == nil {
+		s.Data = map[string][]byte{}
+	}
+	s.Data[keyring.SecretDataKey] = data
 	if err := r.Update(ctx, &s); err != nil {
 		return fmt.Errorf("update Secret %s to keyring %s: %w", key, kr.Fingerprint(), apiReason(err))
 	}

@@ -49,10 +49,7 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 	if generate == nil {
 		generate = keyring.GenerateKey
 	}
-	keyBytes := int(kr.Spec.KeyBytes)
-	if keyBytes < keyring.MinSecretBytes {
-		keyBytes = keyring.MinSecretBytes
-	}
+	keyBytes := max(int(kr.Spec.KeyBytes), keyring.MinSecretBytes)
 	fresh, err := generate("candidate", keyBytes)
 	if err != nil {
 		return rotation.Input{}, nil, fmt.Errorf("generate a key for keyring %s/%s: %w", kr.Namespace, kr.Name, err)

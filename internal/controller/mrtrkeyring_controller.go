@@ -87,16 +87,17 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	// pass resume in the phase it was written for.
 	if d.Secret != nil {
 		if err := r.writeSecret(ctx, &kr, d.Secret, d.SecretPhase); err != nil {
-			return ctrl.Result{}, err
+			return ctrl.Result{}, quietConflict(err)
 		}
 	}
 	if !equality.Semantic.DeepEqual(kr.Status, d.Status) {
-		r.recordTransitions(&kr, d.Status)
+		previous := kr.Status
 		kr.Status = d.Status
 		if err := r.Status().Update(ctx, &kr); err != nil {
-			// A conflict means we decided from a stale copy; the next pass decides again.
-			return ctrl.Result{}, err
+			return ctrl.Result{}, quietConflict(err)
 		}
+		// Only after the write: a pass retried after a conflict must not count the same transition twice.
+		r.recordTransitions(&kr, previous)
 	}
 	r.metrics().Observe(&kr)
 	for _, e := range d.Events {
@@ -129,17 +130,28 @@ func (r *MRTRKeyringReconciler) metrics() *metrics.Recorder {
 	return r.Metrics
 }
 
-// recordTransitions feeds the event-like metrics: a rotation that became stuck, and how long a
-// phase that waited for a rollout took.
-func (r *MRTRKeyringReconciler) recordTransitions(kr *mrtrv1alpha1.MRTRKeyring, next mrtrv1alpha1.MRTRKeyringStatus) {
-	old := meta.FindStatusCondition(kr.Status.Conditions, mrtrv1alpha1.ConditionStalled)
+// quietConflict drops a conflict error: it means this pass decided from a stale copy, and the
+// change that caused it is itself a watch event that brings a fresh pass. Logging it as a
+// reconciler error would only be noise.
+func quietConflict(err error) error {
+	if apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
+// recordTransitions feeds the event-like metrics from a status change that was written: a rotation
+// that became stuck, and how long a phase that waited for a rollout took.
+func (r *MRTRKeyringReconciler) recordTransitions(kr *mrtrv1alpha1.MRTRKeyring, prevStatus mrtrv1alpha1.MRTRKeyringStatus) {
+	next := kr.Status
+	old := meta.FindStatusCondition(prevStatus.Conditions, mrtrv1alpha1.ConditionStalled)
 	if c := meta.FindStatusCondition(next.Conditions, mrtrv1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue &&
 		(old == nil || old.Status != metav1.ConditionTrue || old.Reason != c.Reason) {
 		r.metrics().RotationFailed(kr.Namespace, kr.Name, c.Reason)
 	}
-	prev := kr.Status.Phase
-	if prev != next.Phase && kr.Status.PhaseStartedAt != nil && next.PhaseStartedAt != nil &&
+	prev := prevStatus.Phase
+	if prev != next.Phase && prevStatus.PhaseStartedAt != nil && next.PhaseStartedAt != nil &&
 		(prev == mrtrv1alpha1.PhaseAccepting || prev == mrtrv1alpha1.PhaseSealingWithNew || prev == mrtrv1alpha1.PhaseRemoving) {
-		r.metrics().RolloutWaited(kr.Namespace, kr.Name, prev, next.PhaseStartedAt.Sub(kr.Status.PhaseStartedAt.Time))
+		r.metrics().RolloutWaited(kr.Namespace, kr.Name, prev, next.PhaseStartedAt.Sub(prevStatus.PhaseStartedAt.Time))
 	}
 }

@@ -59,8 +59,9 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	if err := idx.IndexField(ctx, &mrtrv1alpha1.MRTRKeyring{}, workloadIndex, func(o client.Object) []string {
-		var refs []string
-		for _, w := range o.(*mrtrv1alpha1.MRTRKeyring).Spec.Workloads {
+		workloads := o.(*mrtrv1alpha1.MRTRKeyring).Spec.Workloads
+		refs := make([]string, 0, len(workloads))
+		for _, w := range workloads {
 			refs = append(refs, workload.Ref{Kind: workload.Kind(w.Kind), Name: w.Name}.String())
 		}
 		return refs
