@@ -425,6 +425,9 @@ func (d *Decoder) appendObject(dst []byte, omit []string) ([]byte, error) {
 	dst = append(dst, '{')
 	memBase, keyBase := len(d.members), len(d.keys)
 	written := 0
+	// inOrder: every name so far has a greater prefix than the one before, so the names are sorted
+	// and distinct, and sortMembers has nothing to do.
+	inOrder, last := true, uint64(0)
 	if !d.Consume('}') {
 		for {
 			d.skipSpace()
@@ -467,6 +470,10 @@ func (d *Decoder) appendObject(dst []byte, omit []string) ([]byte, error) {
 				dst = append(dst, ',')
 				written++
 			}
+			if len(d.members) > memBase && m.prefix <= last {
+				inOrder = false
+			}
+			last = m.prefix
 			d.members = append(d.members, m)
 			if d.Consume(',') {
 				continue
@@ -482,8 +489,10 @@ func (d *Decoder) appendObject(dst []byte, omit []string) ([]byte, error) {
 	} else {
 		dst[len(dst)-1] = '}'
 	}
-	if err := d.sortMembers(dst, objStart, memBase); err != nil {
-		return dst, err
+	if !inOrder {
+		if err := d.sortMembers(dst, objStart, memBase); err != nil {
+			return dst, err
+		}
 	}
 	d.members, d.keys = d.members[:memBase], d.keys[:keyBase]
 	d.depth--
