@@ -79,7 +79,7 @@ func decimalLayout(n, exp int) bool {
 	sciLen := 2 + max(n-1, 1) + 1 + len(strconv.AppendInt(buf[:0], int64(exp), 10))
 	var decLen int
 	if exp >= 0 {
-		decLen = max(n, exp+1) + 1 + max(n-exp-1, 1)
+		decLen = exp + 1 + 1 + max(n-exp-1, 1) // integer digits, '.', fraction digits or "0"
 	} else {
 		decLen = 2 + (-exp - 1) + n
 	}
