@@ -87,14 +87,17 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	// pass resume in the phase it was written for.
 	if d.Secret != nil {
 		if err := r.writeSecret(ctx, &kr, d.Secret, d.SecretPhase); err != nil {
-			return ctrl.Result{}, quietConflict(err)
+			return ctrl.Result{}, err
 		}
 	}
 	if !equality.Semantic.DeepEqual(kr.Status, d.Status) {
 		previous := kr.Status
 		kr.Status = d.Status
 		if err := r.Status().Update(ctx, &kr); err != nil {
-			return ctrl.Result{}, quietConflict(err)
+			// A conflict means this pass decided from a stale copy. Our own status writes do not
+			// trigger a pass (the For predicate ignores them), so the error's requeue is what brings
+			// a fresh one.
+			return ctrl.Result{}, err
 		}
 		// Only after the write: a pass retried after a conflict must not count the same transition twice.
 		r.recordTransitions(&kr, previous)
@@ -128,16 +131,6 @@ func (r *MRTRKeyringReconciler) metrics() *metrics.Recorder {
 		return metrics.Default
 	}
 	return r.Metrics
-}
-
-// quietConflict drops a conflict error: it means this pass decided from a stale copy, and the
-// change that caused it is itself a watch event that brings a fresh pass. Logging it as a
-// reconciler error would only be noise.
-func quietConflict(err error) error {
-	if apierrors.IsConflict(err) {
-		return nil
-	}
-	return err
 }
 
 // recordTransitions feeds the event-like metrics from a status change that was written: a rotation
