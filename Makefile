@@ -98,11 +98,16 @@ build: manifests generate fmt vet ## Build manager binary.
 run: manifests generate fmt vet ## Run a controller from your host against the cluster of ~/.kube/config.
 	go run ./cmd/main.go
 
-# The demo runs everything as local processes: no image, no kubectl. test/localcluster/cmd/localcluster
-# starts the cluster, installs the CRDs, runs the manager with KUBECONFIG pointing at the cluster,
-# prints how to reach it, and stops everything on Ctrl-C.
+# The demo runs everything as local processes: no image, no kubectl. test/e2e/demo starts the local
+# cluster (test/localcluster), the operator as its own process, a 3-replica Deployment of the example
+# MCP server (one real process per Ready pod) and an MCP client, then walks two rotations and cleans up.
 .PHONY: demo
-demo: build e2e-assets ## Start a local cluster with the CRDs and run the manager on it; Ctrl-C stops all.
+demo: manifests e2e-assets ## Two key rotations under live MRTR traffic on a local cluster; cleans up (also on Ctrl-C).
+	go run ./test/e2e/demo
+
+# The same local cluster with the CRDs and the manager, left running for you to explore with kubectl.
+.PHONY: run-local
+run-local: build e2e-assets ## Start a local cluster with the CRDs and run the manager on it; Ctrl-C stops all.
 	go build -o "$(LOCALBIN)/localcluster" ./test/localcluster/cmd/localcluster
 	"$(LOCALBIN)/localcluster" -crds config/crd/bases -kubeconfig "$(LOCALBIN)/demo.kubeconfig" \
 		-log-dir "$(LOCALBIN)/demo-logs" -- \
