@@ -20,7 +20,7 @@ var (
 
 func doc(ids ...string) []byte {
 	secrets := map[string]string{"a": keyA, "b": keyB}
-	var entries []string
+	entries := make([]string, 0, len(ids))
 	for _, id := range ids {
 		entries = append(entries, `{"id":"`+id+`","secret":"`+secrets[id]+`"}`)
 	}
@@ -51,7 +51,7 @@ func ExampleNewFileSource() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // a leftover temporary directory harms nothing
 	path := filepath.Join(dir, keyring.SecretDataKey)
 	if err := os.WriteFile(path, doc("a"), 0o600); err != nil {
 		log.Fatal(err)
@@ -68,7 +68,11 @@ func ExampleNewFileSource() {
 	src.OnChange(func(r *keyring.Keyring) { changed <- r })
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	go src.Start(ctx)
+	go func() {
+		if err := src.Start(ctx); err != nil {
+			log.Print(err)
+		}
+	}()
 	fmt.Println("serving:", src.Keyring().IDs())
 
 	// The operator's first rotation step: b is accepted, a still seals. Here a plain rewrite; the
@@ -90,8 +94,10 @@ func ExampleNewFileSource() {
 }
 
 func ExampleFromEnv() {
-	os.Setenv(keyring.EnvVar, string(doc("a")))
-	defer os.Unsetenv(keyring.EnvVar)
+	if err := os.Setenv(keyring.EnvVar, string(doc("a"))); err != nil {
+		log.Fatal(err)
+	}
+	defer func() { _ = os.Unsetenv(keyring.EnvVar) }() // the process ends with the example
 
 	r, err := keyring.FromEnv()
 	if err != nil {

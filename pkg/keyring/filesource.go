@@ -173,7 +173,8 @@ func (s *FileSource) Reload() error {
 	if err != nil {
 		s.lastSum = [sha256.Size]byte{} // so the same bytes are parsed again once readable
 		s.setLastErr(err)
-		return s.report(err)
+		s.report(err)
+		return err
 	}
 	sum := sha256.Sum256(data)
 	if sum == s.lastSum {
@@ -186,7 +187,8 @@ func (s *FileSource) Reload() error {
 	if err != nil {
 		err = fmt.Errorf("keyring: %s: %w", s.path, err)
 		s.setLastErr(err)
-		return s.report(err)
+		s.report(err)
+		return err
 	}
 	s.setLastErr(nil)
 	if r.Equal(s.current.Load()) { // same keys, other spelling (whitespace, field order)
@@ -204,14 +206,13 @@ func (s *FileSource) Reload() error {
 }
 
 // report counts err and hands it to the error handler.
-func (s *FileSource) report(err error) error {
+func (s *FileSource) report(err error) {
 	s.failures.Add(1)
 	if s.onError != nil {
 		s.errMu.Lock()
 		defer s.errMu.Unlock()
 		s.onError(err)
 	}
-	return err
 }
 
 func (s *FileSource) setLastErr(err error) {
@@ -232,7 +233,8 @@ func (s *FileSource) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("keyring: watch %s: %w", s.dir, err)
 	}
-	defer w.Close()
+	// Close fails only if the watcher is already closed; on the way out there is nothing to act on.
+	defer func() { _ = w.Close() }()
 	s.ensureWatch(w)
 	// Whatever changed between NewFileSource and the watch being in place raised no event: read
 	// once now rather than wait for the first resync.

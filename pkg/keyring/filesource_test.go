@@ -187,7 +187,12 @@ func TestFileSourceStartCatchesUpWithChangesBeforeTheWatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error)
 	go func() { stopped <- s.Start(ctx) }()
-	defer func() { cancel(); <-stopped }()
+	defer func() {
+		cancel()
+		if err := <-stopped; err != nil {
+			t.Errorf("Start: %v", err)
+		}
+	}()
 	select {
 	case r := <-changed:
 		if !r.Equal(next) {
@@ -263,7 +268,7 @@ func TestFileSourceKeepsLastGoodKeyring(t *testing.T) {
 
 	// An empty file, as a half-done write might leave, is just another invalid update.
 	v.write(nil)
-	w.awaitError(t, "document is empty")
+	_ = w.awaitError(t, "document is empty") // waiting for it is the assertion
 	if !w.Keyring().Equal(good) {
 		t.Errorf("after an empty update: serving %v, want %v", w.Keyring(), good)
 	}
@@ -291,7 +296,7 @@ func TestFileSourceRecoversWhenItsDirectoryIsReplaced(t *testing.T) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	w.awaitError(t, "no such file or directory")
+	_ = w.awaitError(t, "no such file or directory") // waiting for it is the assertion
 
 	next, data := testKeyring(t, "b")
 	if err := os.Mkdir(dir, 0o755); err != nil {

@@ -46,7 +46,7 @@ func readFile(path string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("keyring: %w", err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // read-only: a failed Close loses nothing
 	data, err := io.ReadAll(io.LimitReader(f, MaxDocumentBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("keyring: read %s: %w", path, err)

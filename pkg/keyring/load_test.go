@@ -46,7 +46,10 @@ func TestFromEnv(t *testing.T) {
 		t.Errorf("FromEnv with an empty variable: error = %v, want a parse error naming $%s", err, EnvVar)
 	}
 
-	os.Unsetenv(EnvVar) // t.Setenv above restores the original value when the test ends
+	// t.Setenv above restores the original value when the test ends.
+	if err := os.Unsetenv(EnvVar); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := FromEnv(); !errors.Is(err, ErrEnvUnset) {
 		t.Errorf("FromEnv with no variable: error = %v, want ErrEnvUnset", err)
 	}

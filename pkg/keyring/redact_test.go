@@ -18,7 +18,7 @@ var tellBytes = []byte("TOPSECRET-TOPSECRET-TOPSECRET-TOPSECRET!")
 
 // leaks reports the first encoding of the key bytes found in out.
 func leaks(out string) (string, bool) {
-	var dec []string
+	dec := make([]string, 0, 8)
 	for _, c := range tellBytes[:8] {
 		dec = append(dec, fmt.Sprint(c))
 	}
