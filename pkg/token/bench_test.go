@@ -269,7 +269,7 @@ func (c *joseCodec) Seal(bd Binding, state json.RawMessage) (string, error) {
 }
 
 func (c *joseCodec) Open(bd Binding, tok string) (json.RawMessage, error) {
-	jwe, err := jose.ParseEncrypted(tok, []jose.KeyAlgorithm{jose.DIRECT}, []jose.ContentEncryption{jose.A256GCM})
+	jwe, err := jose.ParseEncryptedCompact(tok, []jose.KeyAlgorithm{jose.DIRECT}, []jose.ContentEncryption{jose.A256GCM})
 	if err != nil {
 		return nil, ErrInvalid
 	}
@@ -277,7 +277,7 @@ func (c *joseCodec) Open(bd Binding, tok string) (json.RawMessage, error) {
 	if err != nil {
 		return nil, ErrInvalid
 	}
-	jws, err := jose.ParseSigned(string(inner), []jose.SignatureAlgorithm{jose.HS256})
+	jws, err := jose.ParseSignedCompact(string(inner), []jose.SignatureAlgorithm{jose.HS256})
 	if err != nil {
 		return nil, ErrInvalid
 	}

@@ -85,7 +85,7 @@ var _ Codec = (*Sealed)(nil)
 // *ConfigError.
 func NewSealed(src keyring.Source, opts SealedOptions) (*Sealed, error) {
 	if src == nil {
-		return nil, &ConfigError{Field: "src", Reason: "is nil: the Sealed codec needs a keyring source"}
+		return nil, &ConfigError{Field: fieldSrc, Reason: "is nil: the Sealed codec needs a keyring source"}
 	}
 	if opts.Server == "" {
 		return nil, &ConfigError{Field: "SealedOptions.Server", Reason: "is empty: name the server identity every token is bound to"}
@@ -140,7 +140,7 @@ func checkTTL(field string, d, max time.Duration) error {
 // their type). b needs a Method and a Principal (Anonymous for none). Every error is a *ConfigError.
 func (s *Sealed) Seal(b Binding, state json.RawMessage) (string, error) {
 	if b.Method == "" {
-		return "", &ConfigError{Field: "Binding.Method", Reason: "is empty"}
+		return "", &ConfigError{Field: fieldMethod, Reason: reasonEmpty}
 	}
 	ring := s.src.Keyring()
 	if ring == nil {
@@ -175,7 +175,7 @@ func (s *Sealed) Seal(b Binding, state json.RawMessage) (string, error) {
 	p, err = canonical.Append(p, state) // validates and writes in one pass
 	sc.payload = p
 	if err != nil {
-		return "", &ConfigError{Field: "state", Reason: "is not a JSON value: " + err.Error()}
+		return "", &ConfigError{Field: fieldState, Reason: "is not a JSON value: " + err.Error()}
 	}
 	p = append(p, '}')
 	sc.payload = p
@@ -183,7 +183,7 @@ func (s *Sealed) Seal(b Binding, state json.RawMessage) (string, error) {
 	kid := ks.primary.id
 	size := len(kid) + 1 + sealedB64.EncodedLen(ivLen+tagLen+len(p))
 	if size > MaxSealedTokenBytes {
-		return "", &ConfigError{Field: "state", Reason: fmt.Sprintf(
+		return "", &ConfigError{Field: fieldState, Reason: fmt.Sprintf(
 			"is too large: the token would be %d bytes, more than the %d Open accepts", size, MaxSealedTokenBytes)}
 	}
 	sc.aad = appendAAD(sc.aad[:0], kid, b.ProtocolVersion, b.Method, s.server)
@@ -216,7 +216,7 @@ func (s *Sealed) Seal(b Binding, state json.RawMessage) (string, error) {
 // wrong (no Method; a Principal that is empty or not JSON) is a *ConfigError.
 func (s *Sealed) Open(b Binding, token string) (json.RawMessage, error) {
 	if b.Method == "" {
-		return nil, &ConfigError{Field: "Binding.Method", Reason: "is empty"}
+		return nil, &ConfigError{Field: fieldMethod, Reason: reasonEmpty}
 	}
 	sc := getScratch()
 	defer putScratch(sc)
@@ -230,11 +230,10 @@ func (s *Sealed) Open(b Binding, token string) (json.RawMessage, error) {
 	if len(token) > MaxSealedTokenBytes {
 		return nil, ErrInvalid
 	}
-	dot := strings.IndexByte(token, '.')
-	if dot < 0 {
+	kid, enc, ok := strings.Cut(token, ".")
+	if !ok {
 		return nil, ErrInvalid
 	}
-	kid, enc := token[:dot], token[dot+1:]
 	ring := s.src.Keyring()
 	if ring == nil {
 		return nil, ErrInvalid
@@ -297,11 +296,11 @@ func (s *Sealed) ttlFor(canonicalPrincipal []byte) int64 {
 // canonicalPrincipal writes the canonical JSON of principal to sc.principal.
 func (s *Sealed) canonicalPrincipal(sc *scratch, principal json.RawMessage) error {
 	if len(principal) == 0 {
-		return &ConfigError{Field: "Binding.Principal", Reason: "is empty: use token.Anonymous for a request without a principal"}
+		return &ConfigError{Field: fieldPrincipal, Reason: "is empty: use token.Anonymous for a request without a principal"}
 	}
 	var err error
 	if sc.principal, err = canonical.Append(sc.principal[:0], principal); err != nil {
-		return &ConfigError{Field: "Binding.Principal", Reason: "is not a JSON value: " + err.Error()}
+		return &ConfigError{Field: fieldPrincipal, Reason: "is not a JSON value: " + err.Error()}
 	}
 	return nil
 }
@@ -316,7 +315,7 @@ func (s *Sealed) digest(sc *scratch, method string, params json.RawMessage) ([sh
 	c, err := canonical.AppendString(c, method)
 	sc.canon = c
 	if err != nil {
-		return [sha256.Size]byte{}, &ConfigError{Field: "Binding.Method", Reason: err.Error()}
+		return [sha256.Size]byte{}, &ConfigError{Field: fieldMethod, Reason: err.Error()}
 	}
 	c = append(c, ',')
 	if len(params) == 0 {
@@ -327,7 +326,7 @@ func (s *Sealed) digest(sc *scratch, method string, params json.RawMessage) ([sh
 	c = append(c, ']')
 	sc.canon = c
 	if err != nil {
-		return [sha256.Size]byte{}, &ConfigError{Field: "Binding.Params", Reason: "is not a JSON object: " + err.Error()}
+		return [sha256.Size]byte{}, &ConfigError{Field: fieldParams, Reason: "is not a JSON object: " + err.Error()}
 	}
 	return sha256.Sum256(c), nil
 }

@@ -24,15 +24,19 @@ var knownSealed = []struct {
 	state     string
 }{
 	{
-		"key-a.RzREGNuNKoxuGK_23VlrSVopKNgTTECUTBLcap9UlfcUq9fD-YeKbx0lllBE-tH2zJRocVU6ZXvCLEFvB62-5rqBCRR3hroafQ-kDr8AYwwFcy3Gtifg-sOOPOM_-2nXfNfLb3bznyJQABfMb-si4byY0dES_t2t58QFHYo4hdotqqB_t0X56PM59cWqiGxlkiuk0tvz9lTr_fvCSqmEpx-qsvx7anrtib6r1Nbud_pknxxAXZg78P6zmrzKr9B4NsnkuooTAlSVOFufnXnaHtvnj9HaX_Co",
+		"key-a.RzREGNuNKoxuGK_23VlrSVopKNgTTECUTBLcap9UlfcUq9fD-YeKbx0lllBE-tH2zJRocVU6ZXvCLEFvB62-5rqBCRR3hr" +
+			"oafQ-kDr8AYwwFcy3Gtifg-sOOPOM_-2nXfNfLb3bznyJQABfMb-si4byY0dES_t2t58QFHYo4hdotqqB_t0X56PM59cWqiGxlki" +
+			"uk0tvz9lTr_fvCSqmEpx-qsvx7anrtib6r1Nbud_pknxxAXZg78P6zmrzKr9B4NsnkuooTAlSVOFufnXnaHtvnj9HaX_Co",
 		json.RawMessage(`"user:ada"`), testState,
 	},
 	{
-		"key-a.I8jg7D7FNkjTWJy5rld6LLjV5SUGQINnDPCwVVm7QfdQp4roZASUyw5xroRXI8W9XccqAT9XtZIVQrj82JliNgf00on6rIYVPSWG5Lcscq5FgW68SKRQLoeRFrtHvTK3qbWZsR4FEqcFoJlwKipYVB0Xh2kxbJbYRu8GL8-0ZJQ6CN3z9BGLUcO7eR8",
+		"key-a.I8jg7D7FNkjTWJy5rld6LLjV5SUGQINnDPCwVVm7QfdQp4roZASUyw5xroRXI8W9XccqAT9XtZIVQrj82JliNgf00on6rI" +
+			"YVPSWG5Lcscq5FgW68SKRQLoeRFrtHvTK3qbWZsR4FEqcFoJlwKipYVB0Xh2kxbJbYRu8GL8-0ZJQ6CN3z9BGLUcO7eR8",
 		Anonymous, `"anonymous state"`,
 	},
 	{
-		"key-b.y1aum45RSpRmGxSe1w2MHxKGP-e0z5PXHncVnZy1aT56HPnMg-KSZvHKBkq4IPak0Y7YgXWKdkkOnRxsksOtvTDzqNGQlr-9so54fbASLSaJozoDqHLRRc6ne_SezJcyJTLdtscsYYala4eJD5COUaJCZbvTj9k7Ly60vqyDipBhHu_paC_sySzN_pefYizUU_MU",
+		"key-b.y1aum45RSpRmGxSe1w2MHxKGP-e0z5PXHncVnZy1aT56HPnMg-KSZvHKBkq4IPak0Y7YgXWKdkkOnRxsksOtvTDzqNGQlr" +
+			"-9so54fbASLSaJozoDqHLRRc6ne_SezJcyJTLdtscsYYala4eJD5COUaJCZbvTj9k7Ly60vqyDipBhHu_paC_sySzN_pefYizUU_MU",
 		json.RawMessage(`"user:ada"`), `[1,2.5,{"x":null}]`,
 	},
 }
@@ -114,8 +118,10 @@ func FuzzOpenSealed(f *testing.F) {
 	}
 	f.Add("key-a.", []byte(`{}`))
 	f.Add("", []byte(nil))
-	f.Add(knownSealed[0].token, []byte(`{"name":"get_weather","arguments":{"days":[1,2],"units":{"wind":"km/h","temp":"C"},"location":"New York"},"requestState":"x"}`))
-	f.Add(knownSealed[0].token, []byte(`{"name":"get_weather","arguments":{"days":[1,2.0],"units":{"wind":"km/h","temp":"C"},"location":"New York"}}`))
+	f.Add(knownSealed[0].token, []byte(`{"name":"get_weather",`+
+		`"arguments":{"days":[1,2],"units":{"wind":"km/h","temp":"C"},"location":"New York"},"requestState":"x"}`))
+	f.Add(knownSealed[0].token, []byte(`{"name":"get_weather",`+
+		`"arguments":{"days":[1,2.0],"units":{"wind":"km/h","temp":"C"},"location":"New York"}}`))
 
 	s := knownSealedCodec(f)
 	salient := func(params []byte) []byte {

@@ -149,14 +149,21 @@ func TestSealedBinding(t *testing.T) {
 	params := func(p string) func(*Binding) { return func(b *Binding) { b.Params = json.RawMessage(p) } }
 
 	rejected := map[string]Binding{
-		"another method":           with(func(b *Binding) { b.Method = "prompts/get" }),
-		"another tool":             with(params(`{"name":"get_forecast","arguments":{"location":"New York","units":{"temp":"C","wind":"km/h"},"days":[1,2]}}`)),
-		"another argument":         with(params(`{"name":"get_weather","arguments":{"location":"Boston","units":{"temp":"C","wind":"km/h"},"days":[1,2]}}`)),
-		"a nested argument":        with(params(`{"name":"get_weather","arguments":{"location":"New York","units":{"temp":"F","wind":"km/h"},"days":[1,2]}}`)),
-		"array order":              with(params(`{"name":"get_weather","arguments":{"location":"New York","units":{"temp":"C","wind":"km/h"},"days":[2,1]}}`)),
-		"an added argument":        with(params(`{"name":"get_weather","arguments":{"location":"New York","units":{"temp":"C","wind":"km/h"},"days":[1,2],"x":1}}`)),
-		"nested _meta is salient":  with(params(`{"name":"get_weather","arguments":{"location":"New York","units":{"temp":"C","wind":"km/h"},"days":[1,2],"_meta":{}}}`)),
-		"an added top-level param": with(params(`{"name":"get_weather","cursor":"x","arguments":{"location":"New York","units":{"temp":"C","wind":"km/h"},"days":[1,2]}}`)),
+		"another method": with(func(b *Binding) { b.Method = "prompts/get" }),
+		"another tool": with(params(`{"name":"get_forecast",` +
+			`"arguments":{"location":"New York","units":{"temp":"C","wind":"km/h"},"days":[1,2]}}`)),
+		"another argument": with(params(`{"name":"get_weather",` +
+			`"arguments":{"location":"Boston","units":{"temp":"C","wind":"km/h"},"days":[1,2]}}`)),
+		"a nested argument": with(params(`{"name":"get_weather",` +
+			`"arguments":{"location":"New York","units":{"temp":"F","wind":"km/h"},"days":[1,2]}}`)),
+		"array order": with(params(`{"name":"get_weather",` +
+			`"arguments":{"location":"New York","units":{"temp":"C","wind":"km/h"},"days":[2,1]}}`)),
+		"an added argument": with(params(`{"name":"get_weather",` +
+			`"arguments":{"location":"New York","units":{"temp":"C","wind":"km/h"},"days":[1,2],"x":1}}`)),
+		"nested _meta is salient": with(params(`{"name":"get_weather",` +
+			`"arguments":{"location":"New York","units":{"temp":"C","wind":"km/h"},"days":[1,2],"_meta":{}}}`)),
+		"an added top-level param": with(params(`{"name":"get_weather","cursor":"x",` +
+			`"arguments":{"location":"New York","units":{"temp":"C","wind":"km/h"},"days":[1,2]}}`)),
 		"no arguments":             with(params(`{"name":"get_weather"}`)),
 		"params not JSON":          with(params(`{"name":`)),
 		"another principal":        with(func(b *Binding) { b.Principal = json.RawMessage(`"user:bob"`) }),
@@ -175,10 +182,15 @@ func TestSealedBinding(t *testing.T) {
 	})
 
 	accepted := map[string]Binding{
-		"another _meta":           with(params(`{"_meta":{"protocolVersion":"2026-07-28","progressToken":7},"name":"get_weather","arguments":{"location":"New York","units":{"temp":"C","wind":"km/h"},"days":[1,2]}}`)),
-		"no _meta":                with(params(`{"name":"get_weather","arguments":{"location":"New York","units":{"temp":"C","wind":"km/h"},"days":[1,2]}}`)),
-		"retry fields":            with(params(`{"name":"get_weather","arguments":{"location":"New York","units":{"temp":"C","wind":"km/h"},"days":[1,2]},"inputResponses":{"a":{"action":"accept"}},"requestState":"x"}`)),
-		"key order and spacing":   with(params(` { "arguments" : {"days":[1,2],"units":{"wind":"km/h","temp":"C"},"location":"New York"}, "name":"get_weather"}`)),
+		"another _meta": with(params(`{"_meta":{"protocolVersion":"2026-07-28","progressToken":7},"name":"get_weather",` +
+			`"arguments":{"location":"New York","units":{"temp":"C","wind":"km/h"},"days":[1,2]}}`)),
+		"no _meta": with(params(`{"name":"get_weather",` +
+			`"arguments":{"location":"New York","units":{"temp":"C","wind":"km/h"},"days":[1,2]}}`)),
+		"retry fields": with(params(`{"name":"get_weather",` +
+			`"arguments":{"location":"New York","units":{"temp":"C","wind":"km/h"},"days":[1,2]},` +
+			`"inputResponses":{"a":{"action":"accept"}},"requestState":"x"}`)),
+		"key order and spacing": with(params(` { "arguments" : {"days":[1,2],"units":{"wind":"km/h","temp":"C"},"location":"New York"}, ` +
+			`"name":"get_weather"}`)),
 		"principal spelled apart": with(func(b *Binding) { b.Principal = json.RawMessage(` "user:ada" `) }),
 	}
 	for name, b := range accepted {
@@ -444,15 +456,18 @@ func TestNewSealedOptions(t *testing.T) {
 		opts  SealedOptions
 		field string // "" when valid
 	}{
-		"defaults":                 {src, SealedOptions{Server: "s"}, ""},
-		"no source":                {nil, SealedOptions{Server: "s"}, "src"},
-		"no server":                {src, SealedOptions{}, "SealedOptions.Server"},
-		"TTL of an hour":           {src, SealedOptions{Server: "s", TTL: time.Hour}, ""},
-		"TTL too long":             {src, SealedOptions{Server: "s", TTL: time.Hour + time.Second}, "SealedOptions.TTL"},
-		"TTL negative":             {src, SealedOptions{Server: "s", TTL: -time.Second}, "SealedOptions.TTL"},
-		"TTL under a second":       {src, SealedOptions{Server: "s", TTL: time.Millisecond}, "SealedOptions.TTL"},
-		"TTL in fractions":         {src, SealedOptions{Server: "s", TTL: 1500 * time.Millisecond}, "SealedOptions.TTL"},
-		"anonymous above TTL":      {src, SealedOptions{Server: "s", TTL: time.Minute, AnonymousTTL: 2 * time.Minute}, "SealedOptions.AnonymousTTL"},
+		"defaults":           {src, SealedOptions{Server: "s"}, ""},
+		"no source":          {nil, SealedOptions{Server: "s"}, "src"},
+		"no server":          {src, SealedOptions{}, "SealedOptions.Server"},
+		"TTL of an hour":     {src, SealedOptions{Server: "s", TTL: time.Hour}, ""},
+		"TTL too long":       {src, SealedOptions{Server: "s", TTL: time.Hour + time.Second}, "SealedOptions.TTL"},
+		"TTL negative":       {src, SealedOptions{Server: "s", TTL: -time.Second}, "SealedOptions.TTL"},
+		"TTL under a second": {src, SealedOptions{Server: "s", TTL: time.Millisecond}, "SealedOptions.TTL"},
+		"TTL in fractions":   {src, SealedOptions{Server: "s", TTL: 1500 * time.Millisecond}, "SealedOptions.TTL"},
+		"anonymous above TTL": {
+			src, SealedOptions{Server: "s", TTL: time.Minute, AnonymousTTL: 2 * time.Minute},
+			"SealedOptions.AnonymousTTL",
+		},
 		"anonymous negative":       {src, SealedOptions{Server: "s", AnonymousTTL: -time.Second}, "SealedOptions.AnonymousTTL"},
 		"anonymous equal to TTL":   {src, SealedOptions{Server: "s", TTL: time.Minute, AnonymousTTL: time.Minute}, ""},
 		"anonymous default capped": {src, SealedOptions{Server: "s", TTL: 10 * time.Second}, ""},

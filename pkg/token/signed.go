@@ -9,7 +9,8 @@
 //	scope   = signedB64(HMAC-SHA256(secret, "snodo-mrtr-scope-v1:" + binding))
 //	payload = canonical([version, issued, expires, scope, state])   version 1 (mrtr1) or 2 (mrtr2)
 //	mrtr1   = "mrtr1." + signedB64(payload) + "." + signedB64(HMAC-SHA256(secret, "snodo-mrtr-token-v1:" + signedB64(payload)))
-//	mrtr2   = "mrtr2." + kid + "." + signedB64(payload) + "." + signedB64(HMAC-SHA256(secret, "snodo-mrtr-token-v2:" + kid + "." + signedB64(payload)))
+//	mrtr2   = "mrtr2." + kid + "." + signedB64(payload) + "." +
+//	          signedB64(HMAC-SHA256(secret, "snodo-mrtr-token-v2:" + kid + "." + signedB64(payload)))
 //
 // canonical is JSON without whitespace, object members sorted by the UTF-8 bytes of their names,
 // numbers that keep their type (1 and 1.0 bind differently; floats in Erlang's shortest layout, 1.0e3)
@@ -123,10 +124,10 @@ var _ Codec = (*Signed)(nil)
 // any key.
 func NewSigned(src keyring.Source, opts ...SignedOption) (*Signed, error) {
 	if src == nil {
-		return nil, &ConfigError{Field: "src", Reason: "is nil"}
+		return nil, &ConfigError{Field: fieldSrc, Reason: "is nil"}
 	}
 	if src.Keyring() == nil {
-		return nil, &ConfigError{Field: "src", Reason: "has no keyring"}
+		return nil, &ConfigError{Field: fieldSrc, Reason: "has no keyring"}
 	}
 	s, err := newSigned(opts)
 	if err != nil {
@@ -262,26 +263,26 @@ func putSignedScratch(sc *signedScratch) {
 // *ConfigError naming the part at fault.
 func appendSignedBinding(dst []byte, b Binding) ([]byte, error) {
 	if b.Method == "" {
-		return dst, &ConfigError{Field: "Binding.Method", Reason: "is empty"}
+		return dst, &ConfigError{Field: fieldMethod, Reason: reasonEmpty}
 	}
 	if len(b.Principal) == 0 {
-		return dst, &ConfigError{Field: "Binding.Principal",
+		return dst, &ConfigError{Field: fieldPrincipal,
 			Reason: "is empty: bind the authenticated caller, or token.Anonymous for a request that has none"}
 	}
 	dst = append(dst, '[')
 	dst, err := canonical.AppendString(dst, b.Method)
 	if err != nil {
-		return dst, &ConfigError{Field: "Binding.Method", Reason: err.Error()}
+		return dst, &ConfigError{Field: fieldMethod, Reason: err.Error()}
 	}
 	dst = append(dst, ',')
 	if len(b.Params) == 0 {
 		dst = append(dst, '{', '}') // JSON-RPC params left out: nothing to bind
 	} else if dst, err = canonical.AppendObject(dst, b.Params, signedIgnoredParams...); err != nil {
-		return dst, &ConfigError{Field: "Binding.Params", Reason: err.Error()}
+		return dst, &ConfigError{Field: fieldParams, Reason: err.Error()}
 	}
 	dst = append(dst, ',')
 	if dst, err = canonical.Append(dst, b.Principal); err != nil {
-		return dst, &ConfigError{Field: "Binding.Principal", Reason: err.Error()}
+		return dst, &ConfigError{Field: fieldPrincipal, Reason: err.Error()}
 	}
 	return append(dst, ']'), nil
 }
@@ -296,7 +297,7 @@ func (s *Signed) Seal(b Binding, state json.RawMessage) (string, error) {
 	}
 	ks := s.keyset()
 	if ks == nil {
-		return "", &ConfigError{Field: "src", Reason: "has no keyring"}
+		return "", &ConfigError{Field: fieldSrc, Reason: "has no keyring"}
 	}
 	key := ks.keys[0]
 	sc := getSignedScratch()
@@ -320,7 +321,7 @@ func (s *Signed) Seal(b Binding, state json.RawMessage) (string, error) {
 	p = append(p, scope[:]...)
 	p = append(p, '"', ',')
 	if p, err = canonical.Append(p, state); err != nil {
-		return "", &ConfigError{Field: "state", Reason: err.Error()}
+		return "", &ConfigError{Field: fieldState, Reason: err.Error()}
 	}
 	p = append(p, ']')
 	sc.payload = p
@@ -331,7 +332,7 @@ func (s *Signed) Seal(b Binding, state json.RawMessage) (string, error) {
 	}
 	size := len(prefix) + len(kidDot) + signedB64.EncodedLen(len(p)) + 1 + signedMACLen
 	if size > MaxSignedTokenBytes {
-		return "", &ConfigError{Field: "state",
+		return "", &ConfigError{Field: fieldState,
 			Reason: fmt.Sprintf("the token would be %d bytes, over the %d-byte limit", size, MaxSignedTokenBytes)}
 	}
 	sc.enc = signedB64.AppendEncode(sc.enc[:0], p)
@@ -357,7 +358,7 @@ func (s *Signed) Open(b Binding, tok string) (json.RawMessage, error) {
 	defer putSignedScratch(sc)
 	var err error
 	if sc.binding, err = appendSignedBinding(sc.binding[:0], b); err != nil {
-		if ce, ok := err.(*ConfigError); ok && ce.Field == "Binding.Params" {
+		if ce, ok := err.(*ConfigError); ok && ce.Field == fieldParams {
 			return nil, ErrInvalid
 		}
 		return nil, err
@@ -385,99 +386,126 @@ func (s *Signed) open(ks *signedKeys, sc *signedScratch, now int64, tok string) 
 	t := append(sc.tok[:0], tok...)
 	sc.tok = t
 
-	// Split, as Snodo does, into exactly two (mrtr1) or three (mrtr2) dot-separated parts.
-	var version byte
-	var tag, kid, signed, enc, mac []byte
-	switch {
-	case bytes.HasPrefix(t, []byte("mrtr1.")):
-		version, tag, signed = '1', signedTagV1, t[len("mrtr1."):]
-	case bytes.HasPrefix(t, []byte("mrtr2.")):
-		version, tag, signed = '2', signedTagV2, t[len("mrtr2."):]
-	default:
+	p, ok := splitSigned(t)
+	if !ok {
 		return nil, false
 	}
-	i := bytes.LastIndexByte(signed, '.')
-	if i < 0 {
-		return nil, false
-	}
-	signed, mac = signed[:i], signed[i+1:]
-	enc = signed
-	if version == '2' {
-		j := bytes.IndexByte(signed, '.')
-		if j < 0 || !validSignedKeyID(signed[:j]) {
-			return nil, false
-		}
-		kid, enc = signed[:j], signed[j+1:]
-	}
-	if bytes.IndexByte(enc, '.') >= 0 || len(mac) != signedMACLen {
-		return nil, false
-	}
-
-	// Every candidate key is tried, so the time taken does not tell which one matched.
-	var signer *signedKey
-	var want [signedMACLen]byte
-	for _, k := range ks.keys {
-		if version == '2' && k.id != "" && k.id != string(kid) {
-			continue
-		}
-		if version == '2' {
-			k.mac(&want, tag, signed, nil)
-		} else {
-			k.mac(&want, tag, enc, nil)
-		}
-		if subtle.ConstantTimeCompare(want[:], mac) == 1 && signer == nil {
-			signer = k
-		}
-	}
+	signer := ks.signer(&p)
 	if signer == nil {
 		return nil, false
 	}
-
-	payload, ok := decodeSignedB64(sc.payload[:0], enc)
+	payload, ok := decodeSignedB64(sc.payload[:0], p.enc)
 	sc.payload = payload
 	if !ok {
 		return nil, false
 	}
-	d := canonical.GetDecoder(payload)
-	defer canonical.PutDecoder(d)
-	if !d.Consume('[') {
-		return nil, false
-	}
-	v, err := d.Integer()
-	if err != nil || len(v) != 1 || v[0] != version || !d.Consume(',') {
-		return nil, false
-	}
-	issued, ok := signedReadInt(d)
-	if !ok || !d.Consume(',') {
-		return nil, false
-	}
-	expires, ok := signedReadInt(d)
-	if !ok || !d.Consume(',') {
-		return nil, false
-	}
-	if sc.scope, err = d.String(sc.scope[:0]); err != nil || !d.Consume(',') {
-		return nil, false
-	}
-	// The MAC verified, so a key holder wrote the data: checking its syntax is enough (Snodo rejects
-	// only what its decoder cannot read), and it comes back as written, by Seal canonically.
-	d.SkipSpace()
-	start := d.Offset()
-	if d.SkipValue() != nil {
-		return nil, false
-	}
-	data := payload[start:d.Offset()]
-	if !d.Consume(']') || d.End() != nil {
+	issued, expires, data, ok := readSignedPayload(sc, payload, p.version)
+	if !ok {
 		return nil, false
 	}
 	// Integers beyond int64 fail signedReadInt: each would fail one of these checks anyway.
 	if issued < 0 || issued > now || expires <= now || expires <= issued || expires-issued > s.ttl {
 		return nil, false
 	}
+	var want [signedMACLen]byte
 	signer.mac(&want, signedTagScope, sc.binding, nil)
 	if subtle.ConstantTimeCompare(want[:], sc.scope) != 1 {
 		return nil, false
 	}
 	return data, true
+}
+
+// signedParts is a token split into its parts; every slice points into the token.
+type signedParts struct {
+	version byte   // '1' or '2'
+	tag     []byte // the MAC domain tag of the version
+	kid     []byte // mrtr2 only
+	signed  []byte // what the MAC covers: the payload (mrtr1), or kid "." payload (mrtr2)
+	enc     []byte // the base64 payload
+	mac     []byte
+}
+
+// splitSigned splits t, as Snodo does, into exactly two (mrtr1) or three (mrtr2) dot-separated parts
+// after the version prefix.
+func splitSigned(t []byte) (signedParts, bool) {
+	var p signedParts
+	switch {
+	case bytes.HasPrefix(t, []byte("mrtr1.")):
+		p.version, p.tag, p.signed = '1', signedTagV1, t[len("mrtr1."):]
+	case bytes.HasPrefix(t, []byte("mrtr2.")):
+		p.version, p.tag, p.signed = '2', signedTagV2, t[len("mrtr2."):]
+	default:
+		return p, false
+	}
+	i := bytes.LastIndexByte(p.signed, '.')
+	if i < 0 {
+		return p, false
+	}
+	p.signed, p.mac = p.signed[:i], p.signed[i+1:]
+	p.enc = p.signed
+	if p.version == '2' {
+		j := bytes.IndexByte(p.signed, '.')
+		if j < 0 || !validSignedKeyID(p.signed[:j]) {
+			return p, false
+		}
+		p.kid, p.enc = p.signed[:j], p.signed[j+1:]
+	}
+	if bytes.IndexByte(p.enc, '.') >= 0 || len(p.mac) != signedMACLen {
+		return p, false
+	}
+	return p, true
+}
+
+// signer returns the key whose MAC over p matches, or nil. Every candidate key is tried, so the
+// time taken does not tell which one matched.
+func (ks *signedKeys) signer(p *signedParts) *signedKey {
+	var signer *signedKey
+	var want [signedMACLen]byte
+	for _, k := range ks.keys {
+		if p.version == '2' && k.id != "" && k.id != string(p.kid) {
+			continue
+		}
+		k.mac(&want, p.tag, p.signed, nil)
+		if subtle.ConstantTimeCompare(want[:], p.mac) == 1 && signer == nil {
+			signer = k
+		}
+	}
+	return signer
+}
+
+// readSignedPayload reads the verified payload [version, issued, expires, scope, state]: the scope
+// into sc.scope, and the state as written, pointing into payload.
+func readSignedPayload(sc *signedScratch, payload []byte, version byte) (issued, expires int64, data []byte, ok bool) {
+	d := canonical.GetDecoder(payload)
+	defer canonical.PutDecoder(d)
+	if !d.Consume('[') {
+		return 0, 0, nil, false
+	}
+	v, err := d.Integer()
+	if err != nil || len(v) != 1 || v[0] != version || !d.Consume(',') {
+		return 0, 0, nil, false
+	}
+	if issued, ok = signedReadInt(d); !ok || !d.Consume(',') {
+		return 0, 0, nil, false
+	}
+	if expires, ok = signedReadInt(d); !ok || !d.Consume(',') {
+		return 0, 0, nil, false
+	}
+	if sc.scope, err = d.String(sc.scope[:0]); err != nil || !d.Consume(',') {
+		return 0, 0, nil, false
+	}
+	// The MAC verified, so a key holder wrote the data: checking its syntax is enough (Snodo rejects
+	// only what its decoder cannot read), and it comes back as written, by Seal canonically.
+	d.SkipSpace()
+	start := d.Offset()
+	if d.SkipValue() != nil {
+		return 0, 0, nil, false
+	}
+	data = payload[start:d.Offset()]
+	if !d.Consume(']') || d.End() != nil {
+		return 0, 0, nil, false
+	}
+	return issued, expires, data, true
 }
 
 func signedReadInt(d *canonical.Decoder) (int64, bool) {
@@ -507,13 +535,17 @@ func decodeSignedB64(dst, src []byte) ([]byte, bool) {
 	return dst[:n], err == nil
 }
 
+func isSignedKeyIDByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+}
+
 // validSignedKeyID is keyring.ValidateID without the error, for the hot path: 1 to 32 of A-Za-z0-9_-.
 func validSignedKeyID(id []byte) bool {
 	if len(id) == 0 || len(id) > keyring.MaxIDLength {
 		return false
 	}
 	for _, c := range id {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+		if !isSignedKeyIDByte(c) {
 			return false
 		}
 	}

@@ -159,14 +159,26 @@ func TestSignedBindingErrors(t *testing.T) {
 		field      string
 		openResult error // nil: a *ConfigError like Seal's
 	}{
-		"empty principal":          {b: Binding{Method: "m", Params: signedReq.Params}, field: "Binding.Principal"},
-		"principal not JSON":       {b: Binding{Method: "m", Principal: json.RawMessage(`{`)}, field: "Binding.Principal"},
-		"empty method":             {b: Binding{Principal: Anonymous}, field: "Binding.Method"},
-		"method not UTF-8":         {b: Binding{Method: "m\xff", Principal: Anonymous}, field: "Binding.Method"},
-		"params an array":          {b: Binding{Method: "m", Params: json.RawMessage(`[1]`), Principal: Anonymous}, field: "Binding.Params", openResult: ErrInvalid},
-		"params with a repeat":     {b: Binding{Method: "m", Params: json.RawMessage(`{"a":1,"a":2}`), Principal: Anonymous}, field: "Binding.Params", openResult: ErrInvalid},
-		"params not JSON":          {b: Binding{Method: "m", Params: json.RawMessage(`{"a":}`), Principal: Anonymous}, field: "Binding.Params", openResult: ErrInvalid},
-		"params with invalid UTF8": {b: Binding{Method: "m", Params: json.RawMessage("{\"a\":\"\xff\"}"), Principal: Anonymous}, field: "Binding.Params", openResult: ErrInvalid},
+		"empty principal":    {b: Binding{Method: "m", Params: signedReq.Params}, field: "Binding.Principal"},
+		"principal not JSON": {b: Binding{Method: "m", Principal: json.RawMessage(`{`)}, field: "Binding.Principal"},
+		"empty method":       {b: Binding{Principal: Anonymous}, field: "Binding.Method"},
+		"method not UTF-8":   {b: Binding{Method: "m\xff", Principal: Anonymous}, field: "Binding.Method"},
+		"params an array": {
+			b:     Binding{Method: "m", Params: json.RawMessage(`[1]`), Principal: Anonymous},
+			field: "Binding.Params", openResult: ErrInvalid,
+		},
+		"params with a repeat": {
+			b:     Binding{Method: "m", Params: json.RawMessage(`{"a":1,"a":2}`), Principal: Anonymous},
+			field: "Binding.Params", openResult: ErrInvalid,
+		},
+		"params not JSON": {
+			b:     Binding{Method: "m", Params: json.RawMessage(`{"a":}`), Principal: Anonymous},
+			field: "Binding.Params", openResult: ErrInvalid,
+		},
+		"params with invalid UTF8": {
+			b:     Binding{Method: "m", Params: json.RawMessage("{\"a\":\"\xff\"}"), Principal: Anonymous},
+			field: "Binding.Params", openResult: ErrInvalid,
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := s.Seal(tc.b, signedState)
@@ -298,14 +310,14 @@ func TestSignedPrefixAndVersion(t *testing.T) {
 		"extra part":              tok + ".x",
 		"empty":                   "",
 		"prefix only":             "mrtr1.",
-		"oversize with valid MAC": signedOversize(t, s),
+		"oversize with valid MAC": signedOversize(s),
 	} {
 		t.Run(name, func(t *testing.T) { assertSignedInvalid(t, s, signedReq, bad) })
 	}
 }
 
 // signedOversize builds a correctly signed token one byte over the limit.
-func signedOversize(t *testing.T, s *Signed) string {
+func signedOversize(s *Signed) string {
 	ks := s.keyset()
 	for n := MaxSignedTokenBytes - 200; ; n++ {
 		payload := []byte(`[1,1000,1300,"x",` + `"` + strings.Repeat("a", n) + `"]`)
@@ -453,7 +465,8 @@ func TestDecodeSignedB64IsElixirs(t *testing.T) {
 }
 
 func TestSignedConcurrent(t *testing.T) {
-	s := mustSigned(NewSigned(signedRing(t, keyring.NewKey("a", signedSecretA), keyring.NewKey("b", signedSecretB)), newSignedClock(1000).opt()))
+	ring := signedRing(t, keyring.NewKey("a", signedSecretA), keyring.NewKey("b", signedSecretB))
+	s := mustSigned(NewSigned(ring, newSignedClock(1000).opt()))
 	done := make(chan error)
 	for g := range 8 {
 		go func() {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -396,13 +397,12 @@ func hmacB64(secret []byte, msg string) string {
 // recognised as such and still be checked: a synthetic vector with the members reversed.
 func TestSnodoVectorHashOrderData(t *testing.T) {
 	secret := []byte("snodo-interop-secret-A-0123456789abcdef")
-	var fwd, rev []string
+	fwd := make([]string, 0, 40)
 	for i := range 40 {
 		fwd = append(fwd, `"k`+strconv.Itoa(100+i)+`":`+strconv.Itoa(i))
 	}
-	for i := len(fwd) - 1; i >= 0; i-- {
-		rev = append(rev, fwd[i])
-	}
+	rev := slices.Clone(fwd)
+	slices.Reverse(rev)
 	data := "{" + strings.Join(fwd, ",") + "}"
 	hashOrder := "{" + strings.Join(rev, ",") + "}"
 	p := `"u"`

@@ -16,6 +16,17 @@ type ConfigError struct {
 	Reason string
 }
 
+// The ConfigError.Field names the codecs use for their arguments.
+const (
+	fieldSrc       = "src"
+	fieldState     = "state"
+	fieldMethod    = "Binding.Method"
+	fieldPrincipal = "Binding.Principal"
+	fieldParams    = "Binding.Params"
+
+	reasonEmpty = "is empty"
+)
+
 func (e *ConfigError) Error() string { return fmt.Sprintf("token: %s: %s", e.Field, e.Reason) }
 
 // IsConfigError reports whether err is or wraps a *ConfigError.

@@ -152,7 +152,9 @@ func (g *Guard) Open(req mcp.Request) (json.RawMessage, error) {
 
 // CallToolInputRequired returns the input-required result of a tools/call: inputs to fulfil, and
 // state sealed for the retry.
-func (g *Guard) CallToolInputRequired(req *mcp.CallToolRequest, state json.RawMessage, inputs mcp.InputRequestMap) (*mcp.CallToolResult, error) {
+func (g *Guard) CallToolInputRequired(
+	req *mcp.CallToolRequest, state json.RawMessage, inputs mcp.InputRequestMap,
+) (*mcp.CallToolResult, error) {
 	tok, err := g.Seal(req, state)
 	if err != nil {
 		return nil, err
@@ -161,7 +163,9 @@ func (g *Guard) CallToolInputRequired(req *mcp.CallToolRequest, state json.RawMe
 }
 
 // ReadResourceInputRequired is CallToolInputRequired for resources/read.
-func (g *Guard) ReadResourceInputRequired(req *mcp.ReadResourceRequest, state json.RawMessage, inputs mcp.InputRequestMap) (*mcp.ReadResourceResult, error) {
+func (g *Guard) ReadResourceInputRequired(
+	req *mcp.ReadResourceRequest, state json.RawMessage, inputs mcp.InputRequestMap,
+) (*mcp.ReadResourceResult, error) {
 	tok, err := g.Seal(req, state)
 	if err != nil {
 		return nil, err
@@ -170,7 +174,9 @@ func (g *Guard) ReadResourceInputRequired(req *mcp.ReadResourceRequest, state js
 }
 
 // GetPromptInputRequired is CallToolInputRequired for prompts/get.
-func (g *Guard) GetPromptInputRequired(req *mcp.GetPromptRequest, state json.RawMessage, inputs mcp.InputRequestMap) (*mcp.GetPromptResult, error) {
+func (g *Guard) GetPromptInputRequired(
+	req *mcp.GetPromptRequest, state json.RawMessage, inputs mcp.InputRequestMap,
+) (*mcp.GetPromptResult, error) {
 	tok, err := g.Seal(req, state)
 	if err != nil {
 		return nil, err

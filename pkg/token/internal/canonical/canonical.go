@@ -421,7 +421,6 @@ func (d *Decoder) appendObject(dst []byte, omit []string) ([]byte, error) {
 		return dst, err
 	}
 	d.pos++ // '{'
-	objStart := len(dst)
 	dst = append(dst, '{')
 	memBase, keyBase := len(d.members), len(d.keys)
 	written := 0
@@ -462,7 +461,8 @@ func (d *Decoder) appendObject(dst []byte, omit []string) ([]byte, error) {
 			if dst, err = d.AppendValue(dst); err != nil {
 				return dst, err
 			}
-			if contains(omit, key) {
+			// n == string(key) compares without copying key, as a conversion to pass it might.
+			if slices.ContainsFunc(omit, func(n string) bool { return n == string(key) }) {
 				dst = dst[:m.start]
 				m.end = m.start
 			} else {
@@ -490,7 +490,7 @@ func (d *Decoder) appendObject(dst []byte, omit []string) ([]byte, error) {
 		dst[len(dst)-1] = '}'
 	}
 	if !inOrder {
-		if err := d.sortMembers(dst, objStart, memBase); err != nil {
+		if err := d.sortMembers(dst, memBase); err != nil {
 			return dst, err
 		}
 	}
@@ -499,19 +499,10 @@ func (d *Decoder) appendObject(dst []byte, omit []string) ([]byte, error) {
 	return dst, nil
 }
 
-func contains(names []string, key []byte) bool {
-	for _, n := range names {
-		if n == string(key) {
-			return true
-		}
-	}
-	return false
-}
-
-// sortMembers puts the members of the object written at dst[objStart:] in the order of their names'
-// bytes, and rejects a repeated name. Members arrive sorted more often than not, so that is checked
+// sortMembers puts the members d.members[memBase:] of the object just written to dst in the order
+// of their names' bytes, and rejects a repeated name. Members arrive sorted more often than not, so that is checked
 // first.
-func (d *Decoder) sortMembers(dst []byte, objStart, memBase int) error {
+func (d *Decoder) sortMembers(dst []byte, memBase int) error {
 	ms := d.members[memBase:]
 	first := len(ms) // the first position whose member moved
 	if len(ms) <= 16 {
@@ -648,37 +639,45 @@ func (d *Decoder) scanNumber() (isFloat bool, err error) {
 	case i < len(src) && src[i] == '0':
 		i++
 	case i < len(src) && src[i] >= '1' && src[i] <= '9':
-		for i++; i < len(src) && src[i] >= '0' && src[i] <= '9'; i++ {
-		}
+		i = skipDigits(src, i+1)
 	default:
 		d.pos = i
 		return false, d.errUnexpected()
 	}
+	ok := true
 	if i < len(src) && src[i] == '.' {
 		isFloat = true
-		i++
-		if i >= len(src) || src[i] < '0' || src[i] > '9' {
-			d.pos = i
-			return false, d.errUnexpected()
-		}
-		for ; i < len(src) && src[i] >= '0' && src[i] <= '9'; i++ {
-		}
+		i, ok = scanDigits(src, i+1)
 	}
-	if i < len(src) && (src[i] == 'e' || src[i] == 'E') {
+	if ok && i < len(src) && (src[i] == 'e' || src[i] == 'E') {
 		isFloat = true
 		i++
 		if i < len(src) && (src[i] == '+' || src[i] == '-') {
 			i++
 		}
-		if i >= len(src) || src[i] < '0' || src[i] > '9' {
-			d.pos = i
-			return false, d.errUnexpected()
-		}
-		for ; i < len(src) && src[i] >= '0' && src[i] <= '9'; i++ {
-		}
+		i, ok = scanDigits(src, i)
 	}
 	d.pos = i
+	if !ok {
+		return false, d.errUnexpected()
+	}
 	return isFloat, nil
+}
+
+// scanDigits returns the end of the one or more digits at src[i:], or i and false if there is none.
+func scanDigits(src []byte, i int) (int, bool) {
+	if i >= len(src) || src[i] < '0' || src[i] > '9' {
+		return i, false
+	}
+	return skipDigits(src, i+1), true
+}
+
+// skipDigits returns the end of the digits, if any, at src[i:].
+func skipDigits(src []byte, i int) int {
+	for i < len(src) && src[i] >= '0' && src[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 func (d *Decoder) appendNumber(dst []byte) ([]byte, error) {
@@ -721,7 +720,7 @@ func ParseFloat(lit []byte) (float64, error) { return parseFloat(lit) }
 
 // byteClass sorts the bytes of a JSON string: 0 copies as is.
 var byteClass = func() (t [256]uint8) {
-	for c := 0; c < 0x20; c++ {
+	for c := range 0x20 {
 		t[c] = 1
 	}
 	t['"'], t['\\'] = 1, 1
