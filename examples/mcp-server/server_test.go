@@ -110,8 +110,7 @@ func call(t *testing.T, cs *mcp.ClientSession) bool {
 // lands on the other replica, and walks their mounted keyrings through the documented rotation one
 // replica at a time: no round trip may fail at any step. Replacing the key in one step then must.
 func TestRotationAcrossReplicas(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	a, b, c := newKey(t, "a"), newKey(t, "b"), newKey(t, "c")
 	ringA := keyringJSON(t, a)
 	r1, r2 := startReplica(t, ctx, "r1", ringA), startReplica(t, ctx, "r2", ringA)
@@ -130,7 +129,11 @@ func TestRotationAcrossReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cs.Close()
+	defer func() {
+		if err := cs.Close(); err != nil {
+			t.Errorf("close the client session: %v", err)
+		}
+	}()
 
 	steps := []struct {
 		name string
@@ -166,15 +169,14 @@ func TestRotationAcrossReplicas(t *testing.T) {
 }
 
 func TestDebugAndHeaders(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	a := newKey(t, "key-1")
 	r := startReplica(t, ctx, "r1", keyringJSON(t, a))
 	resp, err := http.Get(r.url + "/debug/keyring")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }() // the body was read; nothing is lost
 	var d Debug
 	if err := json.NewDecoder(resp.Body).Decode(&d); err != nil {
 		t.Fatal(err)
@@ -186,8 +188,9 @@ func TestDebugAndHeaders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mresp.Body.Close()
-	if mresp.Header.Get(HeaderSealKey) != "key-1" || mresp.Header.Get(HeaderFingerprint) != d.Fingerprint || mresp.Header.Get(HeaderReplica) != "r1" {
+	_ = mresp.Body.Close() // only the headers matter
+	h := mresp.Header
+	if h.Get(HeaderSealKey) != "key-1" || h.Get(HeaderFingerprint) != d.Fingerprint || h.Get(HeaderReplica) != "r1" {
 		t.Errorf("headers = %v", mresp.Header)
 	}
 }

@@ -62,7 +62,7 @@ func (w *world) observe() Input {
 	if w.secret != nil {
 		sec = SecretObservation{State: SecretValid, Keyring: w.secret, WrittenPhase: w.phase, WrittenFingerprint: w.secret.Fingerprint()}
 	}
-	var ws []Workload
+	ws := make([]Workload, 0, len(w.workloads))
 	for _, sw := range w.workloads {
 		running, current := 0, 0
 		for _, p := range sw.pods {

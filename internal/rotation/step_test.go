@@ -86,7 +86,7 @@ func deployment(name, stamp string, rolledOut bool) Workload {
 	return Workload{Kind: mrtrv1alpha1.KindDeployment, Name: name, Found: true, Stamp: stamp, RolledOut: rolledOut, Ready: 3, Desired: 3}
 }
 
-func input(t testing.TB, st mrtrv1alpha1.MRTRKeyringStatus, sec SecretObservation, ws ...Workload) Input {
+func input(st mrtrv1alpha1.MRTRKeyringStatus, sec SecretObservation, ws ...Workload) Input {
 	return Input{
 		Now: now, Generation: 1, Settings: settings, Status: st, SecretName: "payments", Secret: sec,
 		FreshKey: keyring.NewKey("ignored", bytes.Repeat([]byte{0xee}, 32)), Workloads: ws,
@@ -111,124 +111,124 @@ func TestStep(t *testing.T) {
 		want want
 	}{
 		"a keyring without a Secret creates one with a fresh key and schedules the next rotation": {
-			in:   input(t, mrtrv1alpha1.MRTRKeyringStatus{}, SecretObservation{State: SecretAbsent}),
+			in:   input(mrtrv1alpha1.MRTRKeyringStatus{}, SecretObservation{State: SecretAbsent}),
 			want: want{phase: mrtrv1alpha1.PhaseStable, write: []string{newID}, stamp: []string{newID}, requeue: 720 * time.Hour, events: []string{"SecretCreated"}},
 		},
 		"a valid Secret nobody wrote through us is adopted as it is and rolled out": {
-			in:   input(t, mrtrv1alpha1.MRTRKeyringStatus{}, foreign(t, "hand", "made"), deployment("api", "", true)),
+			in:   input(mrtrv1alpha1.MRTRKeyringStatus{}, foreign(t, "hand", "made"), deployment("api", "", true)),
 			want: want{phase: mrtrv1alpha1.PhaseStable, write: []string{"hand", "made"}, stamp: []string{"hand", "made"}, requeue: 720 * time.Hour, events: []string{"SecretAdopted"}},
 		},
 		"a Secret of another type is refused, never written and never rolled out": {
-			in:   input(t, mrtrv1alpha1.MRTRKeyringStatus{}, SecretObservation{State: SecretWrongType, Problem: "type Opaque"}, deployment("api", "", true)),
+			in:   input(mrtrv1alpha1.MRTRKeyringStatus{}, SecretObservation{State: SecretWrongType, Problem: "type Opaque"}, deployment("api", "", true)),
 			want: want{phase: mrtrv1alpha1.PhaseStable, stalled: mrtrv1alpha1.ReasonSecretWrongType, events: []string{"SecretWrongType"}},
 		},
 		"an invalid keyring.json mid-rotation is refused, and the phase and its timers stay": {
-			in:   input(t, status(t, mrtrv1alpha1.PhaseSealingWithNew, time.Minute, b, a), SecretObservation{State: SecretInvalid, Problem: "keyring.json: keys[1]: ..."}, deployment("api", fp(t, b, a), true)),
+			in:   input(status(t, mrtrv1alpha1.PhaseSealingWithNew, time.Minute, b, a), SecretObservation{State: SecretInvalid, Problem: "keyring.json: keys[1]: ..."}, deployment("api", fp(t, b, a), true)),
 			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, stalled: mrtrv1alpha1.ReasonSecretInvalid, events: []string{"SecretInvalid"}},
 		},
 		"a Secret deleted behind our back is recreated with a fresh key and rolled out": {
-			in:   input(t, status(t, mrtrv1alpha1.PhaseWaitingTTL, time.Minute, b, a), SecretObservation{State: SecretAbsent}, deployment("api", fp(t, b, a), true)),
+			in:   input(status(t, mrtrv1alpha1.PhaseWaitingTTL, time.Minute, b, a), SecretObservation{State: SecretAbsent}, deployment("api", fp(t, b, a), true)),
 			want: want{phase: mrtrv1alpha1.PhaseStable, write: []string{"k20260806-120001"}, stamp: []string{"k20260806-120001"}, requeue: 720 * time.Hour, events: []string{"SecretRecreated", "PhaseChanged"}},
 		},
 		"a Secret changed behind our back keeps every key it holds and restarts from Stable": {
-			in:   input(t, status(t, mrtrv1alpha1.PhaseWaitingTTL, time.Minute, b, a), foreign(t, b, a, "extra"), deployment("api", fp(t, b, a), true)),
+			in:   input(status(t, mrtrv1alpha1.PhaseWaitingTTL, time.Minute, b, a), foreign(t, b, a, "extra"), deployment("api", fp(t, b, a), true)),
 			want: want{phase: mrtrv1alpha1.PhaseStable, write: []string{b, a, "extra"}, stamp: []string{b, a, "extra"}, requeue: 24 * time.Hour, events: []string{"SecretChanged", "PhaseChanged"}},
 		},
 		"our own write whose status update was lost resumes in the phase it was written for": {
-			in:   input(t, status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a), true)),
+			in:   input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a), true)),
 			want: want{phase: mrtrv1alpha1.PhaseAccepting, stamp: []string{a, b}, requeue: 10 * time.Minute, events: []string{"Resumed", "PhaseChanged"}},
 		},
 		"Stable before the due time waits exactly until it": {
-			in:   input(t, status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
+			in:   input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
 			want: want{phase: mrtrv1alpha1.PhaseStable, stamp: []string{a}, requeue: 24 * time.Hour},
 		},
 		"Stable at the due time appends a new key, which is accepted but does not seal": {
-			in:   input(t, status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
+			in:   input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
 			edit: fresh(func(in *Input) { in.Status.NextRotationTime = at(-time.Second) }),
 			want: want{phase: mrtrv1alpha1.PhaseAccepting, write: []string{a, b}, stamp: []string{a, b}, requeue: 10 * time.Minute, events: []string{"RotationStarted", "KeyCreated", "PhaseChanged"}},
 		},
 		"a new rotation request starts a rotation early": {
-			in:   input(t, status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
+			in:   input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
 			edit: func(in *Input) { in.RotateRequest = "now-please" },
 			want: want{phase: mrtrv1alpha1.PhaseAccepting, write: []string{a, b}, stamp: []string{a, b}, requeue: 10 * time.Minute, events: []string{"RotationStarted", "KeyCreated", "PhaseChanged"}},
 		},
 		"a request already handled starts nothing": {
-			in: input(t, status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
+			in: input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
 			edit: func(in *Input) {
 				in.RotateRequest, in.Status.LastHandledRotateRequest = "r1", "r1"
 			},
 			want: want{phase: mrtrv1alpha1.PhaseStable, stamp: []string{a}, requeue: 24 * time.Hour},
 		},
 		"suspend holds a due rotation and a request": {
-			in: input(t, status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
+			in: input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
 			edit: func(in *Input) {
 				in.Settings.Suspend, in.RotateRequest, in.Status.NextRotationTime = true, "r2", at(-time.Hour)
 			},
 			want: want{phase: mrtrv1alpha1.PhaseStable, stamp: []string{a}},
 		},
 		"suspend lets a rotation under way finish its phase": {
-			in:   input(t, status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), true)),
+			in:   input(status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), true)),
 			edit: func(in *Input) { in.Settings.Suspend, in.Status.RolledOutAt = true, at(-30*time.Second) },
 			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, stamp: []string{b, a}, requeue: 10 * time.Minute, events: []string{"PhaseChanged"}},
 		},
 		"a full adopted keyring cannot take a new key and stalls": {
-			in:   input(t, status(t, mrtrv1alpha1.PhaseStable, time.Hour, "1", "2", "3", "4", "5", "6", "7", "8"), ours(t, mrtrv1alpha1.PhaseStable, "1", "2", "3", "4", "5", "6", "7", "8")),
+			in:   input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, "1", "2", "3", "4", "5", "6", "7", "8"), ours(t, mrtrv1alpha1.PhaseStable, "1", "2", "3", "4", "5", "6", "7", "8")),
 			edit: func(in *Input) { in.Status.NextRotationTime = at(-time.Second) },
 			want: want{phase: mrtrv1alpha1.PhaseStable, stamp: []string{"1", "2", "3", "4", "5", "6", "7", "8"}, stalled: mrtrv1alpha1.ReasonKeyringFull, events: []string{"KeyringFull"}},
 		},
 		"Accepting waits while a target still runs pods of the old template": {
-			in:   input(t, status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), false), deployment("web", fp(t, a, b), true)),
+			in:   input(status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), false), deployment("web", fp(t, a, b), true)),
 			want: want{phase: mrtrv1alpha1.PhaseAccepting, stamp: []string{a, b}, requeue: 9 * time.Minute},
 		},
 		"Accepting waits while a target is not stamped yet": {
-			in:   input(t, status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a), true)),
+			in:   input(status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a), true)),
 			want: want{phase: mrtrv1alpha1.PhaseAccepting, stamp: []string{a, b}, requeue: 9 * time.Minute},
 		},
 		"Accepting does not advance while a named target is missing": {
-			in:   input(t, status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), true), Workload{Kind: mrtrv1alpha1.KindStatefulSet, Name: "gone"}),
+			in:   input(status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), true), Workload{Kind: mrtrv1alpha1.KindStatefulSet, Name: "gone"}),
 			want: want{phase: mrtrv1alpha1.PhaseAccepting, stamp: []string{a, b}, requeue: 9 * time.Minute, stalled: mrtrv1alpha1.ReasonWorkloadNotFound, events: []string{"WorkloadNotFound"}},
 		},
 		"Accepting past the rollout deadline stalls, naming the workload, and does not advance": {
-			in:   input(t, status(t, mrtrv1alpha1.PhaseAccepting, 11*time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), false)),
+			in:   input(status(t, mrtrv1alpha1.PhaseAccepting, 11*time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), false)),
 			want: want{phase: mrtrv1alpha1.PhaseAccepting, stamp: []string{a, b}, stalled: mrtrv1alpha1.ReasonRolloutDeadlineExceeded, events: []string{"RolloutDeadlineExceeded"}},
 		},
 		"Accepting once rolled out waits terminationGracePeriod more for the replaced pods to stop": {
-			in:   input(t, status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), true)),
+			in:   input(status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), true)),
 			want: want{phase: mrtrv1alpha1.PhaseAccepting, stamp: []string{a, b}, requeue: 30 * time.Second},
 		},
 		"Accepting past the deadline advances by itself once the rollout completes": {
-			in:   input(t, status(t, mrtrv1alpha1.PhaseAccepting, time.Hour, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), true)),
+			in:   input(status(t, mrtrv1alpha1.PhaseAccepting, time.Hour, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), true)),
 			edit: func(in *Input) { in.Status.RolledOutAt = at(-time.Minute) },
 			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, stamp: []string{b, a}, requeue: 10 * time.Minute, events: []string{"PhaseChanged"}},
 		},
 		"SealingWithNew once rolled out starts the TTL wait of tokenTTL + clockSkew + grace": {
-			in:   input(t, status(t, mrtrv1alpha1.PhaseSealingWithNew, time.Minute, b, a), ours(t, mrtrv1alpha1.PhaseSealingWithNew, b, a), deployment("api", fp(t, b, a), true), Workload{Kind: mrtrv1alpha1.KindDaemonSet, Name: "gone"}),
+			in:   input(status(t, mrtrv1alpha1.PhaseSealingWithNew, time.Minute, b, a), ours(t, mrtrv1alpha1.PhaseSealingWithNew, b, a), deployment("api", fp(t, b, a), true), Workload{Kind: mrtrv1alpha1.KindDaemonSet, Name: "gone"}),
 			want: want{phase: mrtrv1alpha1.PhaseWaitingTTL, stamp: []string{b, a}, requeue: 6 * time.Minute, events: []string{"PhaseChanged", "WorkloadNotFound"}},
 		},
 		"WaitingTTL after a restart keeps its end time and waits exactly until it": {
-			in:   input(t, status(t, mrtrv1alpha1.PhaseWaitingTTL, 2*time.Minute, b, a), ours(t, mrtrv1alpha1.PhaseSealingWithNew, b, a), deployment("api", fp(t, b, a), true)),
+			in:   input(status(t, mrtrv1alpha1.PhaseWaitingTTL, 2*time.Minute, b, a), ours(t, mrtrv1alpha1.PhaseSealingWithNew, b, a), deployment("api", fp(t, b, a), true)),
 			edit: func(in *Input) { in.Status.TTLWaitUntil = at(4 * time.Minute) },
 			want: want{phase: mrtrv1alpha1.PhaseWaitingTTL, stamp: []string{b, a}, requeue: 4 * time.Minute},
 		},
 		"WaitingTTL at its end removes the old keys": {
-			in:   input(t, status(t, mrtrv1alpha1.PhaseWaitingTTL, 6*time.Minute, b, a), ours(t, mrtrv1alpha1.PhaseSealingWithNew, b, a), deployment("api", fp(t, b, a), true)),
+			in:   input(status(t, mrtrv1alpha1.PhaseWaitingTTL, 6*time.Minute, b, a), ours(t, mrtrv1alpha1.PhaseSealingWithNew, b, a), deployment("api", fp(t, b, a), true)),
 			edit: func(in *Input) { in.Status.TTLWaitUntil = at(0) },
 			want: want{phase: mrtrv1alpha1.PhaseRemoving, write: []string{b}, stamp: []string{b}, requeue: 10 * time.Minute, events: []string{"KeyRemoved", "PhaseChanged"}},
 		},
 		"Removing once rolled out completes the rotation and schedules the next": {
-			in:   input(t, status(t, mrtrv1alpha1.PhaseRemoving, time.Minute, b), ours(t, mrtrv1alpha1.PhaseRemoving, b), deployment("api", fp(t, b), true)),
+			in:   input(status(t, mrtrv1alpha1.PhaseRemoving, time.Minute, b), ours(t, mrtrv1alpha1.PhaseRemoving, b), deployment("api", fp(t, b), true)),
 			want: want{phase: mrtrv1alpha1.PhaseStable, stamp: []string{b}, requeue: 720 * time.Hour, events: []string{"PhaseChanged", "RotationCompleted"}},
 		},
 		"a Secret-only keyring waits propagationDelay instead of a rollout": {
-			in:   input(t, status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b)),
+			in:   input(status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b)),
 			want: want{phase: mrtrv1alpha1.PhaseAccepting, stamp: []string{a, b}, requeue: time.Minute},
 		},
 		"a Secret-only keyring advances once propagationDelay has passed": {
-			in:   input(t, status(t, mrtrv1alpha1.PhaseAccepting, 2*time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b)),
+			in:   input(status(t, mrtrv1alpha1.PhaseAccepting, 2*time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b)),
 			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, stamp: []string{b, a}, requeue: 2 * time.Minute, events: []string{"PhaseChanged"}},
 		},
 		"Stable with a target not yet on the keyring rolls it out without stalling": {
-			in:   input(t, status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("new", "", true)),
+			in:   input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("new", "", true)),
 			want: want{phase: mrtrv1alpha1.PhaseStable, stamp: []string{a}, requeue: 24 * time.Hour},
 		},
 	}
@@ -273,7 +273,7 @@ func TestStep(t *testing.T) {
 			if gotStall != c.want.stalled {
 				t.Errorf("Stalled reason = %q, want %q (%s)", gotStall, c.want.stalled, stalled.Message)
 			}
-			var reasons []string
+			reasons := make([]string, 0, len(d.Events))
 			for _, e := range d.Events {
 				reasons = append(reasons, e.Reason)
 			}

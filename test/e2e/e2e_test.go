@@ -236,14 +236,18 @@ func stamps(events []harness.Event) []string {
 // operator's latency between a rollout completing and its next Secret write.
 func report(c harness.Counts, elapsed time.Duration, rotations []harness.Rotation) {
 	var lat, ttl []time.Duration
-	lines := []string{fmt.Sprintf("round trips: %s in %v = %.0f/s", c, elapsed.Round(time.Second), float64(c.Completed)/elapsed.Seconds())}
+	lines := make([]string, 0, 1+len(rotations)+2)
+	lines = append(lines,
+		fmt.Sprintf("round trips: %s in %v = %.0f/s", c, elapsed.Round(time.Second), float64(c.Completed)/elapsed.Seconds()))
 	for i, r := range rotations {
 		lines = append(lines, fmt.Sprintf("rotation %d: %s", i+1, r))
 		lat, ttl = append(lat, r.RolloutToWrite...), append(ttl, r.TTLToWrite...)
 	}
 	lines = append(lines,
-		fmt.Sprintf("operator latency, rollout complete -> Secret write: median %v, max %v (n=%d)", Median(lat), harness.Max(lat).Round(time.Millisecond), len(lat)),
-		fmt.Sprintf("operator latency, TTL wait end -> Secret write: median %v, max %v (n=%d, 1s resolution)", Median(ttl), harness.Max(ttl).Round(time.Millisecond), len(ttl)))
+		fmt.Sprintf("operator latency, rollout complete -> Secret write: median %v, max %v (n=%d)",
+			Median(lat), harness.Max(lat).Round(time.Millisecond), len(lat)),
+		fmt.Sprintf("operator latency, TTL wait end -> Secret write: median %v, max %v (n=%d, 1s resolution)",
+			Median(ttl), harness.Max(ttl).Round(time.Millisecond), len(ttl)))
 	for _, l := range lines {
 		GinkgoWriter.Println(l)
 	}

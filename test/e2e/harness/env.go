@@ -22,6 +22,7 @@ limitations under the License.
 package harness
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,7 +32,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -40,7 +41,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -270,7 +270,7 @@ func (e *Env) deploymentObject() *appsv1.Deployment {
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name, Labels: labels},
 		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To(o.Replicas),
+			Replicas: new(o.Replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			// A pod counts as available one second after it is Ready, which is when its process
 			// serves (the harness starts it on Ready): the role a readiness probe plays for real.
@@ -280,13 +280,13 @@ func (e *Env) deploymentObject() *appsv1.Deployment {
 			Strategy: appsv1.DeploymentStrategy{
 				Type: appsv1.RollingUpdateDeploymentStrategyType,
 				RollingUpdate: &appsv1.RollingUpdateDeployment{
-					MaxSurge: ptr.To(intstr.FromString("100%")), MaxUnavailable: ptr.To(intstr.FromInt32(0)),
+					MaxSurge: new(intstr.FromString("100%")), MaxUnavailable: new(intstr.FromInt32(0)),
 				},
 			},
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					TerminationGracePeriodSeconds: ptr.To(int64(o.TerminationGrace / time.Second)),
+					TerminationGracePeriodSeconds: new(int64(o.TerminationGrace / time.Second)),
 					Containers: []corev1.Container{{
 						Name:  "server",
 						Image: "example.com/mrtr-example-mcp-server:dev",
@@ -378,7 +378,7 @@ func (e *Env) ReplicaKeyrings() []ReplicaKeyring {
 			out = append(out, rk)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Replica < out[j].Replica })
+	slices.SortFunc(out, func(a, b ReplicaKeyring) int { return cmp.Compare(a.Replica, b.Replica) })
 	return out
 }
 

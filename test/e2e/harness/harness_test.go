@@ -69,7 +69,7 @@ func TestBalancerRoundRobin(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer resp.Body.Close()
+		defer func() { _ = resp.Body.Close() }() // the body was read; nothing is lost
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, strings.TrimSpace(string(b))
 	}
@@ -81,7 +81,7 @@ func TestBalancerRoundRobin(t *testing.T) {
 		defer be.Close()
 		lb.Add(name, strings.TrimPrefix(be.URL, "http://"))
 	}
-	var seq []string
+	seq := make([]string, 0, 6)
 	for range 6 {
 		_, body := get()
 		seq = append(seq, body)

@@ -324,8 +324,12 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	port := l.Addr().(*net.TCPAddr).Port
+	// The port is only free for the caller once the listener is closed.
+	if err := l.Close(); err != nil {
+		return 0, err
+	}
+	return port, nil
 }
 
 // waitServing polls the replica's /healthz until it answers, the process exits, or 15 s pass.
