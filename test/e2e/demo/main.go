@@ -79,10 +79,17 @@ func run(ctx context.Context) error {
 		c := load.Counts()
 		return fmt.Sprintf("  | round trips: %d completed, %d rejected, %d failed", c.Completed, c.Rejected, c.Failed)
 	}
+	rotating := false // set at the first Accepting: a Stable before it is the keyring's creation
 	onEvent := func(e harness.Event) {
 		switch e.Kind {
 		case harness.EventPhase:
-			p.printf("phase %-15s %s%s", e.Phase, phaseMeaning[e.Phase], counts())
+			meaning := phaseMeaning[e.Phase]
+			if e.Phase == mrtrv1alpha1.PhaseAccepting {
+				rotating = true
+			} else if e.Phase == mrtrv1alpha1.PhaseStable && !rotating {
+				meaning = "one key; keyring created"
+			}
+			p.printf("phase %-15s %s%s", e.Phase, meaning, counts())
 		case harness.EventSecret:
 			p.printf("Secret now holds [%s] (first one seals)", strings.Join(e.KeyIDs, ", "))
 		case harness.EventRolledOut:
