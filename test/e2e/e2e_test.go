@@ -45,8 +45,7 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 		env *harness.Env
 		// load runs round trips from the first spec to the end of the rotations.
 		load       *harness.Load
-		stopLoad   context.CancelFunc
-		loadDone   chan struct{}
+		stopLoad   func()
 		loadStart  time.Time
 		rotationAt int // index in the timeline where the rotations start
 	)
@@ -54,15 +53,12 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 
 	startLoad := func() *harness.Load {
 		l := &harness.Load{URL: env.MCPURL, Workers: 4}
-		lctx, cancel := context.WithCancel(ctx)
-		stopLoad, loadDone, loadStart = cancel, make(chan struct{}), time.Now()
-		go func() { defer close(loadDone); l.Run(lctx) }()
+		stopLoad, loadStart = l.Start(ctx), time.Now()
 		return l
 	}
 	endLoad := func() {
 		if stopLoad != nil {
 			stopLoad()
-			<-loadDone
 			stopLoad = nil
 		}
 	}

@@ -116,11 +116,9 @@ func run(ctx context.Context) error {
 	printReplicas(p, env)
 
 	load = &harness.Load{URL: env.MCPURL, Workers: 4}
-	lctx, stopLoad := context.WithCancel(ctx)
-	loadDone := make(chan struct{})
 	loadStart := time.Now()
-	go func() { defer close(loadDone); load.Run(lctx) }()
-	defer func() { stopLoad(); <-loadDone }()
+	stopLoad := load.Start(ctx)
+	defer stopLoad()
 	p.printf("traffic: 4 MCP clients run get_weather round trips (elicitation + retry) through the round-robin balancer")
 
 	ticker := time.NewTicker(time.Second)
@@ -140,7 +138,6 @@ func run(ctx context.Context) error {
 		printReplicas(p, env)
 	}
 	stopLoad()
-	<-loadDone
 	elapsed := time.Since(loadStart)
 
 	c := load.Counts()

@@ -96,6 +96,15 @@ func (l *Load) Run(ctx context.Context) {
 	wg.Wait()
 }
 
+// Start runs Run in the background until ctx is done or stop is called; stop returns once every
+// worker has stopped, and may be called more than once.
+func (l *Load) Start(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); l.Run(ctx) }()
+	return sync.OnceFunc(func() { cancel(); <-done })
+}
+
 func (l *Load) worker(ctx context.Context, w int, httpClient *http.Client) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "mrtr-e2e-load", Version: "v0"}, &mcp.ClientOptions{
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
