@@ -715,9 +715,6 @@ func parseFloat(lit []byte) (float64, error) {
 	return f, nil
 }
 
-// ParseFloat reads a JSON float literal the way the decoder does.
-func ParseFloat(lit []byte) (float64, error) { return parseFloat(lit) }
-
 // byteClass sorts the bytes of a JSON string: 0 copies as is.
 var byteClass = func() (t [256]uint8) {
 	for c := range 0x20 {
