@@ -143,7 +143,7 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 
 		By("checking the phases, the Secret writes and the template stamps")
 		events := env.Timeline.Events()
-		rotations := harness.Rotations(events[rotationAt:], ttlWait(env), env.Timeline.TTLWaitUntils())
+		rotations := harness.Rotations(events[rotationAt:], env.Opts.TTLWait(), env.Timeline.TTLWaitUntils())
 		Expect(rotations).To(HaveLen(2))
 		for i, r := range rotations {
 			Expect(r.Phases).To(Equal(harness.RotationPhases), "rotation %d", i+1)
@@ -202,10 +202,6 @@ func rotationsCompleted(env *harness.Env) func() (int64, error) {
 		err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: env.Opts.Namespace, Name: env.Opts.Name}, &k)
 		return k.Status.RotationsCompleted, err
 	}
-}
-
-func ttlWait(env *harness.Env) time.Duration {
-	return env.Opts.TokenTTL + env.Opts.ClockSkew + env.Opts.TerminationGrace
 }
 
 func phasesSince(events []harness.Event, from int) []mrtrv1alpha1.Phase {

@@ -141,8 +141,7 @@ func run(ctx context.Context) error {
 	elapsed := time.Since(loadStart)
 
 	c := load.Counts()
-	rotations := harness.Rotations(env.Timeline.Events()[rotationAt:],
-		env.Opts.TokenTTL+env.Opts.ClockSkew+env.Opts.TerminationGrace, env.Timeline.TTLWaitUntils())
+	rotations := harness.Rotations(env.Timeline.Events()[rotationAt:], env.Opts.TTLWait(), env.Timeline.TTLWaitUntils())
 	fmt.Println()
 	fmt.Println("summary")
 	fmt.Printf("  round trips: %s in %v (%.0f/s)\n", c, elapsed.Round(time.Second), float64(c.Completed)/elapsed.Seconds())

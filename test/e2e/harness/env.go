@@ -97,6 +97,9 @@ func (o *Options) defaults() {
 	}
 }
 
+// TTLWait is the wait the keyring asks for between sealing with the new key and removing the old one.
+func (o Options) TTLWait() time.Duration { return o.TokenTTL + o.ClockSkew + o.TerminationGrace }
+
 // Env is a running stack. Stop it in any case, also after a failed Start (Start stops what it
 // started when it fails, and Stop on a nil *Env is a no-op).
 type Env struct {
@@ -245,7 +248,7 @@ func (e *Env) serveBalancer() error {
 	return nil
 }
 
-// Keyring returns the MRTRKeyring object this Env created (not yet sent to the cluster when new).
+// keyringObject is the MRTRKeyring this Env creates.
 func (e *Env) keyringObject() *mrtrv1alpha1.MRTRKeyring {
 	o := e.Opts
 	return &mrtrv1alpha1.MRTRKeyring{
