@@ -46,9 +46,6 @@ type Counts struct {
 	CrossReplica uint64
 }
 
-// Total is the number of round trips that ended.
-func (c Counts) Total() uint64 { return c.Completed + c.Rejected + c.Failed }
-
 func (c Counts) String() string {
 	return fmt.Sprintf("%d completed (%d across replicas), %d rejected, %d failed", c.Completed, c.CrossReplica, c.Rejected, c.Failed)
 }

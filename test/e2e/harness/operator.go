@@ -82,9 +82,6 @@ func (o *Operator) Err() error {
 	return o.proc.Err()
 }
 
-// Runs is the number of processes launched so far.
-func (o *Operator) Runs() int { return len(o.procs) }
-
 // LogPaths are the logs of every run, oldest first.
 func (o *Operator) LogPaths() []string {
 	paths := make([]string, len(o.procs))
