@@ -184,7 +184,6 @@ func main() {
 
 	if err := (&controller.MRTRKeyringReconciler{
 		Client: mgr.GetClient(),
-		Scheme: mgr.GetScheme(),
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "Failed to create controller", "controller", "mrtrkeyring")
 		os.Exit(1)

@@ -24,7 +24,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	clientevents "k8s.io/client-go/tools/events"
 	kclock "k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -47,8 +46,6 @@ import (
 // takes the keys away from running servers. A re-created keyring resumes from the Secret.
 type MRTRKeyringReconciler struct {
 	client.Client
-	// Scheme is the manager's scheme (set by cmd/main.go; not needed by the reconciler itself).
-	Scheme *runtime.Scheme
 	// APIReader reads the Secret live: the manager caches only Secret metadata (it watches every
 	// Secret, and caching their data would hold every secret of the cluster in memory).
 	APIReader client.Reader
