@@ -331,9 +331,6 @@ func (s *Sealed) digest(sc *scratch, method string, params json.RawMessage) ([sh
 	return sha256.Sum256(c), nil
 }
 
-// unsalientParams are the top-level params that change between the rounds of one request.
-var unsalientParams = []string{"_meta", "requestState", "inputResponses"}
-
 // appendAAD writes the associated data: the format tag, then kid, protocol version, method and
 // server, each as a 4-byte big-endian length and the bytes.
 func appendAAD(dst []byte, kid, version, method, server string) []byte {

@@ -68,9 +68,6 @@ var (
 	signedTagV1    = []byte("snodo-mrtr-token-v1:")
 	signedTagV2    = []byte("snodo-mrtr-token-v2:")
 
-	// The top-level params that differ between the rounds of one request, so are not bound.
-	signedIgnoredParams = []string{"_meta", "requestState", "inputResponses"}
-
 	signedB64 = base64.RawURLEncoding
 )
 
@@ -277,7 +274,7 @@ func appendSignedBinding(dst []byte, b Binding) ([]byte, error) {
 	dst = append(dst, ',')
 	if len(b.Params) == 0 {
 		dst = append(dst, '{', '}') // JSON-RPC params left out: nothing to bind
-	} else if dst, err = canonical.AppendObject(dst, b.Params, signedIgnoredParams...); err != nil {
+	} else if dst, err = canonical.AppendObject(dst, b.Params, unsalientParams...); err != nil {
 		return dst, &ConfigError{Field: fieldParams, Reason: err.Error()}
 	}
 	dst = append(dst, ',')

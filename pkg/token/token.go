@@ -54,6 +54,10 @@ type Binding struct {
 	ProtocolVersion string
 }
 
+// unsalientParams are the top-level params that change between the rounds of one request, so
+// neither codec binds them (see Binding.Params).
+var unsalientParams = []string{"_meta", "requestState", "inputResponses"}
+
 // Codec seals request state into a token and opens it again. Implementations are safe for
 // concurrent use.
 type Codec interface {
