@@ -322,7 +322,7 @@ func kind(tok json.Token) string {
 // showName quotes a field name for an error if it looks like a name; anything else (a secret pasted
 // in the wrong place, for instance) is described by its length only.
 func showName(name string) string {
-	if len(name) > 0 && len(name) <= MaxIDLength && ValidateID(name) == nil {
+	if ValidateID(name) == nil {
 		return fmt.Sprintf("%q", name)
 	}
 	return fmt.Sprintf("(a %d-byte name, not shown)", len(name))
