@@ -117,9 +117,9 @@ func NewFileSource(path string, opts ...FileOption) (*FileSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := Parse(data)
+	r, err := parseFile(path, data)
 	if err != nil {
-		return nil, fmt.Errorf("keyring: %s: %w", path, err)
+		return nil, err
 	}
 	s.lastSum = sha256.Sum256(data)
 	s.current.Store(r)
@@ -183,9 +183,8 @@ func (s *FileSource) Reload() error {
 		return s.LastError()
 	}
 	s.lastSum = sum
-	r, err := Parse(data)
+	r, err := parseFile(s.path, data)
 	if err != nil {
-		err = fmt.Errorf("keyring: %s: %w", s.path, err)
 		s.setLastErr(err)
 		s.report(err)
 		return err

@@ -32,6 +32,11 @@ func LoadFile(path string) (*Keyring, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseFile(path, data)
+}
+
+// parseFile parses data, read from path, naming the file in the error.
+func parseFile(path string, data []byte) (*Keyring, error) {
 	r, err := Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("keyring: %s: %w", path, err)
