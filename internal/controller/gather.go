@@ -82,39 +82,36 @@ func (r *MRTRKeyringReconciler) readSecret(ctx context.Context, kr *mrtrv1alpha1
 
 // targets resolves the named and selected workloads through the cache.
 func (r *MRTRKeyringReconciler) targets(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring) (workload.Targets, error) {
+	return workload.Resolve(ctx, r.Client, kr.Namespace, specRefs(kr), kr.Spec.WorkloadSelector)
+}
+
+// specRefs are the workloads named in kr's spec.workloads.
+func specRefs(kr *mrtrv1alpha1.MRTRKeyring) []workload.Ref {
 	refs := make([]workload.Ref, len(kr.Spec.Workloads))
 	for i, w := range kr.Spec.Workloads {
 		refs[i] = workload.Ref{Kind: workload.Kind(w.Kind), Name: w.Name}
 	}
-	return workload.Resolve(ctx, r.Client, kr.Namespace, refs, kr.Spec.WorkloadSelector)
+	return refs
 }
 
 // observeWorkloads turns the targets into rotation.Workloads sorted by kind and name, the missing
 // ones with Found false.
 func observeWorkloads(t workload.Targets) []rotation.Workload {
 	out := make([]rotation.Workload, 0, len(t.Found)+len(t.Missing))
-	refs := make([]workload.Ref, 0, cap(out))
 	for _, obj := range t.Found {
 		ref, _ := workload.RefOf(obj)
 		ro, _ := workload.RolloutStatus(obj)
-		refs = append(refs, ref)
 		out = append(out, rotation.Workload{
 			Kind: mrtrv1alpha1.WorkloadKind(ref.Kind), Name: ref.Name, Found: true,
 			Stamp: workload.Hash(obj), RolledOut: ro.Done, Ready: ro.Ready, Desired: ro.Desired, Message: ro.Message,
 		})
 	}
 	for _, ref := range t.Missing {
-		refs = append(refs, ref)
 		out = append(out, rotation.Workload{Kind: mrtrv1alpha1.WorkloadKind(ref.Kind), Name: ref.Name})
 	}
-	idx := make([]int, len(out))
-	for i := range idx {
-		idx[i] = i
-	}
-	slices.SortFunc(idx, func(a, b int) int { return refs[a].Compare(refs[b]) })
-	sorted := make([]rotation.Workload, len(out))
-	for i, j := range idx {
-		sorted[i] = out[j]
-	}
-	return sorted
+	// Found and Missing are each sorted and disjoint; merge their order.
+	slices.SortFunc(out, func(a, b rotation.Workload) int {
+		return workload.Ref{Kind: workload.Kind(a.Kind), Name: a.Name}.Compare(workload.Ref{Kind: workload.Kind(b.Kind), Name: b.Name})
+	})
+	return out
 }

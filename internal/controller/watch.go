@@ -59,12 +59,12 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	if err := idx.IndexField(ctx, &mrtrv1alpha1.MRTRKeyring{}, workloadIndex, func(o client.Object) []string {
-		workloads := o.(*mrtrv1alpha1.MRTRKeyring).Spec.Workloads
-		refs := make([]string, 0, len(workloads))
-		for _, w := range workloads {
-			refs = append(refs, workload.Ref{Kind: workload.Kind(w.Kind), Name: w.Name}.String())
+		refs := specRefs(o.(*mrtrv1alpha1.MRTRKeyring))
+		keys := make([]string, len(refs))
+		for i, ref := range refs {
+			keys[i] = ref.String()
 		}
-		return refs
+		return keys
 	}); err != nil {
 		return err
 	}

@@ -106,7 +106,7 @@ func RefOf(obj client.Object) (Ref, error) {
 	return Ref{Kind: k, Name: obj.GetName()}, nil
 }
 
-// String is "Kind/name", the form used in messages and as the field-index key (IndexKey).
+// String is "Kind/name", the form used in messages and as the controller's field-index key.
 func (r Ref) String() string { return string(r.Kind) + "/" + r.Name }
 
 // Compare orders refs by kind (in the order of Kinds), then by name.
