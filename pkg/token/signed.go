@@ -225,7 +225,9 @@ func (s *Signed) keyset() *signedKeys {
 	}
 	ks := &signedKeys{ring: r, fingerprint: r.Fingerprint()}
 	for _, k := range r.Keys() {
-		ks.keys = append(ks.keys, newSignedKey(k.ID(), k.Secret()))
+		secret := k.Secret()
+		ks.keys = append(ks.keys, newSignedKey(k.ID(), secret)) // keeps its own copy
+		clear(secret)
 	}
 	s.cache.Store(ks)
 	return ks
