@@ -21,9 +21,10 @@ import (
 
 // replica is one example server with its own mounted keyring folder, as one pod.
 type replica struct {
-	dir string
-	src *keyring.FileSource
-	url string
+	dir     string
+	src     *keyring.FileSource
+	url     string
+	changed chan struct{} // gets a value after each keyring change, for project to wait on
 }
 
 func keyringJSON(t *testing.T, keys ...keyring.Key) []byte {
@@ -66,7 +67,14 @@ func startReplica(t *testing.T, ctx context.Context, name string, ring []byte) *
 	a := &app{replica: name, src: src, guard: mcpstate.New(codec, mcpstate.Anonymous), log: log}
 	ts := httptest.NewServer(a.handler())
 	t.Cleanup(ts.Close)
-	return &replica{dir: dir, src: src.(*keyring.FileSource), url: ts.URL}
+	r := &replica{dir: dir, src: src.(*keyring.FileSource), url: ts.URL, changed: make(chan struct{}, 1)}
+	r.src.OnChange(func(*keyring.Keyring) {
+		select {
+		case r.changed <- struct{}{}:
+		default: // a change not yet waited for is pending already
+		}
+	})
+	return r
 }
 
 // project mounts ring into the replica's folder and waits until the replica serves with it.
@@ -79,12 +87,14 @@ func (r *replica) project(t *testing.T, ring []byte) {
 	if err := harness.Project(r.dir, map[string][]byte{keyringFile: ring}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	// The file source reloads on its own goroutine and signals each change after putting it in service.
+	timeout := time.After(10 * time.Second)
 	for r.src.Keyring().Fingerprint() != want.Fingerprint() {
-		if time.Now().After(deadline) {
+		select {
+		case <-r.changed:
+		case <-timeout:
 			t.Fatalf("replica at %s did not load keyring %s", r.dir, want.Fingerprint())
 		}
-		time.Sleep(10 * time.Millisecond) // the file source reloads on its own goroutine
 	}
 }
 
