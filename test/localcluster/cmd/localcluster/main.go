@@ -18,14 +18,13 @@ limitations under the License.
 
 // Command localcluster starts the local cluster of package localcluster, optionally runs a command
 // against it (with KUBECONFIG set), prints how to reach it with kubectl, and stops everything on
-// Ctrl-C or SIGTERM, or when the command exits. `make demo` runs the manager this way.
+// Ctrl-C or SIGTERM, or when the command exits. `make run-local` runs the manager this way.
 //
 //	localcluster [-crds DIR]... [-kubeconfig PATH] [-log-dir DIR] [-nodes N] [-- COMMAND [ARG]...]
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -135,7 +134,7 @@ func copyFile(from, to string) error {
 		return err
 	}
 	if err := os.WriteFile(to, b, 0o600); err != nil {
-		return errors.Join(fmt.Errorf("writing the kubeconfig to %s", to), err)
+		return fmt.Errorf("writing the kubeconfig to %s: %w", to, err)
 	}
 	return nil
 }
