@@ -35,21 +35,20 @@ import (
 // KeyringLabel is set on the keyring Secret to the name of its MRTRKeyring.
 const KeyringLabel = "mrtr.dev/keyring"
 
-// writeSecret makes the Secret hold kr, annotated with the phase it enters. It creates the Secret,
-// or updates the copy it reads live with that copy's resourceVersion, so a concurrent change makes
-// it fail rather than be overwritten. An unchanged Secret costs no write. Errors never include the
-// data.
-func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1alpha1.MRTRKeyring, kr *keyring.Keyring, phase mrtrv1alpha1.Phase) error {
+// writeSecret makes the Secret hold kr, annotated with the phase it enters. It creates the Secret
+// when current (the copy gather read) is nil, or updates current with its resourceVersion, so a
+// change made since that read makes it fail rather than be overwritten. An unchanged Secret costs
+// no write. Errors never include the data.
+func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1alpha1.MRTRKeyring, current *corev1.Secret,
+	kr *keyring.Keyring, phase mrtrv1alpha1.Phase) error {
 	data, err := keyring.Marshal(kr)
 	if err != nil {
 		return err
 	}
 	key := types.NamespacedName{Namespace: owner.Namespace, Name: owner.EffectiveSecretName()}
 	annotations := map[string]string{rotation.PhaseAnnotation: string(phase), rotation.FingerprintAnnotation: kr.Fingerprint()}
-	var s corev1.Secret
-	err = r.APIReader.Get(ctx, key, &s)
-	if apierrors.IsNotFound(err) {
-		s = corev1.Secret{
+	if current == nil {
+		s := corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
 				Labels: map[string]string{KeyringLabel: owner.Name}, Annotations: annotations},
 			Type: keyring.SecretType,
@@ -60,9 +59,7 @@ func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1al
 		}
 		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("read Secret %s: %w", key, err)
-	}
+	s := current
 	if s.Type != keyring.SecretType { // Step never asks this, but never overwrite a foreign Secret
 		return fmt.Errorf("secret %s has type %q, not %s: not writing it", key, s.Type, keyring.SecretType)
 	}
@@ -86,7 +83,7 @@ func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1al
 		s.Data = map[string][]byte{}
 	}
 	s.Data[keyring.SecretDataKey] = data
-	if err := r.Update(ctx, &s); err != nil {
+	if err := r.Update(ctx, s); err != nil {
 		return fmt.Errorf("update Secret %s to keyring %s: %w", key, kr.Fingerprint(), apiReason(err))
 	}
 	return nil

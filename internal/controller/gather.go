@@ -32,19 +32,27 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
+// observed is what gather read besides the Input: the objects apply writes back.
+type observed struct {
+	// secret is the keyring Secret as read live, nil when it does not exist.
+	secret *corev1.Secret
+	// targets are the found target workloads, which apply stamps.
+	targets []client.Object
+}
+
 // gather reads everything rotation.Step needs (cert-manager's gatherer): the Secret (live), the
-// target workloads (cached) and a fresh candidate key. It also returns the found targets, which
-// apply stamps.
-func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring) (rotation.Input, []client.Object, error) {
+// target workloads (cached) and a fresh candidate key. It also returns the objects it read, which
+// apply writes: the Secret is updated from this very copy, so a change made after Step decided
+// fails the write instead of being overwritten.
+func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring) (rotation.Input, observed, error) {
 	secret, err := r.readSecret(ctx, kr)
 	if err != nil {
-		return rotation.Input{}, nil, err
+		return rotation.Input{}, observed{}, err
 	}
 	targets, err := r.targets(ctx, kr)
 	if err != nil {
-		return rotation.Input{}, nil, err
+		return rotation.Input{}, observed{}, err
 	}
-	observed, found := observeWorkloads(targets), targets.Found
 	generate := r.GenerateKey
 	if generate == nil {
 		generate = keyring.GenerateKey
@@ -52,7 +60,7 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 	keyBytes := max(int(kr.Spec.KeyBytes), keyring.MinSecretBytes)
 	fresh, err := generate("candidate", keyBytes)
 	if err != nil {
-		return rotation.Input{}, nil, fmt.Errorf("generate a key for keyring %s/%s: %w", kr.Namespace, kr.Name, err)
+		return rotation.Input{}, observed{}, fmt.Errorf("generate a key for keyring %s/%s: %w", kr.Namespace, kr.Name, err)
 	}
 	return rotation.Input{
 		Now:           r.now().Now(),
@@ -60,24 +68,32 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 		Settings:      rotation.SettingsFrom(kr.Spec),
 		Status:        kr.Status,
 		SecretName:    kr.EffectiveSecretName(),
-		Secret:        secret,
+		Secret:        observeSecret(secret),
 		FreshKey:      fresh,
-		Workloads:     observed,
+		Workloads:     observeWorkloads(targets),
 		RotateRequest: kr.Annotations[mrtrv1alpha1.RotateAnnotation],
-	}, found, nil
+	}, observed{secret: secret, targets: targets.Found}, nil
 }
 
-// readSecret reads the keyring Secret from the API server, not the cache (see APIReader).
-func (r *MRTRKeyringReconciler) readSecret(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring) (rotation.SecretObservation, error) {
+// readSecret reads the keyring Secret from the API server, not the cache (see APIReader); nil
+// when it does not exist.
+func (r *MRTRKeyringReconciler) readSecret(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring) (*corev1.Secret, error) {
 	var s corev1.Secret
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: kr.Namespace, Name: kr.EffectiveSecretName()}, &s)
 	if apierrors.IsNotFound(err) {
-		return rotation.ObserveSecret(false, "", nil, nil), nil
+		return nil, nil
 	}
 	if err != nil {
-		return rotation.SecretObservation{}, fmt.Errorf("read Secret %s/%s: %w", kr.Namespace, kr.EffectiveSecretName(), err)
+		return nil, fmt.Errorf("read Secret %s/%s: %w", kr.Namespace, kr.EffectiveSecretName(), err)
 	}
-	return rotation.ObserveSecret(true, string(s.Type), s.Data, s.Annotations), nil
+	return &s, nil
+}
+
+func observeSecret(s *corev1.Secret) rotation.SecretObservation {
+	if s == nil {
+		return rotation.ObserveSecret(false, "", nil, nil)
+	}
+	return rotation.ObserveSecret(true, string(s.Type), s.Data, s.Annotations)
 }
 
 // targets resolves the named and selected workloads through the cache.

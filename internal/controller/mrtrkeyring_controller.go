@@ -74,7 +74,7 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	in, targets, err := r.gather(ctx, &kr)
+	in, obs, err := r.gather(ctx, &kr)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -83,7 +83,7 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	// The Secret first: if we stop before the status write, the Secret's annotations let the next
 	// pass resume in the phase it was written for.
 	if d.Secret != nil {
-		if err := r.writeSecret(ctx, &kr, d.Secret, d.SecretPhase); err != nil {
+		if err := r.writeSecret(ctx, &kr, obs.secret, d.Secret, d.SecretPhase); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -105,7 +105,7 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	var stampErrs []error
 	if d.Stamp != "" {
-		for _, obj := range targets {
+		for _, obj := range obs.targets {
 			if _, err := workload.Stamp(ctx, r.Client, obj, d.Stamp); err != nil && !apierrors.IsNotFound(err) {
 				stampErrs = append(stampErrs, err)
 			}
