@@ -95,7 +95,7 @@ type Cluster struct {
 // machine, a second when built). It runs hack/build-controlplane.sh from the repository root, which
 // it finds by walking up from the working directory.
 func BinDir() (string, error) {
-	root, err := repoRoot()
+	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
@@ -115,7 +115,9 @@ func BinDir() (string, error) {
 	return dir, nil
 }
 
-func repoRoot() (string, error) {
+// RepoRoot is the repository's root folder (the one with hack/build-controlplane.sh), found by walking
+// up from the working directory.
+func RepoRoot() (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", err

@@ -128,24 +128,6 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
-// RepoRoot is the folder of the module's go.mod, found by walking up from the working directory.
-func RepoRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			if _, err := os.Stat(filepath.Join(dir, "examples", "mcp-server")); err == nil {
-				return dir, nil
-			}
-		}
-		if dir == filepath.Dir(dir) {
-			return "", fmt.Errorf("not inside the mrtr-operator repository: %s", wd)
-		}
-	}
-}
-
 // Build compiles the operator (./cmd) and the example server (./examples/mcp-server) into dir.
 func Build(ctx context.Context, root, dir string) (operator, server string, err error) {
 	operator, server = filepath.Join(dir, "manager"), filepath.Join(dir, "mcp-server")
@@ -170,7 +152,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 			err = errors.Join(err, e.Stop())
 		}
 	}()
-	root, err := RepoRoot()
+	root, err := localcluster.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
