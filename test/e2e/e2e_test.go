@@ -237,17 +237,17 @@ func report(c harness.Counts, elapsed time.Duration, rotations []harness.Rotatio
 	}
 	lines = append(lines,
 		fmt.Sprintf("operator latency, rollout complete -> Secret write: median %v, max %v (n=%d)",
-			Median(lat), harness.Max(lat).Round(time.Millisecond), len(lat)),
+			median(lat), harness.Max(lat).Round(time.Millisecond), len(lat)),
 		fmt.Sprintf("operator latency, TTL wait end -> Secret write: median %v, max %v (n=%d, 1s resolution)",
-			Median(ttl), harness.Max(ttl).Round(time.Millisecond), len(ttl)))
+			median(ttl), harness.Max(ttl).Round(time.Millisecond), len(ttl)))
 	for _, l := range lines {
 		GinkgoWriter.Println(l)
 	}
 	AddReportEntry("numbers", strings.Join(lines, "\n"))
 }
 
-// Median keeps report's lines short.
-func Median(ds []time.Duration) time.Duration { return harness.Median(ds).Round(time.Millisecond) }
+// median keeps report's lines short.
+func median(ds []time.Duration) time.Duration { return harness.Median(ds).Round(time.Millisecond) }
 
 func tail(path string, n int) string {
 	b, err := os.ReadFile(path)
