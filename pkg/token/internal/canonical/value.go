@@ -1,9 +1,9 @@
 package canonical
 
 import (
-	"bytes"
 	"math/big"
 	"slices"
+	"strings"
 )
 
 // Kind is the type of a Value.
@@ -95,7 +95,7 @@ func (v Value) Append(dst []byte) []byte {
 	}
 }
 
-func compareMembers(a, b Member) int { return bytes.Compare([]byte(a.Name), []byte(b.Name)) }
+func compareMembers(a, b Member) int { return strings.Compare(a.Name, b.Name) }
 
 // MaxMembers returns the largest number of members of any object in v, at any depth.
 func (v Value) MaxMembers() int {
