@@ -354,7 +354,7 @@ type payload struct {
 //	{"i":<issued>,"e":<expires>,"d":"<43 chars>","p":<principal>,"s":<state>}
 //
 // The payload is authentic when this runs, so it checks the layout, not the JSON grammar of the
-// principal and the state: statePrincipal compares the principal byte for byte with the binding's,
+// principal and the state: payload.state compares the principal byte for byte with the binding's,
 // and the state was validated when it was sealed.
 func parsePayload(p []byte) (payload, bool) {
 	var pl payload
