@@ -140,8 +140,7 @@ func (r *MRTRKeyringReconciler) recordTransitions(kr *mrtrv1alpha1.MRTRKeyring, 
 		r.metrics().RotationFailed(kr.Namespace, kr.Name, c.Reason)
 	}
 	prev := prevStatus.Phase
-	if prev != next.Phase && prevStatus.PhaseStartedAt != nil && next.PhaseStartedAt != nil &&
-		(prev == mrtrv1alpha1.PhaseAccepting || prev == mrtrv1alpha1.PhaseSealingWithNew || prev == mrtrv1alpha1.PhaseRemoving) {
+	if prev != next.Phase && prevStatus.PhaseStartedAt != nil && next.PhaseStartedAt != nil && rotation.WaitsForRollout(prev) {
 		r.metrics().RolloutWaited(kr.Namespace, kr.Name, prev, next.PhaseStartedAt.Sub(prevStatus.PhaseStartedAt.Time))
 	}
 }

@@ -67,15 +67,15 @@ func (p *pass) lagging() (missing, pending []Workload) {
 	return missing, pending
 }
 
-// waitsForRollout: the phase ends when a rollout does.
-func waitsForRollout(ph mrtrv1alpha1.Phase) bool {
+// WaitsForRollout reports whether phase ph ends when a rollout does.
+func WaitsForRollout(ph mrtrv1alpha1.Phase) bool {
 	return ph == mrtrv1alpha1.PhaseAccepting || ph == mrtrv1alpha1.PhaseSealingWithNew || ph == mrtrv1alpha1.PhaseRemoving
 }
 
 // checkBlocked is the stall check run after advance: a target missing while Accepting, or a
 // rollout past spec.rolloutDeadline.
 func (p *pass) checkBlocked() {
-	if !waitsForRollout(p.st.Phase) || p.d.Secret != nil {
+	if !WaitsForRollout(p.st.Phase) || p.d.Secret != nil {
 		return
 	}
 	missing, pending := p.lagging()
@@ -114,11 +114,11 @@ func (p *pass) nextDeadline() time.Duration {
 		if p.st.TTLWaitUntil != nil {
 			at = p.st.TTLWaitUntil.Time
 		}
-	case waitsForRollout(ph) && len(p.in.Workloads) == 0:
+	case WaitsForRollout(ph) && len(p.in.Workloads) == 0:
 		at = p.phaseStart().Add(p.in.Settings.PropagationDelay)
 	case ph == mrtrv1alpha1.PhaseAccepting && p.st.RolledOutAt != nil:
 		at = p.st.RolledOutAt.Add(p.in.Settings.TerminationGracePeriod)
-	case waitsForRollout(ph):
+	case WaitsForRollout(ph):
 		at = p.rolloutDeadline()
 	}
 	if d := at.Sub(p.in.Now); !at.IsZero() && d > 0 {
