@@ -110,6 +110,14 @@ func getKeyring(g Gomega, kr *mrtrv1alpha1.MRTRKeyring) *mrtrv1alpha1.MRTRKeyrin
 // pokes makes every poke a new annotation value.
 var pokes atomic.Int64
 
+// eventuallyInPhase waits until the keyring's status reaches phase.
+func eventuallyInPhase(kr *mrtrv1alpha1.MRTRKeyring, phase mrtrv1alpha1.Phase) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(phase))
+	}).Should(Succeed())
+}
+
 // poke wakes the reconciler for kr, as the passing of time would in a real cluster: the reconciler
 // requeues for the real clock, but reads the fake one, so after advance the test wakes it itself.
 func poke(kr *mrtrv1alpha1.MRTRKeyring) {

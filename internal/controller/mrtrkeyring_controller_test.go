@@ -263,9 +263,7 @@ var _ = Describe("MRTRKeyring controller", func() {
 		a := settle(kr, []client.Object{web})
 
 		requestRotation(kr, "go")
-		Eventually(func(g Gomega) {
-			g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseAccepting))
-		}).Should(Succeed())
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseAccepting)
 		stallDeployment(web.(*appsv1.Deployment))
 
 		By("past spec.rolloutDeadline the keyring is Stalled and does not advance")
@@ -294,9 +292,7 @@ var _ = Describe("MRTRKeyring controller", func() {
 			g.Expect(k.Status.RolledOutAt).NotTo(BeNil())
 		}).Should(Succeed())
 		advance(kr, testGrace)
-		Eventually(func(g Gomega) {
-			g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseSealingWithNew))
-		}).Should(Succeed())
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseSealingWithNew)
 	})
 
 	It("does not leave Accepting while a named workload is missing", func() {
@@ -315,9 +311,7 @@ var _ = Describe("MRTRKeyring controller", func() {
 		rollOut(web, -1)
 
 		requestRotation(kr, "go")
-		Eventually(func(g Gomega) {
-			g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseAccepting))
-		}).Should(Succeed())
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseAccepting)
 		rollOut(web, -1)
 		advance(kr, testGrace)
 		offset := len(logs.String())
@@ -337,9 +331,7 @@ var _ = Describe("MRTRKeyring controller", func() {
 			g.Expect(getKeyring(g, kr).Status.RolledOutAt).NotTo(BeNil())
 		}).Should(Succeed())
 		advance(kr, testGrace)
-		Eventually(func(g Gomega) {
-			g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseSealingWithNew))
-		}).Should(Succeed())
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseSealingWithNew)
 	})
 
 	It("starts no rotation while suspended, and finishes one already under way", func() {
@@ -361,26 +353,18 @@ var _ = Describe("MRTRKeyring controller", func() {
 
 		By("resumed, the rotation starts; suspended again halfway, it still finishes")
 		setSuspend(kr, false)
-		Eventually(func(g Gomega) {
-			g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseAccepting))
-		}).Should(Succeed())
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseAccepting)
 		setSuspend(kr, true)
 		rollOut(web, -1)
 		Eventually(func(g Gomega) {
 			g.Expect(getKeyring(g, kr).Status.RolledOutAt).NotTo(BeNil())
 		}).Should(Succeed())
 		advance(kr, testGrace)
-		Eventually(func(g Gomega) {
-			g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseSealingWithNew))
-		}).Should(Succeed())
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseSealingWithNew)
 		rollOut(web, -1)
-		Eventually(func(g Gomega) {
-			g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseWaitingTTL))
-		}).Should(Succeed())
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseWaitingTTL)
 		advance(kr, testTTLWait)
-		Eventually(func(g Gomega) {
-			g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseRemoving))
-		}).Should(Succeed())
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseRemoving)
 		rollOut(web, -1)
 		Eventually(func(g Gomega) {
 			k := getKeyring(g, kr)
