@@ -9,6 +9,7 @@ WORKDIR /workspace
 # Copy the Go Modules manifests and download the dependencies first, so that source changes do not
 # invalidate the layer of downloaded modules.
 COPY go.mod go.sum ./
+COPY pkg/go.mod pkg/go.sum pkg/
 RUN go mod download
 
 # Copy only the packages the manager is built from (.dockerignore keeps out tests and test data).

@@ -33,13 +33,17 @@ manifests: controller-gen ## Generate WebhookConfiguration, ClusterRole and Cust
 generate: controller-gen ## Generate code containing DeepCopy, DeepCopyInto, and DeepCopyObject method implementations.
 	"$(CONTROLLER_GEN)" object:headerFile="hack/boilerplate.go.txt",year=$(YEAR) paths="./..."
 
+# The repository holds two Go modules: the operator (the root) and pkg/, the library that MCP servers
+# import without the operator's Kubernetes dependencies. Every Go target covers both.
+MODULES := . pkg
+
 .PHONY: fmt
 fmt: ## Run go fmt against code.
-	go fmt ./...
+	@for m in $(MODULES); do (cd $$m && go fmt ./...); done
 
 .PHONY: vet
 vet: ## Run go vet against code, including the files behind the e2e build tag.
-	go vet ./...
+	@for m in $(MODULES); do (cd $$m && go vet ./...); done
 	go vet -tags=e2e ./test/...
 
 # The control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok) cannot be
@@ -59,6 +63,7 @@ e2e-assets: ## Build the whole local control plane if missing; print its folder 
 test: manifests generate fmt vet envtest-assets ## Run unit and envtest suites (real kube-apiserver and etcd).
 	assets="$$(hack/build-controlplane.sh envtest)"; \
 	KUBEBUILDER_ASSETS="$$assets" go test $$(go list ./... | grep -v /test/e2e) -coverprofile cover.out
+	cd pkg && go test ./... -coverprofile cover.out
 
 # The end-to-end tests, and the test of the local cluster itself, carry the e2e build tag: they need
 # the whole control plane, and they run processes of their own (see test/localcluster).
@@ -69,20 +74,21 @@ test-e2e: manifests generate fmt vet build e2e-assets ## Run the end-to-end test
 FUZZTIME ?= 10s
 .PHONY: fuzz
 fuzz: ## Run every Fuzz target of the repository for FUZZTIME (default 10s) each.
-	@for pkg in $$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...); do \
+	@for m in $(MODULES); do (cd $$m && \
+	for pkg in $$(go list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...); do \
 		for target in $$(go test -list '^Fuzz' "$$pkg" | grep '^Fuzz'); do \
 			echo "==> $$pkg $$target ($(FUZZTIME))"; \
 			go test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) "$$pkg"; \
 		done; \
-	done
+	done) || exit 1; done
 
 .PHONY: lint
 lint: golangci-lint ## Run golangci-lint linter
-	"$(GOLANGCI_LINT)" run
+	@for m in $(MODULES); do (cd $$m && "$(GOLANGCI_LINT)" run --config "$(CURDIR)/.golangci.yml") || exit 1; done
 
 .PHONY: lint-fix
 lint-fix: golangci-lint ## Run golangci-lint linter and perform fixes
-	"$(GOLANGCI_LINT)" run --fix
+	@for m in $(MODULES); do (cd $$m && "$(GOLANGCI_LINT)" run --config "$(CURDIR)/.golangci.yml" --fix) || exit 1; done
 
 .PHONY: lint-config
 lint-config: golangci-lint ## Verify golangci-lint linter configuration

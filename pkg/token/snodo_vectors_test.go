@@ -87,7 +87,7 @@ func loadSnodoVectors(t *testing.T) *snodoVectors {
 	t.Helper()
 	path := os.Getenv("MRTR_SNODO_VECTORS")
 	if path == "" {
-		path = "../../../shared/testdata/snodo/vectors.json"
+		path = "testdata/snodo/vectors.json"
 	}
 	raw, err := os.ReadFile(path)
 	if err != nil {
