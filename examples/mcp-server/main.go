@@ -80,7 +80,7 @@ func run(c config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	codec, err := token.NewSealed(src, token.SealedOptions{Server: c.server, TTL: c.tokenTTL, AnonymousTTL: c.tokenTTL})
+	codec, err := token.NewSealed(src, c.server, token.SealedTTL(c.tokenTTL), token.SealedAnonymousTTL(c.tokenTTL))
 	if err != nil {
 		return err
 	}

@@ -60,7 +60,7 @@ func startReplica(t *testing.T, ctx context.Context, name string, ring []byte) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	codec, err := token.NewSealed(src, token.SealedOptions{Server: "test", TTL: time.Minute, AnonymousTTL: time.Minute})
+	codec, err := token.NewSealed(src, "test", token.SealedTTL(time.Minute), token.SealedAnonymousTTL(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

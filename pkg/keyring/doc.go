@@ -15,7 +15,7 @@
 //		return err
 //	}
 //	go src.Start(ctx) // or mgr.Add(src) in a controller-runtime manager: every replica runs it
-//	sealer, err := token.NewSealed(src, token.SealedOptions{...}) // reads src.Keyring() per call
+//	sealer, err := token.NewSealed(src, server, opts...) // reads src.Keyring() per call
 //
 // or read it once from the MRTR_KEYRING environment variable (the operator restarts the pods
 // instead):
@@ -25,10 +25,12 @@
 //
 // A FileSource watches the file's directory, because the kubelet updates a Secret volume by
 // swapping a ..data symlink; it waits for a burst of events to settle (WithDebounce), re-reads
-// every 10 s anyway (WithResyncInterval), and puts a new keyring in service only once it parsed
-// and validated in full. If an update is invalid it keeps serving the last good keyring and reports
-// the error (LastError, Stats, WithErrorHandler). OnChange tells when a different keyring is in
-// service.
+// every 10 s anyway (WithResyncInterval), and puts a new keyring in service only once two reads in
+// a row returned it and it parsed and validated in full. A read that races the kubelet's swap and
+// finds no file is retried, not reported. Outside Kubernetes, replace the file by renaming a new one
+// over it: a rewrite in place can pass through a valid mix of old and new keys (see FileSource). If
+// an update is invalid it keeps serving the last good keyring and reports the error (LastError,
+// Stats, WithErrorHandler). OnChange tells when a different keyring is in service.
 //
 // # Keyrings are valid and immutable
 //
@@ -44,5 +46,6 @@
 // Fingerprint: String, GoString and Format for every fmt verb, MarshalJSON, MarshalLog
 // (logr.Marshaler) and LogValue (slog.LogValuer). The Fingerprint is a short hash of the ids and
 // bytes, safe in logs, status and annotations; the operator puts it in the pod-template annotation
-// mrtr.dev/keyring-hash.
+// mrtr.dev/keyring-hash. A FileSource shows the same, with its path and counters, and never a hash
+// of the file.
 package keyring

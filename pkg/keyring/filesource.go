@@ -1,10 +1,14 @@
 package keyring
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -26,6 +30,16 @@ const (
 	DefaultResyncInterval = 10 * time.Second
 )
 
+// A reload reads the file until two reads in a row return the same bytes (see FileSource), pausing
+// settleFirstWait before the second read and twice as long before each next one, up to
+// settleMaxWait, for settleReads reads at most: 355 ms of pauses in all, ample for a ..data swap or
+// a small rewrite to finish, and short enough to keep a reload quick.
+const (
+	settleFirstWait = 5 * time.Millisecond
+	settleMaxWait   = 100 * time.Millisecond
+	settleReads     = 8
+)
+
 // FileSource is a Source that follows a keyring.json file, typically the key of a mounted Secret
 // volume, so a workload picks up a rotated keyring without a restart.
 //
@@ -37,23 +51,46 @@ const (
 // invalid or unreadable file is reported (LastError, Stats, WithErrorHandler) and the last good
 // keyring stays in service until a valid one appears.
 //
-// A FileSource follows a whole Secret volume or a plain file replaced or rewritten in place. It
-// cannot follow a subPath mount: the kubelet never updates those.
+// A reload accepts the file only once two reads in a row, at least 5 ms apart, return the same
+// bytes. A read that finds no file, or other bytes than the read before, is retried after a pause
+// that doubles up to 100 ms; after 8 reads (355 ms of pauses) the reload fails with the last read's
+// error or with one saying the file kept changing, and the next event or resync tries again. So:
+//
+//   - Replacing the file atomically is always safe: the kubelet's ..data swap of a Secret volume, or
+//     a new file renamed over the old one. Every read sees a whole file, and a read that races the
+//     swap and finds no file (the old timestamped directory was just removed) is retried, not
+//     reported.
+//   - Rewriting the file in place is safe only if no intermediate state lasts 5 ms or more. A read
+//     sees whatever has been written so far, and a writer that does not truncate first can leave,
+//     for a moment, the start of the new document followed by the end of the old one: a valid
+//     keyring of keys from both. Two reads that both fall within one such moment cannot tell it
+//     from a finished file and put it in service. A short document written in one call, as
+//     os.WriteFile does, is in practice safe; a writer that can stall between two writes (a slow or
+//     network file system, a stopped or starved process) is not: rename a new file instead.
+//   - A subPath mount is not followed at all: the kubelet never updates those.
 //
 // A FileSource is safe for concurrent use; Keyring never blocks.
+//
+// Printed, logged or encoded as JSON, a FileSource shows its path, the ids and fingerprint of the
+// keyring in service and its counters (see redact.go), never key bytes or a hash of the file.
 type FileSource struct {
 	path     string
 	dir      string
 	debounce time.Duration
 	resync   time.Duration
 	onError  func(error)
+	read     func(path string) ([]byte, error) // readFile; tests interpose to see or stage each read
+	wait     func(time.Duration)               // the pause between reads, time.Sleep; tests record it
 
 	current atomic.Pointer[Keyring]
 
 	// reloadMu serialises reloads, so that swaps and notifications happen in the order the file
 	// was read. It guards lastSum.
 	reloadMu sync.Mutex
-	lastSum  [sha256.Size]byte // of the bytes last read, valid or not; zero after a read error
+	// lastSum is the SHA-256 of the bytes last read, valid or not; nil after a read error. Like a
+	// Key's bytes it is held in a closure, so that a printer walking the fields of a copy shows a
+	// func address: a hash of keyring.json would let whoever sees it check a guess of the keys.
+	lastSum func() [sha256.Size]byte
 
 	mu        sync.Mutex // guards listeners and lastErr
 	listeners []func(*Keyring)
@@ -89,13 +126,15 @@ func WithDebounce(d time.Duration) FileOption { return func(s *FileSource) { s.d
 func WithResyncInterval(d time.Duration) FileOption { return func(s *FileSource) { s.resync = d } }
 
 // WithErrorHandler sets a function called with every reload or watch failure, for logs and metrics.
-// The error names the file and the bad entry, never key material. It is called on the goroutine that
-// reloads and must not call Reload.
+// The error names the file and the bad entry, never key material. A file caught changing (missing
+// during a ..data swap, or different from one read to the next) is not a failure unless it is still
+// so after the retries (see FileSource). It is called on the goroutine that reloads and must not call
+// Reload.
 func WithErrorHandler(f func(error)) FileOption { return func(s *FileSource) { s.onError = f } }
 
-// NewFileSource reads and validates the keyring at path, following symlinks. It fails if the file
-// cannot be read or is not a valid keyring: a workload should not start without keys. Call Start to
-// follow changes.
+// NewFileSource reads and validates the keyring at path, following symlinks, reading until two reads
+// agree as Reload does. It fails if the file cannot be read or is not a valid keyring: a workload
+// should not start without keys. Call Start to follow changes.
 func NewFileSource(path string, opts ...FileOption) (*FileSource, error) {
 	s := &FileSource{
 		path:     path,
@@ -103,6 +142,8 @@ func NewFileSource(path string, opts ...FileOption) (*FileSource, error) {
 		debounce: DefaultDebounce,
 		resync:   DefaultResyncInterval,
 		watching: make(chan struct{}),
+		read:     readFile,
+		wait:     time.Sleep,
 	}
 	for _, o := range opts {
 		o(s)
@@ -113,7 +154,7 @@ func NewFileSource(path string, opts ...FileOption) (*FileSource, error) {
 	if s.resync <= 0 {
 		return nil, fmt.Errorf("keyring: file source %s: resync interval %v must be positive", path, s.resync)
 	}
-	data, err := readFile(path)
+	data, err := s.readSettled()
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +162,7 @@ func NewFileSource(path string, opts ...FileOption) (*FileSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.lastSum = sha256.Sum256(data)
+	s.lastSum = contentSum(data)
 	s.current.Store(r)
 	return s, nil
 }
@@ -162,22 +203,23 @@ func (s *FileSource) Stats() FileSourceStats {
 func (s *FileSource) NeedLeaderElection() bool { return false }
 
 // Reload reads the file now and puts its keyring in service if it is valid and different. It returns
-// the error of this attempt; on error the keyring in service is unchanged. Start calls it; call it
-// yourself to reload on a signal, for instance.
+// the error of this attempt; on error the keyring in service is unchanged. It takes at least one
+// pause of 5 ms, and up to about a third of a second while the file is changing (see FileSource).
+// Start calls it; call it yourself to reload on a signal, for instance.
 func (s *FileSource) Reload() error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	s.reloads.Add(1)
 
-	data, err := readFile(s.path)
+	data, err := s.readSettled()
 	if err != nil {
-		s.lastSum = [sha256.Size]byte{} // so the same bytes are parsed again once readable
+		s.lastSum = nil // so the same bytes are parsed again once readable
 		s.setLastErr(err)
 		s.report(err)
 		return err
 	}
-	sum := sha256.Sum256(data)
-	if sum == s.lastSum {
+	sum := contentSum(data)
+	if s.lastSum != nil && s.lastSum() == sum() {
 		// Nothing new: the periodic re-read of an unchanged file, or an event about another file.
 		// A file that is still invalid keeps its error without reporting it again.
 		return s.LastError()
@@ -202,6 +244,48 @@ func (s *FileSource) Reload() error {
 		f(r)
 	}
 	return nil
+}
+
+// readSettled reads the file until two reads in a row return the same bytes, and returns them: one
+// read may catch an in-place rewrite half done, and a half-written keyring can be valid. A read that
+// finds no file is retried too: during a ..data swap, a read that followed the old ..data finds the
+// old directory removed. Any other read error is returned at once, as waiting would not help. If the
+// reads never settle, the error is the last read's (the file is still missing) or says that the
+// file kept changing.
+func (s *FileSource) readSettled() ([]byte, error) {
+	var (
+		prev     []byte // the bytes of the previous read, if it found the file
+		havePrev bool
+		err      error // the previous read's error
+		pause    = settleFirstWait
+		paused   time.Duration
+	)
+	for i := range settleReads {
+		if i > 0 {
+			s.wait(pause)
+			paused += pause
+			pause = min(2*pause, settleMaxWait)
+		}
+		data, rerr := s.read(s.path)
+		if rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			return nil, rerr
+		}
+		if rerr == nil && havePrev && bytes.Equal(data, prev) {
+			return data, nil
+		}
+		prev, havePrev, err = data, rerr == nil, rerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return nil, fmt.Errorf("keyring: %s kept changing: %d reads over %v, no two in a row the same "+
+		"(if it is rewritten in place, rename a new file over it instead)", s.path, settleReads, paused)
+}
+
+// contentSum hashes data into a closure (see FileSource.lastSum).
+func contentSum(data []byte) func() [sha256.Size]byte {
+	sum := sha256.Sum256(data)
+	return func() [sha256.Size]byte { return sum }
 }
 
 // report counts err and hands it to the error handler.
@@ -319,4 +403,71 @@ func schedule(ctx context.Context, kicks <-chan struct{}, delay, interval time.D
 			fire(true)
 		}
 	}
+}
+
+// A FileSource is shown the way a Keyring is (see redact.go): every printer, logger and encoder
+// gets the path, the ids and fingerprint of the keyring in service and the counters, and nothing
+// else, so none falls through to fmt's reflection on the fields.
+
+// fileSourceView is what structured output sees of a FileSource.
+type fileSourceView struct {
+	Path    string      `json:"path"`
+	Keyring keyringView `json:"keyring"`
+	Reloads uint64      `json:"reloads"`
+	Changes uint64      `json:"changes"`
+	Errors  uint64      `json:"errors"`
+}
+
+func (s *FileSource) view() fileSourceView {
+	st := s.Stats()
+	v := fileSourceView{Path: s.path, Reloads: st.Reloads, Changes: st.Changes, Errors: st.Errors}
+	if r := s.Keyring(); r != nil { // nil only in a FileSource not made by NewFileSource
+		v.Keyring = r.view()
+	}
+	return v
+}
+
+// String prints the path, the keyring in service (ids and fingerprint) and the counters. A nil
+// source prints as FileSource(nil).
+func (s *FileSource) String() string {
+	if s == nil {
+		return "FileSource(nil)"
+	}
+	st := s.Stats()
+	return fmt.Sprintf("FileSource{path: %q, keyring: %v, reloads: %d, changes: %d, errors: %d}",
+		s.path, s.Keyring(), st.Reloads, st.Changes, st.Errors)
+}
+
+// GoString keeps %#v as safe as %v.
+func (s *FileSource) GoString() string { return s.String() }
+
+// Format writes String for every verb; %q quotes it.
+func (s *FileSource) Format(f fmt.State, verb rune) { writeRedacted(f, verb, s.String()) }
+
+// MarshalJSON encodes {"path":...,"keyring":{"ids":[...],"fingerprint":...},"reloads":...,
+// "changes":...,"errors":...}, or null for a nil source.
+func (s *FileSource) MarshalJSON() ([]byte, error) {
+	if s == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(s.view())
+}
+
+// MarshalLog implements logr.Marshaler: what MarshalJSON encodes.
+func (s *FileSource) MarshalLog() any {
+	if s == nil {
+		return nil
+	}
+	return s.view()
+}
+
+// LogValue implements slog.LogValuer: a group of path, keyring (ids and fingerprint), reloads,
+// changes and errors.
+func (s *FileSource) LogValue() slog.Value {
+	if s == nil {
+		return slog.StringValue("FileSource(nil)")
+	}
+	st := s.Stats()
+	return slog.GroupValue(slog.String("path", s.path), slog.Attr{Key: "keyring", Value: s.Keyring().LogValue()},
+		slog.Uint64("reloads", st.Reloads), slog.Uint64("changes", st.Changes), slog.Uint64("errors", st.Errors))
 }

@@ -1,16 +1,30 @@
 package keyring
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
+	"runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/go-logr/logr/funcr"
 )
 
 // awaitTimeout only bounds a wait for something that must happen; no test passes by waiting for it.
@@ -477,4 +491,448 @@ func TestSchedule(t *testing.T) {
 		cancel()
 		<-done
 	})
+}
+
+// showsBytes reports the first encoding of b found in out: raw, hex, base64 or the decimal and Go
+// spellings fmt uses for a byte slice or array. Nine bytes are plenty to recognise random bytes.
+func showsBytes(out string, b []byte) (string, bool) {
+	p := b[:9]
+	dec := make([]string, len(p))
+	for i, c := range p {
+		dec[i] = strconv.Itoa(int(c))
+	}
+	forms := map[string]string{
+		"raw":            string(p),
+		"hex":            hex.EncodeToString(p),
+		"HEX":            strings.ToUpper(hex.EncodeToString(p)),
+		"base64":         base64.StdEncoding.EncodeToString(b)[:12],
+		"base64url":      base64.RawURLEncoding.EncodeToString(b)[:12],
+		"decimal bytes":  strings.Join(dec, " "),
+		"decimal commas": strings.Join(dec, ","),
+		"go bytes":       strings.TrimSuffix(fmt.Sprintf("%#v", p[:4])[len("[]byte{"):], "}"),
+	}
+	for name, f := range forms {
+		if strings.Contains(out, f) {
+			return name, true
+		}
+	}
+	return "", false
+}
+
+// TestFileSourceOutputShowsNoKeyMaterial: a FileSource printed, logged or encoded shows its path, the
+// ids and fingerprint of the keyring in service and its counters, never the SHA-256 of the file it
+// read (which it keeps, to skip unchanged files) nor key bytes.
+func TestFileSourceOutputShowsNoKeyMaterial(t *testing.T) {
+	first, data := testKeyring(t, "a", "b")
+	path := filepath.Join(t.TempDir(), SecretDataKey)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s, err := NewFileSource(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	firstSum := sha256.Sum256(data)
+	next, data := testKeyring(t, "c", "a")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	nextSum := sha256.Sum256(data)
+	secret := map[string][]byte{"the first file's SHA-256": firstSum[:], "the file's SHA-256": nextSum[:]}
+	for name, r := range map[string]*Keyring{"first": first, "next": next} {
+		for _, k := range r.Keys() {
+			secret["the secret of key "+k.ID()+" of the "+name+" keyring"] = k.Secret()
+		}
+	}
+	for _, out := range []string{fmt.Sprint(nextSum), fmt.Sprintf("%x", nextSum), base64.StdEncoding.EncodeToString(nextSum[:])} {
+		if _, shown := showsBytes(out, nextSum[:]); !shown { // the detector itself must work
+			t.Fatalf("leak detector does not see the hash in %s", out)
+		}
+	}
+
+	type holder struct {
+		S *FileSource
+		s *FileSource
+	}
+	h := holder{S: s, s: s}
+	outputs := map[string]string{}
+	for _, verb := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%d", "%T", "%10.3v"} {
+		outputs["source "+verb] = fmt.Sprintf(verb, s)
+		outputs["struct "+verb] = fmt.Sprintf(verb, h)
+		outputs["&struct "+verb] = fmt.Sprintf(verb, &h)
+		// fmt walks the fields of a copy, bypassing the methods: what a dump by reflection shows.
+		outputs["copy "+verb] = fmt.Sprintf(verb, reflect.ValueOf(s).Elem())
+	}
+	outputs["String"] = s.String()
+	outputs["GoString"] = s.GoString()
+	outputs["error wrap"] = fmt.Errorf("source %v: %w", s, errors.New("x")).Error()
+	for name, v := range map[string]any{"source": s, "struct": h} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatalf("json.Marshal(%s): %v", name, err)
+		}
+		outputs["json "+name] = string(b)
+	}
+	var buf bytes.Buffer
+	for name, hnd := range map[string]slog.Handler{
+		"text": slog.NewTextHandler(&buf, nil),
+		"json": slog.NewJSONHandler(&buf, nil),
+	} {
+		buf.Reset()
+		slog.New(hnd).Info("following", "source", s, "holder", h)
+		outputs["slog "+name] = buf.String()
+	}
+	var logged strings.Builder
+	log := funcr.New(func(prefix, args string) { logged.WriteString(args + "\n") }, funcr.Options{})
+	log.Info("following", "source", s, "holder", h)
+	log.Error(fmt.Errorf("reload of %v", s), "failed", "source", s)
+	outputs["logr funcr"] = logged.String()
+
+	for name, out := range outputs {
+		for what, b := range secret {
+			if form, shown := showsBytes(out, b); shown {
+				t.Errorf("%s shows %s (%s): %s", name, what, form, out)
+			}
+		}
+	}
+	// What they do show is useful: the path, and the ids and fingerprint of the keyring in service.
+	for _, name := range []string{"source %v", "source %+v", "source %#v", "json source", "slog text", "slog json", "logr funcr"} {
+		out := outputs[name]
+		for _, want := range []string{path, next.Fingerprint()} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s does not show %q: %s", name, want, out)
+			}
+		}
+	}
+	if got, want := outputs["json source"], `{"path":"`+path+`","keyring":{"ids":["c","a"],"fingerprint":"`+next.Fingerprint()+`"},"reloads":1,"changes":1,"errors":0}`; got != want {
+		t.Errorf("json source = %s\nwant %s", got, want)
+	}
+	if got := fmt.Sprint((*FileSource)(nil)); got != "FileSource(nil)" {
+		t.Errorf("a nil source prints as %q", got)
+	}
+}
+
+// pauses records the retry waits of a FileSource instead of sleeping them.
+type pauses struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (p *pauses) wait(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.d = append(p.d, d)
+}
+
+func (p *pauses) total() (sum time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, d := range p.d {
+		sum += d
+	}
+	return sum
+}
+
+// quietSource is a FileSource on path whose retries do not sleep and whose reported errors are
+// kept, with a count of the reads of read (readFile by default; set it after construction).
+type quietSource struct {
+	*FileSource
+	pauses   pauses
+	reads    int
+	read     func(path string) ([]byte, error)
+	reported []error
+}
+
+func newQuietSource(t *testing.T, path string) *quietSource {
+	t.Helper()
+	q := &quietSource{read: readFile}
+	s, err := NewFileSource(path, WithErrorHandler(func(err error) { q.reported = append(q.reported, err) }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.wait = q.pauses.wait
+	s.read = func(path string) ([]byte, error) {
+		q.reads++
+		return q.read(path)
+	}
+	q.FileSource = s
+	return q
+}
+
+// TestFileSourceWaitsForAFileThatReappears: a read that finds no file, as one racing a ..data swap
+// can, is retried with a growing pause, and a file that is back in time is not an error.
+func TestFileSourceWaitsForAFileThatReappears(t *testing.T) {
+	_, data := testKeyring(t, "a")
+	path := filepath.Join(t.TempDir(), SecretDataKey)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := newQuietSource(t, path)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	next, data := testKeyring(t, "b")
+	const appearsOn = 4
+	s.read = func(path string) ([]byte, error) {
+		if s.reads == appearsOn {
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return readFile(path)
+	}
+	if err := s.Reload(); err != nil {
+		t.Fatalf("Reload = %v, want nil once the file is back", err)
+	}
+	if len(s.reported) != 0 || s.Stats().Errors != 0 || s.LastError() != nil {
+		t.Errorf("a file missing for %d reads was reported: %v (Errors %d, LastError %v)",
+			appearsOn-1, s.reported, s.Stats().Errors, s.LastError())
+	}
+	if !s.Keyring().Equal(next) {
+		t.Errorf("serving %v, want %v", s.Keyring(), next)
+	}
+	// Three reads find nothing, the fourth finds the file, the fifth confirms it.
+	ms := time.Millisecond
+	if want := []time.Duration{5 * ms, 10 * ms, 20 * ms, 40 * ms}; s.reads != appearsOn+1 || !slices.Equal(s.pauses.d, want) {
+		t.Errorf("%d reads with pauses %v, want %d reads with pauses %v", s.reads, s.pauses.d, appearsOn+1, want)
+	}
+}
+
+// TestFileSourceReportsAFileThatStaysMissing: the retries are bounded, and a file that is still
+// missing after them is reported, once per reload.
+func TestFileSourceReportsAFileThatStaysMissing(t *testing.T) {
+	good, data := testKeyring(t, "a")
+	path := filepath.Join(t.TempDir(), SecretDataKey)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := newQuietSource(t, path)
+	if err := os.Remove(path); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Reload()
+	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Reload = %v, want a not-exist error naming %s", err, path)
+	}
+	if len(s.reported) != 1 || s.reported[0] != err || s.Stats().Errors != 1 || s.LastError() != err {
+		t.Errorf("reported %v, Errors %d, LastError %v; want %v once", s.reported, s.Stats().Errors, s.LastError(), err)
+	}
+	if !s.Keyring().Equal(good) {
+		t.Errorf("serving %v, want the last good %v", s.Keyring(), good)
+	}
+	if total := s.pauses.total(); s.reads < 4 || total < 100*time.Millisecond || total >= time.Second || slices.Max(s.pauses.d) > 100*time.Millisecond {
+		t.Errorf("%d reads with pauses %v (%v in all): want a few retries, at most 100 ms apart, well under a second in all",
+			s.reads, s.pauses.d, total)
+	}
+}
+
+// TestFileSourceReportsOtherReadErrorsAtOnce: only a missing file is worth waiting for.
+func TestFileSourceReportsOtherReadErrorsAtOnce(t *testing.T) {
+	_, data := testKeyring(t, "a")
+	path := filepath.Join(t.TempDir(), SecretDataKey)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := newQuietSource(t, path)
+	denied := fmt.Errorf("keyring: %w", &fs.PathError{Op: "open", Path: path, Err: fs.ErrPermission})
+	s.read = func(string) ([]byte, error) { return nil, denied }
+	if err := s.Reload(); err != denied {
+		t.Fatalf("Reload = %v, want %v", err, denied)
+	}
+	if s.reads != 1 || len(s.pauses.d) != 0 || len(s.reported) != 1 {
+		t.Errorf("%d reads, pauses %v, reported %v: want one read, no pause, reported once", s.reads, s.pauses.d, s.reported)
+	}
+}
+
+// TestFileSourceRidesOutKubeletSwaps repeats the kubelet's swap of a Secret volume while Reload runs
+// in a loop: a read that races the removal of the old timestamped directory finds no file, and that
+// must be retried, not reported.
+func TestFileSourceRidesOutKubeletSwaps(t *testing.T) {
+	_, data := testKeyring(t, "a")
+	v := newSecretVolume(t, data)
+	var mu sync.Mutex
+	var reported []error
+	var notFound atomic.Int64 // reads that raced a swap and found no file
+	s, err := NewFileSource(v.path(), WithErrorHandler(func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		reported = append(reported, err)
+	}), func(s *FileSource) {
+		s.read = func(path string) ([]byte, error) {
+			data, err := readFile(path)
+			if errors.Is(err, fs.ErrNotExist) {
+				notFound.Add(1)
+			}
+			return data, err
+		}
+		// Yield instead of pausing: these swaps come every few milliseconds, a kubelet's minutes
+		// apart; with real pauses the source would rightly find that the file kept changing.
+		s.wait = func(time.Duration) { runtime.Gosched() }
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	var reloaders sync.WaitGroup
+	for range 2 {
+		reloaders.Go(func() {
+			for {
+				select {
+				case <-done:
+					return
+				default:
+					_ = s.Reload() // failures go to the error handler
+				}
+			}
+		})
+	}
+	// A read loses the race about once in a few hundred swaps: swap until two have, so that the
+	// test cannot pass without the race having happened.
+	const maxSwaps = 5000
+	swaps := 0
+	var last *Keyring
+	for ; notFound.Load() < 2 && swaps < maxSwaps; swaps++ {
+		last, data = testKeyring(t, fmt.Sprintf("k%d", swaps))
+		v.write(data)
+	}
+	close(done)
+	reloaders.Wait()
+	if notFound.Load() == 0 {
+		t.Skipf("no read found the file missing in %d swaps: the race did not happen here", swaps)
+	}
+	if err := s.Reload(); err != nil {
+		t.Errorf("Reload after the swaps: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reported) != 0 || s.Stats().Errors != 0 {
+		t.Errorf("%d swaps, %d reloads: %d errors reported (Errors %d): %v",
+			swaps, s.Stats().Reloads, len(reported), s.Stats().Errors, reported)
+	}
+	if !s.Keyring().Equal(last) {
+		t.Errorf("serving %v after the swaps, want the last one written, %v", s.Keyring(), last)
+	}
+}
+
+// mixableKeyrings returns two keyrings of the same ids and key lengths, their keyring.json, and the
+// offset where the second key's entry starts: the same in both documents, so that the start of the
+// new document followed by the end of the old one is a valid keyring of neither.
+func mixableKeyrings(t *testing.T) (old, next *Keyring, oldData, nextData []byte, cut int) {
+	t.Helper()
+	old, oldData = testKeyring(t, "a", "b", "c")
+	next, nextData = testKeyring(t, "a", "b")
+	cut = bytes.Index(nextData, []byte(`{"id":"b"`))
+	if cut < 0 || cut != bytes.Index(oldData, []byte(`{"id":"b"`)) {
+		t.Fatalf("key b is not at the same offset in both documents")
+	}
+	return old, next, oldData, nextData, cut
+}
+
+// TestFileSourceNeverServesAHalfRewrittenFile: a writer rewrites the file in place without truncating
+// it first: it writes the start of the new document, then the rest, then truncates. Read between
+// the first two steps the file is a valid keyring, the new first key with the old other keys, and it
+// must never be put in service.
+func TestFileSourceNeverServesAHalfRewrittenFile(t *testing.T) {
+	old, want, oldData, newData, cut := mixableKeyrings(t)
+	mixedData := append(newData[:cut:cut], oldData[cut:]...)
+	mixed, err := Parse(mixedData)
+	if err != nil || mixed.Equal(old) || mixed.Equal(want) {
+		t.Fatalf("the half-written file should be a third valid keyring: %v, %v", mixed, err)
+	}
+	path := filepath.Join(t.TempDir(), SecretDataKey)
+	if err := os.WriteFile(path, oldData, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := newQuietSource(t, path)
+	var served []*Keyring
+	s.OnChange(func(r *Keyring) { served = append(served, r) })
+
+	f, err := os.OpenFile(path, os.O_WRONLY, 0) // no O_TRUNC
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	step := func(do func() error) {
+		if err := do(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step(func() error { _, err := f.WriteAt(newData[:cut], 0); return err })
+	// The writer takes its next step after each read: the reader sees every state of the file.
+	rest := []func() error{
+		func() error { _, err := f.WriteAt(newData[cut:], int64(cut)); return err }, // new + the old tail
+		func() error { return f.Truncate(int64(len(newData))) },                     // new
+	}
+	s.read = func(path string) ([]byte, error) {
+		data, err := readFile(path)
+		if len(rest) > 0 {
+			step(rest[0])
+			rest = rest[1:]
+		}
+		return data, err
+	}
+	if err := s.Reload(); err != nil {
+		t.Fatalf("Reload = %v", err)
+	}
+	for _, r := range served {
+		if r.Equal(mixed) {
+			t.Errorf("the half-written keyring %v was put in service", r)
+		}
+	}
+	if len(served) != 1 || !s.Keyring().Equal(want) {
+		t.Errorf("served %v, now %v: want %v only", served, s.Keyring(), want)
+	}
+	if len(s.reported) != 0 {
+		t.Errorf("the states of a rewrite in progress were reported: %v", s.reported)
+	}
+
+	// NewFileSource reads the same way.
+	reads := 0
+	s2, err := NewFileSource(path, func(s *FileSource) {
+		s.wait = func(time.Duration) {}
+		s.read = func(string) ([]byte, error) {
+			if reads++; reads == 1 {
+				return mixedData, nil
+			}
+			return newData, nil
+		}
+	})
+	if err != nil || !s2.Keyring().Equal(want) {
+		t.Errorf("NewFileSource during a rewrite: %v, %v; want %v", s2, err, want)
+	}
+}
+
+// TestFileSourceReportsAFileThatKeepsChanging: a file that never reads the same twice is reported,
+// after a bounded number of reads, and nothing of it is put in service.
+func TestFileSourceReportsAFileThatKeepsChanging(t *testing.T) {
+	good, data := testKeyring(t, "a")
+	path := filepath.Join(t.TempDir(), SecretDataKey)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := newQuietSource(t, path)
+	_, one := testKeyring(t, "b")
+	_, other := testKeyring(t, "c")
+	s.read = func(string) ([]byte, error) {
+		if s.reads%2 == 0 {
+			return other, nil
+		}
+		return one, nil
+	}
+	err := s.Reload()
+	if err == nil || !strings.Contains(err.Error(), "kept changing") || !strings.Contains(err.Error(), path) {
+		t.Fatalf("Reload = %v, want an error saying %s kept changing", err, path)
+	}
+	if !s.Keyring().Equal(good) || s.Stats().Changes != 0 {
+		t.Errorf("serving %v after %d changes, want the last good %v", s.Keyring(), s.Stats().Changes, good)
+	}
+	if len(s.reported) != 1 || s.LastError() != err {
+		t.Errorf("reported %v, LastError %v; want %v once", s.reported, s.LastError(), err)
+	}
+	if total := s.pauses.total(); s.reads < 4 || total >= time.Second {
+		t.Errorf("%d reads with pauses %v (%v in all): want a few, well under a second in all", s.reads, s.pauses.d, total)
+	}
 }

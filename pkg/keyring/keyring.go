@@ -115,6 +115,20 @@ func ValidateID(id string) error {
 	return nil
 }
 
+// ValidID reports whether id is a valid key id (see ValidateID), without an error to build: for the
+// hot path of a codec that reads ids out of tokens.
+func ValidID[S ~string | ~[]byte](id S) bool {
+	if len(id) == 0 || len(id) > MaxIDLength {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if !isIDByte(id[i]) {
+			return false
+		}
+	}
+	return true
+}
+
 func isIDByte(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }

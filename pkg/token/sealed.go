@@ -31,9 +31,12 @@ const (
 	DefaultSealedTTL = 5 * time.Minute
 	// DefaultSealedAnonymousTTL is the lifetime of a token bound to Anonymous.
 	DefaultSealedAnonymousTTL = 60 * time.Second
-	// MaxSealedTTL bounds both TTLs. The operator waits the TTL before it drops a key, so a long TTL
-	// slows every rotation down.
-	MaxSealedTTL = time.Hour
+	// MaxSealedTTL bounds both TTLs: MaxTTL, as for the Signed codec. The operator waits the TTL
+	// before it drops a key, so a server must not seal tokens that live longer than that wait.
+	MaxSealedTTL = MaxTTL
+	// DefaultSealedClockSkew is how far in the future a token's issue time may be, by the opener's
+	// clock: the operator's default clockSkew.
+	DefaultSealedClockSkew = 30 * time.Second
 )
 
 const (
@@ -53,91 +56,129 @@ const (
 // also skips '\r' and '\n'; Open rejects those by requiring the canonical encoded length.
 var sealedB64 = base64.RawURLEncoding.Strict()
 
-// SealedOptions configures a Sealed codec.
-type SealedOptions struct {
-	// Server is the identity of the endpoint that handles the request (e.g. its canonical URL). It is
-	// bound into every token, so a token sealed for one server never opens on another that shares the
-	// keyring. Required.
-	Server string
-	// TTL is the lifetime of a token bound to a principal: 1s to 1h in whole seconds, default 5m.
-	// On open it also caps tokens sealed with a longer TTL: lowering it takes effect at once.
-	TTL time.Duration
-	// AnonymousTTL is the lifetime of a token bound to Anonymous: 1s up to TTL in whole seconds,
-	// default 60s (or TTL if that is shorter).
-	AnonymousTTL time.Duration
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+// SealedOption configures a Sealed codec, as SignedOption does a Signed one: an option that is not
+// given keeps its default, an option that is given must be valid.
+type SealedOption func(*sealedConfig)
+
+type sealedConfig struct {
+	ttl, anonTTL, skew time.Duration
+	now                func() time.Time
+	errors             []error
+}
+
+func (c *sealedConfig) fail(field, reason string) {
+	c.errors = append(c.errors, &ConfigError{Field: field, Reason: reason})
+}
+
+// SealedTTL sets the lifetime of a token bound to a principal: whole seconds from 1s to MaxTTL (15m);
+// the default is DefaultSealedTTL (5m). On open it also caps tokens sealed with a longer TTL, so
+// lowering it takes effect at once.
+func SealedTTL(d time.Duration) SealedOption {
+	return func(c *sealedConfig) {
+		if err := checkTTL("SealedTTL", d, MaxSealedTTL); err != nil {
+			c.errors = append(c.errors, err)
+			return
+		}
+		c.ttl = d
+	}
+}
+
+// SealedAnonymousTTL sets the lifetime of a token bound to Anonymous: whole seconds from 1s up to the
+// TTL; the default is DefaultSealedAnonymousTTL (60s), or the TTL if that is shorter.
+func SealedAnonymousTTL(d time.Duration) SealedOption {
+	return func(c *sealedConfig) {
+		if err := checkTTL("SealedAnonymousTTL", d, MaxSealedTTL); err != nil {
+			c.errors = append(c.errors, err)
+			return
+		}
+		c.anonTTL = d
+	}
+}
+
+// SealedClockSkew sets how far ahead of the opener's clock a token's issue time may be, in whole
+// seconds from 0 to 5m; the default is DefaultSealedClockSkew (30s). A replica whose clock runs ahead
+// by less than this still has its fresh tokens accepted everywhere; one that runs further ahead
+// cannot mint tokens that honest replicas accept for longer than the TTL plus this skew.
+func SealedClockSkew(d time.Duration) SealedOption {
+	return func(c *sealedConfig) {
+		if d < 0 || d > 5*time.Minute || d%time.Second != 0 {
+			c.fail("SealedClockSkew", fmt.Sprintf("is %v: it must be whole seconds from 0s to 5m0s", d))
+			return
+		}
+		c.skew = d
+	}
+}
+
+// SealedClock sets the clock, for tests; the default is time.Now. Only its Unix seconds are used.
+func SealedClock(now func() time.Time) SealedOption {
+	return func(c *sealedConfig) {
+		if now == nil {
+			c.fail("SealedClock", "is nil")
+			return
+		}
+		c.now = now
+	}
 }
 
 // Sealed is the AES-256-GCM codec: the state is confidential and the token is bound to the protocol
 // version, method, server, principal and salient params of the request. It is safe for concurrent use.
 type Sealed struct {
-	src          keyring.Source
-	server       string
-	ttl, anonTTL int64 // seconds
-	now          func() time.Time
-	keys         atomic.Pointer[sealedKeys]
+	src                keyring.Source
+	server             string
+	ttl, anonTTL, skew int64 // seconds
+	now                func() time.Time
+	keys               atomic.Pointer[sealedKeys]
 }
 
 var _ Codec = (*Sealed)(nil)
 
-// NewSealed returns a Sealed codec that reads its keys from src on every call. Bad options are a
-// *ConfigError.
-func NewSealed(src keyring.Source, opts SealedOptions) (*Sealed, error) {
+// NewSealed returns a Sealed codec that reads its keys from src on every call. server is the identity
+// of the endpoint that handles the requests (e.g. its canonical URL); it is bound into every token,
+// so a token sealed for one server never opens on another that shares the keyring. Bad arguments
+// are a *ConfigError.
+func NewSealed(src keyring.Source, server string, opts ...SealedOption) (*Sealed, error) {
 	if src == nil {
 		return nil, &ConfigError{Field: fieldSrc, Reason: "is nil: the Sealed codec needs a keyring source"}
 	}
-	if opts.Server == "" {
-		return nil, &ConfigError{Field: "SealedOptions.Server", Reason: "is empty: name the server identity every token is bound to"}
+	if server == "" {
+		return nil, &ConfigError{Field: "server", Reason: "is empty: name the server identity every token is bound to"}
 	}
-	ttl := opts.TTL
-	if ttl == 0 {
-		ttl = DefaultSealedTTL
+	c := sealedConfig{ttl: DefaultSealedTTL, skew: DefaultSealedClockSkew, now: time.Now}
+	for _, o := range opts {
+		o(&c)
 	}
-	if err := checkTTL("SealedOptions.TTL", ttl, MaxSealedTTL); err != nil {
-		return nil, err
+	if len(c.errors) > 0 {
+		return nil, c.errors[0]
 	}
-	anon := opts.AnonymousTTL
-	if anon == 0 {
-		anon = min(DefaultSealedAnonymousTTL, ttl)
-	}
-	if err := checkTTL("SealedOptions.AnonymousTTL", anon, ttl); err != nil {
-		return nil, err
-	}
-	now := opts.Now
-	if now == nil {
-		now = time.Now
+	if c.anonTTL == 0 {
+		c.anonTTL = min(DefaultSealedAnonymousTTL, c.ttl)
+	} else if c.anonTTL > c.ttl {
+		return nil, &ConfigError{Field: "SealedAnonymousTTL",
+			Reason: fmt.Sprintf("is %v: it must not be longer than the TTL, %v", c.anonTTL, c.ttl)}
 	}
 	return &Sealed{
 		src:     src,
-		server:  opts.Server,
-		ttl:     int64(ttl / time.Second),
-		anonTTL: int64(anon / time.Second),
-		now:     now,
+		server:  server,
+		ttl:     int64(c.ttl / time.Second),
+		anonTTL: int64(c.anonTTL / time.Second),
+		skew:    int64(c.skew / time.Second),
+		now:     c.now,
 	}, nil
 }
 
 // String describes the codec without key material.
 func (s *Sealed) String() string {
-	return fmt.Sprintf("Sealed{server: %q, ttl: %ds, anonymousTTL: %ds}", s.server, s.ttl, s.anonTTL)
+	return fmt.Sprintf("Sealed{server: %q, ttl: %ds, anonymousTTL: %ds, clockSkew: %ds}", s.server, s.ttl, s.anonTTL, s.skew)
 }
 
 // GoString keeps %#v as safe as %v.
 func (s *Sealed) GoString() string { return s.String() }
 
-func checkTTL(field string, d, max time.Duration) error {
-	switch {
-	case d < time.Second || d > max:
-		return &ConfigError{Field: field, Reason: fmt.Sprintf("is %v: it must be between 1s and %v", d, max)}
-	case d%time.Second != 0:
-		return &ConfigError{Field: field, Reason: fmt.Sprintf("is %v: it must be a whole number of seconds", d)}
-	}
-	return nil
-}
-
 // Seal returns a token carrying state bound to b. state must be one JSON value; it is sealed, and
 // Open returns it, in canonical form (the same value: members sorted, no whitespace, numbers keep
-// their type). b needs a Method and a Principal (Anonymous for none). Every error is a *ConfigError.
+// their type). b needs a Method and a Principal (Anonymous for none). Params that cannot be bound
+// (see Binding.Params) are an *InputError, the client's mistake; every other error is a
+// *ConfigError, the server's.
 func (s *Sealed) Seal(b Binding, state json.RawMessage) (string, error) {
 	if b.Method == "" {
 		return "", &ConfigError{Field: fieldMethod, Reason: reasonEmpty}
@@ -147,21 +188,20 @@ func (s *Sealed) Seal(b Binding, state json.RawMessage) (string, error) {
 		return "", &ConfigError{Field: "keyring", Reason: "the source has no keyring: nothing can be sealed"}
 	}
 	ks := s.keysFor(ring)
-	issued := s.now().Unix()
-	if issued < 0 {
-		return "", &ConfigError{Field: "SealedOptions.Now", Reason: "returned a time before 1970"}
-	}
 
 	sc := getScratch()
 	defer putScratch(sc)
 	if err := s.canonicalPrincipal(sc, b.Principal); err != nil {
 		return "", err
 	}
+	issued, expires, err := sealTimes("SealedClock", s.now(), s.ttlFor(sc.principal))
+	if err != nil {
+		return "", err
+	}
 	digest, err := s.digest(sc, b.Method, b.Params)
 	if err != nil {
 		return "", err
 	}
-	expires := issued + s.ttlFor(sc.principal)
 
 	p := append(sc.payload[:0], `{"i":`...)
 	p = strconv.AppendInt(p, issued, 10)
@@ -268,10 +308,12 @@ func (s *Sealed) Open(b Binding, token string) (json.RawMessage, error) {
 	if !ok {
 		return nil, ErrInvalid
 	}
-	// Expiry is exclusive. The issue time is not compared with now: a replica whose clock runs a
-	// little ahead must not have its fresh tokens rejected; expires-issued <= TTL bounds the lifetime,
-	// and the opener's TTL caps tokens sealed with a longer one.
-	if now := s.now().Unix(); now >= pl.expires || pl.expires-pl.issued > s.ttlFor(sc.principal) {
+	// Expiry is exclusive. The issue time may be ahead of now by the clock skew, no more: a replica
+	// whose clock runs a little ahead still has its fresh tokens accepted, and one that runs far
+	// ahead cannot mint tokens that live longer than TTL + skew here. expires-issued <= TTL bounds
+	// the lifetime, and the opener's TTL caps tokens sealed with a longer one.
+	now := s.now().Unix()
+	if now >= pl.expires || pl.issued-s.skew > now || pl.expires-pl.issued > s.ttlFor(sc.principal) {
 		return nil, ErrInvalid
 	}
 	digest, err := s.digest(sc, b.Method, b.Params)
@@ -307,8 +349,8 @@ func (s *Sealed) canonicalPrincipal(sc *scratch, principal json.RawMessage) erro
 
 // digest is SHA-256 over the digest tag and the canonical JSON of [method, salient params], where
 // the salient params are the params object without its top-level "_meta", "requestState" and
-// "inputResponses", and absent params count as {} (the rule of the Signed codec). Its error is a
-// *ConfigError naming the field.
+// "inputResponses", and absent params count as {} (the rule of the Signed codec). A bad method is a
+// *ConfigError, bad params an *InputError.
 func (s *Sealed) digest(sc *scratch, method string, params json.RawMessage) ([sha256.Size]byte, error) {
 	c := append(sc.canon[:0], sealedDigestTag...)
 	c = append(c, '[')
@@ -321,12 +363,12 @@ func (s *Sealed) digest(sc *scratch, method string, params json.RawMessage) ([sh
 	if len(params) == 0 {
 		c = append(c, '{', '}')
 	} else {
-		c, err = canonical.AppendObject(c, params, unsalientParams...)
+		c, err = canonical.AppendParams(c, params, unsalientParams...)
 	}
 	c = append(c, ']')
 	sc.canon = c
 	if err != nil {
-		return [sha256.Size]byte{}, &ConfigError{Field: fieldParams, Reason: "is not a JSON object: " + err.Error()}
+		return [sha256.Size]byte{}, &InputError{Reason: err.Error()}
 	}
 	return sha256.Sum256(c), nil
 }
@@ -402,20 +444,18 @@ func cut(p []byte, prefix string) ([]byte, bool) {
 	return p[len(prefix):], true
 }
 
-// cutInt reads a non-negative JSON integer without leading zeros that fits an int64.
+// cutInt reads a non-negative JSON integer without leading zeros that fits an int64 (any time
+// sealTimes lets Seal write).
 func cutInt(p []byte) (int64, []byte, bool) {
 	n := 0
 	for n < len(p) && p[n] >= '0' && p[n] <= '9' {
 		n++
 	}
-	if n == 0 || n > 18 || (n > 1 && p[0] == '0') {
+	if n == 0 || n > 19 || (n > 1 && p[0] == '0') {
 		return 0, p, false
 	}
-	var v int64
-	for _, c := range p[:n] {
-		v = v*10 + int64(c-'0')
-	}
-	return v, p[n:], true
+	v, err := strconv.ParseInt(string(p[:n]), 10, 64)
+	return v, p[n:], err == nil
 }
 
 // sealedKeys is the AEAD of every key of one keyring, built once per keyring fingerprint.

@@ -43,7 +43,7 @@ var knownSealed = []struct {
 
 func knownSealedCodec(t testing.TB) *Sealed {
 	// key-b's 40-byte secret exercises the derivation of longer secrets.
-	return newTestSealed(t, keyring.Static(testRing(t, testKey("key-a", 1, 32), testKey("key-b", 2, 40))), newClock(), SealedOptions{})
+	return newTestSealed(t, keyring.Static(testRing(t, testKey("key-a", 1, 32), testKey("key-b", 2, 40))), newClock())
 }
 
 func TestSealedKnownTokens(t *testing.T) {
@@ -61,7 +61,7 @@ func TestSealedKnownTokens(t *testing.T) {
 // library, and then builds one the same way and opens it: the doc is enough to interoperate.
 func TestSealedLayout(t *testing.T) {
 	secret := bytes.Repeat([]byte{7}, 48)
-	s := newTestSealed(t, keyring.Static(testRing(t, keyring.NewKey("kid_1", secret))), newClock(), SealedOptions{})
+	s := newTestSealed(t, keyring.Static(testRing(t, keyring.NewKey("kid_1", secret))), newClock())
 	b := testBinding()
 	tok := mustSeal(t, s, b, ` {"z": 1, "a": [true]} `)
 
@@ -128,7 +128,7 @@ func FuzzOpenSealed(f *testing.F) {
 		if len(params) == 0 {
 			return []byte("{}")
 		}
-		c, err := canonical.AppendObject(nil, params, unsalientParams...)
+		c, err := canonical.AppendParams(nil, params, unsalientParams...)
 		if err != nil {
 			return nil
 		}

@@ -56,13 +56,14 @@ func (c *clock) Now() time.Time { return c.t }
 
 const testServer = "https://mcp.example.com/mcp"
 
-func newTestSealed(t testing.TB, src keyring.Source, c *clock, opts SealedOptions) *Sealed {
+func newTestSealed(t testing.TB, src keyring.Source, c *clock, opts ...SealedOption) *Sealed {
 	t.Helper()
-	if opts.Server == "" {
-		opts.Server = testServer
-	}
-	opts.Now = c.Now
-	s, err := NewSealed(src, opts)
+	return newTestSealedFor(t, testServer, src, c, opts...)
+}
+
+func newTestSealedFor(t testing.TB, server string, src keyring.Source, c *clock, opts ...SealedOption) *Sealed {
+	t.Helper()
+	s, err := NewSealed(src, server, append(opts, SealedClock(c.Now))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func assertInvalid(t testing.TB, s *Sealed, b Binding, tok, what string) {
 }
 
 func TestSealedRoundTrip(t *testing.T) {
-	s := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 1, 32))), newClock(), SealedOptions{})
+	s := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 1, 32))), newClock())
 	for _, state := range []string{
 		testState, `null`, `0`, `-1.5e300`, `1E2`, `-0`, `"ünïcødé \u2028 </script>"`, `[]`, `{}`, `true`,
 		` {"padded": [ 1 , 2 ] } `, `{"s":{"s":",\"s\":"},"p":"}"}`,
@@ -121,7 +122,7 @@ func TestSealedRoundTrip(t *testing.T) {
 }
 
 func TestSealedFreshIVPerSeal(t *testing.T) {
-	s := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 1, 32))), newClock(), SealedOptions{})
+	s := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 1, 32))), newClock())
 	seen := map[string]bool{}
 	for range 100 {
 		tok := mustSeal(t, s, testBinding(), testState)
@@ -142,7 +143,7 @@ func TestSealedFreshIVPerSeal(t *testing.T) {
 func TestSealedBinding(t *testing.T) {
 	ring := testRing(t, testKey("a", 1, 32))
 	c := newClock()
-	s := newTestSealed(t, keyring.Static(ring), c, SealedOptions{})
+	s := newTestSealed(t, keyring.Static(ring), c)
 	tok := mustSeal(t, s, testBinding(), testState)
 
 	with := func(f func(*Binding)) Binding { b := testBinding(); f(&b); return b }
@@ -177,7 +178,7 @@ func TestSealedBinding(t *testing.T) {
 		t.Run("rejects "+name, func(t *testing.T) { assertInvalid(t, s, b, tok, name) })
 	}
 	t.Run("rejects another server sharing the keyring", func(t *testing.T) {
-		other := newTestSealed(t, keyring.Static(ring), c, SealedOptions{Server: testServer + "2"})
+		other := newTestSealedFor(t, testServer+"2", keyring.Static(ring), c)
 		assertInvalid(t, other, testBinding(), tok, "another server")
 	})
 
@@ -203,7 +204,7 @@ func TestSealedBinding(t *testing.T) {
 }
 
 func TestSealedObjectPrincipal(t *testing.T) {
-	s := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 1, 32))), newClock(), SealedOptions{})
+	s := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 1, 32))), newClock())
 	b := testBinding()
 	// A principal that itself contains the bytes that follow the principal in the payload.
 	b.Principal = json.RawMessage(`{"s":1,"sub":"ada"}`)
@@ -218,7 +219,7 @@ func TestSealedObjectPrincipal(t *testing.T) {
 
 // Flipping any bit pattern of any byte, or cutting or extending the token, must fail to open.
 func TestSealedTamper(t *testing.T) {
-	s := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 1, 32), testKey("b", 2, 32))), newClock(), SealedOptions{})
+	s := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 1, 32), testKey("b", 2, 32))), newClock())
 	tok := mustSeal(t, s, testBinding(), `{"k":"v"}`)
 	for i := range len(tok) {
 		for _, mask := range []byte{0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0xff} {
@@ -242,21 +243,21 @@ func TestSealedTamper(t *testing.T) {
 
 func TestSealedExpiry(t *testing.T) {
 	cases := map[string]struct {
-		opts      SealedOptions
+		opts      []SealedOption
 		principal json.RawMessage
 		life      time.Duration
 	}{
-		"default TTL":             {SealedOptions{}, json.RawMessage(`"user:ada"`), 5 * time.Minute},
-		"anonymous default":       {SealedOptions{}, Anonymous, 60 * time.Second},
-		"anonymous spelled apart": {SealedOptions{}, json.RawMessage(" null\n"), 60 * time.Second},
-		"custom TTL":              {SealedOptions{TTL: 90 * time.Second, AnonymousTTL: 10 * time.Second}, json.RawMessage(`7`), 90 * time.Second},
-		"custom anonymous":        {SealedOptions{TTL: 90 * time.Second, AnonymousTTL: 10 * time.Second}, Anonymous, 10 * time.Second},
-		"anonymous capped by TTL": {SealedOptions{TTL: 30 * time.Second}, Anonymous, 30 * time.Second},
+		"default TTL":             {[]SealedOption{}, json.RawMessage(`"user:ada"`), 5 * time.Minute},
+		"anonymous default":       {[]SealedOption{}, Anonymous, 60 * time.Second},
+		"anonymous spelled apart": {[]SealedOption{}, json.RawMessage(" null\n"), 60 * time.Second},
+		"custom TTL":              {[]SealedOption{SealedTTL(90 * time.Second), SealedAnonymousTTL(10 * time.Second)}, json.RawMessage(`7`), 90 * time.Second},
+		"custom anonymous":        {[]SealedOption{SealedTTL(90 * time.Second), SealedAnonymousTTL(10 * time.Second)}, Anonymous, 10 * time.Second},
+		"anonymous capped by TTL": {[]SealedOption{SealedTTL(30 * time.Second)}, Anonymous, 30 * time.Second},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := newClock()
-			s := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 1, 32))), c, tc.opts)
+			s := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 1, 32))), c, tc.opts...)
 			b := testBinding()
 			b.Principal = tc.principal
 			tok := mustSeal(t, s, b, testState)
@@ -277,8 +278,8 @@ func TestSealedExpiry(t *testing.T) {
 func TestSealedOpenerTTLCaps(t *testing.T) {
 	ring := keyring.Static(testRing(t, testKey("a", 1, 32)))
 	c := newClock()
-	long := newTestSealed(t, ring, c, SealedOptions{TTL: 10 * time.Minute})
-	short := newTestSealed(t, ring, c, SealedOptions{TTL: 5 * time.Minute})
+	long := newTestSealed(t, ring, c, SealedTTL(10*time.Minute))
+	short := newTestSealed(t, ring, c, SealedTTL(5*time.Minute))
 	assertInvalid(t, short, testBinding(), mustSeal(t, long, testBinding(), testState), "a 10m token on a 5m opener")
 	if _, err := long.Open(testBinding(), mustSeal(t, short, testBinding(), testState)); err != nil {
 		t.Fatalf("a 5m token on a 10m opener: %v", err)
@@ -286,7 +287,7 @@ func TestSealedOpenerTTLCaps(t *testing.T) {
 	// An anonymous token is capped by the anonymous TTL, whatever TTL it was sealed with.
 	b := testBinding()
 	b.Principal = Anonymous
-	lax := newTestSealed(t, ring, c, SealedOptions{AnonymousTTL: 5 * time.Minute})
+	lax := newTestSealed(t, ring, c, SealedAnonymousTTL(5*time.Minute))
 	assertInvalid(t, long, b, mustSeal(t, lax, b, testState), "a 5m anonymous token on a 60s opener")
 }
 
@@ -294,7 +295,7 @@ func TestSealedOpenerTTLCaps(t *testing.T) {
 func TestSealedRotation(t *testing.T) {
 	a, b := testKey("key-a", 1, 32), testKey("key-b", 2, 48)
 	src := newSwapSource(testRing(t, a))
-	s := newTestSealed(t, src, newClock(), SealedOptions{})
+	s := newTestSealed(t, src, newClock())
 	opens := func(tok string) bool { _, err := s.Open(testBinding(), tok); return err == nil }
 
 	underA := mustSeal(t, s, testBinding(), testState)
@@ -331,7 +332,7 @@ func TestSealedRotation(t *testing.T) {
 
 func TestSealedKeyCacheFollowsFingerprint(t *testing.T) {
 	src := newSwapSource(testRing(t, testKey("a", 1, 32)))
-	s := newTestSealed(t, src, newClock(), SealedOptions{})
+	s := newTestSealed(t, src, newClock())
 	mustSeal(t, s, testBinding(), testState)
 	first := s.keys.Load()
 	src.set(testRing(t, testKey("a", 1, 32))) // a new keyring value with the same keys
@@ -347,7 +348,7 @@ func TestSealedKeyCacheFollowsFingerprint(t *testing.T) {
 }
 
 func TestSealedLimits(t *testing.T) {
-	s := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 1, 32))), newClock(), SealedOptions{})
+	s := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 1, 32))), newClock())
 	// The largest state Seal accepts makes a token of exactly MaxSealedTokenBytes, which opens.
 	overhead := len(mustSeal(t, s, testBinding(), `""`)) // kid, dot and the base64 of iv, tag and payload
 	n := (MaxSealedTokenBytes-overhead)*3/4 - 2
@@ -371,7 +372,7 @@ func TestSealedLimits(t *testing.T) {
 }
 
 func TestSealedSealErrors(t *testing.T) {
-	s := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 1, 32))), newClock(), SealedOptions{})
+	s := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 1, 32))), newClock())
 	b := testBinding()
 	noMethod, noPrincipal, badPrincipal, badParams := b, b, b, b
 	noMethod.Method = ""
@@ -401,7 +402,12 @@ func TestSealedSealErrors(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, err := s.Seal(tc.b, json.RawMessage(tc.state))
 			var ce *ConfigError
-			if !errors.As(err, &ce) || ce.Field != tc.field {
+			if tc.field == "Binding.Params" {
+				// The client's params: an *InputError, never mistaken for the server's configuration.
+				if !IsInputError(err) || IsConfigError(err) {
+					t.Fatalf("Seal error %v; want an *InputError", err)
+				}
+			} else if !errors.As(err, &ce) || ce.Field != tc.field {
 				t.Fatalf("Seal error %v; want a ConfigError on %s", err, tc.field)
 			}
 		})
@@ -417,16 +423,16 @@ func TestSealedSealErrors(t *testing.T) {
 	})
 	t.Run("a clock before 1970", func(t *testing.T) {
 		c := &clock{t: time.Unix(-1, 0)}
-		early := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 1, 32))), c, SealedOptions{})
+		early := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 1, 32))), c)
 		var ce *ConfigError
-		if _, err := early.Seal(b, json.RawMessage(testState)); !errors.As(err, &ce) || ce.Field != "SealedOptions.Now" {
-			t.Fatalf("Seal error %v; want a ConfigError on SealedOptions.Now", err)
+		if _, err := early.Seal(b, json.RawMessage(testState)); !errors.As(err, &ce) || ce.Field != "SealedClock" {
+			t.Fatalf("Seal error %v; want a ConfigError on SealedClock", err)
 		}
 	})
 }
 
 func TestSealedPrintsNoKeys(t *testing.T) {
-	s := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 'K', 32))), newClock(), SealedOptions{})
+	s := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 'K', 32))), newClock())
 	mustSeal(t, s, testBinding(), testState) // build the AEADs
 	for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
 		out := fmt.Sprintf(format, s)
@@ -441,40 +447,47 @@ type nilSource struct{}
 func (nilSource) Keyring() *keyring.Keyring { return nil }
 
 func TestSealedWithoutKeyring(t *testing.T) {
-	s := newTestSealed(t, nilSource{}, newClock(), SealedOptions{})
+	s := newTestSealed(t, nilSource{}, newClock())
 	if _, err := s.Seal(testBinding(), json.RawMessage(testState)); !IsConfigError(err) {
 		t.Errorf("Seal with no keyring: %v; want a ConfigError", err)
 	}
-	other := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 1, 32))), newClock(), SealedOptions{})
+	other := newTestSealed(t, keyring.Static(testRing(t, testKey("a", 1, 32))), newClock())
 	assertInvalid(t, s, testBinding(), mustSeal(t, other, testBinding(), testState), "no keyring")
 }
 
 func TestNewSealedOptions(t *testing.T) {
 	src := keyring.Static(testRing(t, testKey("a", 1, 32)))
 	cases := map[string]struct {
-		src   keyring.Source
-		opts  SealedOptions
-		field string // "" when valid
+		src    keyring.Source
+		server string
+		opts   []SealedOption
+		field  string // "" when valid
 	}{
-		"defaults":           {src, SealedOptions{Server: "s"}, ""},
-		"no source":          {nil, SealedOptions{Server: "s"}, "src"},
-		"no server":          {src, SealedOptions{}, "SealedOptions.Server"},
-		"TTL of an hour":     {src, SealedOptions{Server: "s", TTL: time.Hour}, ""},
-		"TTL too long":       {src, SealedOptions{Server: "s", TTL: time.Hour + time.Second}, "SealedOptions.TTL"},
-		"TTL negative":       {src, SealedOptions{Server: "s", TTL: -time.Second}, "SealedOptions.TTL"},
-		"TTL under a second": {src, SealedOptions{Server: "s", TTL: time.Millisecond}, "SealedOptions.TTL"},
-		"TTL in fractions":   {src, SealedOptions{Server: "s", TTL: 1500 * time.Millisecond}, "SealedOptions.TTL"},
-		"anonymous above TTL": {
-			src, SealedOptions{Server: "s", TTL: time.Minute, AnonymousTTL: 2 * time.Minute},
-			"SealedOptions.AnonymousTTL",
-		},
-		"anonymous negative":       {src, SealedOptions{Server: "s", AnonymousTTL: -time.Second}, "SealedOptions.AnonymousTTL"},
-		"anonymous equal to TTL":   {src, SealedOptions{Server: "s", TTL: time.Minute, AnonymousTTL: time.Minute}, ""},
-		"anonymous default capped": {src, SealedOptions{Server: "s", TTL: 10 * time.Second}, ""},
+		"defaults":                       {src, "s", nil, ""},
+		"no source":                      {nil, "s", nil, "src"},
+		"no server":                      {src, "", nil, "server"},
+		"TTL of 15 minutes":              {src, "s", []SealedOption{SealedTTL(15 * time.Minute)}, ""},
+		"TTL of an hour":                 {src, "s", []SealedOption{SealedTTL(time.Hour)}, "SealedTTL"},
+		"TTL just too long":              {src, "s", []SealedOption{SealedTTL(MaxTTL + time.Second)}, "SealedTTL"},
+		"TTL zero":                       {src, "s", []SealedOption{SealedTTL(0)}, "SealedTTL"},
+		"TTL negative":                   {src, "s", []SealedOption{SealedTTL(-time.Second)}, "SealedTTL"},
+		"TTL under a second":             {src, "s", []SealedOption{SealedTTL(time.Millisecond)}, "SealedTTL"},
+		"TTL in fractions":               {src, "s", []SealedOption{SealedTTL(1500 * time.Millisecond)}, "SealedTTL"},
+		"anonymous above TTL":            {src, "s", []SealedOption{SealedTTL(time.Minute), SealedAnonymousTTL(2 * time.Minute)}, "SealedAnonymousTTL"},
+		"anonymous above TTL, any order": {src, "s", []SealedOption{SealedAnonymousTTL(2 * time.Minute), SealedTTL(time.Minute)}, "SealedAnonymousTTL"},
+		"anonymous negative":             {src, "s", []SealedOption{SealedAnonymousTTL(-time.Second)}, "SealedAnonymousTTL"},
+		"anonymous equal to TTL":         {src, "s", []SealedOption{SealedTTL(time.Minute), SealedAnonymousTTL(time.Minute)}, ""},
+		"anonymous default capped":       {src, "s", []SealedOption{SealedTTL(10 * time.Second)}, ""},
+		"no clock skew":                  {src, "s", []SealedOption{SealedClockSkew(0)}, ""},
+		"clock skew of 5 minutes":        {src, "s", []SealedOption{SealedClockSkew(5 * time.Minute)}, ""},
+		"clock skew negative":            {src, "s", []SealedOption{SealedClockSkew(-time.Second)}, "SealedClockSkew"},
+		"clock skew too large":           {src, "s", []SealedOption{SealedClockSkew(5*time.Minute + time.Second)}, "SealedClockSkew"},
+		"clock skew in fractions":        {src, "s", []SealedOption{SealedClockSkew(1500 * time.Millisecond)}, "SealedClockSkew"},
+		"nil clock":                      {src, "s", []SealedOption{SealedClock(nil)}, "SealedClock"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			s, err := NewSealed(tc.src, tc.opts)
+			s, err := NewSealed(tc.src, tc.server, tc.opts...)
 			if tc.field == "" {
 				if err != nil || s == nil {
 					t.Fatalf("NewSealed: %v", err)
@@ -494,7 +507,7 @@ func TestSealedConcurrentRotation(t *testing.T) {
 	a, b := testKey("a", 1, 32), testKey("b", 2, 32)
 	rings := []*keyring.Keyring{testRing(t, a, b), testRing(t, b, a)}
 	src := newSwapSource(rings[0])
-	s, err := NewSealed(src, SealedOptions{Server: testServer})
+	s, err := NewSealed(src, testServer)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,10 +26,14 @@
 // opener's TTL (lowering the TTL caps old tokens at once; raising it never extends one), and whose
 // scope equals the scope recomputed for the request with the key that verified the MAC.
 //
-// Snodo is lenient in two places that only a key holder can reach, and Signed follows it: the
-// payload's base64 may carry padding and non-zero unused bits, and its JSON may carry whitespace.
-// Signed is stricter in one: a payload object with a repeated name is rejected (Erlang keeps one of
-// the values).
+// The MAC is verified before any work on the request's params, so a forged token costs two HMACs
+// and no canonicalization.
+//
+// Snodo is lenient in three places that only a key holder can reach, and Signed follows it: the
+// payload's base64 may carry padding and non-zero unused bits, its JSON may carry whitespace, and an
+// object of the state may repeat a member name, of which the first occurrence counts (Elixir's
+// JSON.decode keeps the first). Open returns the state as Snodo returns it: canonical JSON with each
+// name once, the first occurrence's value, so a Go and an Elixir replica act on the same state.
 package token
 
 import (
@@ -47,6 +51,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 	"github.com/mrtr-dev/mrtr-operator/pkg/token/internal/canonical"
@@ -55,7 +60,7 @@ import (
 // Limits of the Signed codec, Snodo's.
 const (
 	DefaultSignedTTL    = 300 * time.Second
-	MaxSignedTTL        = 900 * time.Second
+	MaxSignedTTL        = MaxTTL // 900 s
 	MaxSignedTokenBytes = 16384
 	// MinSignedSecretBytes is the shortest secret NewSignedSecret accepts (keyring.MinSecretBytes).
 	MinSignedSecretBytes = 32
@@ -85,9 +90,8 @@ type signedConfig struct {
 // On open it also caps tokens sealed with a longer lifetime.
 func SignedTTL(d time.Duration) SignedOption {
 	return func(c *signedConfig) {
-		if d < time.Second || d > MaxSignedTTL || d%time.Second != 0 {
-			c.errors = append(c.errors, &ConfigError{Field: "SignedTTL",
-				Reason: fmt.Sprintf("%v: the lifetime must be whole seconds from 1s to %v", d, MaxSignedTTL)})
+		if err := checkTTL("SignedTTL", d, MaxSignedTTL); err != nil {
+			c.errors = append(c.errors, err)
 			return
 		}
 		c.ttl = d
@@ -234,16 +238,13 @@ func (s *Signed) keyset() *signedKeys {
 }
 
 func (s *Signed) unixNow() (int64, error) {
-	now := s.now().Unix()
-	if now < 0 {
-		return 0, &ConfigError{Field: "SignedClock", Reason: "returned a time before 1970"}
-	}
-	return now, nil
+	now, _, err := sealTimes("SignedClock", s.now(), 0)
+	return now, err
 }
 
 // signedScratch is the working memory of one Seal or Open.
 type signedScratch struct {
-	binding, payload, enc, tok, scope []byte
+	principal, binding, payload, enc, tok, scope []byte
 }
 
 var signedScratchPool = sync.Pool{New: func() any { return new(signedScratch) }}
@@ -258,39 +259,52 @@ func putSignedScratch(sc *signedScratch) {
 	signedScratchPool.Put(sc)
 }
 
-// appendSignedBinding appends canonical([method, salient params, principal]). The error is a
-// *ConfigError naming the part at fault.
-func appendSignedBinding(dst []byte, b Binding) ([]byte, error) {
+// signedPrincipal appends the canonical principal of b to dst. It also checks the method: the
+// method and the principal are the server's, so a mistake in them is a *ConfigError whatever the
+// params or the token.
+func signedPrincipal(dst []byte, b Binding) ([]byte, error) {
 	if b.Method == "" {
 		return dst, &ConfigError{Field: fieldMethod, Reason: reasonEmpty}
+	}
+	if !utf8.ValidString(b.Method) {
+		return dst, &ConfigError{Field: fieldMethod, Reason: "is not valid UTF-8"}
 	}
 	if len(b.Principal) == 0 {
 		return dst, &ConfigError{Field: fieldPrincipal,
 			Reason: "is empty: bind the authenticated caller, or token.Anonymous for a request that has none"}
 	}
-	dst = append(dst, '[')
-	dst, err := canonical.AppendString(dst, b.Method)
+	dst, err := canonical.Append(dst, b.Principal)
 	if err != nil {
-		return dst, &ConfigError{Field: fieldMethod, Reason: err.Error()}
-	}
-	dst = append(dst, ',')
-	if len(b.Params) == 0 {
-		dst = append(dst, '{', '}') // JSON-RPC params left out: nothing to bind
-	} else if dst, err = canonical.AppendObject(dst, b.Params, unsalientParams...); err != nil {
-		return dst, &ConfigError{Field: fieldParams, Reason: err.Error()}
-	}
-	dst = append(dst, ',')
-	if dst, err = canonical.Append(dst, b.Principal); err != nil {
 		return dst, &ConfigError{Field: fieldPrincipal, Reason: err.Error()}
 	}
+	return dst, nil
+}
+
+// appendSignedBinding appends canonical([method, salient params, principal]) given the canonical
+// principal (signedPrincipal). Bad params are an *InputError.
+func appendSignedBinding(dst []byte, method string, params, principal []byte) ([]byte, error) {
+	dst = append(dst, '[')
+	dst, _ = canonical.AppendString(dst, method) // signedPrincipal checked it
+	dst = append(dst, ',')
+	if len(params) == 0 {
+		dst = append(dst, '{', '}') // JSON-RPC params left out: nothing to bind
+	} else {
+		var err error
+		if dst, err = canonical.AppendParams(dst, params, unsalientParams...); err != nil {
+			return dst, &InputError{Reason: err.Error()}
+		}
+	}
+	dst = append(dst, ',')
+	dst = append(dst, principal...)
 	return append(dst, ']'), nil
 }
 
-// Seal returns a token carrying state, a JSON value, bound to b. Every error is a *ConfigError: a
-// binding without method or principal, params that are not a JSON object, state that is not JSON, a
-// token that would exceed MaxSignedTokenBytes.
+// Seal returns a token carrying state, a JSON value, bound to b. Params that cannot be bound (see
+// Binding.Params) are an *InputError, the client's mistake. Every other error is a *ConfigError: a
+// binding without method or principal, state that is not JSON, a token that would exceed
+// MaxSignedTokenBytes, a clock outside what a token can carry.
 func (s *Signed) Seal(b Binding, state json.RawMessage) (string, error) {
-	now, err := s.unixNow()
+	now, expires, err := sealTimes("SignedClock", s.now(), s.ttl)
 	if err != nil {
 		return "", err
 	}
@@ -302,7 +316,10 @@ func (s *Signed) Seal(b Binding, state json.RawMessage) (string, error) {
 	sc := getSignedScratch()
 	defer putSignedScratch(sc)
 
-	if sc.binding, err = appendSignedBinding(sc.binding[:0], b); err != nil {
+	if sc.principal, err = signedPrincipal(sc.principal[:0], b); err != nil {
+		return "", err
+	}
+	if sc.binding, err = appendSignedBinding(sc.binding[:0], b.Method, b.Params, sc.principal); err != nil {
 		return "", err
 	}
 	var scope [signedMACLen]byte
@@ -315,7 +332,7 @@ func (s *Signed) Seal(b Binding, state json.RawMessage) (string, error) {
 	p := append(sc.payload[:0], '[', version, ',')
 	p = strconv.AppendInt(p, now, 10)
 	p = append(p, ',')
-	p = strconv.AppendInt(p, now+s.ttl, 10)
+	p = strconv.AppendInt(p, expires, 10)
 	p = append(p, ',', '"')
 	p = append(p, scope[:]...)
 	p = append(p, '"', ',')
@@ -348,22 +365,18 @@ func (s *Signed) Seal(b Binding, state json.RawMessage) (string, error) {
 	return t.String(), nil
 }
 
-// Open returns the state of a token sealed for an equal binding, as it was sealed. Every failure
-// of the token is ErrInvalid, and so are params that are not a JSON object (no token can have been
-// sealed for them). A binding without method or principal, or a clock before 1970, is a
-// *ConfigError.
+// Open returns the state of a token sealed for an equal binding, in canonical form (see the package
+// comment). Every failure of the token is ErrInvalid, and so are params that cannot be bound (no
+// token can have been sealed for them). A binding without method or principal, or a bad clock, is
+// a *ConfigError.
 func (s *Signed) Open(b Binding, tok string) (json.RawMessage, error) {
-	sc := getSignedScratch()
-	defer putSignedScratch(sc)
-	var err error
-	if sc.binding, err = appendSignedBinding(sc.binding[:0], b); err != nil {
-		if ce, ok := err.(*ConfigError); ok && ce.Field == fieldParams {
-			return nil, ErrInvalid
-		}
-		return nil, err
-	}
 	now, err := s.unixNow()
 	if err != nil {
+		return nil, err
+	}
+	sc := getSignedScratch()
+	defer putSignedScratch(sc)
+	if sc.principal, err = signedPrincipal(sc.principal[:0], b); err != nil {
 		return nil, err
 	}
 	if len(tok) > MaxSignedTokenBytes {
@@ -377,41 +390,57 @@ func (s *Signed) Open(b Binding, tok string) (json.RawMessage, error) {
 	if !ok {
 		return nil, ErrInvalid
 	}
-	return bytes.Clone(data), nil
+	// Only now, with the token authentic and current, is the request's binding worth its cost.
+	if sc.binding, err = appendSignedBinding(sc.binding[:0], b.Method, b.Params, sc.principal); err != nil {
+		return nil, ErrInvalid // params no token can have been sealed for
+	}
+	var want [signedMACLen]byte
+	data.signer.mac(&want, signedTagScope, sc.binding, nil)
+	if subtle.ConstantTimeCompare(want[:], sc.scope) != 1 {
+		return nil, ErrInvalid
+	}
+	// Snodo returns the state as Elixir decodes it: the first of repeated names wins.
+	state, err := canonical.AppendFirstWins(nil, data.state)
+	if err != nil {
+		return nil, ErrInvalid // SkipValue checked the syntax; unreachable but for a bug
+	}
+	return state, nil
 }
 
-// open checks tok and returns its canonical state, in sc's memory.
-func (s *Signed) open(ks *signedKeys, sc *signedScratch, now int64, tok string) ([]byte, bool) {
+// signedOpened is what open read of an authentic, current token.
+type signedOpened struct {
+	signer *signedKey
+	state  []byte // as written, in sc's memory
+}
+
+// open checks tok's MAC, payload and times, and returns the key that verified it and its state; the
+// scope is left in sc.scope for the caller to check against the request.
+func (s *Signed) open(ks *signedKeys, sc *signedScratch, now int64, tok string) (signedOpened, bool) {
 	t := append(sc.tok[:0], tok...)
 	sc.tok = t
 
 	p, ok := splitSigned(t)
 	if !ok {
-		return nil, false
+		return signedOpened{}, false
 	}
 	signer := ks.signer(&p)
 	if signer == nil {
-		return nil, false
+		return signedOpened{}, false
 	}
 	payload, ok := decodeSignedB64(sc.payload[:0], p.enc)
 	sc.payload = payload
 	if !ok {
-		return nil, false
+		return signedOpened{}, false
 	}
 	issued, expires, data, ok := readSignedPayload(sc, payload, p.version)
 	if !ok {
-		return nil, false
+		return signedOpened{}, false
 	}
 	// Integers beyond int64 fail signedReadInt: each would fail one of these checks anyway.
 	if issued < 0 || issued > now || expires <= now || expires <= issued || expires-issued > s.ttl {
-		return nil, false
+		return signedOpened{}, false
 	}
-	var want [signedMACLen]byte
-	signer.mac(&want, signedTagScope, sc.binding, nil)
-	if subtle.ConstantTimeCompare(want[:], sc.scope) != 1 {
-		return nil, false
-	}
-	return data, true
+	return signedOpened{signer: signer, state: data}, true
 }
 
 // signedParts is a token split into its parts; every slice points into the token.
@@ -444,7 +473,7 @@ func splitSigned(t []byte) (signedParts, bool) {
 	p.enc = p.signed
 	if p.version == '2' {
 		j := bytes.IndexByte(p.signed, '.')
-		if j < 0 || !validSignedKeyID(p.signed[:j]) {
+		if j < 0 || !keyring.ValidID(p.signed[:j]) {
 			return p, false
 		}
 		p.kid, p.enc = p.signed[:j], p.signed[j+1:]
@@ -493,8 +522,9 @@ func readSignedPayload(sc *signedScratch, payload []byte, version byte) (issued,
 	if sc.scope, err = d.String(sc.scope[:0]); err != nil || !d.Consume(',') {
 		return 0, 0, nil, false
 	}
-	// The MAC verified, so a key holder wrote the data: checking its syntax is enough (Snodo rejects
-	// only what its decoder cannot read), and it comes back as written, by Seal canonically.
+	// The MAC verified, so a key holder wrote the data: its syntax is checked here (Snodo rejects
+	// only what its decoder cannot read, and repeated names are not among that), its canonical
+	// form is made only once the request's binding matched.
 	d.SkipSpace()
 	start := d.Offset()
 	if d.SkipValue() != nil {
@@ -532,21 +562,4 @@ func decodeSignedB64(dst, src []byte) ([]byte, bool) {
 	dst = slices.Grow(dst[:0], signedB64.DecodedLen(len(src)))
 	n, err := signedB64.Decode(dst[:cap(dst)], src)
 	return dst[:n], err == nil
-}
-
-func isSignedKeyIDByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
-}
-
-// validSignedKeyID is keyring.ValidateID without the error, for the hot path: 1 to 32 of A-Za-z0-9_-.
-func validSignedKeyID(id []byte) bool {
-	if len(id) == 0 || len(id) > keyring.MaxIDLength {
-		return false
-	}
-	for _, c := range id {
-		if !isSignedKeyIDByte(c) {
-			return false
-		}
-	}
-	return true
 }

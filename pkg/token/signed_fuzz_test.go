@@ -46,7 +46,7 @@ func FuzzOpenSigned(f *testing.F) {
 				}
 				continue
 			}
-			canon, cerr := canonical.AppendObject(nil, params, unsalientParams...)
+			canon, cerr := canonical.AppendParams(nil, params, unsalientParams...)
 			if !sealed[tok] || cerr != nil || !bytes.Equal(canon, wantParams) {
 				t.Fatalf("Open accepted token %q with params %q", tok, params)
 			}

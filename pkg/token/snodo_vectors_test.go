@@ -164,7 +164,7 @@ func checkSealVector(t *testing.T, c snodoCase) {
 	b := c.binding()
 	data := c.data(t)
 
-	binding, err := appendSignedBinding(nil, b)
+	binding, err := signedBindingOf(b)
 	if err != nil || string(binding) != c.Expected.Binding {
 		t.Fatalf("binding\n got %s (%v)\nwant %s", binding, err, c.Expected.Binding)
 	}
@@ -367,6 +367,15 @@ func (c snodoCase) data(t *testing.T) json.RawMessage {
 		t.Fatal("vector has neither data_json nor data_json_generator")
 		return nil
 	}
+}
+
+// signedBindingOf is the canonical binding the Signed codec computes for b.
+func signedBindingOf(b Binding) ([]byte, error) {
+	principal, err := signedPrincipal(nil, b)
+	if err != nil {
+		return nil, err
+	}
+	return appendSignedBinding(nil, b.Method, b.Params, principal)
 }
 
 func mustHex(t *testing.T, s string) []byte {

@@ -4,11 +4,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"time"
 )
 
 // ErrInvalid is the one error every failed Open returns: oversize, malformed, tampered, unknown key,
 // another request or principal, expired.
 var ErrInvalid = errors.New("invalid or expired request state")
+
+// MaxTTL is the longest token lifetime either codec accepts: MRTR's, Snodo's and the MRTRKeyring's
+// tokenTTL ceiling. The operator waits out the declared lifetime before it drops a key, so no server
+// may seal tokens that outlive that wait.
+const MaxTTL = 15 * time.Minute
 
 // ConfigError reports a caller or configuration mistake, never a property of an untrusted token.
 type ConfigError struct {
@@ -35,6 +42,50 @@ func IsConfigError(err error) bool {
 	return errors.As(err, &ce)
 }
 
+// InputError reports request params that Seal cannot bind: a repeated member name, sibling names
+// that encoding/json would read as one field (see Binding.Params), invalid UTF-8 or a lone surrogate,
+// a number out of range, nesting deeper than MaxParamsDepth. Params come from the client, so this is
+// the client's mistake, not the server's: answer it as invalid params with a fixed message and never
+// send Reason back (it quotes the client's member names and offsets; it is for the server's logs).
+// mcpstate.Guard does exactly that.
+type InputError struct {
+	Reason string
+}
+
+func (e *InputError) Error() string { return "token: " + fieldParams + ": " + e.Reason }
+
+// IsInputError reports whether err is or wraps an *InputError.
+func IsInputError(err error) bool {
+	var ie *InputError
+	return errors.As(err, &ie)
+}
+
+// sealTimes returns the issue and expiry times, in Unix seconds, of a token sealed at now with a
+// lifetime of ttl seconds. A clock before 1970, or so late that the expiry would not fit an int64,
+// is a *ConfigError naming field: Seal must never write a token that Open cannot read.
+func sealTimes(field string, now time.Time, ttl int64) (issued, expires int64, err error) {
+	issued = now.Unix()
+	switch {
+	case issued < 0:
+		return 0, 0, &ConfigError{Field: field, Reason: "returned a time before 1970"}
+	case issued > math.MaxInt64-ttl:
+		return 0, 0, &ConfigError{Field: field,
+			Reason: fmt.Sprintf("returned a time too late for a token: its expiry would be past %d Unix seconds", int64(math.MaxInt64))}
+	}
+	return issued, issued + ttl, nil
+}
+
+// checkTTL reports whether d is a valid lifetime: whole seconds from 1s to limit.
+func checkTTL(field string, d, limit time.Duration) error {
+	switch {
+	case d < time.Second || d > limit:
+		return &ConfigError{Field: field, Reason: fmt.Sprintf("is %v: it must be between 1s and %v", d, limit)}
+	case d%time.Second != 0:
+		return &ConfigError{Field: field, Reason: fmt.Sprintf("is %v: it must be a whole number of seconds", d)}
+	}
+	return nil
+}
+
 // Anonymous is the Principal of a request that deliberately has none. An empty Principal is a
 // ConfigError, so that forgetting to bind the caller cannot happen silently.
 var Anonymous = json.RawMessage("null")
@@ -46,6 +97,15 @@ type Binding struct {
 	Method string
 	// Params is the request's params object as received. Its top-level "_meta", "requestState" and
 	// "inputResponses" are not salient and are ignored; everything else, at any depth, is bound.
+	//
+	// Params are bound as JSON values, members in any order, so they must mean one thing to every
+	// reader. Seal refuses (with an *InputError) params in which an object repeats a member name, or
+	// has two member names that Go's encoding/json folds to one struct field ("location" and
+	// "LOCATION", "s" and "ſ"): the binding would keep both while a handler that decodes the params
+	// with encoding/json reads only one of them, chosen by their order, which the binding ignores. A
+	// handler may therefore decode bound params with encoding/json, case-insensitive matching
+	// included, and read exactly what the token was sealed for. Open answers such params with
+	// ErrInvalid: no token can have been sealed for them.
 	Params json.RawMessage
 	// Principal is the authenticated caller as any JSON value, or Anonymous.
 	Principal json.RawMessage

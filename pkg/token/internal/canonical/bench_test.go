@@ -30,7 +30,7 @@ func BenchmarkAppendObjectParams(b *testing.B) {
 	defer func() { b.ReportMetric(float64(processCPU(b)-start)/float64(n), "cpu-ns/op") }()
 	for ; b.Loop(); n++ {
 		var err error
-		if dst, err = AppendObject(dst[:0], benchParams, "_meta", "requestState", "inputResponses"); err != nil {
+		if dst, err = AppendParams(dst[:0], benchParams, "_meta", "requestState", "inputResponses"); err != nil {
 			b.Fatal(err)
 		}
 	}

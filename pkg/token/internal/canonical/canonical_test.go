@@ -84,14 +84,14 @@ func TestAppendObjectOmits(t *testing.T) {
 		`{"a":1,"requestState":"t","inputResponses":{}}`: `{"a":1}`,
 		`{"requestState":"t","a":1,"inputResponses":{}}`: `{"a":1}`,
 	} {
-		got, err := AppendObject(nil, []byte(in), omit...)
+		got, err := AppendParams(nil, []byte(in), omit...)
 		if err != nil || string(got) != want {
-			t.Errorf("AppendObject(%s) = %s, %v; want %s", in, got, err, want)
+			t.Errorf("AppendParams(%s) = %s, %v; want %s", in, got, err, want)
 		}
 	}
 	for _, in := range []string{`[]`, `"x"`, `{"_meta":1,"_meta":2}`, `{"_meta":{"a":}}`} {
-		if got, err := AppendObject(nil, []byte(in), omit...); err == nil {
-			t.Errorf("AppendObject(%s) = %s, want an error", in, got)
+		if got, err := AppendParams(nil, []byte(in), omit...); err == nil {
+			t.Errorf("AppendParams(%s) = %s, want an error", in, got)
 		}
 	}
 }

@@ -1,0 +1,293 @@
+//go:build unix
+
+package token
+
+// Comparison benchmarks: the libraries a Go user might reach for instead of this package, each used
+// as its documentation shows and configured to bind what the codecs bind, on the fixture and loop of
+// bench_test.go. Every op is one seal and one open, as there:
+//
+//   - JOSEJWS: go-jose v4 JWS HS256 alone (integrity only, like Signed);
+//   - JOSEJWE: go-jose v4 JWE dir + A256GCM alone (integrity and confidentiality, like Sealed);
+//   - GolangJWT: golang-jwt/jwt/v5 HS256 (integrity only), its parser checking exp and aud;
+//   - Tink: tink-go v2 AEAD from the AES256_GCM key template (a keyset handle and aead.New).
+//
+// BenchmarkJOSE (bench_test.go) nests the JWS in the JWE. Each alternative puts the bound data into
+// its claims or plaintext: the server, protocol version, method, principal, issue and expiry times,
+// the SHA-256 of [method, salient params] (joseDigest, recomputed by every seal and every open as the
+// codecs recompute theirs) and the state; every open checks all of them. Keys are made once, outside
+// the loop.
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/tink-crypto/tink-go/v2/aead"
+	"github.com/tink-crypto/tink-go/v2/keyset"
+	"github.com/tink-crypto/tink-go/v2/tink"
+)
+
+const benchServer = "https://mcp.example.com/mcp"
+
+// benchAlt is what every alternative implements: the two halves of Codec.
+type benchAlt interface {
+	Seal(Binding, json.RawMessage) (string, error)
+	Open(Binding, string) (json.RawMessage, error)
+}
+
+func benchAltCodec(b *testing.B, c benchAlt) {
+	loop(b, func() {
+		tok, err := c.Seal(benchBinding, benchState)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Open(benchBinding, tok); err != nil {
+			b.Fatal(err)
+		}
+	})
+}
+
+func BenchmarkJOSEJWS(b *testing.B)   { benchAltCodec(b, newJWSAlt(b)) }
+func BenchmarkJOSEJWE(b *testing.B)   { benchAltCodec(b, newJWEAlt(b)) }
+func BenchmarkGolangJWT(b *testing.B) { benchAltCodec(b, newGolangJWTAlt()) }
+func BenchmarkTink(b *testing.B)      { benchAltCodec(b, newTinkAlt(b)) }
+
+// newAltClaims are the claims of a seal of state bound to bd, for server.
+func newAltClaims(server string, bd Binding, state json.RawMessage) ([]byte, error) {
+	dig, err := joseDigest(bd.Method, bd.Params)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now().Unix()
+	return json.Marshal(joseClaims{Server: server, ProtocolVersion: bd.ProtocolVersion, Method: bd.Method,
+		Principal: bd.Principal, IssuedAt: now, Expiry: now + 300, Digest: dig, State: state})
+}
+
+// openAltClaims parses claims and returns their state if they bind bd for server and have not
+// expired.
+func openAltClaims(server string, bd Binding, claims []byte) (json.RawMessage, error) {
+	var cl joseClaims
+	if err := json.Unmarshal(claims, &cl); err != nil {
+		return nil, ErrInvalid
+	}
+	dig, err := joseDigest(bd.Method, bd.Params)
+	if err != nil || cl.Server != server || cl.ProtocolVersion != bd.ProtocolVersion || cl.Method != bd.Method ||
+		!bytes.Equal(cl.Principal, bd.Principal) || !hmac.Equal(cl.Digest, dig) || time.Now().Unix() >= cl.Expiry {
+		return nil, ErrInvalid
+	}
+	return cl.State, nil
+}
+
+// jwsAlt is a go-jose JWS HS256 in compact serialization.
+type jwsAlt struct {
+	key    []byte
+	signer jose.Signer
+}
+
+func newJWSAlt(tb testing.TB) *jwsAlt {
+	c := &jwsAlt{key: bytes.Repeat([]byte{0x5a}, 32)}
+	var err error
+	if c.signer, err = jose.NewSigner(jose.SigningKey{Algorithm: jose.HS256, Key: c.key},
+		(&jose.SignerOptions{}).WithType("JWT")); err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+func (c *jwsAlt) Seal(bd Binding, state json.RawMessage) (string, error) {
+	claims, err := newAltClaims(benchServer, bd, state)
+	if err != nil {
+		return "", err
+	}
+	jws, err := c.signer.Sign(claims)
+	if err != nil {
+		return "", err
+	}
+	return jws.CompactSerialize()
+}
+
+func (c *jwsAlt) Open(bd Binding, tok string) (json.RawMessage, error) {
+	jws, err := jose.ParseSignedCompact(tok, []jose.SignatureAlgorithm{jose.HS256})
+	if err != nil {
+		return nil, ErrInvalid
+	}
+	claims, err := jws.Verify(c.key)
+	if err != nil {
+		return nil, ErrInvalid
+	}
+	return openAltClaims(benchServer, bd, claims)
+}
+
+// jweAlt is a go-jose JWE with a direct 256-bit key and A256GCM, in compact serialization.
+type jweAlt struct {
+	key       []byte
+	encrypter jose.Encrypter
+}
+
+func newJWEAlt(tb testing.TB) *jweAlt {
+	c := &jweAlt{key: bytes.Repeat([]byte{0xa5}, 32)}
+	var err error
+	if c.encrypter, err = jose.NewEncrypter(jose.A256GCM, jose.Recipient{Algorithm: jose.DIRECT, Key: c.key},
+		(&jose.EncrypterOptions{}).WithType("JWT")); err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+func (c *jweAlt) Seal(bd Binding, state json.RawMessage) (string, error) {
+	claims, err := newAltClaims(benchServer, bd, state)
+	if err != nil {
+		return "", err
+	}
+	jwe, err := c.encrypter.Encrypt(claims)
+	if err != nil {
+		return "", err
+	}
+	return jwe.CompactSerialize()
+}
+
+func (c *jweAlt) Open(bd Binding, tok string) (json.RawMessage, error) {
+	jwe, err := jose.ParseEncryptedCompact(tok, []jose.KeyAlgorithm{jose.DIRECT}, []jose.ContentEncryption{jose.A256GCM})
+	if err != nil {
+		return nil, ErrInvalid
+	}
+	claims, err := jwe.Decrypt(c.key)
+	if err != nil {
+		return nil, ErrInvalid
+	}
+	return openAltClaims(benchServer, bd, claims)
+}
+
+// golangJWTClaims are joseClaims as golang-jwt spells them: the registered claims (aud, iat, exp)
+// in jwt.RegisteredClaims, which its parser validates, the rest beside them.
+type golangJWTClaims struct {
+	ProtocolVersion string          `json:"ver"`
+	Method          string          `json:"mth"`
+	Principal       json.RawMessage `json:"prn"`
+	Digest          []byte          `json:"dig"`
+	State           json.RawMessage `json:"state"`
+	jwt.RegisteredClaims
+}
+
+// golangJWTAlt is a golang-jwt HS256 token.
+type golangJWTAlt struct {
+	key    []byte
+	parser *jwt.Parser
+}
+
+func newGolangJWTAlt() *golangJWTAlt {
+	return &golangJWTAlt{key: bytes.Repeat([]byte{0x5a}, 32), parser: jwt.NewParser(
+		jwt.WithValidMethods([]string{jwt.SigningMethodHS256.Alg()}), jwt.WithAudience(benchServer),
+		jwt.WithExpirationRequired(), jwt.WithIssuedAt())}
+}
+
+func (c *golangJWTAlt) Seal(bd Binding, state json.RawMessage) (string, error) {
+	dig, err := joseDigest(bd.Method, bd.Params)
+	if err != nil {
+		return "", err
+	}
+	now := time.Now().Truncate(time.Second)
+	return jwt.NewWithClaims(jwt.SigningMethodHS256, golangJWTClaims{
+		ProtocolVersion: bd.ProtocolVersion, Method: bd.Method, Principal: bd.Principal, Digest: dig, State: state,
+		RegisteredClaims: jwt.RegisteredClaims{Audience: jwt.ClaimStrings{benchServer},
+			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(5 * time.Minute))},
+	}).SignedString(c.key)
+}
+
+func (c *golangJWTAlt) Open(bd Binding, tok string) (json.RawMessage, error) {
+	var cl golangJWTClaims
+	if _, err := c.parser.ParseWithClaims(tok, &cl, func(*jwt.Token) (any, error) { return c.key, nil }); err != nil {
+		return nil, ErrInvalid
+	}
+	dig, err := joseDigest(bd.Method, bd.Params)
+	if err != nil || cl.ProtocolVersion != bd.ProtocolVersion || cl.Method != bd.Method ||
+		!bytes.Equal(cl.Principal, bd.Principal) || !hmac.Equal(cl.Digest, dig) {
+		return nil, ErrInvalid
+	}
+	return cl.State, nil
+}
+
+// tinkAlt is a Tink AEAD (AES256_GCM key template, so a Tink-prefixed ciphertext) over the JSON
+// claims, base64url without padding as the token; the associated data is the server identity.
+type tinkAlt struct{ aead tink.AEAD }
+
+func newTinkAlt(tb testing.TB) *tinkAlt {
+	h, err := keyset.NewHandle(aead.AES256GCMKeyTemplate())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	a, err := aead.New(h)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &tinkAlt{aead: a}
+}
+
+func (c *tinkAlt) Seal(bd Binding, state json.RawMessage) (string, error) {
+	claims, err := newAltClaims(benchServer, bd, state)
+	if err != nil {
+		return "", err
+	}
+	ct, err := c.aead.Encrypt(claims, []byte(benchServer))
+	if err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(ct), nil
+}
+
+func (c *tinkAlt) Open(bd Binding, tok string) (json.RawMessage, error) {
+	ct, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil {
+		return nil, ErrInvalid
+	}
+	claims, err := c.aead.Decrypt(ct, []byte(benchServer))
+	if err != nil {
+		return nil, ErrInvalid
+	}
+	return openAltClaims(benchServer, bd, claims)
+}
+
+// The alternatives must really bind what they claim to, or their numbers would flatter them.
+func TestBenchAlternatives(t *testing.T) {
+	for name, c := range map[string]benchAlt{
+		"JOSEJWS":   newJWSAlt(t),
+		"JOSEJWE":   newJWEAlt(t),
+		"GolangJWT": newGolangJWTAlt(),
+		"Tink":      newTinkAlt(t),
+	} {
+		t.Run(name, func(t *testing.T) {
+			tok, err := c.Seal(benchBinding, benchState)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := c.Open(benchBinding, tok); err != nil || !bytes.Equal(got, benchState) {
+				t.Fatalf("Open = %s, %v", got, err)
+			}
+			for what, other := range map[string]func(*Binding){
+				"params":           func(b *Binding) { b.Params = bytes.Replace(b.Params, []byte(`"qty":3`), []byte(`"qty":4`), 1) },
+				"method":           func(b *Binding) { b.Method = "prompts/get" },
+				"principal":        func(b *Binding) { b.Principal = json.RawMessage(`"user:bob"`) },
+				"protocol version": func(b *Binding) { b.ProtocolVersion = "2026-08-01" },
+			} {
+				bd := benchBinding
+				other(&bd)
+				if _, err := c.Open(bd, tok); !errors.Is(err, ErrInvalid) {
+					t.Errorf("Open with other %s = %v", what, err)
+				}
+			}
+			i, flip := len(tok)-5, byte('A') // inside the MAC or the GCM tag, clear of unused low bits
+			if tok[i] == flip {
+				flip = 'B'
+			}
+			if _, err := c.Open(benchBinding, tok[:i]+string(flip)+tok[i+1:]); !errors.Is(err, ErrInvalid) {
+				t.Errorf("Open of an altered token = %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,258 @@
+package token
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+)
+
+// Tests that hold for both codecs: what a binding accepts, who is blamed for what, and the times a
+// token can carry.
+
+type codecCase struct {
+	name  string
+	codec func(t *testing.T, now func() time.Time) Codec
+}
+
+var bothCodecs = []codecCase{
+	{"Signed", func(t *testing.T, now func() time.Time) Codec {
+		return mustSigned(NewSigned(signedRing(t, keyring.NewKey("a", signedSecretA)), SignedClock(now)))
+	}},
+	{"Sealed", func(t *testing.T, now func() time.Time) Codec {
+		s, err := NewSealed(keyring.Static(testRing(t, testKey("a", 1, 32))), testServer, SealedClock(now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}},
+}
+
+func fixedNow() time.Time { return t0 }
+
+func callTool(args string) Binding {
+	return Binding{Method: "tools/call", Principal: json.RawMessage(`"user:ada"`), ProtocolVersion: "2026-07-28",
+		Params: json.RawMessage(`{"name":"get_weather","arguments":` + args + `}`)}
+}
+
+// A token sealed for {"location":"Paris","LOCATION":"Pyongyang"} must not open for the same
+// members in the other order: encoding/json, matching names case-insensitively, reads the last of
+// the two, so the handler would act on Paris where the token was sealed for Pyongyang. Such params
+// are refused at seal time (the client's mistake) and can never open a token.
+func TestFoldedSiblingNamesAreRefused(t *testing.T) {
+	for _, args := range []string{
+		`{"location":"Paris","LOCATION":"Pyongyang"}`,
+		`{"LOCATION":"Pyongyang","location":"Paris"}`,
+		`{"Location":1,"location":2}`,
+		`{"sku":1,"\u212Aind":2,"kind":3}`,                                                  // U+212A KELVIN SIGN folds to k
+		`{"ſtatus":1,"status":2}`,                                                           // U+017F LONG S folds to s
+		`{"a":{"deep":[{"id":1,"ID":2}]}}`,                                                  // at any depth
+		`{"k00":0,"k01":1,"k02":2,"k03":3,"k04":4,"k05":5,"k06":6,"k07":7,"k08":8,"K04":9}`, // many members
+	} {
+		for _, cc := range bothCodecs {
+			t.Run(cc.name+"/"+args, func(t *testing.T) {
+				c := cc.codec(t, fixedNow)
+				b := callTool(args)
+				if tok, err := c.Seal(b, json.RawMessage(`1`)); !IsInputError(err) {
+					t.Fatalf("Seal = %.40q, %v; want an *InputError", tok, err)
+				}
+				// A token for the params without the clash does not open for them either.
+				tok, err := c.Seal(callTool(`{"location":"Paris"}`), json.RawMessage(`1`))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got, err := c.Open(b, tok); err != ErrInvalid {
+					t.Fatalf("Open = %s, %v; want ErrInvalid", got, err)
+				}
+			})
+		}
+	}
+	// Names that differ other than by case folding are distinct fields and stay allowed.
+	for _, cc := range bothCodecs {
+		c := cc.codec(t, fixedNow)
+		for _, args := range []string{`{"a_b":1,"ab":2,"a-b":3}`, `{"é":1,"e":2}`, `{"x":{"k":1},"y":{"K":2}}`} {
+			tok, err := c.Seal(callTool(args), json.RawMessage(`1`))
+			if err != nil {
+				t.Fatalf("%s: Seal(%s): %v", cc.name, args, err)
+			}
+			if _, err := c.Open(callTool(args), tok); err != nil {
+				t.Fatalf("%s: Open(%s): %v", cc.name, args, err)
+			}
+		}
+	}
+}
+
+// Params that json.Valid and the SDK accept but that cannot be bound are the client's mistake: an
+// *InputError, never a *ConfigError (which a server reports as its own failure).
+func TestUnbindableParamsAreInputErrors(t *testing.T) {
+	deep := strings.Repeat(`[`, 1000) + strings.Repeat(`]`, 1000) // 1001 levels with the params object
+	for name, params := range map[string]string{
+		"repeated names":     `{"name":"x","arguments":{"a":1,"a":2}}`,
+		"lone surrogate":     `{"name":"x","arguments":{"a":"\ud800"}}`,
+		"float out of range": `{"name":"x","arguments":{"a":1e400}}`,
+		"nesting too deep":   `{"name":` + deep + `}`,
+		"not an object":      `["x"]`,
+	} {
+		for _, cc := range bothCodecs {
+			t.Run(cc.name+"/"+name, func(t *testing.T) {
+				if !json.Valid([]byte(params)) && name != "lone surrogate" {
+					t.Fatalf("the case is not valid JSON")
+				}
+				b := callTool(`{}`)
+				b.Params = json.RawMessage(params)
+				_, err := cc.codec(t, fixedNow).Seal(b, json.RawMessage(`1`))
+				if !IsInputError(err) || IsConfigError(err) {
+					t.Fatalf("Seal: %v; want an *InputError", err)
+				}
+			})
+		}
+	}
+	// Nesting up to the SDK's limit is bound.
+	ok := strings.Repeat(`[`, 998) + strings.Repeat(`]`, 998)
+	for _, cc := range bothCodecs {
+		b := callTool(`{}`)
+		b.Params = json.RawMessage(`{"name":` + ok + `}`)
+		if _, err := cc.codec(t, fixedNow).Seal(b, json.RawMessage(`1`)); err != nil {
+			t.Fatalf("%s: 999 levels: %v", cc.name, err)
+		}
+	}
+}
+
+// Seal never writes a token that it cannot open: a clock so late that the expiry would not fit an
+// int64 is a configuration error, and the latest time that fits still round-trips.
+func TestSealAtTheEndOfTime(t *testing.T) {
+	for _, cc := range bothCodecs {
+		t.Run(cc.name, func(t *testing.T) {
+			now := time.Unix(math.MaxInt64-10, 0)
+			c := cc.codec(t, func() time.Time { return now })
+			var ce *ConfigError
+			if tok, err := c.Seal(callTool(`{}`), json.RawMessage(`1`)); !errors.As(err, &ce) {
+				t.Fatalf("Seal = %.60q, %v; want a *ConfigError", tok, err)
+			} else if !strings.Contains(ce.Field, "Clock") {
+				t.Fatalf("the error names %q, not the clock", ce.Field)
+			}
+			now = time.Unix(math.MaxInt64-int64(MaxTTL/time.Second), 0)
+			tok, err := c.Seal(callTool(`{}`), json.RawMessage(`1`))
+			if err != nil {
+				t.Fatalf("Seal at the latest time that fits: %v", err)
+			}
+			if _, err := c.Open(callTool(`{}`), tok); err != nil {
+				t.Fatalf("Open of a token sealed at the latest time that fits: %v", err)
+			}
+		})
+	}
+}
+
+// No attacker-controlled work before authentication: a forged token is rejected before the
+// request's params are canonicalized, so huge params cost nothing on a forged token (no scratch
+// space grows: not one allocation).
+func TestOpenRejectsForgeriesBeforeReadingParams(t *testing.T) {
+	args := `{"z":` + strings.Repeat(`{"b":1,"a":`, 20000) + `0` + strings.Repeat(`}`, 20000) + `}`
+	b := callTool(args)
+	for _, cc := range bothCodecs {
+		c := cc.codec(t, fixedNow)
+		good, err := c.Seal(callTool(`{}`), json.RawMessage(`1`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		forged := good[:len(good)-4] + "AAAA"
+		if _, err := c.Open(b, forged); err != ErrInvalid {
+			t.Fatalf("%s: Open of a forgery: %v", cc.name, err)
+		}
+		if n := testing.AllocsPerRun(20, func() { _, _ = c.Open(b, forged) }); n != 0 {
+			t.Errorf("%s: Open of a forgery with %d bytes of params allocates %v times: it read the params", cc.name, len(args), n)
+		}
+	}
+}
+
+// The state of a Signed token repeats a member name only if a key holder wrote it so (Snodo seals
+// whatever its decoder produced; another implementation may write repeats). Open returns what
+// Snodo's open returns: the first occurrence wins, each name once, at every depth; the vectors'
+// c02-ok-data-duplicate-keys-first-wins.
+func TestSignedOpenKeepsTheFirstOfRepeatedNames(t *testing.T) {
+	s := mustSigned(NewSignedSecret(signedSecretA, newSignedClock(1000).opt()))
+	binding, err := signedBindingOf(signedReq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scope := hmacB64(signedSecretA, string(signedTagScope)+string(binding))
+	for data, want := range map[string]string{
+		`{"a":"first","a":"second"}`:                         `{"a":"first"}`,
+		`{"b":1,"a":{"x":1,"x":2},"b":2}`:                    `{"a":{"x":1},"b":1}`,
+		`[{"k":[1],"k":[2],"j":0}]`:                          `[{"j":0,"k":[1]}]`,
+		` { "a" : 1 , "a" : 2 } `:                            `{"a":1}`,
+		`{"z":0,"a":"first","m":0,"a":"second","a":"third"}`: `{"a":"first","m":0,"z":0}`,
+	} {
+		payload := `[1,1000,1300,"` + scope + `",` + data + `]`
+		enc := base64.RawURLEncoding.EncodeToString([]byte(payload))
+		tok := "mrtr1." + enc + "." + hmacB64(signedSecretA, string(signedTagV1)+enc)
+		got, err := s.Open(signedReq, tok)
+		if err != nil || string(got) != want {
+			t.Errorf("Open of state %s = %s, %v; want %s", data, got, err, want)
+		}
+		var v map[string]any
+		if json.Unmarshal(got, &v) == nil && len(v) > 0 {
+			if a, ok := v["a"]; ok && a == "second" {
+				t.Errorf("encoding/json reads the second value of %s", data)
+			}
+		}
+	}
+}
+
+// A replica whose clock runs ahead seals tokens "issued" in the future. The Sealed codec accepts
+// them within the clock skew (default 30s: the operator's clockSkew) and no further, so a replica a
+// day ahead cannot mint tokens that live for a day.
+func TestSealedBoundsIssuedInTheFuture(t *testing.T) {
+	ring := keyring.Static(testRing(t, testKey("a", 1, 32)))
+	for name, tc := range map[string]struct {
+		ahead time.Duration
+		opts  []SealedOption
+		opens bool
+	}{
+		"in step":                 {0, nil, true},
+		"30s ahead, default skew": {30 * time.Second, nil, true},
+		"31s ahead, default skew": {31 * time.Second, nil, false},
+		"a day ahead":             {24 * time.Hour, nil, false},
+		"2m ahead, 2m skew":       {2 * time.Minute, []SealedOption{SealedClockSkew(2 * time.Minute)}, true},
+		"1s ahead, no skew":       {time.Second, []SealedOption{SealedClockSkew(0)}, false},
+		"in step, no skew":        {0, []SealedOption{SealedClockSkew(0)}, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fast := newTestSealed(t, ring, &clock{t: t0.Add(tc.ahead)})
+			honest := newTestSealed(t, ring, newClock(), tc.opts...)
+			tok := mustSeal(t, fast, testBinding(), testState)
+			_, err := honest.Open(testBinding(), tok)
+			if tc.opens && err != nil {
+				t.Fatalf("Open: %v", err)
+			}
+			if !tc.opens && err != ErrInvalid {
+				t.Fatalf("Open: %v; want ErrInvalid", err)
+			}
+		})
+	}
+}
+
+// One TTL ceiling for both codecs: MRTR's, Snodo's and the MRTRKeyring's 15 minutes.
+func TestOneTTLCeiling(t *testing.T) {
+	src := keyring.Static(testRing(t, testKey("a", 1, 32)))
+	if _, err := NewSealed(src, "s", SealedTTL(MaxTTL)); err != nil {
+		t.Fatalf("Sealed at MaxTTL: %v", err)
+	}
+	if _, err := NewSigned(src, SignedTTL(MaxTTL)); err != nil {
+		t.Fatalf("Signed at MaxTTL: %v", err)
+	}
+	if _, err := NewSealed(src, "s", SealedTTL(MaxTTL+time.Second)); !IsConfigError(err) {
+		t.Fatalf("Sealed over MaxTTL: %v", err)
+	}
+	if _, err := NewSigned(src, SignedTTL(MaxTTL+time.Second)); !IsConfigError(err) {
+		t.Fatalf("Signed over MaxTTL: %v", err)
+	}
+	if MaxSealedTTL != MaxTTL || MaxSignedTTL != MaxTTL || MaxTTL != 15*time.Minute {
+		t.Fatalf("ceilings: Sealed %v, Signed %v, MaxTTL %v", MaxSealedTTL, MaxSignedTTL, MaxTTL)
+	}
+}

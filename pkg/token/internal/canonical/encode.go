@@ -1,0 +1,483 @@
+package canonical
+
+import (
+	"bytes"
+	"encoding/binary"
+	"slices"
+	"unicode"
+	"unicode/utf8"
+)
+
+// The encoder works in two passes over a flat list of nodes, so that its cost is O(n log n) in the
+// size of the input whatever the order of its members:
+//
+//  1. read checks the whole text and records every value as a node, in document order, with its
+//     span in the input. An object's members are sorted once, when the object closes, and moved to
+//     d.mems as one contiguous run: a member is moved once, however deep it sits, and nothing
+//     nested is copied at all.
+//  2. emit writes the canonical form, walking the nodes: a value whose text is already canonical
+//     (no whitespace, members in order, plain strings, canonical numbers; the common case for
+//     anything a canonical encoder wrote, such as a payload) is copied in one piece, anything else
+//     is rebuilt from its parts.
+//
+// An encoder that writes while it reads and then sorts what it wrote copies everything nested below
+// an unsorted object once per unsorted level above it: quadratic in the depth.
+
+// rules are what one canonicalization accepts.
+type rules struct {
+	maxDepth int
+	// firstWins keeps the first of repeated member names, as Elixir's JSON.decode does (Snodo's
+	// open); otherwise a repeated name is an error.
+	firstWins bool
+	// noFolded refuses sibling names that encoding/json folds to one struct field.
+	noFolded bool
+}
+
+type kind uint8
+
+const (
+	kindLiteral kind = iota // true, false, null
+	kindString
+	kindNumber
+	kindArray
+	kindObject
+)
+
+// node is one value of the input.
+type node struct {
+	start, end int // the value's text in src
+	next       int // the index of the node after this value and all the values inside it
+	mems, nmem int // objects: their members are d.mems[mems:mems+nmem], in canonical order
+	kind       kind
+	canon      bool // src[start:end] is already canonical
+}
+
+// member is one member of an object.
+type member struct {
+	// prefix is the name's first eight bytes, big-endian and zero-padded: unequal prefixes order two
+	// names as their bytes do, which settles almost every comparison without a call to bytes.Compare.
+	prefix uint64
+	name   int  // the decoded name is src[name:name+nlen], or d.keys[name:name+nlen] if escaped
+	nlen   int  //
+	quoted int  // where the name's opening quote is in src
+	value  int  // the node of the value
+	esc    bool // the name has escapes: decoded into d.keys
+	drop   bool // left out of the output: omitted, or a repeat under firstWins
+}
+
+func (d *Decoder) key(m *member) []byte {
+	if m.esc {
+		return d.keys[m.name : m.name+m.nlen]
+	}
+	return d.src[m.name : m.name+m.nlen]
+}
+
+// compare orders members by name, then by position, so that the first of repeated names sorts first.
+func (d *Decoder) compare(a, b member) int {
+	if c := d.compareNames(&a, &b); c != 0 {
+		return c
+	}
+	return a.value - b.value
+}
+
+func (d *Decoder) compareNames(a, b *member) int {
+	if a.prefix != b.prefix {
+		if a.prefix < b.prefix {
+			return -1
+		}
+		return 1
+	}
+	return bytes.Compare(d.key(a), d.key(b))
+}
+
+// canonical appends the canonical form of the single value of d's input to dst. object requires it
+// to be an object; omit names the top-level members to leave out (still checked).
+func (d *Decoder) canonical(dst []byte, r rules, object bool, omit []string) ([]byte, error) {
+	d.rules = r
+	d.skipSpace()
+	if object && (d.pos >= len(d.src) || d.src[d.pos] != '{') {
+		return dst, d.errorf(d.pos, "not a JSON object")
+	}
+	root, err := d.read(omit)
+	if err != nil {
+		return dst, err
+	}
+	if err := d.End(); err != nil {
+		return dst, err
+	}
+	return d.emit(dst, root), nil
+}
+
+// read reads the next value into nodes and returns its index. omit applies if it is an object.
+func (d *Decoder) read(omit []string) (int, error) {
+	d.skipSpace()
+	if d.pos >= len(d.src) {
+		return 0, d.errUnexpected()
+	}
+	i := len(d.nodes)
+	d.nodes = append(d.nodes, node{start: d.pos, canon: true})
+	var err error
+	switch c := d.src[d.pos]; c {
+	case '{':
+		d.nodes[i].kind = kindObject
+		err = d.readObject(i, omit)
+	case '[':
+		d.nodes[i].kind = kindArray
+		err = d.readArray(i)
+	case '"':
+		d.nodes[i].kind = kindString
+		if end, ok := d.plainString(); ok {
+			d.pos = end + 1
+		} else {
+			d.nodes[i].canon = false
+			err = d.skipString()
+		}
+	case 't':
+		err = d.skipLiteral("true")
+	case 'f':
+		err = d.skipLiteral("false")
+	case 'n':
+		err = d.skipLiteral("null")
+	default:
+		if c != '-' && (c < '0' || c > '9') {
+			return 0, d.errUnexpected()
+		}
+		d.nodes[i].kind = kindNumber
+		var lit []byte
+		var isFloat bool
+		if lit, isFloat, err = d.scanNumberValue(); err == nil {
+			d.nodes[i].canon = canonicalNumber(lit, isFloat)
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	d.nodes[i].end, d.nodes[i].next = d.pos, len(d.nodes)
+	return i, nil
+}
+
+// canonicalNumber reports whether lit is its own canonical form.
+func canonicalNumber(lit []byte, isFloat bool) bool {
+	if !isFloat {
+		return len(lit) != 2 || lit[0] != '-' // "-0" is written 0
+	}
+	_, ok := appendShortDecimal(nil, lit) // appends nothing when it fails, else lit itself
+	return ok
+}
+
+func (d *Decoder) readArray(i int) error {
+	if err := d.enter(); err != nil {
+		return err
+	}
+	d.pos++ // '['
+	spaces, canon := d.spaces, true
+	if !d.Consume(']') {
+		for {
+			j, err := d.read(nil)
+			if err != nil {
+				return err
+			}
+			canon = canon && d.nodes[j].canon
+			if d.Consume(',') {
+				continue
+			}
+			if d.Consume(']') {
+				break
+			}
+			return d.errUnexpected()
+		}
+	}
+	d.nodes[i].canon = canon && d.spaces == spaces
+	d.depth--
+	return nil
+}
+
+func (d *Decoder) readObject(i int, omit []string) error {
+	if err := d.enter(); err != nil {
+		return err
+	}
+	d.pos++ // '{'
+	spaces, canon, sorted := d.spaces, true, true
+	base := len(d.stack)
+	if !d.Consume('}') {
+		for {
+			d.skipSpace()
+			if d.pos >= len(d.src) || d.src[d.pos] != '"' {
+				return d.errUnexpected()
+			}
+			m := member{quoted: d.pos}
+			if end, ok := d.plainString(); ok {
+				m.name, m.nlen = d.pos+1, end-d.pos-1
+				m.prefix = srcPrefix(d.src, m.name, m.nlen)
+				d.pos = end + 1
+			} else {
+				m.name, m.esc = len(d.keys), true
+				var err error
+				if d.keys, err = d.decodeString(d.keys); err != nil {
+					return err
+				}
+				m.nlen = len(d.keys) - m.name
+				m.prefix = namePrefix(d.keys[m.name:])
+				canon = false
+			}
+			if len(d.stack) > base && sorted && d.compareNames(&d.stack[len(d.stack)-1], &m) >= 0 {
+				sorted = false
+			}
+			if !d.Consume(':') {
+				return d.errUnexpected()
+			}
+			var err error
+			if m.value, err = d.read(nil); err != nil {
+				return err
+			}
+			canon = canon && d.nodes[m.value].canon
+			if len(omit) > 0 {
+				key := d.key(&m)
+				// n == string(key) compares without copying key, as a conversion to pass it might.
+				if slices.ContainsFunc(omit, func(n string) bool { return n == string(key) }) {
+					m.drop, canon = true, false
+				}
+			}
+			d.stack = append(d.stack, m)
+			if d.Consume(',') {
+				continue
+			}
+			if d.Consume('}') {
+				break
+			}
+			return d.errUnexpected()
+		}
+	}
+	ms := d.stack[base:]
+	if !sorted {
+		canon = false
+		slices.SortFunc(ms, d.compare)
+		for k := 1; k < len(ms); k++ {
+			if d.compareNames(&ms[k-1], &ms[k]) != 0 {
+				continue
+			}
+			if !d.rules.firstWins {
+				return d.errorf(d.pos, "object has the name %q twice", d.key(&ms[k]))
+			}
+			ms[k].drop = true
+		}
+	}
+	if d.rules.noFolded && len(ms) > 1 {
+		if err := d.checkFolded(ms); err != nil {
+			return err
+		}
+	}
+	d.nodes[i].mems, d.nodes[i].nmem = len(d.mems), len(ms)
+	d.nodes[i].canon = canon && d.spaces == spaces
+	d.mems = append(d.mems, ms...)
+	d.stack = d.stack[:base]
+	d.depth--
+	return nil
+}
+
+// emit appends the canonical form of node i, read without error.
+func (d *Decoder) emit(dst []byte, i int) []byte {
+	n := &d.nodes[i]
+	if n.canon {
+		return append(dst, d.src[n.start:n.end]...)
+	}
+	switch n.kind {
+	case kindString:
+		d.tmp = d.tmp[:0]
+		d.pos = n.start
+		d.tmp, _ = d.decodeString(d.tmp) // read checked it
+		return appendEscaped(dst, d.tmp)
+	case kindNumber:
+		return appendNumber(dst, d.src[n.start:n.end])
+	case kindArray:
+		dst = append(dst, '[')
+		for j := i + 1; j < n.next; j = d.nodes[j].next {
+			if j > i+1 {
+				dst = append(dst, ',')
+			}
+			dst = d.emit(dst, j)
+		}
+		return append(dst, ']')
+	default: // kindObject; literals are always canonical
+		dst = append(dst, '{')
+		first := true
+		for k := n.mems; k < n.mems+n.nmem; k++ {
+			m := &d.mems[k]
+			if m.drop {
+				continue
+			}
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			if m.esc {
+				dst = appendEscaped(dst, d.key(m))
+			} else {
+				dst = append(dst, d.src[m.quoted:m.name+m.nlen+1]...) // a plain name is canonical
+			}
+			dst = append(dst, ':')
+			dst = d.emit(dst, m.value)
+		}
+		return append(dst, '}')
+	}
+}
+
+// appendNumber appends the canonical form of the number literal lit.
+func appendNumber(dst, lit []byte) []byte {
+	isFloat := bytes.ContainsAny(lit, ".eE")
+	if !isFloat {
+		if len(lit) == 2 && lit[0] == '-' && lit[1] == '0' {
+			return append(dst, '0')
+		}
+		return append(dst, lit...)
+	}
+	if out, ok := appendShortDecimal(dst, lit); ok {
+		return out
+	}
+	f, _ := parseFloat(lit) // read checked the range
+	return AppendFloat(dst, f)
+}
+
+// foldEntry is a member's folded-name hash and its index among its siblings.
+type foldEntry struct {
+	hash uint64
+	i    int
+}
+
+// checkFolded fails if two of the distinct names ms are equal under the case folding of
+// encoding/json, which matches a member to a struct field by bytes.EqualFold: "location" and
+// "LOCATION", "k" and "\u212a" (Kelvin). A handler decoding such params reads one of the two,
+// chosen by their order, which the canonical form does not keep. Linear for few members, else a
+// sort of hashes; names are compared only when their hashes collide.
+func (d *Decoder) checkFolded(ms []member) error {
+	d.folds = d.folds[:0]
+	for i := range ms {
+		d.folds = append(d.folds, foldEntry{hash: foldHash(d.key(&ms[i])), i: i})
+	}
+	fs := d.folds
+	clash := func(a, b foldEntry) error {
+		x, y := &ms[a.i], &ms[b.i]
+		if a.hash == b.hash && d.compareNames(x, y) != 0 && bytes.EqualFold(d.key(x), d.key(y)) {
+			return d.errorf(d.pos, "object has the names %q and %q, which encoding/json reads as one", d.key(x), d.key(y))
+		}
+		return nil
+	}
+	if len(fs) <= 8 {
+		for a := range fs {
+			for b := a + 1; b < len(fs); b++ {
+				if err := clash(fs[a], fs[b]); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	slices.SortFunc(fs, func(a, b foldEntry) int {
+		switch {
+		case a.hash < b.hash:
+			return -1
+		case a.hash > b.hash:
+			return 1
+		}
+		return 0
+	})
+	for k := 1; k < len(fs); k++ {
+		// Equal hashes form runs; within a run every pair is checked (runs of more than two are
+		// collisions, vanishingly rare).
+		for j := k - 1; j >= 0 && fs[j].hash == fs[k].hash; j-- {
+			if err := clash(fs[j], fs[k]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// foldHash is an FNV-1a hash of name folded as encoding/json folds it (its appendFoldedName):
+// ASCII letters to upper case, every other rune to the smallest rune of its Unicode fold orbit.
+func foldHash(name []byte) uint64 {
+	const offset, prime = 14695981039346656037, 1099511628211
+	h := uint64(offset)
+	for i := 0; i < len(name); {
+		if c := name[i]; c < utf8.RuneSelf {
+			if 'a' <= c && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			h = (h ^ uint64(c)) * prime
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(name[i:])
+		h = (h ^ uint64(foldRune(r))) * prime
+		i += n
+	}
+	return h
+}
+
+// foldRune returns the smallest rune of r's fold orbit.
+func foldRune(r rune) rune {
+	for {
+		r2 := unicode.SimpleFold(r)
+		if r2 <= r {
+			return r2
+		}
+		r = r2
+	}
+}
+
+// srcPrefix is namePrefix(src[off:off+n]) without copying when eight bytes can be read at off,
+// which is nearly always the case: a name is followed by at least its quote, a colon and a value.
+func srcPrefix(src []byte, off, n int) uint64 {
+	if off+8 > len(src) {
+		return namePrefix(src[off : off+n])
+	}
+	x := binary.BigEndian.Uint64(src[off:])
+	if n >= 8 {
+		return x
+	}
+	return x &^ (^uint64(0) >> (8 * n)) // keep the first n bytes
+}
+
+// namePrefix returns the prefix of member for name.
+func namePrefix(name []byte) uint64 {
+	if len(name) >= 8 {
+		return binary.BigEndian.Uint64(name)
+	}
+	var b [8]byte
+	copy(b[:], name)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+const hexUpper = "0123456789ABCDEF"
+
+// appendEscaped writes s, valid UTF-8, as a JSON string the way Elixir does.
+func appendEscaped[S ~string | ~[]byte](dst []byte, s S) []byte {
+	dst = append(dst, '"')
+	run := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[run:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hexUpper[c>>4], hexUpper[c&0xF])
+		}
+		run = i + 1
+	}
+	dst = append(dst, s[run:]...)
+	return append(dst, '"')
+}
