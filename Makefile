@@ -82,6 +82,14 @@ fuzz: ## Run every Fuzz target of the repository for FUZZTIME (default 10s) each
 		done; \
 	done) || exit 1; done
 
+# The token benchmarks run with -count BENCH_COUNT; hack/benchratio prints their medians and ratios
+# (docs/benchmarks.md explains them). The raw output stays in bin/bench-token.txt.
+BENCH_COUNT ?= 5
+.PHONY: bench-token
+bench-token: ## Benchmark pkg/token's codecs against their floors and alternatives (BENCH_COUNT runs, default 5).
+	mkdir -p bin
+	cd pkg && go test ./token/ -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) | tee ../bin/bench-token.txt | (cd .. && go run ./hack/benchratio)
+
 .PHONY: lint
 lint: golangci-lint ## Run golangci-lint linter
 	@for m in $(MODULES); do (cd $$m && "$(GOLANGCI_LINT)" run --config "$(CURDIR)/.golangci.yml") || exit 1; done

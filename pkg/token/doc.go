@@ -87,34 +87,4 @@
 // does: [A] → [A,B] → [B,A] → wait the longest TTL → [B]; a key dropped from the ring stops opening
 // its tokens at once. Random 96-bit IVs bound each key to well under 2^32 seals (NIST SP 800-38D);
 // rotate long before.
-//
-// # Performance
-//
-// BenchmarkSigned, BenchmarkSealed, BenchmarkFloorSigned, BenchmarkFloorSealed and BenchmarkJOSE in
-// bench_test.go run one seal plus one open of a tools/call retry (~440 bytes of params with nested
-// arguments, of which ~300 salient; a string principal; ~230 bytes of state). Measured together
-// (go test -bench . -count 5 -cpu 1, medians) on a shared 2-core AMD EPYC (Turin) VM, Go 1.26, at
-// commit 28d13c6, under heavy load from other processes: wall time (ns/op) swung several-fold, so
-// the figure compared is cpu-ns/op, the CPU time of the process per op, which stayed within about
-// ten percent between runs:
-//
-//	                cpu-ns/op   B/op  allocs/op
-//	Signed               7200    720          2
-//	FloorSigned          2350      0          0
-//	Sealed               6200    752          2
-//	FloorSealed          1190      0          0
-//	JOSE                87000  36214        326
-//
-// Against JOSE, Signed costs 0.08x and Sealed 0.07x (goal: at most 0.5x). Against their floors they
-// cost 3.1x and 5.2x (goal: 1.5x). The binding puts that goal out of reach, because the floors leave
-// out work that the format requires: the canonical JSON of the salient params, which the seal and
-// the open each compute from their request (~1000 ns per pass here, for members that arrive out of
-// order at three levels, as clients write them); the canonical form of the state, which is how
-// Seal validates it (~470 ns); and for Sealed a SHA-256 of the binding on each side (~350 ns).
-// That is ~3.2 µs, 2.7x FloorSealed on its own. The rest of Sealed adds ~1.8 µs: pooled buffers,
-// pooled decoders, AEADs built once per keyring, no reflection, and two allocations (the token and
-// the returned state). Nothing is cached across calls: every seal and open canonicalizes its own
-// request. In the same alternating runs, the canonicalizer of commit 28d13c6 took Signed from 7400
-// to 6600 and Sealed from 6400 to 5600 cpu-ns/op against that of commit 4a48869 (BenchmarkAppend* in
-// internal/canonical measure it alone).
 package token
