@@ -3,6 +3,9 @@
 package canonical
 
 import (
+	"bytes"
+	"fmt"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -22,7 +25,7 @@ var (
 		`"pending":["approval","po_number"],"attempt":1,"startedAt":"2026-07-28T10:15:00Z"}`)
 )
 
-func BenchmarkAppendObjectParams(b *testing.B) {
+func BenchmarkAppendParams(b *testing.B) {
 	b.SetBytes(int64(len(benchParams)))
 	b.ReportAllocs()
 	var dst []byte
@@ -58,4 +61,72 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// adversarial builds params of about size bytes nested depth deep, each level an object with a
+// filler string and the next level. In order the names come sorted ("a" holds the next level, "b"
+// the filler); out of order every level needs sorting, which an encoder that sorts what it already
+// wrote pays for once per level: quadratic in the depth.
+func adversarial(size, depth int, inOrder bool) []byte {
+	filler := `"` + strings.Repeat("x", size/depth) + `"`
+	var b bytes.Buffer
+	b.WriteString(`{"name":"t","arguments":`)
+	for range depth {
+		if inOrder {
+			b.WriteString(`{"a":`)
+		} else {
+			b.WriteString(`{"b":` + filler + `,"a":`)
+		}
+	}
+	b.WriteString(`0`)
+	for range depth {
+		if inOrder {
+			b.WriteString(`,"b":` + filler + `}`)
+		} else {
+			b.WriteString(`}`)
+		}
+	}
+	b.WriteString(`}`)
+	return b.Bytes()
+}
+
+// wide is an object of n members, sorted or in reverse.
+func wide(n int, inOrder bool) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"name":"t","arguments":{`)
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k := i
+		if !inOrder {
+			k = n - 1 - i
+		}
+		fmt.Fprintf(&b, `"k%06d":%d`, k, k)
+	}
+	b.WriteString(`}}`)
+	return b.Bytes()
+}
+
+// Out of order must cost at most 2x in order, however deep or wide (3 MiB nested 990 deep is inside
+// the SDK's limits of 4 MiB and 1000 levels).
+func BenchmarkAppendParamsDeepInOrder(b *testing.B) { benchParamsOf(b, adversarial(3<<20, 990, true)) }
+func BenchmarkAppendParamsDeepOutOfOrder(b *testing.B) {
+	benchParamsOf(b, adversarial(3<<20, 990, false))
+}
+func BenchmarkAppendParamsWideInOrder(b *testing.B)    { benchParamsOf(b, wide(100000, true)) }
+func BenchmarkAppendParamsWideOutOfOrder(b *testing.B) { benchParamsOf(b, wide(100000, false)) }
+
+func benchParamsOf(b *testing.B, params []byte) {
+	b.SetBytes(int64(len(params)))
+	b.ReportAllocs()
+	var dst []byte
+	n, start := 0, processCPU(b)
+	defer func() { b.ReportMetric(float64(processCPU(b)-start)/float64(n), "cpu-ns/op") }()
+	for ; b.Loop(); n++ {
+		var err error
+		if dst, err = AppendParams(dst[:0], params, "_meta"); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

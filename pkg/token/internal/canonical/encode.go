@@ -45,9 +45,9 @@ const (
 
 // node is one value of the input.
 type node struct {
-	start, end int // the value's text in src
-	next       int // the index of the node after this value and all the values inside it
-	mems, nmem int // objects: their members are d.mems[mems:mems+nmem], in canonical order
+	start, end int32 // the value's text in src
+	next       int32 // the index of the node after this value and all the values inside it
+	mems, nmem int32 // objects: their members are d.mems[mems:mems+nmem], in canonical order
 	kind       kind
 	canon      bool // src[start:end] is already canonical
 }
@@ -57,12 +57,12 @@ type member struct {
 	// prefix is the name's first eight bytes, big-endian and zero-padded: unequal prefixes order two
 	// names as their bytes do, which settles almost every comparison without a call to bytes.Compare.
 	prefix uint64
-	name   int  // the decoded name is src[name:name+nlen], or d.keys[name:name+nlen] if escaped
-	nlen   int  //
-	quoted int  // where the name's opening quote is in src
-	value  int  // the node of the value
-	esc    bool // the name has escapes: decoded into d.keys
-	drop   bool // left out of the output: omitted, or a repeat under firstWins
+	name   int32 // the decoded name is src[name:name+nlen], or d.keys[name:name+nlen] if escaped
+	nlen   int32 //
+	quoted int32 // where the name's opening quote is in src
+	value  int32 // the node of the value
+	esc    bool  // the name has escapes: decoded into d.keys
+	drop   bool  // left out of the output: omitted, or a repeat under firstWins
 }
 
 func (d *Decoder) key(m *member) []byte {
@@ -77,7 +77,7 @@ func (d *Decoder) compare(a, b member) int {
 	if c := d.compareNames(&a, &b); c != 0 {
 		return c
 	}
-	return a.value - b.value
+	return int(a.value - b.value)
 }
 
 func (d *Decoder) compareNames(a, b *member) int {
@@ -94,10 +94,20 @@ func (d *Decoder) compareNames(a, b *member) int {
 // to be an object; omit names the top-level members to leave out (still checked).
 func (d *Decoder) canonical(dst []byte, r rules, object bool, omit []string) ([]byte, error) {
 	d.rules = r
+	if len(d.src) > maxInput {
+		return dst, d.errorf(0, "text of %d bytes is longer than %d", len(d.src), maxInput)
+	}
 	d.skipSpace()
 	if object && (d.pos >= len(d.src) || d.src[d.pos] != '{') {
 		return dst, d.errorf(d.pos, "not a JSON object")
 	}
+	start := d.pos
+	if d.isCanonical(omit) {
+		if end := d.pos; d.End() == nil {
+			return append(dst, d.src[start:end]...), nil
+		}
+	}
+	d.pos, d.depth, d.folds = start, 0, d.folds[:0]
 	root, err := d.read(omit)
 	if err != nil {
 		return dst, err
@@ -108,14 +118,20 @@ func (d *Decoder) canonical(dst []byte, r rules, object bool, omit []string) ([]
 	return d.emit(dst, root), nil
 }
 
+// maxInput is the longest text the encoder reads: its offsets are int32, to keep nodes small.
+const maxInput = 1<<31 - 1
+
 // read reads the next value into nodes and returns its index. omit applies if it is an object.
-func (d *Decoder) read(omit []string) (int, error) {
+func (d *Decoder) read(omit []string) (int32, error) {
 	d.skipSpace()
 	if d.pos >= len(d.src) {
 		return 0, d.errUnexpected()
 	}
-	i := len(d.nodes)
-	d.nodes = append(d.nodes, node{start: d.pos, canon: true})
+	i := int32(len(d.nodes))
+	// Appended zero and filled in place: a node built whole and then copied stalls the store
+	// forwarding of the copy, which measurably slows the encoder.
+	d.nodes = append(d.nodes, node{})
+	d.nodes[i].start, d.nodes[i].canon = int32(d.pos), true
 	var err error
 	switch c := d.src[d.pos]; c {
 	case '{':
@@ -152,7 +168,7 @@ func (d *Decoder) read(omit []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	d.nodes[i].end, d.nodes[i].next = d.pos, len(d.nodes)
+	d.nodes[i].end, d.nodes[i].next = int32(d.pos), int32(len(d.nodes))
 	return i, nil
 }
 
@@ -161,11 +177,10 @@ func canonicalNumber(lit []byte, isFloat bool) bool {
 	if !isFloat {
 		return len(lit) != 2 || lit[0] != '-' // "-0" is written 0
 	}
-	_, ok := appendShortDecimal(nil, lit) // appends nothing when it fails, else lit itself
-	return ok
+	return isShortDecimal(lit)
 }
 
-func (d *Decoder) readArray(i int) error {
+func (d *Decoder) readArray(i int32) error {
 	if err := d.enter(); err != nil {
 		return err
 	}
@@ -192,7 +207,7 @@ func (d *Decoder) readArray(i int) error {
 	return nil
 }
 
-func (d *Decoder) readObject(i int, omit []string) error {
+func (d *Decoder) readObject(i int32, omit []string) error {
 	if err := d.enter(); err != nil {
 		return err
 	}
@@ -205,18 +220,18 @@ func (d *Decoder) readObject(i int, omit []string) error {
 			if d.pos >= len(d.src) || d.src[d.pos] != '"' {
 				return d.errUnexpected()
 			}
-			m := member{quoted: d.pos}
+			m := member{quoted: int32(d.pos)}
 			if end, ok := d.plainString(); ok {
-				m.name, m.nlen = d.pos+1, end-d.pos-1
-				m.prefix = srcPrefix(d.src, m.name, m.nlen)
+				m.name, m.nlen = int32(d.pos+1), int32(end-d.pos-1)
+				m.prefix = srcPrefix(d.src, d.pos+1, end-d.pos-1)
 				d.pos = end + 1
 			} else {
-				m.name, m.esc = len(d.keys), true
+				m.name, m.esc = int32(len(d.keys)), true
 				var err error
 				if d.keys, err = d.decodeString(d.keys); err != nil {
 					return err
 				}
-				m.nlen = len(d.keys) - m.name
+				m.nlen = int32(len(d.keys)) - m.name
 				m.prefix = namePrefix(d.keys[m.name:])
 				canon = false
 			}
@@ -251,7 +266,7 @@ func (d *Decoder) readObject(i int, omit []string) error {
 	ms := d.stack[base:]
 	if !sorted {
 		canon = false
-		slices.SortFunc(ms, d.compare)
+		d.sortMembers(ms)
 		for k := 1; k < len(ms); k++ {
 			if d.compareNames(&ms[k-1], &ms[k]) != 0 {
 				continue
@@ -267,7 +282,7 @@ func (d *Decoder) readObject(i int, omit []string) error {
 			return err
 		}
 	}
-	d.nodes[i].mems, d.nodes[i].nmem = len(d.mems), len(ms)
+	d.nodes[i].mems, d.nodes[i].nmem = int32(len(d.mems)), int32(len(ms))
 	d.nodes[i].canon = canon && d.spaces == spaces
 	d.mems = append(d.mems, ms...)
 	d.stack = d.stack[:base]
@@ -275,8 +290,29 @@ func (d *Decoder) readObject(i int, omit []string) error {
 	return nil
 }
 
+// sortMembers sorts ms by compare: by insertion for the few members most objects have (no calls for
+// names whose prefixes differ), else with slices.SortFunc.
+func (d *Decoder) sortMembers(ms []member) {
+	if len(ms) > 12 {
+		slices.SortFunc(ms, d.compare)
+		return
+	}
+	for i := 1; i < len(ms); i++ {
+		m := ms[i]
+		j := i
+		for ; j > 0; j-- {
+			p := &ms[j-1]
+			if p.prefix < m.prefix || p.prefix == m.prefix && d.compare(*p, m) < 0 {
+				break
+			}
+			ms[j] = *p
+		}
+		ms[j] = m
+	}
+}
+
 // emit appends the canonical form of node i, read without error.
-func (d *Decoder) emit(dst []byte, i int) []byte {
+func (d *Decoder) emit(dst []byte, i int32) []byte {
 	n := &d.nodes[i]
 	if n.canon {
 		return append(dst, d.src[n.start:n.end]...)
@@ -284,7 +320,7 @@ func (d *Decoder) emit(dst []byte, i int) []byte {
 	switch n.kind {
 	case kindString:
 		d.tmp = d.tmp[:0]
-		d.pos = n.start
+		d.pos = int(n.start)
 		d.tmp, _ = d.decodeString(d.tmp) // read checked it
 		return appendEscaped(dst, d.tmp)
 	case kindNumber:
@@ -338,26 +374,27 @@ func appendNumber(dst, lit []byte) []byte {
 	return AppendFloat(dst, f)
 }
 
-// foldEntry is a member's folded-name hash and its index among its siblings.
+// foldEntry is a member's fold key and its index among its siblings.
 type foldEntry struct {
-	hash uint64
-	i    int
+	key uint64
+	i   int
 }
 
 // checkFolded fails if two of the distinct names ms are equal under the case folding of
 // encoding/json, which matches a member to a struct field by bytes.EqualFold: "location" and
 // "LOCATION", "k" and "\u212a" (Kelvin). A handler decoding such params reads one of the two,
-// chosen by their order, which the canonical form does not keep. Linear for few members, else a
-// sort of hashes; names are compared only when their hashes collide.
+// chosen by their order, which the canonical form does not keep. Names that fold alike have equal
+// fold keys, so only names with equal keys are compared: pairwise for few members, after a sort of
+// the keys for many.
 func (d *Decoder) checkFolded(ms []member) error {
-	d.folds = d.folds[:0]
+	fs := d.folds[:0]
 	for i := range ms {
-		d.folds = append(d.folds, foldEntry{hash: foldHash(d.key(&ms[i])), i: i})
+		fs = append(fs, foldEntry{key: d.foldKey(&ms[i]), i: i})
 	}
-	fs := d.folds
+	d.folds = fs
 	clash := func(a, b foldEntry) error {
 		x, y := &ms[a.i], &ms[b.i]
-		if a.hash == b.hash && d.compareNames(x, y) != 0 && bytes.EqualFold(d.key(x), d.key(y)) {
+		if a.key == b.key && bytes.EqualFold(d.key(x), d.key(y)) { // the names are distinct: ms has no repeats
 			return d.errorf(d.pos, "object has the names %q and %q, which encoding/json reads as one", d.key(x), d.key(y))
 		}
 		return nil
@@ -365,8 +402,10 @@ func (d *Decoder) checkFolded(ms []member) error {
 	if len(fs) <= 8 {
 		for a := range fs {
 			for b := a + 1; b < len(fs); b++ {
-				if err := clash(fs[a], fs[b]); err != nil {
-					return err
+				if fs[a].key == fs[b].key {
+					if err := clash(fs[a], fs[b]); err != nil {
+						return err
+					}
 				}
 			}
 		}
@@ -374,17 +413,15 @@ func (d *Decoder) checkFolded(ms []member) error {
 	}
 	slices.SortFunc(fs, func(a, b foldEntry) int {
 		switch {
-		case a.hash < b.hash:
+		case a.key < b.key:
 			return -1
-		case a.hash > b.hash:
+		case a.key > b.key:
 			return 1
 		}
 		return 0
 	})
 	for k := 1; k < len(fs); k++ {
-		// Equal hashes form runs; within a run every pair is checked (runs of more than two are
-		// collisions, vanishingly rare).
-		for j := k - 1; j >= 0 && fs[j].hash == fs[k].hash; j-- {
+		for j := k - 1; j >= 0 && fs[j].key == fs[k].key; j-- {
 			if err := clash(fs[j], fs[k]); err != nil {
 				return err
 			}
@@ -393,25 +430,37 @@ func (d *Decoder) checkFolded(ms []member) error {
 	return nil
 }
 
-// foldHash is an FNV-1a hash of name folded as encoding/json folds it (its appendFoldedName):
-// ASCII letters to upper case, every other rune to the smallest rune of its Unicode fold orbit.
-func foldHash(name []byte) uint64 {
-	const offset, prime = 14695981039346656037, 1099511628211
-	h := uint64(offset)
-	for i := 0; i < len(name); {
+// foldKey is the first eight bytes, zero-padded, of a member's name folded as encoding/json folds
+// it (its appendFoldedName: ASCII letters to upper case, every other rune to the smallest rune of
+// its Unicode fold orbit). Names equal under bytes.EqualFold fold to equal bytes, so to equal keys.
+// A name that starts with eight ASCII bytes, nearly every one, is folded in a few instructions from
+// its prefix.
+func (d *Decoder) foldKey(m *member) uint64 {
+	const highs = 0x8080808080808080
+	if m.prefix&highs == 0 { // the name's first eight bytes, or all of it, are ASCII
+		x := m.prefix
+		// The bytes of x in 'a'..'z': adding 0x1f sets the high bit of those >= 'a', adding 0x05
+		// of those >= '{'; neither carries out of an ASCII byte.
+		lower := (x + 0x1f1f1f1f1f1f1f1f) &^ (x + 0x0505050505050505) & highs
+		return x - lower>>2 // 0x80>>2 is the 0x20 between a letter's cases
+	}
+	var folded [8 + utf8.UTFMax]byte
+	out := folded[:0]
+	name := d.key(m)
+	for i := 0; i < len(name) && len(out) < 8; {
 		if c := name[i]; c < utf8.RuneSelf {
 			if 'a' <= c && c <= 'z' {
 				c -= 'a' - 'A'
 			}
-			h = (h ^ uint64(c)) * prime
+			out = append(out, c)
 			i++
 			continue
 		}
 		r, n := utf8.DecodeRune(name[i:])
-		h = (h ^ uint64(foldRune(r))) * prime
+		out = utf8.AppendRune(out, foldRune(r))
 		i += n
 	}
-	return h
+	return namePrefix(out[:min(len(out), 8)])
 }
 
 // foldRune returns the smallest rune of r's fold orbit.

@@ -93,6 +93,14 @@ func decimalLayout(n, exp int) bool {
 // significant digits read as the same float64 (DBL_DIG), so its digits are the shortest that read
 // back as its value, and the decimal layout of those digits is lit itself.
 func appendShortDecimal(dst, lit []byte) ([]byte, bool) {
+	if !isShortDecimal(lit) {
+		return dst, false
+	}
+	return append(dst, lit...), true
+}
+
+// isShortDecimal reports whether appendShortDecimal would append lit.
+func isShortDecimal(lit []byte) bool {
 	s := lit
 	if s[0] == '-' {
 		s = s[1:]
@@ -102,12 +110,12 @@ func appendShortDecimal(dst, lit []byte) ([]byte, bool) {
 		dot++
 	}
 	if dot == len(s) || s[len(s)-1] == '0' {
-		return dst, false
+		return false
 	}
 	frac := s[dot+1:]
 	for _, c := range frac {
 		if c < '0' || c > '9' {
-			return dst, false // an exponent
+			return false // an exponent
 		}
 	}
 	var n, exp int
@@ -121,8 +129,5 @@ func appendShortDecimal(dst, lit []byte) ([]byte, bool) {
 		n, exp = dot+len(frac), dot-1
 	}
 	// The exponent bound keeps the value far from the subnormals, where DBL_DIG does not hold.
-	if n > 15 || exp < -300 || !decimalLayout(n, exp) {
-		return dst, false
-	}
-	return append(dst, lit...), true
+	return n <= 15 && exp >= -300 && decimalLayout(n, exp)
 }

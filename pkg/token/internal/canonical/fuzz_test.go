@@ -3,6 +3,7 @@ package canonical
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -40,4 +41,55 @@ func FuzzCanonical(f *testing.F) {
 			PutDecoder(d)
 		}
 	})
+}
+
+// FuzzRules: the rule variants agree with Append where they should. AppendFirstWins accepts what
+// Append accepts and writes the same; what it writes is canonical text without repeats. AppendParams
+// accepts an object Append accepts unless a sibling pair folds alike, and writes the same.
+func FuzzRules(f *testing.F) {
+	for _, s := range []string{`{"a":1,"a":2}`, `{"b":[{"x":1,"x":2}],"a":0}`, `{"location":"P","LOCATION":"Q"}`,
+		`{"K":1,"\u212a":2}`, `{"a":{"b":{"c":1},"a":2},"A":3}`, `[{"z":1,"y":2,"z":3}]`, ` { "a" : 1 } `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		strict, serr := Append(nil, in)
+		first, ferr := AppendFirstWins(nil, in)
+		if serr == nil && (ferr != nil || !bytes.Equal(first, strict)) {
+			t.Fatalf("Append %s, AppendFirstWins %s (%v)", strict, first, ferr)
+		}
+		if ferr == nil {
+			if again, err := Append(nil, first); err != nil || !bytes.Equal(again, first) {
+				t.Fatalf("AppendFirstWins wrote %s, which is not canonical without repeats (%v)", first, err)
+			}
+		}
+		params, perr := AppendParams(nil, in)
+		if perr == nil && (serr != nil || !bytes.Equal(params, strict)) {
+			t.Fatalf("AppendParams %s, Append %s (%v)", params, strict, serr)
+		}
+		if serr == nil && perr != nil && len(in) > 0 {
+			v, _ := Decode(in)
+			if v.Kind == Object && !hasFoldedSiblings(v) && !strings.Contains(perr.Error(), "nesting") {
+				t.Fatalf("AppendParams refused %s: %v", in, perr)
+			}
+		}
+	})
+}
+
+func hasFoldedSiblings(v Value) bool {
+	for i, m := range v.Members {
+		for _, o := range v.Members[i+1:] {
+			if strings.EqualFold(m.Name, o.Name) {
+				return true
+			}
+		}
+		if hasFoldedSiblings(m.Value) {
+			return true
+		}
+	}
+	for _, e := range v.Elems {
+		if hasFoldedSiblings(e) {
+			return true
+		}
+	}
+	return false
 }

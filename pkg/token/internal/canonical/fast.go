@@ -1,0 +1,124 @@
+package canonical
+
+// The fast path: text that is already canonical, as everything a canonical encoder wrote is (a
+// payload, a principal, a Go client's arguments), is checked in one pass that records nothing and
+// then copied whole. The first sign that the text is not canonical (whitespace, an escape, a
+// number spelled otherwise, members out of order, an omitted member, anything wrong) ends the pass,
+// and the two-pass encoder starts over; it has only the part read so far to read again.
+
+// isCanonical reports whether the value at d.pos is canonical text that the rules accept, moving
+// past it if so. omit applies to its members if it is an object.
+func (d *Decoder) isCanonical(omit []string) bool {
+	if d.pos >= len(d.src) {
+		return false
+	}
+	switch c := d.src[d.pos]; c {
+	case '{':
+		return d.isCanonicalObject(omit)
+	case '[':
+		if d.enter() != nil {
+			return false
+		}
+		d.pos++
+		if d.pos < len(d.src) && d.src[d.pos] == ']' {
+			d.pos++
+			d.depth--
+			return true
+		}
+		for {
+			if !d.isCanonical(nil) || d.pos >= len(d.src) {
+				return false
+			}
+			switch d.src[d.pos] {
+			case ',':
+				d.pos++
+			case ']':
+				d.pos++
+				d.depth--
+				return true
+			default:
+				return false
+			}
+		}
+	case '"':
+		end, ok := d.plainString()
+		d.pos = end + 1
+		return ok
+	case 't':
+		return d.skipLiteral("true") == nil
+	case 'f':
+		return d.skipLiteral("false") == nil
+	case 'n':
+		return d.skipLiteral("null") == nil
+	default:
+		lit, isFloat, err := d.scanNumberValue()
+		return err == nil && canonicalNumber(lit, isFloat)
+	}
+}
+
+func (d *Decoder) isCanonicalObject(omit []string) bool {
+	if d.enter() != nil {
+		return false
+	}
+	d.pos++
+	if d.pos < len(d.src) && d.src[d.pos] == '}' {
+		d.pos++
+		d.depth--
+		return true
+	}
+	folds := len(d.folds)
+	defer func() { d.folds = d.folds[:folds] }()
+	var prev []byte
+	for {
+		if d.pos >= len(d.src) || d.src[d.pos] != '"' {
+			return false
+		}
+		end, ok := d.plainString()
+		if !ok {
+			return false
+		}
+		name := d.src[d.pos+1 : end]
+		// Strictly increasing names: sorted, and no repeats.
+		if prev != nil && string(prev) >= string(name) || isOmitted(omit, name) {
+			return false
+		}
+		if d.rules.noFolded {
+			m := member{prefix: srcPrefix(d.src, d.pos+1, len(name)), name: int32(d.pos + 1), nlen: int32(len(name))}
+			key := d.foldKey(&m)
+			for _, f := range d.folds[folds:] {
+				if f.key == key {
+					return false // maybe a clash: the two-pass encoder decides, and names it
+				}
+			}
+			d.folds = append(d.folds, foldEntry{key: key})
+		}
+		prev = name
+		d.pos = end + 1
+		if d.pos >= len(d.src) || d.src[d.pos] != ':' {
+			return false
+		}
+		d.pos++
+		if !d.isCanonical(nil) || d.pos >= len(d.src) {
+			return false
+		}
+		switch d.src[d.pos] {
+		case ',':
+			d.pos++
+		case '}':
+			d.pos++
+			d.depth--
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func isOmitted(omit []string, name []byte) bool {
+	for _, n := range omit {
+		if n == string(name) {
+			return true
+		}
+	}
+	return false
+}
