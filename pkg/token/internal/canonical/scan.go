@@ -33,12 +33,12 @@ type Decoder struct {
 	// it has no whitespace inside.
 	spaces int
 
-	keys  []byte   // decoded member names that have escapes
-	nodes []node   // the values read, in document order (encode.go)
-	stack []member // members of the objects being read, innermost last
-	mems  []member // members of the objects read, each object's sorted and contiguous
+	keys  []byte      // decoded member names that have escapes
+	nodes []node      // the values read, in document order (encode.go)
+	stack []member    // members of the objects being read, innermost last
+	mems  []member    // members of the objects read, each object's sorted and contiguous
 	folds []foldEntry // scratch for the folded-name check
-	tmp   []byte   // scratch for decoding escaped strings and for formatting floats
+	tmp   []byte      // scratch for decoding escaped strings and for formatting floats
 }
 
 // Reset makes d read src from the start.
