@@ -8,10 +8,22 @@
 // Both bind a token to the request that produced it (Binding), expire it, and read their keys from a
 // keyring.Source on every call, so a hot-reloaded keyring applies to the next call.
 //
-// Errors come in two kinds that never mix. Every failure to open an untrusted token is ErrInvalid,
+// Errors come in three kinds that never mix. Every failure to open an untrusted token is ErrInvalid,
 // whatever the cause, so a client learns nothing from the error; the cause is for logs and metrics
-// only. A mistake of the caller or the configuration (bad options, a missing principal, state that is
-// not JSON) is a *ConfigError.
+// only. Request params that Seal cannot bind (see Binding.Params) are an *InputError: the client's
+// mistake, to be answered as invalid params with a fixed message. A mistake of the server or its
+// configuration (bad options, a missing principal, state that is not JSON, a clock out of range)
+// is a *ConfigError.
+//
+// Both codecs are configured the same way: required arguments are arguments, everything else a
+// functional option (SignedTTL, SealedTTL, ...) that keeps its default when it is not given and
+// must be valid when it is. No token lives longer than MaxTTL (15 minutes), the ceiling of MRTR,
+// of Snodo and of the operator's tokenTTL, whose rotation waits out that lifetime.
+//
+// Neither codec reads a request's params before the token is authentic: a forged token costs a MAC
+// or a failed GCM open and nothing else. Canonical JSON costs O(n log n) in the size of the params
+// whatever their order or depth; params already in canonical order (sorted members, no whitespace)
+// take a one-pass fast path.
 //
 // Neither codec makes a token single-use: a token opens, for an equal binding, until it expires. A
 // server that needs at-most-once semantics must enforce them itself.
@@ -48,7 +60,7 @@
 //	L(x) = uint32_be(len(x)) || x
 //
 // "mrtr-sealed-v1" is the format version. The protocol version and method are those of the request
-// (Binding.ProtocolVersion, Binding.Method), server is SealedOptions.Server. Binding the kid means a
+// (Binding.ProtocolVersion, Binding.Method), server is NewSealed's server argument. Binding the kid means a
 // token cannot be moved under another key id.
 //
 // Payload. JSON in exactly this form: these members, in this order, no whitespace:
@@ -56,7 +68,7 @@
 //	{"i":<issued>,"e":<expires>,"d":"<digest>","p":<principal>,"s":<state>}
 //
 //	issued    Unix seconds of the seal: a decimal integer, no sign, no leading zeros
-//	expires   issued + TTL, or issued + AnonymousTTL when the principal is null; same form
+//	expires   issued + TTL, or issued + the anonymous TTL when the principal is null; same form
 //	digest    B64(SHA-256("mrtr-sealed-v1 binding" || 0x00 || canonical([method, salient params])))
 //	principal canonical(Binding.Principal); null for Anonymous
 //	state     canonical(state)
@@ -75,13 +87,17 @@
 //  4. AES-256-GCM opens it with that key and the associated data of this request: protocol version,
 //     method, server and kid are equal, and nothing was altered;
 //  5. the payload has the layout above and its principal is canonical(Binding.Principal);
-//  6. now < expires (expiry is exclusive), and expires - issued is at most the opener's TTL
-//     (AnonymousTTL for a null principal), so lowering a TTL caps tokens already issued. issued is
-//     not compared with now: a sealing replica whose clock runs slightly ahead must not see its fresh
-//     tokens rejected;
-//  7. the digest recomputed from this request's method and params is equal (constant-time).
+//  6. now < expires (expiry is exclusive); issued <= now + the clock skew (SealedClockSkew, default
+//     30s), so a sealing replica whose clock runs slightly ahead still has its fresh tokens
+//     accepted, and one far ahead cannot mint tokens that outlive TTL + skew; and expires - issued
+//     is at most the opener's TTL (the anonymous TTL for a null principal), so lowering a TTL caps
+//     tokens already issued;
+//  7. the digest recomputed from this request's method and params is equal (constant-time). Params
+//     that cannot be bound (see Binding.Params) fail here.
 //
-// Open then returns the canonical state. Time is whole Unix seconds, from SealedOptions.Now.
+// Open then returns the canonical state. Time is whole Unix seconds, from SealedClock. Seal refuses
+// a clock before 1970, or one so late that the expiry would not fit an int64: it never writes a
+// token that Open cannot read.
 //
 // Keys. The first key of the keyring seals, the kid picks the key that opens. Rotate as the operator
 // does: [A] → [A,B] → [B,A] → wait the longest TTL → [B]; a key dropped from the ring stops opening
