@@ -29,7 +29,6 @@ import (
 
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 	"github.com/mrtr-dev/mrtr-operator/pkg/token"
-	"github.com/mrtr-dev/mrtr-operator/pkg/token/mcpstate"
 )
 
 // keyringFile is the data key of the keyring Secret, and so the file name in its mounted folder.
@@ -84,9 +83,7 @@ func run(c config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	// The example authenticates nobody, so its state is bound to the anonymous principal: a deliberate
-	// choice, see mcpstate.FromTokenInfo for servers behind auth.RequireBearerToken.
-	a := &app{replica: c.replica, src: src, guard: mcpstate.New(codec, mcpstate.Anonymous), log: log}
+	a := &app{replica: c.replica, src: src, guard: newGuard(codec, log), log: log}
 
 	srv := &http.Server{Addr: c.listen, Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)

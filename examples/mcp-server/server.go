@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/pkg/token"
 	"github.com/mrtr-dev/mrtr-operator/pkg/token/mcpstate"
 )
 
@@ -48,6 +49,29 @@ type app struct {
 	completed, rejected atomic.Uint64
 }
 
+// newGuard returns the Guard of the example. It authenticates nobody, so its state is bound to the
+// anonymous principal: a deliberate choice, see mcpstate.FromTokenInfo for servers behind
+// auth.RequireBearerToken. Arguments that cannot be bound are answered with the fixed
+// invalid-params error; why is logged here, never sent to the client.
+func newGuard(codec token.Codec, log *slog.Logger) *mcpstate.Guard {
+	return mcpstate.New(codec, mcpstate.Anonymous, mcpstate.OnInvalidParams(func(req mcp.Request, cause error) {
+		log.Warn("refused params", "method", methodOf(req), "err", cause)
+	}))
+}
+
+// methodOf names the method of a request the Guard binds.
+func methodOf(req mcp.Request) string {
+	switch req.(type) {
+	case *mcp.CallToolRequest:
+		return mcpstate.MethodCallTool
+	case *mcp.ReadResourceRequest:
+		return mcpstate.MethodReadResource
+	case *mcp.GetPromptRequest:
+		return mcpstate.MethodGetPrompt
+	}
+	return fmt.Sprintf("%T", req)
+}
+
 // mcpServer returns the MCP server with the get_weather tool.
 func (a *app) mcpServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "mrtr-example", Version: "v0.1.0"}, &mcp.ServerOptions{
@@ -64,6 +88,11 @@ func (a *app) mcpServer() *mcp.Server {
 
 // getWeather is a two-round tool: round 1 asks for the caller's login and seals what it has so far;
 // the retry, on any replica, opens that state and completes.
+//
+// It decodes its arguments with encoding/json, which matches "location" case-insensitively and keeps
+// the last of repeated members. That is safe because the Guard binds exactly these raw arguments and
+// refuses any whose member names repeat or differ only in case (see mcpstate): what the tool reads
+// on the retry is what the state was sealed for. The Guard's *jsonrpc.Error values go back as is.
 func (a *app) getWeather(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	var args weatherArgs
 	if err := json.Unmarshal(req.Params.Arguments, &args); err != nil || args.Location == "" {

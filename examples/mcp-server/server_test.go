@@ -64,7 +64,7 @@ func startReplica(t *testing.T, ctx context.Context, name string, ring []byte) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &app{replica: name, src: src, guard: mcpstate.New(codec, mcpstate.Anonymous), log: log}
+	a := &app{replica: name, src: src, guard: newGuard(codec, log), log: log}
 	ts := httptest.NewServer(a.handler())
 	t.Cleanup(ts.Close)
 	r := &replica{dir: dir, src: src.(*keyring.FileSource), url: ts.URL, changed: make(chan struct{}, 1)}

@@ -9,16 +9,115 @@
 //
 //	func handle(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 //		if req.Params.RequestState == "" { // round 1: ask for input
+//			// a *jsonrpc.Error (-32602) for arguments that cannot be bound: return it as is
 //			return guard.CallToolInputRequired(req, state, mcp.InputRequestMap{"login": &mcp.ElicitParams{...}})
 //		}
 //		state, err := guard.Open(req) // a *jsonrpc.Error (-32602) for a bad token: return it as is
 //		...
 //	}
 //
-// The binding of a request (Bind) is its method, its salient params as received on the wire (the
-// params minus "_meta", "inputResponses" and "requestState", which differ between rounds), the
-// protocol version of the request and the principal that the Guard's PrincipalFunc derives from the
-// request's auth info.
+// # What a request state is bound to
+//
+// A request state opens only for a request equal to the one it was sealed for in all of these
+// (Bind returns them as a token.Binding):
+//
+//   - The method: tools/call, resources/read or prompts/get.
+//   - The salient params. For tools/call the tool name and the arguments exactly as received on the
+//     wire (the SDK keeps them raw, req.Params.Arguments); for resources/read the URI; for
+//     prompts/get the name and the arguments as the SDK decoded them (a map of strings). They are
+//     compared as JSON values: member order and whitespace do not matter, types do (1 and 1.0
+//     differ). "_meta", "inputResponses" and "requestState" are not bound: they change between the
+//     rounds of one request.
+//   - The principal that the Guard's PrincipalFunc derives from the request (see Principals).
+//   - The MCP protocol version of the request, with the Sealed codec; the Signed codec (Snodo's wire
+//     format) has no place for it. The Sealed codec also binds its server identity, so the state of
+//     one server does not open on another that shares the keyring.
+//
+// A state is not single-use: it opens for an equal request, any number of times, until it expires.
+// What the handler reads from the request must come from what is bound: the arguments the Guard bound
+// (req.Params.Arguments, not _meta), and the input responses, which are not bound and are the
+// client's answers to this round.
+//
+// # Repeated and case-folded member names
+//
+// Go's encoding/json matches object member names to struct fields case-insensitively ("LOCATION"
+// and "location" both fill the field Location, and so do "ſ" for "s" and the Kelvin sign for "k")
+// and keeps the last of the members that land on one field. A binding of JSON values, blind to
+// member order, that kept both members would let a state sealed for
+// {"location":"Paris","LOCATION":"Pyongyang"} (the handler reads Pyongyang) open for
+// {"LOCATION":"Pyongyang","location":"Paris"} (the handler reads Paris). So the codecs refuse
+// params in which an object, at any depth, repeats a member name or has two sibling names that
+// encoding/json reads as one; they refuse as well strings with invalid UTF-8 or a lone surrogate
+// escape ("\ud800"), numbers beyond the float64 range (1e400) and params nested deeper than 1000
+// (a limit the SDK's transports never let a request reach: SDK v1.8.0 refuses any message nested
+// deeper than 1000, and the message and its params are two levels of it). Seal, and so CallToolInputRequired and its
+// siblings, answer such params with InvalidParams; Open answers them with InvalidRequestState, since
+// no state can have been sealed for them. A handler may therefore decode the bound arguments with
+// encoding/json, case-insensitive matching included, and act on exactly what the state was sealed
+// for. Clients must send arguments whose member names are distinct, even ignoring case.
+//
+// # Errors
+//
+// Two errors are for the client. Both are a *jsonrpc.Error with code -32602 (invalid params) and a
+// fixed message whatever the cause, and a handler returns them as is: the SDK then sends them as
+// the JSON-RPC error of the response, and the client's CallTool (ReadResource, GetPrompt) returns
+// an error that errors.As finds as the same *jsonrpc.Error. Do not wrap them: the SDK sends a wrapped
+// error's Error() text as the message and drops its data.
+//
+//   - InvalidRequestState, from Open: the request state is missing, malformed, tampered, sealed for
+//     another request or principal, under a removed key, or expired. Message
+//     InvalidRequestStateMessage, data {"reason":"invalid_request_state"} (IsInvalidRequestState).
+//   - InvalidParams, from Seal and so the ...InputRequired helpers, and from Open for arguments that
+//     are not JSON: the client's params cannot be bound (see above). Message
+//     InvalidParamsMessage, data {"reason":"invalid_params"} (IsInvalidParams). The cause, a
+//     *token.InputError whose Reason quotes the client's member names and offsets, never goes back
+//     to the client; OnInvalidParams hands it to the server's logs.
+//
+// Every other error is the server's own and describes the server, never the client's input: a
+// *token.ConfigError (the codec's options, no keyring, state that is not JSON or makes the token too
+// large, a principal that is not JSON), ErrNoPrincipal or another error of the PrincipalFunc, a
+// request of another method or without params. The SDK sends such an error to the client as a
+// JSON-RPC error whose message is its text; a server that would rather not show it returns its own
+// generic error and logs this one.
+//
+// # Principals
+//
+// FromTokenInfo, the default PrincipalFunc for servers behind the SDK's auth.RequireBearerToken,
+// binds state to the caller as the access token names it: the issuer, the subject and the OAuth
+// client. PrincipalFromTokenInfo(BindScopes()) binds the token's scopes as well. The principal is
+// this JSON object, its members in this order, each absent part left out:
+//
+//	{"client":<client>,"iss":<issuer>,"scopes":[<scope>,...],"sub":<subject>}
+//
+//	sub     auth.TokenInfo.UserID; required: a request without one is ErrNoPrincipal
+//	iss     TokenInfo.Extra["iss"]
+//	client  TokenInfo.Extra["client_id"] (RFC 9068 access tokens, RFC 7662 introspection), or if
+//	        that is absent Extra["azp"] (OpenID Connect); both name the OAuth client
+//	scopes  only with BindScopes, and then always (possibly []): TokenInfo.Scopes sorted by their
+//	        bytes, each once, empty ones dropped
+//
+// The SDK fills TokenInfo from the server's own auth.TokenVerifier and puts nothing in Extra by
+// itself: for the issuer and the client to be bound, the verifier must copy the "iss" and
+// "client_id" (or "azp") claims of the access token, or of the introspection response, into Extra.
+// A server that accepts tokens of more than one issuer must do so, or the subjects of different
+// issuers collide. An Extra value of another type than string is an error, an empty one counts as
+// absent. Not bound, on purpose:
+//
+//   - The expiration, the token's id (jti) and any other claim: a refreshed access token of the same
+//     caller must keep opening the state sealed under the previous one. The state has its own,
+//     shorter, lifetime (the codec's TTL).
+//   - The scopes, unless BindScopes is given: a refreshed token may carry fewer or other scopes, and
+//     every round is an authorized request of its own (RequireBearerToken checks its scopes, the
+//     handler checks what it needs). Bind them when the state records a decision taken under round
+//     1's scopes, so that a token with other scopes cannot complete it.
+//   - The audience: the resource server's verifier checks that the token is meant for it, and the
+//     Sealed codec binds the server itself.
+//
+// The principal is a canonical JSON object, so every replica, in any language, derives the same
+// bytes from the same token. Changing what is bound (adding BindScopes, or upgrading from a release
+// whose FromTokenInfo bound the bare UserID as a JSON string) makes the states in flight fail to
+// open once, with InvalidRequestState; their clients start the request over. Anonymous binds every
+// state to token.Anonymous (null) instead: the explicit choice of a server that authenticates nobody.
 package mcpstate
 
 import (
@@ -31,6 +130,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mrtr-dev/mrtr-operator/pkg/token"
+	"github.com/mrtr-dev/mrtr-operator/pkg/token/internal/canonical"
 )
 
 // The JSON-RPC methods whose results may ask for input (MRTR).
@@ -47,6 +147,14 @@ const Reason = "invalid_request_state"
 // InvalidRequestStateMessage is the message of that error: one fixed text for every cause.
 const InvalidRequestStateMessage = "Invalid or expired requestState"
 
+// InvalidParamsReason is the data.reason of the error answering params that cannot be bound.
+const InvalidParamsReason = "invalid_params"
+
+// InvalidParamsMessage is the message of that error: one fixed text for every cause, which quotes
+// nothing of the client's params.
+const InvalidParamsMessage = "Invalid params: a member name repeats or differs from a sibling's only in case, " +
+	"or a string, number or nesting is invalid"
+
 // InvalidRequestState returns the error a handler returns when a request state does not open: JSON-RPC
 // -32602 "Invalid or expired requestState" with data {"reason":"invalid_request_state"}. The SDK sends
 // a *jsonrpc.Error returned by a handler as a JSON-RPC error response; the client sees the same value
@@ -59,9 +167,28 @@ func InvalidRequestState() *jsonrpc.Error {
 	}
 }
 
+// InvalidParams returns the error a handler returns when the client's params cannot be bound to a
+// request state (see the package doc): JSON-RPC -32602 InvalidParamsMessage with data
+// {"reason":"invalid_params"}. Guard.Seal, Guard.Open and the ...InputRequired helpers return it for
+// a *token.InputError; its cause is not in it. A fresh value each call.
+func InvalidParams() *jsonrpc.Error {
+	return &jsonrpc.Error{
+		Code:    jsonrpc.CodeInvalidParams,
+		Message: InvalidParamsMessage,
+		Data:    json.RawMessage(`{"reason":"` + InvalidParamsReason + `"}`),
+	}
+}
+
 // IsInvalidRequestState reports whether err is or wraps the error of InvalidRequestState, as a client
 // receives it from CallTool, ReadResource or GetPrompt.
-func IsInvalidRequestState(err error) bool {
+func IsInvalidRequestState(err error) bool { return hasReason(err, Reason) }
+
+// IsInvalidParams reports whether err is or wraps the error of InvalidParams, as a client receives it
+// from CallTool, ReadResource or GetPrompt.
+func IsInvalidParams(err error) bool { return hasReason(err, InvalidParamsReason) }
+
+// hasReason reports whether err is or wraps a -32602 *jsonrpc.Error with data.reason reason.
+func hasReason(err error, reason string) bool {
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) || je.Code != jsonrpc.CodeInvalidParams {
 		return false
@@ -69,27 +196,14 @@ func IsInvalidRequestState(err error) bool {
 	var data struct {
 		Reason string `json:"reason"`
 	}
-	return json.Unmarshal(je.Data, &data) == nil && data.Reason == Reason
+	return json.Unmarshal(je.Data, &data) == nil && data.Reason == reason
 }
 
 // PrincipalFunc returns the principal a request's state is bound to, as a JSON value, or
 // token.Anonymous for a request that deliberately has none. An error means the request cannot be
-// served with state (for example: it carries no authenticated user although one is required).
+// served with state (for example: it carries no authenticated user although one is required); it is
+// the server's own, never answered as invalid params.
 type PrincipalFunc func(req mcp.Request) (json.RawMessage, error)
-
-// ErrNoPrincipal is returned by FromTokenInfo for a request without an authenticated user.
-var ErrNoPrincipal = errors.New("mcpstate: request carries no authenticated user (no auth.TokenInfo with a UserID)")
-
-// FromTokenInfo binds state to the authenticated user: the UserID of the request's auth.TokenInfo,
-// which the SDK's auth.RequireBearerToken middleware puts in RequestExtra. A request without one is
-// an error (ErrNoPrincipal), never silently anonymous.
-func FromTokenInfo(req mcp.Request) (json.RawMessage, error) {
-	extra := req.GetExtra()
-	if extra == nil || extra.TokenInfo == nil || extra.TokenInfo.UserID == "" {
-		return nil, ErrNoPrincipal
-	}
-	return json.Marshal(extra.TokenInfo.UserID)
-}
 
 // Anonymous binds every request to token.Anonymous: the explicit choice of a server that does not
 // authenticate its callers. Codecs may give anonymous state a shorter life.
@@ -97,21 +211,43 @@ func Anonymous(mcp.Request) (json.RawMessage, error) { return token.Anonymous, n
 
 // Guard seals and opens the request state of one server. It is safe for concurrent use.
 type Guard struct {
-	codec     token.Codec
-	principal PrincipalFunc
+	codec           token.Codec
+	principal       PrincipalFunc
+	onInvalidParams func(req mcp.Request, cause error)
+}
+
+// Option configures a Guard.
+type Option func(*Guard)
+
+// OnInvalidParams sets a function that the Guard calls, before it answers InvalidParams, with the
+// request and the cause: a *token.InputError whose Reason names the members at fault and their
+// offsets. It is for the server's logs (the client gets only the fixed error), so it must not send
+// the cause anywhere the client can read it. It is called on the handler's goroutine, so it must be
+// safe for concurrent use; a nil f calls nothing.
+func OnInvalidParams(f func(req mcp.Request, cause error)) Option {
+	return func(g *Guard) { g.onInvalidParams = f }
 }
 
 // New returns a Guard sealing with codec and binding state to the principal that principal returns.
 // It panics on a nil argument, a programming error.
-func New(codec token.Codec, principal PrincipalFunc) *Guard {
+func New(codec token.Codec, principal PrincipalFunc, opts ...Option) *Guard {
 	if codec == nil || principal == nil {
 		panic("mcpstate: New needs a codec and a PrincipalFunc")
 	}
-	return &Guard{codec: codec, principal: principal}
+	g := &Guard{codec: codec, principal: principal}
+	for _, opt := range opts {
+		if opt == nil {
+			panic("mcpstate: New: nil Option")
+		}
+		opt(g)
+	}
+	return g
 }
 
 // Bind returns the binding of a tools/call, resources/read or prompts/get request received by a
-// server. Any other request is an error.
+// server (see the package doc for what is bound). Arguments that are not JSON are a
+// *token.InputError, the client's mistake; any other request, one without params, or an error of the
+// PrincipalFunc is the server's.
 func (g *Guard) Bind(req mcp.Request) (token.Binding, error) {
 	method, params, version, err := salient(req)
 	if err != nil {
@@ -124,34 +260,60 @@ func (g *Guard) Bind(req mcp.Request) (token.Binding, error) {
 	return token.Binding{Method: method, Params: params, Principal: principal, ProtocolVersion: version}, nil
 }
 
-// Seal returns a request state carrying state (a JSON value) bound to req. Errors are the server's
-// own (configuration, no keyring, no principal), never the client's.
+// Seal returns a request state carrying state (a JSON value) bound to req.
+//
+// Params of the client that cannot be bound (a *token.InputError: repeated or case-folded member
+// names, a lone surrogate, a number out of range, nesting too deep, arguments that are not JSON) give
+// the *jsonrpc.Error of InvalidParams, for the handler to return unchanged; the cause goes to the
+// OnInvalidParams function only. Every other error is the server's own (configuration, no keyring,
+// state that is not JSON, no principal), returned as the codec or the PrincipalFunc gave it.
 func (g *Guard) Seal(req mcp.Request, state json.RawMessage) (string, error) {
 	b, err := g.Bind(req)
 	if err != nil {
-		return "", err
+		return "", g.clientError(req, err)
 	}
-	return g.codec.Seal(b, state)
+	tok, err := g.codec.Seal(b, state)
+	if err != nil {
+		return "", g.clientError(req, err)
+	}
+	return tok, nil
 }
 
 // Open returns the state of the request's requestState. A state that does not open (missing,
-// malformed, tampered, sealed for another request or principal, under a removed key, expired) gives
-// the *jsonrpc.Error of InvalidRequestState, for the handler to return unchanged. Other errors are
-// the server's own.
+// malformed, tampered, sealed for another request or principal, under a removed key, expired), also
+// when the params repeat or case-fold member names, gives the *jsonrpc.Error of InvalidRequestState;
+// arguments that are not JSON give that of InvalidParams. The handler returns either unchanged.
+// Other errors are the server's own.
 func (g *Guard) Open(req mcp.Request) (json.RawMessage, error) {
 	b, err := g.Bind(req)
 	if err != nil {
-		return nil, err
+		return nil, g.clientError(req, err)
 	}
 	state, err := g.codec.Open(b, requestState(req))
-	if errors.Is(err, token.ErrInvalid) {
+	switch {
+	case errors.Is(err, token.ErrInvalid):
 		return nil, InvalidRequestState()
+	case err != nil:
+		return nil, g.clientError(req, err)
 	}
-	return state, err
+	return state, nil
+}
+
+// clientError returns InvalidParams for an error of the client's params, after handing the cause to
+// the OnInvalidParams function, and any other error unchanged.
+func (g *Guard) clientError(req mcp.Request, err error) error {
+	if !token.IsInputError(err) {
+		return err
+	}
+	if g.onInvalidParams != nil {
+		g.onInvalidParams(req, err)
+	}
+	return InvalidParams()
 }
 
 // CallToolInputRequired returns the input-required result of a tools/call: inputs to fulfil, and
-// state sealed for the retry.
+// state sealed for the retry. Its errors are Seal's: the *jsonrpc.Error of InvalidParams for
+// arguments that cannot be bound, to return as is, or the server's own.
 func (g *Guard) CallToolInputRequired(
 	req *mcp.CallToolRequest, state json.RawMessage, inputs mcp.InputRequestMap,
 ) (*mcp.CallToolResult, error) {
@@ -189,23 +351,30 @@ func (g *Guard) GetPromptInputRequired(
 // The SDK keeps no raw bytes of the whole params object, so the params are rebuilt from the fields
 // that are salient: for tools/call the name and the arguments exactly as received (the SDK keeps them
 // raw), for resources/read the uri, for prompts/get the name and the string arguments. The codecs
-// canonicalize what they bind, so the layout here does not matter, only the values.
+// canonicalize what they bind, so the layout here does not matter, only the values. Arguments that
+// are not one JSON value are a *token.InputError (spliced in, they could add members to the params).
 func salient(req mcp.Request) (method string, params json.RawMessage, version string, err error) {
 	switch r := req.(type) {
 	case *mcp.CallToolRequest:
 		if r.Params == nil {
 			return "", nil, "", errors.New("mcpstate: tools/call request without params")
 		}
+		// The members in canonical order ("arguments" sorts before "name"), so that arguments a
+		// client wrote in canonical order (as Go's encoding/json writes maps) take the codecs' fast
+		// path. The arguments are spliced in raw, so they must be exactly one JSON value: the codec
+		// checks the rest.
 		var buf bytes.Buffer
-		buf.WriteString(`{"name":`)
-		writeString(&buf, r.Params.Name)
+		buf.WriteByte('{')
 		if len(r.Params.Arguments) > 0 {
-			if !json.Valid(r.Params.Arguments) {
-				return "", nil, "", errors.New("mcpstate: tools/call arguments are not valid JSON")
+			if !oneJSONValue(r.Params.Arguments) {
+				return "", nil, "", &token.InputError{Reason: "tools/call arguments are not one JSON value"}
 			}
-			buf.WriteString(`,"arguments":`)
+			buf.WriteString(`"arguments":`)
 			buf.Write(r.Params.Arguments)
+			buf.WriteByte(',')
 		}
+		buf.WriteString(`"name":`)
+		writeString(&buf, r.Params.Name)
 		buf.WriteByte('}')
 		return MethodCallTool, buf.Bytes(), r.ProtocolVersion(), nil
 	case *mcp.ReadResourceRequest:
@@ -226,8 +395,17 @@ func salient(req mcp.Request) (method string, params json.RawMessage, version st
 		}{r.Params.Name, r.Params.Arguments})
 		return MethodGetPrompt, p, r.ProtocolVersion(), err
 	default:
-		return "", nil, "", fmt.Errorf("mcpstate: %T is not a tools/call, resources/read or prompts/get request received by a server", req)
+		return "", nil, "", fmt.Errorf(
+			"mcpstate: %T is not a tools/call, resources/read or prompts/get request received by a server", req)
 	}
+}
+
+// oneJSONValue reports whether b is one JSON value, checking its syntax only (the codec reads the
+// rest): a fraction of the cost of json.Valid.
+func oneJSONValue(b []byte) bool {
+	d := canonical.GetDecoder(b)
+	defer canonical.PutDecoder(d)
+	return d.SkipValue() == nil && d.End() == nil
 }
 
 func requestState(req mcp.Request) string {

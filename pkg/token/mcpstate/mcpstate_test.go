@@ -232,7 +232,7 @@ func TestArgumentsBoundAsReceived(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `{"name":"t","arguments":` + raw + `}`; string(b.Params) != want {
+	if want := `{"arguments":` + raw + `,"name":"t"}`; string(b.Params) != want {
 		t.Errorf("params = %s, want %s", b.Params, want)
 	}
 }
@@ -321,8 +321,8 @@ func TestPrincipalFromTokenInfo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := codec.bindings()[0].Principal; string(p) != `"alice"` {
-		t.Errorf("principal = %s, want \"alice\"", p)
+	if p := codec.bindings()[0].Principal; string(p) != `{"sub":"alice"}` {
+		t.Errorf("principal = %s, want {\"sub\":\"alice\"}", p)
 	}
 	user.Store("bob")
 	if err := retryTool(ctx, cs, args, first.RequestState); !mcpstate.IsInvalidRequestState(err) {
