@@ -801,7 +801,9 @@ func TestFileSourceRidesOutKubeletSwaps(t *testing.T) {
 	close(done)
 	reloaders.Wait()
 	if notFound.Load() == 0 {
-		t.Skipf("no read found the file missing in %d swaps: the race did not happen here", swaps)
+		// TestFileSourceWaitsForAFileThatReappears covers the missing file deterministically; here
+		// the swaps still must not have raised an error.
+		t.Logf("no read found the file missing in %d swaps: the race did not happen here", swaps)
 	}
 	if err := s.Reload(); err != nil {
 		t.Errorf("Reload after the swaps: %v", err)

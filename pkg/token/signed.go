@@ -400,7 +400,7 @@ func (s *Signed) Open(b Binding, tok string) (json.RawMessage, error) {
 		return nil, ErrInvalid
 	}
 	// Snodo returns the state as Elixir decodes it: the first of repeated names wins.
-	state, err := canonical.AppendFirstWins(nil, data.state)
+	state, err := canonical.AppendFirstWins(make([]byte, 0, len(data.state)), data.state)
 	if err != nil {
 		return nil, ErrInvalid // SkipValue checked the syntax; unreachable but for a bug
 	}
