@@ -522,19 +522,16 @@ func readSignedPayload(sc *signedScratch, payload []byte, version byte) (issued,
 	if sc.scope, err = d.String(sc.scope[:0]); err != nil || !d.Consume(',') {
 		return 0, 0, nil, false
 	}
-	// The MAC verified, so a key holder wrote the data: its syntax is checked here (Snodo rejects
-	// only what its decoder cannot read, and repeated names are not among that), its canonical
-	// form is made only once the request's binding matched.
+	// The MAC verified, so a key holder wrote the data: what is left before the closing bracket must
+	// be one JSON value, which Open checks when it makes its canonical form, once the request's
+	// binding matched (Snodo rejects only what its decoder cannot read, and repeated names are not
+	// among that).
 	d.SkipSpace()
-	start := d.Offset()
-	if d.SkipValue() != nil {
+	data = bytes.TrimRight(payload[d.Offset():], " \t\r\n")
+	if len(data) < 2 || data[len(data)-1] != ']' {
 		return 0, 0, nil, false
 	}
-	data = payload[start:d.Offset()]
-	if !d.Consume(']') || d.End() != nil {
-		return 0, 0, nil, false
-	}
-	return issued, expires, data, true
+	return issued, expires, data[:len(data)-1], true
 }
 
 func signedReadInt(d *canonical.Decoder) (int64, bool) {
