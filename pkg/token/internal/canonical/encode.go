@@ -387,23 +387,13 @@ type foldEntry struct {
 // fold keys, so only names with equal keys are compared: pairwise for few members, after a sort of
 // the keys for many.
 func (d *Decoder) checkFolded(ms []member) error {
-	fs := d.folds[:0]
-	for i := range ms {
-		fs = append(fs, foldEntry{key: d.foldKey(&ms[i]), i: i})
-	}
-	d.folds = fs
-	clash := func(a, b foldEntry) error {
-		x, y := &ms[a.i], &ms[b.i]
-		if a.key == b.key && bytes.EqualFold(d.key(x), d.key(y)) { // the names are distinct: ms has no repeats
-			return d.errorf(d.pos, "object has the names %q and %q, which encoding/json reads as one", d.key(x), d.key(y))
-		}
-		return nil
-	}
-	if len(fs) <= 8 {
-		for a := range fs {
-			for b := a + 1; b < len(fs); b++ {
-				if fs[a].key == fs[b].key {
-					if err := clash(fs[a], fs[b]); err != nil {
+	if len(ms) <= 8 { // most objects: their keys fit on the stack
+		var keys [8]uint64
+		for i := range ms {
+			keys[i] = d.foldKey(&ms[i])
+			for j := range i {
+				if keys[j] == keys[i] {
+					if err := d.clash(&ms[j], &ms[i]); err != nil {
 						return err
 					}
 				}
@@ -411,6 +401,11 @@ func (d *Decoder) checkFolded(ms []member) error {
 		}
 		return nil
 	}
+	fs := d.folds[:0]
+	for i := range ms {
+		fs = append(fs, foldEntry{key: d.foldKey(&ms[i]), i: i})
+	}
+	d.folds = fs
 	slices.SortFunc(fs, func(a, b foldEntry) int {
 		switch {
 		case a.key < b.key:
@@ -422,10 +417,19 @@ func (d *Decoder) checkFolded(ms []member) error {
 	})
 	for k := 1; k < len(fs); k++ {
 		for j := k - 1; j >= 0 && fs[j].key == fs[k].key; j-- {
-			if err := clash(fs[j], fs[k]); err != nil {
+			if err := d.clash(&ms[fs[j].i], &ms[fs[k].i]); err != nil {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// clash fails if the names of x and y, distinct (ms has no repeats) and of equal fold keys, are
+// equal under bytes.EqualFold.
+func (d *Decoder) clash(x, y *member) error {
+	if bytes.EqualFold(d.key(x), d.key(y)) {
+		return d.errorf(d.pos, "object has the names %q and %q, which encoding/json reads as one", d.key(x), d.key(y))
 	}
 	return nil
 }
