@@ -109,7 +109,7 @@ func get(src []byte) *Decoder {
 
 func put(d *Decoder) {
 	// Do not keep scratch space grown by an unusual input alive forever.
-	if cap(d.keys) > 64<<10 || cap(d.tmp) > 64<<10 || cap(d.nodes) > 4096 || cap(d.mems) > 4096 ||
+	if cap(d.keys) > 64<<10 || cap(d.tmp) > 64<<10 || cap(d.folded) > 64<<10 || cap(d.nodes) > 4096 || cap(d.mems) > 4096 ||
 		cap(d.stack) > 4096 || cap(d.folds) > 4096 {
 		return
 	}

@@ -227,3 +227,34 @@ func TestAppendSortsNested(t *testing.T) {
 		t.Fatal("a repeated name among 40 members is accepted")
 	}
 }
+
+// Names equal under bytes.EqualFold are refused as siblings of params, whatever their length, the
+// bytes their runes take (ſ is two bytes, s one), and the number of siblings (pairwise below nine,
+// sorted by folded name above); names that merely share a long folded prefix are not.
+func TestAppendParamsRefusesFoldedSiblings(t *testing.T) {
+	many := func(extra ...string) string {
+		var b strings.Builder
+		b.WriteString(`{`)
+		for i := range 20 {
+			fmt.Fprintf(&b, `"locationprefix%02d":%d,`, i, i)
+		}
+		for _, e := range extra {
+			b.WriteString(e + `,`)
+		}
+		b.WriteString(`"z":0}`)
+		return b.String()
+	}
+	for _, in := range []string{
+		`{"ſssssssss":1,"Sssssssss":2}`, `{"Sssssssss":1,"ſssssssss":2}`, `{"aſ":1,"AS":2}`,
+		`{"\u212Aelvin":1,"kelvin":2}`, `{"é":1,"É":2}`, many(`"LOCATIONPREFIX07":99`), many(`"ſtatus":1`, `"STATUS":2`),
+	} {
+		if got, err := AppendParams(nil, []byte(in)); err == nil {
+			t.Errorf("AppendParams(%.60s) = %.60s, want an error", in, got)
+		}
+	}
+	for _, in := range []string{many(), `{"ſs":1,"s":2,"sss":3}`, `{"é":1,"e":2}`} {
+		if _, err := AppendParams(nil, []byte(in)); err != nil {
+			t.Errorf("AppendParams(%.60s): %v", in, err)
+		}
+	}
+}

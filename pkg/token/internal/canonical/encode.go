@@ -374,18 +374,20 @@ func appendNumber(dst, lit []byte) []byte {
 	return AppendFloat(dst, f)
 }
 
-// foldEntry is a member's fold key and its index among its siblings.
+// foldEntry is a member's folded name, in Decoder.folded, and its index among its siblings; in the
+// fast path (fast.go) only key is used.
 type foldEntry struct {
-	key uint64
-	i   int
+	key      uint64
+	off, len int32
+	i        int32
 }
 
 // checkFolded fails if two of the distinct names ms are equal under the case folding of
 // encoding/json, which matches a member to a struct field by bytes.EqualFold: "location" and
 // "LOCATION", "k" and "\u212a" (Kelvin). A handler decoding such params reads one of the two,
-// chosen by their order, which the canonical form does not keep. Names that fold alike have equal
-// fold keys, so only names with equal keys are compared: pairwise for few members, after a sort of
-// the keys for many.
+// chosen by their order, which the canonical form does not keep. Few members are compared pairwise
+// by fold key (names that fold alike have equal keys); many are sorted by their whole folded names,
+// so that names sharing a long prefix cost no more than others.
 func (d *Decoder) checkFolded(ms []member) error {
 	if len(ms) <= 8 { // most objects: their keys fit on the stack
 		var keys [8]uint64
@@ -401,23 +403,18 @@ func (d *Decoder) checkFolded(ms []member) error {
 		}
 		return nil
 	}
-	fs := d.folds[:0]
+	fs, folded := d.folds[:0], d.folded[:0]
 	for i := range ms {
-		fs = append(fs, foldEntry{key: d.foldKey(&ms[i]), i: i})
+		off := len(folded)
+		folded = appendFolded(folded, d.key(&ms[i]), -1)
+		fs = append(fs, foldEntry{off: int32(off), len: int32(len(folded) - off), i: int32(i)})
 	}
-	d.folds = fs
-	slices.SortFunc(fs, func(a, b foldEntry) int {
-		switch {
-		case a.key < b.key:
-			return -1
-		case a.key > b.key:
-			return 1
-		}
-		return 0
-	})
+	d.folds, d.folded = fs, folded
+	name := func(f foldEntry) []byte { return folded[f.off : f.off+f.len] }
+	slices.SortFunc(fs, func(a, b foldEntry) int { return bytes.Compare(name(a), name(b)) })
 	for k := 1; k < len(fs); k++ {
-		for j := k - 1; j >= 0 && fs[j].key == fs[k].key; j-- {
-			if err := d.clash(&ms[fs[j].i], &ms[fs[k].i]); err != nil {
+		if bytes.Equal(name(fs[k-1]), name(fs[k])) {
+			if err := d.clash(&ms[fs[k-1].i], &ms[fs[k].i]); err != nil {
 				return err
 			}
 		}
@@ -425,13 +422,35 @@ func (d *Decoder) checkFolded(ms []member) error {
 	return nil
 }
 
-// clash fails if the names of x and y, distinct (ms has no repeats) and of equal fold keys, are
-// equal under bytes.EqualFold.
+// clash fails if the names of x and y, distinct (ms has no repeats), are equal under
+// bytes.EqualFold.
 func (d *Decoder) clash(x, y *member) error {
 	if bytes.EqualFold(d.key(x), d.key(y)) {
 		return d.errorf(d.pos, "object has the names %q and %q, which encoding/json reads as one", d.key(x), d.key(y))
 	}
 	return nil
+}
+
+// appendFolded appends name folded as encoding/json folds it (its appendFoldedName): ASCII letters
+// to upper case, every other rune to the smallest rune of its Unicode fold orbit. Two names are equal
+// under bytes.EqualFold exactly when they fold to the same bytes. It stops once it has appended
+// limit bytes or more, whole runes (limit < 0: no limit).
+func appendFolded(dst, name []byte, limit int) []byte {
+	start := len(dst)
+	for i := 0; i < len(name) && (limit < 0 || len(dst)-start < limit); {
+		if c := name[i]; c < utf8.RuneSelf {
+			if 'a' <= c && c <= 'z' {
+				c -= 'a' - 'A'
+			}
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(name[i:])
+		dst = utf8.AppendRune(dst, foldRune(r))
+		i += n
+	}
+	return dst
 }
 
 // foldKey is the first eight bytes, zero-padded, of a member's name folded as encoding/json folds
@@ -448,22 +467,8 @@ func (d *Decoder) foldKey(m *member) uint64 {
 		lower := (x + 0x1f1f1f1f1f1f1f1f) &^ (x + 0x0505050505050505) & highs
 		return x - lower>>2 // 0x80>>2 is the 0x20 between a letter's cases
 	}
-	var folded [8 + utf8.UTFMax]byte
-	out := folded[:0]
-	name := d.key(m)
-	for i := 0; i < len(name) && len(out) < 8; {
-		if c := name[i]; c < utf8.RuneSelf {
-			if 'a' <= c && c <= 'z' {
-				c -= 'a' - 'A'
-			}
-			out = append(out, c)
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRune(name[i:])
-		out = utf8.AppendRune(out, foldRune(r))
-		i += n
-	}
+	var buf [8 + utf8.UTFMax]byte
+	out := appendFolded(buf[:0], d.key(m), 8)
 	return namePrefix(out[:min(len(out), 8)])
 }
 
