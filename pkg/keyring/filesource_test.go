@@ -92,6 +92,22 @@ type watched struct {
 	stopped chan error
 }
 
+// keyringFile writes data as keyring.json in a new temporary folder and returns its path.
+func keyringFile(t testing.TB, data []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), SecretDataKey)
+	writeFile(t, path, data)
+	return path
+}
+
+// writeFile replaces the content of path, in place.
+func writeFile(t testing.TB, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func startFileSource(t *testing.T, path string, opts ...FileOption) *watched {
 	t.Helper()
 	w := &watched{changes: make(chan *Keyring, 64), errs: make(chan error, 64), stopped: make(chan error, 1)}
@@ -219,10 +235,7 @@ func TestFileSourceStartCatchesUpWithChangesBeforeTheWatch(t *testing.T) {
 
 func TestFileSourceFollowsRegularFile(t *testing.T) {
 	first, data := testKeyring(t, "a")
-	path := filepath.Join(t.TempDir(), SecretDataKey)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := keyringFile(t, data)
 	w := startFileSource(t, path, WithDebounce(10*time.Millisecond), WithResyncInterval(time.Hour))
 	if !w.Keyring().Equal(first) {
 		t.Fatalf("initial keyring %v, want %v", w.Keyring(), first)
@@ -230,9 +243,7 @@ func TestFileSourceFollowsRegularFile(t *testing.T) {
 
 	// Rewritten in place: truncate and write, same inode.
 	second, data := testKeyring(t, "b", "a")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, data)
 	w.awaitChange(t, second)
 
 	// Replaced by rename, the way most config tools write.
@@ -303,9 +314,7 @@ func TestFileSourceRecoversWhenItsDirectoryIsReplaced(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, SecretDataKey)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, data)
 	w := startFileSource(t, path, WithDebounce(10*time.Millisecond), WithResyncInterval(20*time.Millisecond))
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
@@ -316,9 +325,7 @@ func TestFileSourceRecoversWhenItsDirectoryIsReplaced(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, data)
 	w.awaitChange(t, next)
 }
 
@@ -360,10 +367,7 @@ func TestFileSourceConcurrentReads(t *testing.T) {
 
 func TestFileSourceSkipsIdenticalKeyring(t *testing.T) {
 	r, data := testKeyring(t, "a", "b")
-	path := filepath.Join(t.TempDir(), SecretDataKey)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := keyringFile(t, data)
 	s, err := NewFileSource(path)
 	if err != nil {
 		t.Fatal(err)
@@ -426,10 +430,7 @@ func TestNewFileSourceFailsFast(t *testing.T) {
 
 func TestFileSourceStartTwice(t *testing.T) {
 	_, data := testKeyring(t, "a")
-	path := filepath.Join(t.TempDir(), SecretDataKey)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := keyringFile(t, data)
 	w := startFileSource(t, path)
 	if err := w.Start(context.Background()); err == nil || !strings.Contains(err.Error(), "already started") {
 		t.Errorf("second Start = %v, want an error", err)
@@ -524,19 +525,14 @@ func showsBytes(out string, b []byte) (string, bool) {
 // read (which it keeps, to skip unchanged files) nor key bytes.
 func TestFileSourceOutputShowsNoKeyMaterial(t *testing.T) {
 	first, data := testKeyring(t, "a", "b")
-	path := filepath.Join(t.TempDir(), SecretDataKey)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := keyringFile(t, data)
 	s, err := NewFileSource(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	firstSum := sha256.Sum256(data)
 	next, data := testKeyring(t, "c", "a")
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	writeFile(t, path, data)
 	if err := s.Reload(); err != nil {
 		t.Fatal(err)
 	}
@@ -666,10 +662,7 @@ func newQuietSource(t *testing.T, path string) *quietSource {
 // can, is retried with a growing pause, and a file that is back in time is not an error.
 func TestFileSourceWaitsForAFileThatReappears(t *testing.T) {
 	_, data := testKeyring(t, "a")
-	path := filepath.Join(t.TempDir(), SecretDataKey)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := keyringFile(t, data)
 	s := newQuietSource(t, path)
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
@@ -678,9 +671,7 @@ func TestFileSourceWaitsForAFileThatReappears(t *testing.T) {
 	const appearsOn = 4
 	s.read = func(path string) ([]byte, error) {
 		if s.reads == appearsOn {
-			if err := os.WriteFile(path, data, 0o600); err != nil {
-				t.Fatal(err)
-			}
+			writeFile(t, path, data)
 		}
 		return readFile(path)
 	}
@@ -705,10 +696,7 @@ func TestFileSourceWaitsForAFileThatReappears(t *testing.T) {
 // missing after them is reported, once per reload.
 func TestFileSourceReportsAFileThatStaysMissing(t *testing.T) {
 	good, data := testKeyring(t, "a")
-	path := filepath.Join(t.TempDir(), SecretDataKey)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := keyringFile(t, data)
 	s := newQuietSource(t, path)
 	if err := os.Remove(path); err != nil {
 		t.Fatal(err)
@@ -732,10 +720,7 @@ func TestFileSourceReportsAFileThatStaysMissing(t *testing.T) {
 // TestFileSourceReportsOtherReadErrorsAtOnce: only a missing file is worth waiting for.
 func TestFileSourceReportsOtherReadErrorsAtOnce(t *testing.T) {
 	_, data := testKeyring(t, "a")
-	path := filepath.Join(t.TempDir(), SecretDataKey)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := keyringFile(t, data)
 	s := newQuietSource(t, path)
 	denied := fmt.Errorf("keyring: %w", &fs.PathError{Op: "open", Path: path, Err: fs.ErrPermission})
 	s.read = func(string) ([]byte, error) { return nil, denied }
@@ -911,10 +896,7 @@ func TestFileSourceNeverServesAHalfRewrittenFile(t *testing.T) {
 // after a bounded number of reads, and nothing of it is put in service.
 func TestFileSourceReportsAFileThatKeepsChanging(t *testing.T) {
 	good, data := testKeyring(t, "a")
-	path := filepath.Join(t.TempDir(), SecretDataKey)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	path := keyringFile(t, data)
 	s := newQuietSource(t, path)
 	_, one := testKeyring(t, "b")
 	_, other := testKeyring(t, "c")

@@ -27,29 +27,7 @@ var (
 
 func BenchmarkAppendParams(b *testing.B) { benchParamsOf(b, benchParams) }
 
-func BenchmarkAppendState(b *testing.B) {
-	b.SetBytes(int64(len(benchState)))
-	b.ReportAllocs()
-	var dst []byte
-	n, start := 0, processCPU(b)
-	defer func() { b.ReportMetric(float64(processCPU(b)-start)/float64(n), "cpu-ns/op") }()
-	for ; b.Loop(); n++ {
-		var err error
-		if dst, err = Append(dst[:0], benchState); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// processCPU is the user and system CPU time the process has used: on a shared machine it swings far
-// less than wall time (pkg/token's benchmarks report the same metric).
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
+func BenchmarkAppendState(b *testing.B) { benchAppend(b, benchState, Append) }
 
 // adversarial builds params of about size bytes nested depth deep, each level an object with a
 // filler string and the next level. In order the names come sorted ("a" holds the next level, "b"
@@ -107,15 +85,32 @@ func BenchmarkAppendParamsWideInOrder(b *testing.B)    { benchParamsOf(b, wide(1
 func BenchmarkAppendParamsWideOutOfOrder(b *testing.B) { benchParamsOf(b, wide(100000, false)) }
 
 func benchParamsOf(b *testing.B, params []byte) {
-	b.SetBytes(int64(len(params)))
+	benchAppend(b, params, func(dst, src []byte) ([]byte, error) {
+		return AppendParams(dst, src, "_meta", "requestState", "inputResponses")
+	})
+}
+
+// benchAppend runs f on src, reusing its output buffer, and reports allocations and cpu-ns/op.
+func benchAppend(b *testing.B, src []byte, f func(dst, src []byte) ([]byte, error)) {
+	b.SetBytes(int64(len(src)))
 	b.ReportAllocs()
 	var dst []byte
 	n, start := 0, processCPU(b)
 	defer func() { b.ReportMetric(float64(processCPU(b)-start)/float64(n), "cpu-ns/op") }()
 	for ; b.Loop(); n++ {
 		var err error
-		if dst, err = AppendParams(dst[:0], params, "_meta", "requestState", "inputResponses"); err != nil {
+		if dst, err = f(dst[:0], src); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// processCPU is the user and system CPU time the process has used: on a shared machine it swings far
+// less than wall time (pkg/token's benchmarks report the same metric).
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
