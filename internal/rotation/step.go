@@ -106,9 +106,7 @@ func (p *pass) advance(kr *keyring.Keyring) {
 	s := p.in.Settings
 	switch p.st.Phase {
 	case mrtrv1alpha1.PhaseStable:
-		if p.st.NextRotationTime == nil {
-			p.st.NextRotationTime = p.at(s.RotationInterval)
-		}
+		p.scheduleRotation()
 		request, due := p.rotationDue()
 		if !due {
 			return
@@ -182,6 +180,31 @@ func (p *pass) advance(kr *keyring.Keyring) {
 		p.event(corev1Normal, "RotationCompleted", "Rotate", "rotation completed; primary key %s", kr.Primary().ID())
 	default:
 		p.stall(mrtrv1alpha1.ReasonSecretInvalid, "status.phase %q is unknown", p.st.Phase)
+	}
+}
+
+// scheduleRotation keeps status.nextRotationTime one rotationInterval after the last rotation or,
+// before the first, after the primary key was created: an edited interval takes effect at once, in
+// both directions, instead of at the time computed from the old one (up to a month away).
+func (p *pass) scheduleRotation() {
+	base := p.st.LastRotationTime
+	if base == nil && len(p.st.Keys) > 0 && !p.st.Keys[0].CreatedAt.IsZero() {
+		base = &p.st.Keys[0].CreatedAt
+	}
+	if base == nil {
+		if p.st.NextRotationTime == nil {
+			p.st.NextRotationTime = p.at(p.in.Settings.RotationInterval)
+		}
+		return
+	}
+	// Whole seconds, as status stores them, so that the value survives the round trip unchanged.
+	next := metav1.NewTime(base.Add(p.in.Settings.RotationInterval).Truncate(time.Second))
+	if old := p.st.NextRotationTime; old == nil || !old.Equal(&next) {
+		if old != nil {
+			p.event(corev1Normal, "RotationRescheduled", "Schedule", "rotationInterval is %v: next rotation at %s (was %s)",
+				p.in.Settings.RotationInterval, next.UTC().Format(time.RFC3339), old.UTC().Format(time.RFC3339))
+		}
+		p.st.NextRotationTime = &next
 	}
 }
 

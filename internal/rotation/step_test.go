@@ -147,6 +147,38 @@ func TestStep(t *testing.T) {
 			edit: fresh(func(in *Input) { in.Status.NextRotationTime = at(-time.Second) }),
 			want: want{phase: mrtrv1alpha1.PhaseAccepting, write: []string{a, b}, stamp: []string{a, b}, requeue: 10 * time.Minute, events: []string{"RotationStarted", "KeyCreated", "PhaseChanged"}},
 		},
+		"a shortened rotationInterval counts from the last rotation: 720h to 1h, two hours ago, is due now": {
+			in: input(status(t, mrtrv1alpha1.PhaseStable, 2*time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
+			edit: func(in *Input) {
+				in.Settings.RotationInterval = time.Hour
+				in.Status.LastRotationTime, in.Status.NextRotationTime = at(-2*time.Hour), at(718*time.Hour)
+			},
+			want: want{phase: mrtrv1alpha1.PhaseAccepting, write: []string{a, b}, stamp: []string{a, b}, requeue: 10 * time.Minute,
+				events: []string{"RotationRescheduled", "RotationStarted", "KeyCreated", "PhaseChanged"}},
+		},
+		"before the first rotation a shortened interval counts from the primary key's creation": {
+			in: input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
+			edit: func(in *Input) {
+				in.Settings.RotationInterval = time.Hour
+				in.Status.Keys[0].CreatedAt = *at(-30 * time.Minute)
+			},
+			want: want{phase: mrtrv1alpha1.PhaseStable, stamp: []string{a}, requeue: 30 * time.Minute, events: []string{"RotationRescheduled"}},
+		},
+		"a lengthened rotationInterval pushes the next rotation back": {
+			in: input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
+			edit: func(in *Input) {
+				in.Settings.RotationInterval = 48 * time.Hour
+				in.Status.LastRotationTime, in.Status.NextRotationTime = at(-time.Hour), at(-time.Second)
+			},
+			want: want{phase: mrtrv1alpha1.PhaseStable, stamp: []string{a}, requeue: 47 * time.Hour, events: []string{"RotationRescheduled"}},
+		},
+		"an unchanged interval reschedules nothing": {
+			in: input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
+			edit: func(in *Input) {
+				in.Status.LastRotationTime, in.Status.NextRotationTime = at(-696*time.Hour), at(24*time.Hour)
+			},
+			want: want{phase: mrtrv1alpha1.PhaseStable, stamp: []string{a}, requeue: 24 * time.Hour},
+		},
 		"a new rotation request starts a rotation early": {
 			in:   input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
 			edit: func(in *Input) { in.RotateRequest = "now-please" },
