@@ -180,6 +180,18 @@ const (
 	KeyRetiring KeyRole = "Retiring"
 )
 
+// TTLWaits are the longest TTL waits declared while keys sealed (see MRTRKeyringStatus.ttlWaits).
+type TTLWaits struct {
+	// primary is the longest TTL wait declared since the primary key began to seal.
+	// +required
+	Primary metav1.Duration `json:"primary"`
+
+	// retiring is the longest TTL wait declared since the keys now retiring began to seal, until
+	// they are removed: the TTL wait lasts at least this long. Set when a new key takes over sealing.
+	// +optional
+	Retiring *metav1.Duration `json:"retiring,omitempty"`
+}
+
 // KeyStatus describes one key of the keyring Secret: its id and role, never its bytes.
 type KeyStatus struct {
 	// id is the key id, as written into tokens.
@@ -270,6 +282,13 @@ type MRTRKeyringStatus struct {
 	// seen gone, plus tokenTTL + clockSkew + terminationGracePeriod.
 	// +optional
 	TTLWaitUntil *metav1.Time `json:"ttlWaitUntil,omitempty"`
+
+	// ttlWaits are the longest TTL waits (tokenTTL + clockSkew + terminationGracePeriod) declared
+	// while the keys sealed, so that raising tokenTTL never leaves a token already sealed a wait
+	// shorter than its lifetime: the wait before the old keys are removed is extended to the
+	// longest one declared since they last sealed.
+	// +optional
+	TTLWaits *TTLWaits `json:"ttlWaits,omitempty"`
 
 	// lastRotationTime is when the last rotation completed.
 	// +optional

@@ -18,6 +18,7 @@ package controller
 
 import (
 	"crypto/rand"
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -237,6 +238,55 @@ var _ = Describe("MRTRKeyring controller", func() {
 		advance(kr, propagation)
 		phaseIs(mrtrv1alpha1.PhaseStable)
 		Expect(getKeyring(Default, kr).Status.RotationsCompleted).To(Equal(int64(1)))
+	})
+
+	It("extends a TTL wait under way when tokenTTL is raised, and never shortens one", func() {
+		const propagation = 30 * time.Second
+		kr := createKeyring(ns, "ttl-raised", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.PropagationDelay = metav1.Duration{Duration: propagation}
+		})
+		settle(kr, nil)
+		requestRotation(kr, "go")
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseAccepting)
+		advance(kr, propagation)
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseSealingWithNew)
+		advance(kr, propagation)
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseWaitingTTL)
+		until := getKeyring(Default, kr).Status.TTLWaitUntil.Time
+
+		By("raising tokenTTL by ten minutes moves the end of the wait ten minutes later")
+		const raise = 10 * time.Minute
+		patch := fmt.Sprintf(`{"spec":{"tokenTTL":%q}}`, (testTokenTTL + raise).String())
+		Expect(k8sClient.Patch(ctx, kr.DeepCopy(), client.RawPatch("application/merge-patch+json", []byte(patch)))).To(Succeed())
+		Eventually(func(g Gomega) {
+			k := getKeyring(g, kr)
+			g.Expect(k.Status.TTLWaitUntil.Time).To(BeTemporally("==", until.Add(raise)))
+			g.Expect(events(g, kr)).To(ContainElement(HavePrefix("TTLWaitExtended: ")))
+		}).Should(Succeed())
+
+		By("lowering it back does not shorten the wait: the old key stays until the longer deadline")
+		patch = fmt.Sprintf(`{"spec":{"tokenTTL":%q}}`, testTokenTTL.String())
+		Expect(k8sClient.Patch(ctx, kr.DeepCopy(), client.RawPatch("application/merge-patch+json", []byte(patch)))).To(Succeed())
+		offset := len(logs.String())
+		advance(kr, testTTLWait)
+		reconciledSince(offset, ns)
+		Expect(getKeyring(Default, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseWaitingTTL), "removed at the old deadline")
+		advance(kr, raise)
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseRemoving)
+	})
+
+	It("reschedules the next rotation at once when rotationInterval is shortened", func() {
+		kr := createKeyring(ns, "interval-shortened", nil) // 24h
+		settle(kr, nil)
+		patch := `{"spec":{"rotationInterval":"1h"}}`
+		Expect(k8sClient.Patch(ctx, kr.DeepCopy(), client.RawPatch("application/merge-patch+json", []byte(patch)))).To(Succeed())
+		Eventually(func(g Gomega) {
+			k := getKeyring(g, kr)
+			g.Expect(k.Status.NextRotationTime.Time).To(BeTemporally("==", k.Status.Keys[0].CreatedAt.Add(time.Hour)))
+			g.Expect(events(g, kr)).To(ContainElement(HavePrefix("RotationRescheduled: ")))
+		}).Should(Succeed())
+		advance(kr, time.Hour)
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseAccepting)
 	})
 
 	It("rotates several workloads of all three kinds, named and selected", func() {

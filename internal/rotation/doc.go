@@ -81,4 +81,12 @@ limitations under the License.
 //   - A rollout exceeds spec.rolloutDeadline: Stalled naming the workload; the phase does not
 //     advance, and continues by itself once the rollout completes.
 //   - spec.suspend: no rotation starts (neither due nor requested); one under way finishes.
+//   - spec.tokenTTL (or clockSkew, terminationGracePeriod) raised: a server may now seal tokens
+//     that live longer, so status.ttlWaits keeps the longest TTL wait declared while each key
+//     sealed, and the wait before the old keys' removal lasts at least the longest declared since
+//     they began to seal: raised during WaitingTTL, the wait is extended (event TTLWaitExtended);
+//     lowered, it is never shortened.
+//   - spec.rotationInterval edited: the next rotation is due one new interval after the last
+//     rotation (before the first, after the primary key was created), at once (event
+//     RotationRescheduled).
 package rotation

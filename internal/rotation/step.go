@@ -35,6 +35,7 @@ func Step(in Input) Decision {
 	if p.st.Phase == "" {
 		p.st.Phase = mrtrv1alpha1.PhaseStable
 	}
+	p.trackTTLWaits()
 	if kr := p.reconcileSecret(); kr != nil {
 		p.advance(kr)
 	}
@@ -145,15 +146,16 @@ func (p *pass) advance(kr *keyring.Keyring) {
 		if !p.rolledOut(false) {
 			return
 		}
-		until := metav1.NewTime(ceilSecond(p.in.Now.Add(s.TTLWait())))
+		until := metav1.NewTime(ceilSecond(p.in.Now.Add(p.retiringTTLWait())))
 		p.st.TTLWaitUntil = &until
 		p.st.RolledOutAt = nil
 		p.transition(mrtrv1alpha1.PhaseWaitingTTL, "no pod seals with the old keys any more; waiting until %s for their tokens to expire", until.UTC().Format(time.RFC3339))
 	case mrtrv1alpha1.PhaseWaitingTTL:
 		if p.st.TTLWaitUntil == nil { // lost (an edited status): wait the whole time again from now
-			until := metav1.NewTime(ceilSecond(p.in.Now.Add(s.TTLWait())))
+			until := metav1.NewTime(ceilSecond(p.in.Now.Add(p.retiringTTLWait())))
 			p.st.TTLWaitUntil = &until
 		}
+		p.extendTTLWait()
 		if p.in.Now.Before(p.st.TTLWaitUntil.Time) {
 			return
 		}
@@ -208,6 +210,44 @@ func (p *pass) scheduleRotation() {
 	}
 }
 
+// trackTTLWaits keeps status.ttlWaits at the longest TTL waits declared while the keys sealed: the
+// current settings' wait raises them, nothing lowers them until the keys they cover leave sealing.
+func (p *pass) trackTTLWaits() {
+	cur := p.in.Settings.TTLWait()
+	w := mrtrv1alpha1.TTLWaits{Primary: metav1.Duration{Duration: cur}}
+	if p.st.TTLWaits != nil {
+		w.Primary.Duration = max(p.st.TTLWaits.Primary.Duration, cur)
+		if r := p.st.TTLWaits.Retiring; r != nil {
+			w.Retiring = &metav1.Duration{Duration: max(r.Duration, cur)}
+		}
+	}
+	p.st.TTLWaits = &w
+}
+
+// retiringTTLWait is how long the TTL wait lasts from the moment no pod seals with the old keys:
+// the longest TTL wait declared since they began to seal (the current one at least).
+func (p *pass) retiringTTLWait() time.Duration {
+	w := p.st.TTLWaits // set by trackTTLWaits
+	if w.Retiring != nil {
+		return w.Retiring.Duration
+	}
+	return w.Primary.Duration // a status from before ttlWaits.retiring: the longest known
+}
+
+// extendTTLWait moves the end of the TTL wait later when a longer TTL was declared since it began,
+// so that raising tokenTTL during the wait still covers every token sealed with the old keys.
+func (p *pass) extendTTLWait() {
+	if p.st.PhaseStartedAt == nil {
+		return
+	}
+	until := metav1.NewTime(ceilSecond(p.st.PhaseStartedAt.Add(p.retiringTTLWait())))
+	if until.After(p.st.TTLWaitUntil.Time) {
+		p.event(corev1Normal, "TTLWaitExtended", "Rotate", "a TTL wait of %v was declared since the old keys last sealed: the wait now ends at %s (was %s)",
+			p.retiringTTLWait(), until.UTC().Format(time.RFC3339), p.st.TTLWaitUntil.UTC().Format(time.RFC3339))
+		p.st.TTLWaitUntil = &until
+	}
+}
+
 // rotationDue reports whether a rotation must start now, and why.
 func (p *pass) rotationDue() (why string, due bool) {
 	if p.in.Settings.Suspend {
@@ -232,6 +272,15 @@ func (p *pass) enter(phase mrtrv1alpha1.Phase, kr *keyring.Keyring, write bool) 
 	p.st.Keys = p.keyStatuses(kr, phase)
 	if phase != mrtrv1alpha1.PhaseWaitingTTL {
 		p.st.TTLWaitUntil = nil
+	}
+	switch w := p.st.TTLWaits; {
+	case phase == mrtrv1alpha1.PhaseSealingWithNew && p.st.Phase != phase:
+		// A new key takes over sealing: the old primary's longest wait now covers the retiring
+		// keys, and the new primary's starts from the current one.
+		retiring := w.Primary
+		w.Retiring, w.Primary = &retiring, metav1.Duration{Duration: p.in.Settings.TTLWait()}
+	case phase == mrtrv1alpha1.PhaseRemoving || phase == mrtrv1alpha1.PhaseStable:
+		w.Retiring = nil // the keys it covered are gone, or never were
 	}
 	p.st.RolledOutAt = nil
 	p.transition(phase, "keyring %s (keys %s)", kr.Fingerprint(), strings.Join(kr.IDs(), ", "))

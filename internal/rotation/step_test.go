@@ -242,6 +242,31 @@ func TestStep(t *testing.T) {
 			edit: func(in *Input) { in.Status.TTLWaitUntil = at(4 * time.Minute) },
 			want: want{phase: mrtrv1alpha1.PhaseWaitingTTL, stamp: []string{b, a}, requeue: 4 * time.Minute},
 		},
+		"tokenTTL raised during WaitingTTL extends the wait to the new lifetime, counted from its start": {
+			in: input(status(t, mrtrv1alpha1.PhaseWaitingTTL, 6*time.Minute, b, a), ours(t, mrtrv1alpha1.PhaseSealingWithNew, b, a), deployment("api", fp(t, b, a), true)),
+			edit: func(in *Input) {
+				in.Settings.TokenTTL = 15 * time.Minute // 5m when the wait began: it ended now
+				in.Status.TTLWaitUntil = at(0)
+				in.Status.TTLWaits = &mrtrv1alpha1.TTLWaits{Primary: metav1.Duration{Duration: 6 * time.Minute}, Retiring: &metav1.Duration{Duration: 6 * time.Minute}}
+			},
+			want: want{phase: mrtrv1alpha1.PhaseWaitingTTL, stamp: []string{b, a}, requeue: 10 * time.Minute, events: []string{"TTLWaitExtended"}},
+		},
+		"tokenTTL lowered during WaitingTTL never shortens the wait": {
+			in: input(status(t, mrtrv1alpha1.PhaseWaitingTTL, time.Minute, b, a), ours(t, mrtrv1alpha1.PhaseSealingWithNew, b, a), deployment("api", fp(t, b, a), true)),
+			edit: func(in *Input) {
+				in.Settings.TokenTTL = time.Minute
+				in.Status.TTLWaitUntil = at(5 * time.Minute)
+				in.Status.TTLWaits = &mrtrv1alpha1.TTLWaits{Primary: metav1.Duration{Duration: 6 * time.Minute}, Retiring: &metav1.Duration{Duration: 6 * time.Minute}}
+			},
+			want: want{phase: mrtrv1alpha1.PhaseWaitingTTL, stamp: []string{b, a}, requeue: 5 * time.Minute},
+		},
+		"a longer TTL declared while the old key sealed, lowered since, still sets the wait": {
+			in: input(status(t, mrtrv1alpha1.PhaseSealingWithNew, time.Minute, b, a), ours(t, mrtrv1alpha1.PhaseSealingWithNew, b, a), deployment("api", fp(t, b, a), true)),
+			edit: func(in *Input) {
+				in.Status.TTLWaits = &mrtrv1alpha1.TTLWaits{Primary: metav1.Duration{Duration: 6 * time.Minute}, Retiring: &metav1.Duration{Duration: 16 * time.Minute}}
+			},
+			want: want{phase: mrtrv1alpha1.PhaseWaitingTTL, stamp: []string{b, a}, requeue: 16 * time.Minute, events: []string{"PhaseChanged"}},
+		},
 		"WaitingTTL at its end removes the old keys": {
 			in:   input(status(t, mrtrv1alpha1.PhaseWaitingTTL, 6*time.Minute, b, a), ours(t, mrtrv1alpha1.PhaseSealingWithNew, b, a), deployment("api", fp(t, b, a), true)),
 			edit: func(in *Input) { in.Status.TTLWaitUntil = at(0) },
@@ -316,5 +341,28 @@ func TestStep(t *testing.T) {
 				t.Errorf("observedGeneration = %d, want %d", d.Status.ObservedGeneration, in.Generation)
 			}
 		})
+	}
+}
+
+// The longest TTL wait declared while a key is primary follows it into retirement when a new key
+// takes over sealing, and leaves with it.
+func TestTTLWaitsFollowTheKeys(t *testing.T) {
+	a, b := "k20260101-000000", "k20260806-120000"
+	in := input(status(t, mrtrv1alpha1.PhaseAccepting, time.Hour, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), true))
+	in.Status.RolledOutAt = at(-time.Minute)
+	in.Status.TTLWaits = &mrtrv1alpha1.TTLWaits{Primary: metav1.Duration{Duration: 16 * time.Minute}} // once 15m while a sealed
+	d := Step(in)
+	if d.Status.Phase != mrtrv1alpha1.PhaseSealingWithNew {
+		t.Fatalf("phase %s", d.Status.Phase)
+	}
+	w := d.Status.TTLWaits
+	if w == nil || w.Retiring == nil || w.Retiring.Duration != 16*time.Minute || w.Primary.Duration != settings.TTLWait() {
+		t.Fatalf("entering SealingWithNew: ttlWaits %+v, want retiring 16m and primary %v", w, settings.TTLWait())
+	}
+	in = input(status(t, mrtrv1alpha1.PhaseWaitingTTL, 20*time.Minute, b, a), ours(t, mrtrv1alpha1.PhaseSealingWithNew, b, a), deployment("api", fp(t, b, a), true))
+	in.Status.TTLWaitUntil, in.Status.TTLWaits = at(-4*time.Minute), d.Status.TTLWaits
+	d = Step(in)
+	if d.Status.Phase != mrtrv1alpha1.PhaseRemoving || d.Status.TTLWaits.Retiring != nil {
+		t.Fatalf("entering Removing: phase %s, ttlWaits %+v; want Removing without retiring", d.Status.Phase, d.Status.TTLWaits)
 	}
 }
