@@ -89,11 +89,16 @@ func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1al
 	return nil
 }
 
-// apiReason keeps an API error's status and message but drops anything that could echo the
-// request body (the API server does not, but a webhook in the path might).
+// apiReason keeps an API error's reason and code but drops its message, which could echo the
+// request body (the API server does not, but a webhook in the path might). The result is still an
+// API status, so apierrors.IsConflict and its kin work on it.
 func apiReason(err error) error {
 	if s, ok := err.(apierrors.APIStatus); ok {
-		return fmt.Errorf("%s (%d)", s.Status().Reason, s.Status().Code)
+		st := s.Status()
+		return &apierrors.StatusError{ErrStatus: metav1.Status{
+			Status: metav1.StatusFailure, Reason: st.Reason, Code: st.Code,
+			Message: fmt.Sprintf("%s (%d)", st.Reason, st.Code),
+		}}
 	}
 	return err
 }

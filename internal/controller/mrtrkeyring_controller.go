@@ -19,6 +19,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -84,7 +85,7 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	// pass resume in the phase it was written for.
 	if d.Secret != nil {
 		if err := r.writeSecret(ctx, &kr, obs.secret, d.Secret, d.SecretPhase); err != nil {
-			return ctrl.Result{}, err
+			return retryOnConflict(ctx, err)
 		}
 	}
 	if !equality.Semantic.DeepEqual(kr.Status, d.Status) {
@@ -92,9 +93,8 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		kr.Status = d.Status
 		if err := r.Status().Update(ctx, &kr); err != nil {
 			// A conflict means this pass decided from a stale copy. Our own status writes do not
-			// trigger a pass (the For predicate ignores them), so the error's requeue is what brings
-			// a fresh one.
-			return ctrl.Result{}, err
+			// trigger a pass (the For predicate ignores them), so the requeue is what brings a fresh one.
+			return retryOnConflict(ctx, err)
 		}
 		// Only after the write: a pass retried after a conflict must not count the same transition twice.
 		r.recordTransitions(&kr, previous)
@@ -114,6 +114,20 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	log.V(1).Info("reconciled", "phase", d.Status.Phase, "fingerprint", d.Status.SecretFingerprint,
 		"target", d.Status.TargetFingerprint, "requeueAfter", d.RequeueAfter)
 	return ctrl.Result{RequeueAfter: d.RequeueAfter}, errors.Join(stampErrs...)
+}
+
+// conflictRetry is how soon a pass that lost an optimistic-concurrency race runs again.
+const conflictRetry = 250 * time.Millisecond
+
+// retryOnConflict turns a conflict into a quiet requeue: it is routine (another writer got there
+// first, or the cache was a moment behind), not an error worth a log line and a backoff. Any other
+// error is returned as it is.
+func retryOnConflict(ctx context.Context, err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) {
+		logf.FromContext(ctx).V(1).Info("write conflict, retrying", "error", err.Error())
+		return ctrl.Result{RequeueAfter: conflictRetry}, nil
+	}
+	return ctrl.Result{}, err
 }
 
 func (r *MRTRKeyringReconciler) now() kclock.PassiveClock {
