@@ -40,13 +40,16 @@ const KeyringLabel = "mrtr.dev/keyring"
 // change made since that read makes it fail rather than be overwritten. An unchanged Secret costs
 // no write. Errors never include the data.
 func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1alpha1.MRTRKeyring, current *corev1.Secret,
-	kr *keyring.Keyring, phase mrtrv1alpha1.Phase) error {
+	kr *keyring.Keyring, phase mrtrv1alpha1.Phase, handledRotate string) error {
 	data, err := keyring.Marshal(kr)
 	if err != nil {
 		return err
 	}
 	key := types.NamespacedName{Namespace: owner.Namespace, Name: owner.EffectiveSecretName()}
 	annotations := map[string]string{rotation.PhaseAnnotation: string(phase), rotation.FingerprintAnnotation: kr.Fingerprint()}
+	if handledRotate != "" {
+		annotations[rotation.HandledRotateAnnotation] = handledRotate
+	}
 	if current == nil {
 		s := corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,

@@ -275,6 +275,43 @@ var _ = Describe("MRTRKeyring controller", func() {
 		eventuallyInPhase(kr, mrtrv1alpha1.PhaseRemoving)
 	})
 
+	It("does not rotate again for a rotate value a deleted keyring of the same Secret handled", func() {
+		const propagation = 30 * time.Second
+		spec := func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.PropagationDelay = metav1.Duration{Duration: propagation} }
+		kr := createKeyring(ns, "recreated", spec)
+		settle(kr, nil)
+		requestRotation(kr, "r1")
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseAccepting)
+		for _, next := range []mrtrv1alpha1.Phase{mrtrv1alpha1.PhaseSealingWithNew, mrtrv1alpha1.PhaseWaitingTTL} {
+			advance(kr, propagation)
+			eventuallyInPhase(kr, next)
+		}
+		advance(kr, testTTLWait)
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseRemoving)
+		advance(kr, propagation)
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseStable)
+		rotated := secretKeyring(Default, ns, kr.EffectiveSecretName())
+
+		By("deleting the keyring, then creating it again with the same annotation")
+		Expect(k8sClient.Delete(ctx, kr)).To(Succeed())
+		Eventually(func() bool {
+			return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(kr), &mrtrv1alpha1.MRTRKeyring{}))
+		}).Should(BeTrue())
+		again := newKeyring(ns, "recreated", spec)
+		again.Annotations = map[string]string{mrtrv1alpha1.RotateAnnotation: "r1"}
+		Expect(k8sClient.Create(ctx, again)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, again))).To(Succeed()) })
+		// It resumes in the phase of the last Secret write, Removing, which finishes as before.
+		eventuallyInPhase(again, mrtrv1alpha1.PhaseRemoving)
+		advance(again, propagation)
+		eventuallyInPhase(again, mrtrv1alpha1.PhaseStable)
+		offset := len(logs.String())
+		poke(again)
+		reconciledSince(offset, ns)
+		Expect(getKeyring(Default, again).Status.Phase).To(Equal(mrtrv1alpha1.PhaseStable), "r1 was handled for this Secret")
+		Expect(secretKeyring(Default, ns, again.EffectiveSecretName()).Fingerprint()).To(Equal(rotated.Fingerprint()))
+	})
+
 	It("reschedules the next rotation at once when rotationInterval is shortened", func() {
 		kr := createKeyring(ns, "interval-shortened", nil) // 24h
 		settle(kr, nil)

@@ -86,6 +86,9 @@ limitations under the License.
 //     sealed, and the wait before the old keys' removal lasts at least the longest declared since
 //     they began to seal: raised during WaitingTTL, the wait is extended (event TTLWaitExtended);
 //     lowered, it is never shortened.
+//   - A keyring deleted and re-created with a mrtr.dev/rotate value already handled for its
+//     Secret: the Secret records the last handled value (HandledRotateAnnotation), so it starts no
+//     second rotation.
 //   - spec.rotationInterval edited: the next rotation is due one new interval after the last
 //     rotation (before the first, after the primary key was created), at once (event
 //     RotationRescheduled).

@@ -33,6 +33,11 @@ const (
 	// FingerprintAnnotation is the fingerprint of the keyring that write held. When it no longer
 	// matches the data, someone else changed the Secret.
 	FingerprintAnnotation = "mrtr.dev/keyring-hash"
+	// HandledRotateAnnotation is the last value of the keyring's mrtr.dev/rotate annotation that
+	// started a rotation of this Secret. It lives on the Secret, as the phase does, so that it
+	// survives the keyring: a keyring deleted and re-created with the same annotation value does
+	// not rotate again.
+	HandledRotateAnnotation = "mrtr.dev/rotate-handled"
 )
 
 // Settings is the spec with its defaults applied.
@@ -95,6 +100,8 @@ type SecretObservation struct {
 	// WrittenPhase and WrittenFingerprint are the PhaseAnnotation and FingerprintAnnotation.
 	WrittenPhase       mrtrv1alpha1.Phase
 	WrittenFingerprint string
+	// HandledRotateRequest is the HandledRotateAnnotation.
+	HandledRotateRequest string
 }
 
 // ObserveSecret classifies a Secret from its parts; exists is false when it was not found.
@@ -115,10 +122,11 @@ func ObserveSecret(exists bool, secretType string, data map[string][]byte, annot
 		return SecretObservation{State: SecretInvalid, Problem: err.Error()}
 	}
 	return SecretObservation{
-		State:              SecretValid,
-		Keyring:            r,
-		WrittenPhase:       mrtrv1alpha1.Phase(annotations[PhaseAnnotation]),
-		WrittenFingerprint: annotations[FingerprintAnnotation],
+		State:                SecretValid,
+		Keyring:              r,
+		WrittenPhase:         mrtrv1alpha1.Phase(annotations[PhaseAnnotation]),
+		WrittenFingerprint:   annotations[FingerprintAnnotation],
+		HandledRotateRequest: annotations[HandledRotateAnnotation],
 	}
 }
 

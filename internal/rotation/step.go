@@ -253,7 +253,9 @@ func (p *pass) rotationDue() (why string, due bool) {
 	if p.in.Settings.Suspend {
 		return "", false
 	}
-	if r := p.in.RotateRequest; r != "" && r != p.st.LastHandledRotateRequest {
+	// Handled once for this Secret, by this keyring (status) or by an earlier one of the same name
+	// (the Secret's annotation): never again.
+	if r := p.in.RotateRequest; r != "" && r != p.st.LastHandledRotateRequest && r != p.in.Secret.HandledRotateRequest {
 		return fmt.Sprintf("requested by %s=%q", mrtrv1alpha1.RotateAnnotation, r), true
 	}
 	if !p.in.Now.Before(p.st.NextRotationTime.Time) {

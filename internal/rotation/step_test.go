@@ -191,6 +191,13 @@ func TestStep(t *testing.T) {
 			},
 			want: want{phase: mrtrv1alpha1.PhaseStable, stamp: []string{a}, requeue: 24 * time.Hour},
 		},
+		"a request a re-created keyring's predecessor handled, as the Secret records, starts nothing": {
+			in: input(mrtrv1alpha1.MRTRKeyringStatus{}, ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
+			edit: func(in *Input) {
+				in.RotateRequest, in.Secret.HandledRotateRequest = "r1", "r1"
+			},
+			want: want{phase: mrtrv1alpha1.PhaseStable, stamp: []string{a}, requeue: 720 * time.Hour, events: []string{"Resumed"}},
+		},
 		"suspend holds a due rotation and a request": {
 			in: input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
 			edit: func(in *Input) {
