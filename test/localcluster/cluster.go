@@ -54,14 +54,18 @@ import (
 const buildScript = "hack/build-controlplane.sh"
 
 // controllers are the kube-controller-manager controllers the cluster runs: enough to roll out the
-// three workload kinds, and node-lifecycle, which lifts the not-ready taint once kwok reports a node
-// Ready. Anything that would need a real kubelet or cloud stays off.
+// three workload kinds; node-lifecycle, which lifts the not-ready taint once kwok reports a node
+// Ready; and the garbage collector and the namespace controller, so that deletions behave as in a
+// real cluster (a deleted Deployment takes its ReplicaSets and pods with it, a deleted namespace
+// empties and goes). Anything that would need a real kubelet or cloud stays off.
 var controllers = []string{
 	"deployment-controller",
 	"replicaset-controller",
 	"statefulset-controller",
 	"daemonset-controller",
 	"node-lifecycle-controller",
+	"garbage-collector-controller",
+	"namespace-controller",
 }
 
 // Options configures Start. The zero value is a working cluster with one node and no CRDs.

@@ -34,6 +34,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -103,6 +104,24 @@ func TestDeploymentBecomesAvailable(t *testing.T) {
 	var pods corev1.PodList
 	g.Expect(cl.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels(labels))).To(Succeed())
 	g.Expect(pods.Items).To(HaveEach(HaveField("Spec.NodeName", "kwok-node-0")))
+
+	// Deletions behave as in a real cluster: the garbage collector takes a deleted Deployment's
+	// ReplicaSets and pods, and the namespace controller empties a deleted namespace and removes it.
+	g.Expect(cl.Delete(ctx, deploy)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(cl.List(ctx, &pods, client.InNamespace("default"), client.MatchingLabels(labels))).To(Succeed())
+		g.Expect(pods.Items).To(BeEmpty())
+		var rss appsv1.ReplicaSetList
+		g.Expect(cl.List(ctx, &rss, client.InNamespace("default"), client.MatchingLabels(labels))).To(Succeed())
+		g.Expect(rss.Items).To(BeEmpty())
+	}).WithTimeout(2 * time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "doomed"}}
+	g.Expect(cl.Create(ctx, ns)).To(Succeed())
+	g.Expect(cl.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns.Name}})).To(Succeed())
+	g.Expect(cl.Delete(ctx, ns)).To(Succeed())
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(cl.Get(ctx, client.ObjectKeyFromObject(ns), ns))
+	}).WithTimeout(2 * time.Minute).WithPolling(100 * time.Millisecond).Should(BeTrue(), "the namespace never finished terminating")
 
 	g.Expect(childrenOf(os.Getpid())).NotTo(BeEmpty(), "the cluster should run as our children")
 	stopped = true
