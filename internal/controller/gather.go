@@ -120,6 +120,7 @@ func observeWorkloads(t workload.Targets) []rotation.Workload {
 		out = append(out, rotation.Workload{
 			Kind: mrtrv1alpha1.WorkloadKind(ref.Kind), Name: ref.Name, Found: true,
 			Stamp: workload.Hash(obj), RolledOut: ro.Done, Ready: ro.Ready, Desired: ro.Desired, Message: ro.Message,
+			Outage: ro.Outage,
 		})
 	}
 	for _, ref := range t.Missing {

@@ -326,6 +326,20 @@ var _ = Describe("MRTRKeyring controller", func() {
 		eventuallyInPhase(kr, mrtrv1alpha1.PhaseAccepting)
 	})
 
+	It("warns that each restart of a Deployment with strategy Recreate is an outage", func() {
+		obj := newWorkload(workload.Deployment, ns, "recreate", 2, nil)
+		obj.(*appsv1.Deployment).Spec.Strategy.Type = appsv1.RecreateDeploymentStrategyType
+		Expect(k8sClient.Create(ctx, obj)).To(Succeed())
+		rollOut(obj, -1)
+		kr := createKeyring(ns, "outage", func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(obj) })
+		settle(kr, []client.Object{obj})
+		Eventually(func(g Gomega) {
+			k := getKeyring(g, kr)
+			g.Expect(condition(k, mrtrv1alpha1.ConditionReady).Message).To(ContainSubstring("every restart is an outage for Deployment/recreate"))
+			g.Expect(events(g, kr)).To(ContainElement(HavePrefix("RestartIsOutage: ")))
+		}).Should(Succeed())
+	})
+
 	It("rotates several workloads of all three kinds, named and selected", func() {
 		mcp := map[string]string{"tier": "mcp"}
 		web := createWorkload(workload.Deployment, ns, "web", 2, nil)

@@ -149,6 +149,8 @@ type Workload struct {
 	Ready, Desired int32
 	// Message says what the rollout waits for.
 	Message string
+	// Outage, when not empty, says why each restart of the workload takes all its pods down.
+	Outage string
 }
 
 // ref is "Kind/name", as in messages.

@@ -18,6 +18,7 @@ package rotation
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -30,6 +31,7 @@ import (
 // requeue of the Decision.
 func (p *pass) finish() {
 	p.checkBlocked()
+	p.warnOutages()
 	p.st.ObservedGeneration = p.in.Generation
 	p.st.SecretName = p.in.SecretName
 	p.st.Workloads = p.workloadStatuses()
@@ -83,6 +85,12 @@ func (p *pass) setConditions() {
 			reconciling = condition(mrtrv1alpha1.ConditionReconciling, true, mrtrv1alpha1.ReasonRolloutInProgress, "rolling out keyring "+p.st.TargetFingerprint+": "+messages(pending, p.st.TargetFingerprint))
 		}
 	}
+	if o := p.outages(); o != "" {
+		ready.Message += "; " + o
+		if reconciling.Status == metav1.ConditionTrue {
+			reconciling.Message += "; " + o
+		}
+	}
 	if old := meta.FindStatusCondition(p.in.Status.Conditions, mrtrv1alpha1.ConditionReady); ready.Status == metav1.ConditionFalse && (old == nil || old.Reason != ready.Reason) {
 		p.event(corev1Warning, ready.Reason, "Reconcile", "%s", ready.Message)
 	}
@@ -90,6 +98,28 @@ func (p *pass) setConditions() {
 		c.ObservedGeneration = p.in.Generation
 		c.LastTransitionTime = p.now // kept by SetStatusCondition unless the status flips
 		meta.SetStatusCondition(&p.st.Conditions, c)
+	}
+}
+
+// outages names the targets whose every restart is an outage, "" when there are none.
+func (p *pass) outages() string {
+	var out []string
+	for _, w := range p.in.Workloads {
+		if w.Found && w.Outage != "" {
+			out = append(out, w.ref()+" ("+w.Outage+")")
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "every restart is an outage for " + strings.Join(out, ", ")
+}
+
+// warnOutages emits a Warning event when this pass writes a keyring that targets whose restart is
+// an outage will roll out: a rotation restarts them three times.
+func (p *pass) warnOutages() {
+	if o := p.outages(); o != "" && p.d.Secret != nil && len(p.in.Workloads) > 0 {
+		p.event(corev1Warning, "RestartIsOutage", "Rotate", "rolling out keyring %s: %s", p.d.Secret.Fingerprint(), o)
 	}
 }
 

@@ -19,6 +19,7 @@ package rotation
 import (
 	"bytes"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -371,5 +372,33 @@ func TestTTLWaitsFollowTheKeys(t *testing.T) {
 	d = Step(in)
 	if d.Status.Phase != mrtrv1alpha1.PhaseRemoving || d.Status.TTLWaits.Retiring != nil {
 		t.Fatalf("entering Removing: phase %s, ttlWaits %+v; want Removing without retiring", d.Status.Phase, d.Status.TTLWaits)
+	}
+}
+
+// A target whose every restart is an outage (a Deployment with strategy Recreate) is named in a
+// Warning event whenever a keyring is written for it to roll out, and in the Ready message always.
+func TestOutageStrategiesAreWarned(t *testing.T) {
+	a := "k20260101-000000"
+	recreate := deployment("api", fp(t, a), true)
+	recreate.Outage = "strategy Recreate stops every pod before it starts new ones"
+	in := input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), recreate)
+	d := Step(in)
+	ready := meta.FindStatusCondition(d.Status.Conditions, mrtrv1alpha1.ConditionReady)
+	if ready == nil || !strings.Contains(ready.Message, "every restart is an outage for Deployment/api (strategy Recreate") {
+		t.Fatalf("Ready message %q does not name the outage", ready.Message)
+	}
+	for _, e := range d.Events {
+		if e.Reason == "RestartIsOutage" {
+			t.Fatalf("a pass that writes nothing warned: %v", e)
+		}
+	}
+	in.RotateRequest = "go"
+	d = Step(in)
+	var warned bool
+	for _, e := range d.Events {
+		warned = warned || e.Reason == "RestartIsOutage" && e.Type == corev1Warning && strings.Contains(e.Note, "Deployment/api")
+	}
+	if d.Secret == nil || !warned {
+		t.Fatalf("the rotation's first write (%v) did not warn of the outage: %+v", d.Secret, d.Events)
 	}
 }

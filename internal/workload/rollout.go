@@ -35,6 +35,9 @@ type Rollout struct {
 	Ready, Desired int32
 	// Message says, naming the workload, what the rollout is waiting for.
 	Message string
+	// Outage, when not empty, says why every restart of the workload is an outage: its update
+	// strategy stops every pod before it starts new ones.
+	Outage string
 }
 
 // deploymentTimedOutReason is the Progressing condition's reason once progressDeadlineSeconds
@@ -69,6 +72,9 @@ func deploymentRollout(d *appsv1.Deployment) Rollout {
 	name := Ref{Kind: Deployment, Name: d.Name}
 	st := d.Status
 	r := Rollout{Desired: replicas(d.Spec.Replicas), Ready: min(st.UpdatedReplicas, st.AvailableReplicas)}
+	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType && r.Desired > 0 {
+		r.Outage = "strategy Recreate stops every pod before it starts new ones"
+	}
 	if d.Generation > st.ObservedGeneration {
 		r.Message = fmt.Sprintf("%s: waiting for the deployment controller to observe generation %d", name, d.Generation)
 		return r

@@ -284,3 +284,29 @@ func TestRefCompareOrdersKindsThenNames(t *testing.T) {
 		}
 	}
 }
+
+// A Deployment whose strategy stops every pod before it starts new ones makes each restart an
+// outage, which the rotation must say; a rolling update, or no replicas, does not.
+func TestRolloutStatusNamesOutageStrategies(t *testing.T) {
+	three, zero := int32(3), int32(0)
+	done := appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 3, UpdatedReplicas: 3, AvailableReplicas: 3, ReadyReplicas: 3}
+	for name, tc := range map[string]struct {
+		strategy appsv1.DeploymentStrategyType
+		replicas *int32
+		outage   bool
+	}{
+		"Recreate":              {appsv1.RecreateDeploymentStrategyType, &three, true},
+		"RollingUpdate":         {appsv1.RollingUpdateDeploymentStrategyType, &three, false},
+		"Recreate, scaled to 0": {appsv1.RecreateDeploymentStrategyType, &zero, false},
+	} {
+		d := deployment(1, tc.replicas, done)
+		d.Spec.Strategy.Type = tc.strategy
+		r, err := RolloutStatus(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (r.Outage != "") != tc.outage {
+			t.Errorf("%s: Outage %q, want an outage: %v", name, r.Outage, tc.outage)
+		}
+	}
+}

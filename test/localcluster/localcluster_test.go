@@ -121,7 +121,7 @@ func TestDeploymentBecomesAvailable(t *testing.T) {
 	g.Expect(cl.Delete(ctx, ns)).To(Succeed())
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(cl.Get(ctx, client.ObjectKeyFromObject(ns), ns))
-	}).WithTimeout(2 * time.Minute).WithPolling(100 * time.Millisecond).Should(BeTrue(), "the namespace never finished terminating")
+	}).WithTimeout(2*time.Minute).WithPolling(100*time.Millisecond).Should(BeTrue(), "the namespace never finished terminating")
 
 	g.Expect(childrenOf(os.Getpid())).NotTo(BeEmpty(), "the cluster should run as our children")
 	stopped = true
