@@ -262,11 +262,21 @@ type MRTRKeyringStatus struct {
 	// +optional
 	TargetFingerprint string `json:"targetFingerprint,omitempty"`
 
-	// workloads is the rollout state of each target workload.
+	// workloads is the rollout state of the target workloads: all of them up to 100, else the first
+	// 100 of those not yet up to date, then the others, each group in kind and name order.
+	// workloadCount and workloadsUpToDate count them all.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=256
 	Workloads []WorkloadStatus `json:"workloads,omitempty"`
+
+	// workloadCount is the number of target workloads, listed in workloads or not.
+	// +optional
+	WorkloadCount int32 `json:"workloadCount,omitempty"`
+
+	// workloadsUpToDate is the number of target workloads that run status.targetFingerprint.
+	// +optional
+	WorkloadsUpToDate int32 `json:"workloadsUpToDate,omitempty"`
 
 	// phaseStartedAt is when the current phase began; rollout deadlines count from it.
 	// +optional

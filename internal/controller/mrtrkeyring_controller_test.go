@@ -340,6 +340,37 @@ var _ = Describe("MRTRKeyring controller", func() {
 		}).Should(Succeed())
 	})
 
+	It("keeps status within its limits and rotates with more selected workloads than status lists", func() {
+		const n = 260 // more than status.workloads may hold (256)
+		sel := map[string]string{"tier": "many"}
+		ws := make([]client.Object, n)
+		for i := range ws {
+			ws[i] = createWorkload(workload.Deployment, ns, fmt.Sprintf("mcp-%03d", i), 1, sel)
+		}
+		kr := createKeyring(ns, "hundreds", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.WorkloadSelector = &metav1.LabelSelector{MatchLabels: sel}
+		})
+		a := settle(kr, ws)
+		requestRotation(kr, "many")
+		Eventually(func(g Gomega) {
+			k := getKeyring(g, kr)
+			g.Expect(k.Status.Phase).To(Equal(mrtrv1alpha1.PhaseAccepting))
+			g.Expect(k.Status.WorkloadCount).To(BeEquivalentTo(n))
+			g.Expect(k.Status.WorkloadsUpToDate).To(BeZero(), "none has rolled out [A, B] yet")
+			g.Expect(k.Status.Workloads).To(HaveLen(rotation.MaxListedWorkloads))
+			g.Expect(condition(k, mrtrv1alpha1.ConditionReconciling).Message).To(ContainSubstring(fmt.Sprintf("and %d more", n-10)))
+		}).Should(Succeed())
+		ab := secretKeyring(Default, ns, kr.EffectiveSecretName())
+		Expect(ab.Primary().ID()).To(Equal(a.Primary().ID()))
+		for _, w := range ws {
+			Eventually(func(g Gomega) { h, _ := stampOf(g, w); g.Expect(h).To(Equal(ab.Fingerprint())) }).Should(Succeed())
+			rollOut(w, -1)
+		}
+		Eventually(func(g Gomega) { g.Expect(getKeyring(g, kr).Status.RolledOutAt).NotTo(BeNil()) }).Should(Succeed())
+		advance(kr, testGrace) // the replaced pods stop
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseSealingWithNew)
+	})
+
 	It("rotates several workloads of all three kinds, named and selected", func() {
 		mcp := map[string]string{"tier": "mcp"}
 		web := createWorkload(workload.Deployment, ns, "web", 2, nil)

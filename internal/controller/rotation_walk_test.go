@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
 	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
@@ -52,7 +53,9 @@ func settle(kr *mrtrv1alpha1.MRTRKeyring, ws []client.Object) *keyring.Keyring {
 		g.Expect(k.Status.SecretFingerprint).To(Equal(cur.Fingerprint()))
 		g.Expect(condition(k, mrtrv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue), "Ready: %+v", k.Status.Conditions)
 		g.Expect(condition(k, mrtrv1alpha1.ConditionReconciling).Status).To(Equal(metav1.ConditionFalse))
-		g.Expect(k.Status.Workloads).To(HaveLen(len(ws)))
+		g.Expect(k.Status.Workloads).To(HaveLen(min(len(ws), rotation.MaxListedWorkloads)))
+		g.Expect(k.Status.WorkloadCount).To(BeEquivalentTo(len(ws)))
+		g.Expect(k.Status.WorkloadsUpToDate).To(BeEquivalentTo(len(ws)))
 		for _, w := range k.Status.Workloads {
 			g.Expect(w.UpToDate).To(BeTrue(), "workload %s/%s: %s", w.Kind, w.Name, w.Message)
 		}

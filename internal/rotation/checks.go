@@ -128,20 +128,33 @@ func (p *pass) nextDeadline() time.Duration {
 }
 
 func refs(ws []Workload) string {
-	s := make([]string, len(ws))
-	for i, w := range ws {
-		s[i] = w.ref()
+	s := make([]string, min(len(ws), maxNamed+1))
+	for i := range s {
+		s[i] = ws[i].ref()
 	}
-	return strings.Join(s, ", ")
+	return joinSome(s, ", ", len(ws))
 }
 
 // messages says what each workload waits for, relative to keyring fingerprint fp.
 func messages(ws []Workload, fp string) string {
-	s := make([]string, len(ws))
-	for i, w := range ws {
-		s[i] = describe(w, fp)
+	s := make([]string, min(len(ws), maxNamed+1))
+	for i := range s {
+		s[i] = describe(ws[i], fp)
 	}
-	return strings.Join(s, "; ")
+	return joinSome(s, "; ", len(ws))
+}
+
+// maxNamed is how many workloads a condition message or event names; the rest are counted, so
+// that a keyring with thousands of targets keeps its messages within the API's 32 KiB.
+const maxNamed = 10
+
+// joinSome joins the first maxNamed of s, which holds at least those of the total items, and
+// counts the others.
+func joinSome(s []string, sep string, total int) string {
+	if total <= maxNamed {
+		return strings.Join(s, sep)
+	}
+	return fmt.Sprintf("%s%sand %d more", strings.Join(s[:maxNamed], sep), sep, total-maxNamed)
 }
 
 // describe says what w waits for before it runs keyring fp. Workload.Message already names the

@@ -18,7 +18,6 @@ package rotation
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -44,20 +43,36 @@ func (p *pass) finish() {
 	p.d.Status = p.st
 }
 
+// MaxListedWorkloads is the most target workloads status.workloads lists. A keyring may have any
+// number of targets; status, one object of bounded size, names the ones that matter most (those
+// not yet up to date) and counts the rest.
+const MaxListedWorkloads = 100
+
+// workloadStatuses lists the targets, at most MaxListedWorkloads of them, and counts them all.
 func (p *pass) workloadStatuses() []mrtrv1alpha1.WorkloadStatus {
+	p.st.WorkloadCount, p.st.WorkloadsUpToDate = int32(len(p.in.Workloads)), 0
 	if len(p.in.Workloads) == 0 {
 		return nil
 	}
-	out := make([]mrtrv1alpha1.WorkloadStatus, len(p.in.Workloads))
-	for i, w := range p.in.Workloads {
-		out[i] = mrtrv1alpha1.WorkloadStatus{
+	var behind, upToDate []mrtrv1alpha1.WorkloadStatus
+	for _, w := range p.in.Workloads {
+		ws := mrtrv1alpha1.WorkloadStatus{
 			Kind: w.Kind, Name: w.Name, Found: w.Found,
 			UpToDate:      w.upToDate(p.st.TargetFingerprint),
 			ReadyReplicas: w.Ready, DesiredReplicas: w.Desired,
 			Message: describe(w, p.st.TargetFingerprint),
 		}
+		if ws.UpToDate {
+			p.st.WorkloadsUpToDate++
+			if len(behind)+len(upToDate) < MaxListedWorkloads {
+				upToDate = append(upToDate, ws)
+			}
+		} else if len(behind) < MaxListedWorkloads {
+			behind = append(behind, ws)
+		}
 	}
-	return out
+	out := append(behind, upToDate...)
+	return out[:min(len(out), MaxListedWorkloads)]
 }
 
 // setConditions sets Ready, Reconciling and Stalled the kstatus way (see the API's Condition*
@@ -112,7 +127,7 @@ func (p *pass) outages() string {
 	if len(out) == 0 {
 		return ""
 	}
-	return "every restart is an outage for " + strings.Join(out, ", ")
+	return "every restart is an outage for " + joinSome(out, ", ", len(out))
 }
 
 // warnOutages emits a Warning event when this pass writes a keyring that targets whose restart is

@@ -18,6 +18,7 @@ package rotation
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -400,5 +401,41 @@ func TestOutageStrategiesAreWarned(t *testing.T) {
 	}
 	if d.Secret == nil || !warned {
 		t.Fatalf("the rotation's first write (%v) did not warn of the outage: %+v", d.Secret, d.Events)
+	}
+}
+
+// Any number of targets: status lists at most MaxListedWorkloads, those not up to date first, and
+// counts them all; condition messages name ten and count the rest, so that the status of a keyring
+// with thousands of targets stays well inside what the API server accepts.
+func TestManyWorkloadsStayWithinStatusLimits(t *testing.T) {
+	a, b := "k20260101-000000", "k20260806-120000"
+	var ws []Workload
+	for i := range 1000 {
+		stamp := fp(t, a, b)
+		if i%10 == 3 { // 100 of them have not rolled out the keyring yet
+			stamp = fp(t, a)
+		}
+		ws = append(ws, deployment(fmt.Sprintf("mcp-%04d", i), stamp, true))
+	}
+	d := Step(input(status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), ws...))
+	st := d.Status
+	if st.WorkloadCount != 1000 || st.WorkloadsUpToDate != 900 {
+		t.Fatalf("counts %d, %d up to date; want 1000, 900", st.WorkloadCount, st.WorkloadsUpToDate)
+	}
+	if len(st.Workloads) != MaxListedWorkloads {
+		t.Fatalf("%d workloads listed, want %d", len(st.Workloads), MaxListedWorkloads)
+	}
+	for i, w := range st.Workloads {
+		if w.UpToDate {
+			t.Fatalf("workloads[%d] %s is up to date, listed before %d that are not", i, w.Name, 100-i)
+		}
+	}
+	for _, c := range st.Conditions {
+		if len(c.Message) > 4096 {
+			t.Errorf("%s message is %d bytes", c.Type, len(c.Message))
+		}
+	}
+	if r := meta.FindStatusCondition(st.Conditions, mrtrv1alpha1.ConditionReconciling); !strings.Contains(r.Message, "and 90 more") {
+		t.Errorf("Reconciling message does not count the workloads it leaves out: %s", r.Message)
 	}
 }
