@@ -369,6 +369,9 @@ const (
 	// ReasonKeyringFull (Stalled=True, Ready=False): an adopted keyring already holds the maximum
 	// number of keys, so no key can be added; remove keys no replica seals with.
 	ReasonKeyringFull = "KeyringFull"
+	// ReasonConflict: the keyring Secret, or a target workload's stamp, belongs to another
+	// MRTRKeyring (the message names it). This keyring touches neither until the owner is gone.
+	ReasonConflict = "Conflict"
 )
 
 // +kubebuilder:object:root=true

@@ -62,17 +62,58 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 	if err != nil {
 		return rotation.Input{}, observed{}, fmt.Errorf("generate a key for keyring %s/%s: %w", kr.Namespace, kr.Name, err)
 	}
+	sec := observeSecret(secret)
+	if secret != nil {
+		if sec.ClaimedBy, err = r.otherOwner(ctx, kr, secret.Labels[KeyringLabel]); err != nil {
+			return rotation.Input{}, observed{}, err
+		}
+	}
+	ws := observeWorkloads(targets)
+	stampable := make([]client.Object, 0, len(targets.Found))
+	for _, obj := range targets.Found {
+		owner, err := r.otherOwner(ctx, kr, workload.StampedBy(obj))
+		if err != nil {
+			return rotation.Input{}, observed{}, err
+		}
+		if owner == "" {
+			stampable = append(stampable, obj)
+			continue
+		}
+		ref, _ := workload.RefOf(obj)
+		i := slices.IndexFunc(ws, func(w rotation.Workload) bool { return w.Name == ref.Name && string(w.Kind) == string(ref.Kind) })
+		ws[i].ClaimedBy = owner
+	}
 	return rotation.Input{
 		Now:           r.now().Now(),
 		Generation:    kr.Generation,
 		Settings:      rotation.SettingsFrom(kr.Spec),
 		Status:        kr.Status,
 		SecretName:    kr.EffectiveSecretName(),
-		Secret:        observeSecret(secret),
+		Secret:        sec,
 		FreshKey:      fresh,
-		Workloads:     observeWorkloads(targets),
+		Workloads:     ws,
 		RotateRequest: kr.Annotations[mrtrv1alpha1.RotateAnnotation],
-	}, observed{secret: secret, targets: targets.Found}, nil
+	}, observed{secret: secret, targets: stampable}, nil
+}
+
+// otherOwner returns claimant when it names an MRTRKeyring of kr's namespace other than kr that
+// exists: the owner of a Secret or a stamp that kr must not touch. A claim of a keyring that is gone
+// lapses, so that its successor (or a keyring of another name) takes over.
+func (r *MRTRKeyringReconciler) otherOwner(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, claimant string) (string, error) {
+	if claimant == "" || claimant == kr.Name {
+		return "", nil
+	}
+	var other mrtrv1alpha1.MRTRKeyring
+	err := r.Get(ctx, types.NamespacedName{Namespace: kr.Namespace, Name: claimant}, &other)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("read MRTRKeyring %s/%s, which claims an object of %s: %w", kr.Namespace, claimant, kr.Name, err)
+	case other.DeletionTimestamp != nil:
+		return "", nil // on its way out
+	}
+	return claimant, nil
 }
 
 // readSecret reads the keyring Secret from the API server, not the cache (see APIReader); nil

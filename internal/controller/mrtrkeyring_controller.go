@@ -106,7 +106,7 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	var stampErrs []error
 	if d.Stamp != "" {
 		for _, obj := range obs.targets {
-			if _, err := workload.Stamp(ctx, r.Client, obj, d.Stamp); err != nil && !apierrors.IsNotFound(err) {
+			if _, err := workload.Stamp(ctx, r.Client, obj, d.Stamp, kr.Name); err != nil && !apierrors.IsNotFound(err) {
 				stampErrs = append(stampErrs, err)
 			}
 		}

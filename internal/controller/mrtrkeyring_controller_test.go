@@ -371,6 +371,60 @@ var _ = Describe("MRTRKeyring controller", func() {
 		eventuallyInPhase(kr, mrtrv1alpha1.PhaseSealingWithNew)
 	})
 
+	It("never fights over a workload: a second keyring targeting it stalls on a Conflict until the first is gone", func() {
+		web := createWorkload(workload.Deployment, ns, "shared", 2, nil)
+		first := createKeyring(ns, "first", func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(web) })
+		a := settle(first, []client.Object{web})
+		_, gen := stampOf(Default, web)
+
+		second := createKeyring(ns, "second", func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(web) })
+		Eventually(func(g Gomega) {
+			c := condition(getKeyring(g, second), mrtrv1alpha1.ConditionStalled)
+			g.Expect(c.Reason).To(Equal(mrtrv1alpha1.ReasonConflict))
+			g.Expect(c.Message).To(ContainSubstring("Deployment/shared (MRTRKeyring first)"))
+		}).Should(Succeed())
+		offset := len(logs.String())
+		poke(second)
+		reconciledSince(offset, ns)
+		h, after := stampOf(Default, web)
+		Expect(h).To(Equal(a.Fingerprint()), "the first keyring's stamp stays")
+		Expect(after).To(Equal(gen), "no second stamp: no restart")
+
+		By("deleting the first keyring, the second takes the workload over")
+		Expect(k8sClient.Delete(ctx, first)).To(Succeed())
+		settle(second, []client.Object{web})
+		Eventually(func(g Gomega) {
+			var d appsv1.Deployment
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(web), &d)).To(Succeed())
+			g.Expect(d.Annotations).To(HaveKeyWithValue(workload.StampedByAnnotation, "second"))
+		}).Should(Succeed())
+	})
+
+	It("never fights over a Secret: a second keyring with the same secretName stalls on a Conflict and writes nothing", func() {
+		first := createKeyring(ns, "first", nil)
+		a := settle(first, nil)
+		second := createKeyring(ns, "second", func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.SecretName = first.Name })
+		requestRotation(second, "go")
+		Eventually(func(g Gomega) {
+			c := condition(getKeyring(g, second), mrtrv1alpha1.ConditionStalled)
+			g.Expect(c.Reason).To(Equal(mrtrv1alpha1.ReasonConflict))
+			g.Expect(c.Message).To(ContainSubstring("belongs to MRTRKeyring first"))
+		}).Should(Succeed())
+		offset := len(logs.String())
+		poke(second)
+		reconciledSince(offset, ns)
+		Expect(secretKeyring(Default, ns, first.Name).Fingerprint()).To(Equal(a.Fingerprint()), "the Secret is untouched")
+		Expect(getKeyring(Default, first).Status.Phase).To(Equal(mrtrv1alpha1.PhaseStable))
+
+		By("deleting the first keyring, the second takes the Secret over, as it is")
+		Expect(k8sClient.Delete(ctx, first)).To(Succeed())
+		Eventually(func(g Gomega) {
+			k := getKeyring(g, second)
+			g.Expect(condition(k, mrtrv1alpha1.ConditionStalled).Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(k.Status.Keys[0].ID).To(Equal(a.Primary().ID()), "the keys are kept")
+		}).Should(Succeed())
+	})
+
 	It("rotates several workloads of all three kinds, named and selected", func() {
 		mcp := map[string]string{"tier": "mcp"}
 		web := createWorkload(workload.Deployment, ns, "web", 2, nil)

@@ -22,6 +22,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -78,7 +79,14 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&mrtrv1alpha1.MRTRKeyring{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.keyringsForSecret),
-			builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{}))
+			builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+		// A keyring that is deleted releases what it claimed: wake those it was in conflict with.
+		Watches(&mrtrv1alpha1.MRTRKeyring{}, handler.EnqueueRequestsFromMapFunc(r.keyringsInConflict),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc: func(event.CreateEvent) bool { return false },
+				UpdateFunc: func(event.UpdateEvent) bool { return false },
+				DeleteFunc: func(event.DeleteEvent) bool { return true },
+			}))
 	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}} {
 		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(r.keyringsForWorkload),
 			builder.WithPredicates(workloadChanged{}))
@@ -89,6 +97,15 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // keyringsForSecret maps a Secret to the keyrings in its namespace that use it.
 func (r *MRTRKeyringReconciler) keyringsForSecret(ctx context.Context, s client.Object) []reconcile.Request {
 	return r.list(ctx, s.GetNamespace(), client.MatchingFields{secretNameIndex: s.GetName()}, nil)
+}
+
+// keyringsInConflict maps a deleted keyring to the keyrings of its namespace stalled on a conflict,
+// which may now take over what it claimed.
+func (r *MRTRKeyringReconciler) keyringsInConflict(ctx context.Context, deleted client.Object) []reconcile.Request {
+	return r.list(ctx, deleted.GetNamespace(), nil, func(kr *mrtrv1alpha1.MRTRKeyring) bool {
+		c := meta.FindStatusCondition(kr.Status.Conditions, mrtrv1alpha1.ConditionStalled)
+		return kr.Name != deleted.GetName() && c != nil && c.Status == metav1.ConditionTrue && c.Reason == mrtrv1alpha1.ReasonConflict
+	})
 }
 
 // keyringsForWorkload maps a workload to the keyrings that name it, or whose selector matches its

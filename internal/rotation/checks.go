@@ -75,6 +75,7 @@ func WaitsForRollout(ph mrtrv1alpha1.Phase) bool {
 // checkBlocked is the stall check run after advance: a target missing while Accepting, or a
 // rollout past spec.rolloutDeadline.
 func (p *pass) checkBlocked() {
+	p.checkClaims()
 	if !WaitsForRollout(p.st.Phase) || p.d.Secret != nil {
 		return
 	}
@@ -86,6 +87,23 @@ func (p *pass) checkBlocked() {
 	if len(pending) > 0 && !p.in.Now.Before(p.rolloutDeadline()) {
 		p.stall(mrtrv1alpha1.ReasonRolloutDeadlineExceeded, "%s has not rolled out keyring %s within %s: %s; the rotation continues once it does",
 			refs(pending), p.st.TargetFingerprint, p.in.Settings.RolloutDeadline, messages(pending, p.st.TargetFingerprint))
+	}
+}
+
+// checkClaims stalls on targets whose stamp belongs to another keyring: the reconciler does not
+// stamp them, so a rotation cannot leave its first phase until the owner is gone (or the workload
+// leaves this keyring's targets). A workload that needs two keyrings needs one stamp for each, not
+// one fought over.
+func (p *pass) checkClaims() {
+	var claimed []string
+	for _, w := range p.in.Workloads {
+		if w.Found && w.ClaimedBy != "" {
+			claimed = append(claimed, fmt.Sprintf("%s (MRTRKeyring %s)", w.ref(), w.ClaimedBy))
+		}
+	}
+	if len(claimed) > 0 {
+		p.stall(mrtrv1alpha1.ReasonConflict, "the stamps of %s belong to another keyring: this keyring does not stamp them while that one exists",
+			joinSome(claimed, ", ", len(claimed)))
 	}
 }
 

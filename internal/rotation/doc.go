@@ -86,6 +86,10 @@ limitations under the License.
 //     sealed, and the wait before the old keys' removal lasts at least the longest declared since
 //     they began to seal: raised during WaitingTTL, the wait is extended (event TTLWaitExtended);
 //     lowered, it is never shortened.
+//   - Two keyrings, one object: a Secret belongs to the keyring that labelled it
+//     (mrtr.dev/keyring), a workload's stamp to the keyring named by its mrtr.dev/stamped-by
+//     annotation, as long as that keyring exists. Another keyring that claims either touches it
+//     not at all and is Stalled (Conflict) naming the owner; it takes over once the owner is gone.
 //   - A keyring deleted and re-created with a mrtr.dev/rotate value already handled for its
 //     Secret: the Secret records the last handled value (HandledRotateAnnotation), so it starts no
 //     second rotation.

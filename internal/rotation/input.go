@@ -97,6 +97,9 @@ type SecretObservation struct {
 	// Problem says what is wrong when State is SecretInvalid or SecretWrongType. It never holds
 	// key bytes (keyring.Parse errors do not).
 	Problem string
+	// ClaimedBy names another MRTRKeyring, one that exists, that owns the Secret (the reconciler's
+	// mrtr.dev/keyring label on it): this keyring must not touch it.
+	ClaimedBy string
 	// WrittenPhase and WrittenFingerprint are the PhaseAnnotation and FingerprintAnnotation.
 	WrittenPhase       mrtrv1alpha1.Phase
 	WrittenFingerprint string
@@ -151,6 +154,9 @@ type Workload struct {
 	Message string
 	// Outage, when not empty, says why each restart of the workload takes all its pods down.
 	Outage string
+	// ClaimedBy names another MRTRKeyring, one that exists, whose stamp the workload carries
+	// (workload.StampedByAnnotation): the reconciler does not stamp it, and Step reports the conflict.
+	ClaimedBy string
 }
 
 // ref is "Kind/name", as in messages.

@@ -34,7 +34,7 @@ func (p *pass) finish() {
 	p.st.ObservedGeneration = p.in.Generation
 	p.st.SecretName = p.in.SecretName
 	p.st.Workloads = p.workloadStatuses()
-	if p.in.Secret.State == SecretValid || p.d.Secret != nil {
+	if !p.conflict && (p.in.Secret.State == SecretValid || p.d.Secret != nil) {
 		// Only a keyring that is valid and ours is ever rolled out.
 		p.d.Stamp = p.st.TargetFingerprint
 	}

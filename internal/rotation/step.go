@@ -36,7 +36,13 @@ func Step(in Input) Decision {
 		p.st.Phase = mrtrv1alpha1.PhaseStable
 	}
 	p.trackTTLWaits()
-	if kr := p.reconcileSecret(); kr != nil {
+	if owner := in.Secret.ClaimedBy; owner != "" {
+		// Two keyrings driving one Secret would each advance its rotation on their own workloads:
+		// the second one touches nothing, so the phase and timers in its status stay as they were.
+		p.stall(mrtrv1alpha1.ReasonConflict, "Secret %s belongs to MRTRKeyring %s: this keyring writes and stamps nothing while %s exists; give it another spec.secretName",
+			in.SecretName, owner, owner)
+		p.conflict = true
+	} else if kr := p.reconcileSecret(); kr != nil {
 		p.advance(kr)
 	}
 	p.finish()
@@ -51,6 +57,8 @@ type pass struct {
 	d   Decision
 	// stallReason and stallMessage are set when progress is blocked.
 	stallReason, stallMessage string
+	// conflict: the Secret belongs to another keyring, so nothing is written or stamped.
+	conflict bool
 }
 
 // reconcileSecret settles what the Secret holds against what status says was written. It returns

@@ -200,6 +200,19 @@ func TestStep(t *testing.T) {
 			},
 			want: want{phase: mrtrv1alpha1.PhaseStable, stamp: []string{a}, requeue: 720 * time.Hour, events: []string{"Resumed"}},
 		},
+		"a Secret that another existing keyring owns is left alone: no write, no stamp, a Conflict naming the owner": {
+			in: input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a), true)),
+			edit: func(in *Input) {
+				in.Secret.ClaimedBy, in.RotateRequest = "payments-old", "now"
+			},
+			want: want{phase: mrtrv1alpha1.PhaseStable, requeue: 24 * time.Hour, stalled: mrtrv1alpha1.ReasonConflict, events: []string{"Conflict"}},
+		},
+		"a target whose stamp another keyring owns is not stamped, and the rotation does not leave Accepting": {
+			in: input(status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b),
+				deployment("api", fp(t, a, b), true), Workload{Kind: mrtrv1alpha1.KindDeployment, Name: "shared", Found: true, Stamp: "ffff", RolledOut: true, ClaimedBy: "other"}),
+			edit: func(in *Input) { in.Status.RolledOutAt = at(-time.Minute) },
+			want: want{phase: mrtrv1alpha1.PhaseAccepting, stamp: []string{a, b}, requeue: 10*time.Minute - time.Minute, stalled: mrtrv1alpha1.ReasonConflict, events: []string{"Conflict"}},
+		},
 		"suspend holds a due rotation and a request": {
 			in: input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
 			edit: func(in *Input) {

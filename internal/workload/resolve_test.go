@@ -126,7 +126,7 @@ func TestStampIsIdempotent(t *testing.T) {
 		return &got
 	}
 	obj := get()
-	wrote, err := Stamp(ctx, c, obj, "0123456789abcdef")
+	wrote, err := Stamp(ctx, c, obj, "0123456789abcdef", "payments")
 	if err != nil || !wrote {
 		t.Fatalf("first Stamp = %v, %v; want a write", wrote, err)
 	}
@@ -134,14 +134,14 @@ func TestStampIsIdempotent(t *testing.T) {
 	if Hash(after) != "0123456789abcdef" || after.Spec.Template.Annotations["keep"] != "me" {
 		t.Fatalf("template annotations after Stamp = %v", after.Spec.Template.Annotations)
 	}
-	wrote, err = Stamp(ctx, c, after, "0123456789abcdef")
+	wrote, err = Stamp(ctx, c, after, "0123456789abcdef", "payments")
 	if err != nil || wrote {
 		t.Fatalf("second Stamp = %v, %v; want no write", wrote, err)
 	}
 	if get().ResourceVersion != after.ResourceVersion {
 		t.Errorf("second Stamp changed the resourceVersion")
 	}
-	if _, err := Stamp(ctx, c, after, ""); err == nil {
+	if _, err := Stamp(ctx, c, after, "", "payments"); err == nil {
 		t.Errorf("Stamp with an empty hash succeeded")
 	}
 }

@@ -26,7 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// Stamp makes the workload's pod template carry hash in HashAnnotation, which restarts its pods
+// Stamp makes the workload's pod template carry hash in HashAnnotation, and the workload itself the
+// name of the keyring it belongs to in StampedByAnnotation. A new hash restarts its pods
 // (a rollout) when the value changes. It writes nothing when the template already carries hash, so
 // calling it again — after a restart of the operator, or on every reconcile — never restarts the
 // pods a second time. It reports whether it wrote.
@@ -34,18 +35,19 @@ import (
 // The write is a JSON merge patch of that one annotation: it cannot clobber a concurrent change to
 // any other field (nor needs a resourceVersion), and it takes no ownership of the rest of the
 // object. On success obj holds the patched workload as the API server returned it.
-func Stamp(ctx context.Context, c client.Writer, obj client.Object, hash string) (bool, error) {
+func Stamp(ctx context.Context, c client.Writer, obj client.Object, hash, keyring string) (bool, error) {
 	if hash == "" {
 		return false, errors.New("stamp: the keyring hash is empty")
 	}
 	if _, err := PodTemplate(obj); err != nil {
 		return false, fmt.Errorf("stamp: %w", err)
 	}
-	if Hash(obj) == hash {
+	if Hash(obj) == hash && StampedBy(obj) == keyring {
 		return false, nil
 	}
 	ref, _ := RefOf(obj)
 	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": map[string]string{StampedByAnnotation: keyring}},
 		"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
 			"annotations": map[string]string{HashAnnotation: hash},
 		}}},

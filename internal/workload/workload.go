@@ -35,6 +35,14 @@ import (
 // pods must run with. Changing it is what restarts the pods; re-writing the same value is a no-op.
 const HashAnnotation = "mrtr.dev/keyring-hash"
 
+// StampedByAnnotation is the workload annotation naming the MRTRKeyring whose fingerprint its pod
+// template carries: the stamp belongs to that keyring, and no other keyring stamps the workload
+// while it exists.
+const StampedByAnnotation = "mrtr.dev/stamped-by"
+
+// StampedBy is the keyring that claims obj's stamp, "" when none does.
+func StampedBy(obj client.Object) string { return obj.GetAnnotations()[StampedByAnnotation] }
+
 // FieldOwner is the field manager of every write this package makes.
 const FieldOwner = "mrtr-operator"
 
