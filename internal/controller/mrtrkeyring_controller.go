@@ -59,9 +59,20 @@ type MRTRKeyringReconciler struct {
 	GenerateKey func(id string, n int) (keyring.Key, error)
 }
 
+// What the operator may do, verb by verb, and why (nothing else is granted):
+//   - mrtrkeyrings: get, list, watch: the informer behind the cached reads of keyrings.
+//   - mrtrkeyrings/status: update: the one status write of each pass (never patch, never get).
+//   - secrets: list, watch: the metadata-only informer that wakes a keyring when its Secret changes
+//     (the data never enters the cache); get: the live read of the keyring Secret itself; create:
+//     a keyring's first Secret; update: each rotation step's write, conditional on the
+//     resourceVersion read. Never patch, never delete: a Secret outlives its keyring.
+//   - deployments, statefulsets, daemonsets: get, list, watch: the informers behind the target
+//     reads; patch: the stamp (a merge patch of two annotations). Never update or delete.
+//   - events.k8s.io events: create, patch: the event recorder (patch for repeated events).
+//
 // +kubebuilder:rbac:groups=mrtr.dev,resources=mrtrkeyrings,verbs=get;list;watch
-// +kubebuilder:rbac:groups=mrtr.dev,resources=mrtrkeyrings/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups=mrtr.dev,resources=mrtrkeyrings/status,verbs=update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
