@@ -8,6 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // Names shared with the operator (DESIGN.md).
@@ -16,6 +19,14 @@ const (
 	SecretDataKey = "keyring.json"
 	// SecretType is the type of the keyring Secret.
 	SecretType = "mrtr.dev/keyring"
+	// TokenTTLDataKey is the optional second data key of the keyring Secret, and file of the mounted
+	// volume beside keyring.json: the longest lifetime of the tokens the servers may seal, in whole
+	// seconds (ASCII decimal, 1 to 900), the MRTRKeyring's tokenTTL that its rotation waits out
+	// before it drops a key. keyring.json itself is unchanged, so a reader that does not know this
+	// file keeps working; one that does refuses to seal longer tokens (Keyring.MaxTokenTTL).
+	TokenTTLDataKey = "token-ttl"
+	// MaxTokenTTL is the longest token-ttl (MRTR's and the MRTRKeyring's ceiling).
+	MaxTokenTTL = 15 * time.Minute
 	// EnvVar is the environment variable that carries the keyring.json text (see FromEnv).
 	EnvVar = "MRTR_KEYRING"
 	// MaxDocumentBytes bounds a keyring.json document: the size limit of a Secret (1 MiB).
@@ -327,3 +338,17 @@ func showName(name string) string {
 	}
 	return fmt.Sprintf("(a %d-byte name, not shown)", len(name))
 }
+
+// ParseTokenTTL reads the content of a token-ttl file (TokenTTLDataKey): whole seconds from 1 to
+// 900 in ASCII decimal, a trailing newline allowed.
+func ParseTokenTTL(data []byte) (time.Duration, error) {
+	text := strings.TrimSuffix(string(data), "\n")
+	n, err := strconv.Atoi(text)
+	if err != nil || n < 1 || time.Duration(n)*time.Second > MaxTokenTTL || strconv.Itoa(n) != text {
+		return 0, fmt.Errorf("%s is %.20q: want whole seconds from 1 to %d", TokenTTLDataKey, data, int(MaxTokenTTL/time.Second))
+	}
+	return time.Duration(n) * time.Second, nil
+}
+
+// FormatTokenTTL writes d as the content of a token-ttl file; d must be whole seconds.
+func FormatTokenTTL(d time.Duration) []byte { return strconv.AppendInt(nil, int64(d/time.Second), 10) }

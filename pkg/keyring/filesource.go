@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -154,17 +155,49 @@ func NewFileSource(path string, opts ...FileOption) (*FileSource, error) {
 	if s.resync <= 0 {
 		return nil, fmt.Errorf("keyring: file source %s: resync interval %v must be positive", path, s.resync)
 	}
-	data, err := s.readSettled()
+	data, err := s.readFiles()
 	if err != nil {
 		return nil, err
 	}
-	r, err := parseFile(path, data)
+	r, err := s.parseFiles(data)
 	if err != nil {
 		return nil, err
 	}
 	s.lastSum = contentSum(data)
 	s.current.Store(r)
 	return s, nil
+}
+
+// readFiles reads keyring.json (settled, see readSettled) and, if it is there, the token-ttl file
+// beside it (TokenTTLDataKey), and returns them as one content: keyring.json, a NUL byte (which
+// JSON text never holds), token-ttl.
+func (s *FileSource) readFiles() ([]byte, error) {
+	data, err := s.readSettled()
+	if err != nil {
+		return nil, err
+	}
+	ttl, err := os.ReadFile(filepath.Join(s.dir, TokenTTLDataKey))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return data, nil
+	case err != nil:
+		return nil, fmt.Errorf("keyring: %w", err)
+	}
+	return slices.Concat(data, []byte{0}, ttl), nil
+}
+
+// parseFiles builds the keyring from what readFiles returned.
+func (s *FileSource) parseFiles(content []byte) (*Keyring, error) {
+	data, ttl, hasTTL := bytes.Cut(content, []byte{0})
+	r, err := parseFile(s.path, data)
+	if err != nil || !hasTTL {
+		return r, err
+	}
+	d, err := ParseTokenTTL(ttl)
+	if err != nil {
+		return nil, fmt.Errorf("keyring: %s: %w", filepath.Join(s.dir, TokenTTLDataKey), err)
+	}
+	return r.WithMaxTokenTTL(d), nil
 }
 
 // Keyring returns the keyring in service. It never blocks and never returns nil.
@@ -211,7 +244,7 @@ func (s *FileSource) Reload() error {
 	defer s.reloadMu.Unlock()
 	s.reloads.Add(1)
 
-	data, err := s.readSettled()
+	data, err := s.readFiles()
 	if err != nil {
 		s.lastSum = nil // so the same bytes are parsed again once readable
 		s.setLastErr(err)
@@ -225,7 +258,7 @@ func (s *FileSource) Reload() error {
 		return s.LastError()
 	}
 	s.lastSum = sum
-	r, err := parseFile(s.path, data)
+	r, err := s.parseFiles(data)
 	if err != nil {
 		s.setLastErr(err)
 		s.report(err)

@@ -920,3 +920,41 @@ func TestFileSourceReportsAFileThatKeepsChanging(t *testing.T) {
 		t.Errorf("%d reads with pauses %v (%v in all): want a few, well under a second in all", s.reads, s.pauses.d, total)
 	}
 }
+
+// The token-ttl file beside keyring.json (the Secret's second data key) is the longest token
+// lifetime its owner declared: read with the keyring, followed when it alone changes, optional, and
+// an invalid one is a reload error that keeps the last good keyring.
+func TestFileSourceReadsTheDeclaredTokenTTL(t *testing.T) {
+	_, data := testKeyring(t, "a")
+	path := keyringFile(t, data)
+	ttlPath := filepath.Join(filepath.Dir(path), TokenTTLDataKey)
+	writeFile(t, ttlPath, []byte("300"))
+	s, err := NewFileSource(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Keyring().MaxTokenTTL(); got != 5*time.Minute {
+		t.Fatalf("MaxTokenTTL = %v, want 5m", got)
+	}
+	changed := 0
+	s.OnChange(func(*Keyring) { changed++ })
+	writeFile(t, ttlPath, []byte("900\n"))
+	if err := s.Reload(); err != nil || s.Keyring().MaxTokenTTL() != 15*time.Minute || changed != 1 {
+		t.Fatalf("after token-ttl 900: %v, MaxTokenTTL %v, %d changes", err, s.Keyring().MaxTokenTTL(), changed)
+	}
+	for _, bad := range []string{"0", "901", "5m", "-1", "0300", ""} {
+		writeFile(t, ttlPath, []byte(bad))
+		if err := s.Reload(); err == nil || !strings.Contains(err.Error(), TokenTTLDataKey) {
+			t.Errorf("token-ttl %q: Reload = %v, want an error naming %s", bad, err, TokenTTLDataKey)
+		}
+		if s.Keyring().MaxTokenTTL() != 15*time.Minute {
+			t.Errorf("token-ttl %q replaced the keyring in service", bad)
+		}
+	}
+	if err := os.Remove(ttlPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reload(); err != nil || s.Keyring().MaxTokenTTL() != 0 {
+		t.Fatalf("without token-ttl: %v, MaxTokenTTL %v; want none declared", err, s.Keyring().MaxTokenTTL())
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Limits shared by both token systems (see DESIGN.md: they satisfy Snodo and the sealed codec at once).
@@ -67,6 +68,7 @@ func (k Key) GoString() string { return k.String() }
 type Keyring struct {
 	keys        []Key
 	fingerprint string
+	maxTokenTTL time.Duration // 0: not declared
 }
 
 // New validates keys and returns a keyring holding copies of them, in order: keys[0] seals.
@@ -168,7 +170,7 @@ func (r *Keyring) Fingerprint() string { return r.fingerprint }
 // Equal reports whether both keyrings hold the same keys in the same order. It compares the keys
 // themselves (bytes in constant time), not just the 64-bit fingerprints. Two nil keyrings are not equal.
 func (r *Keyring) Equal(o *Keyring) bool {
-	if r == nil || o == nil || len(r.keys) != len(o.keys) {
+	if r == nil || o == nil || len(r.keys) != len(o.keys) || r.maxTokenTTL != o.maxTokenTTL {
 		return false
 	}
 	eq := true
@@ -176,6 +178,18 @@ func (r *Keyring) Equal(o *Keyring) bool {
 		eq = r.keys[i].Equal(o.keys[i]) && eq
 	}
 	return eq
+}
+
+// MaxTokenTTL is the longest token lifetime the keyring's owner declared (the Secret's token-ttl,
+// see TokenTTLDataKey), 0 when it declared none. The codecs refuse to seal longer tokens: the
+// operator removes a key only that long after the last pod sealed with it.
+func (r *Keyring) MaxTokenTTL() time.Duration { return r.maxTokenTTL }
+
+// WithMaxTokenTTL returns a copy of r that declares d as the longest token lifetime (0: none).
+func (r *Keyring) WithMaxTokenTTL(d time.Duration) *Keyring {
+	c := *r
+	c.maxTokenTTL = d
+	return &c
 }
 
 // String prints ids and the fingerprint, never key bytes.

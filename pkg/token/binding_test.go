@@ -256,3 +256,42 @@ func TestOneTTLCeiling(t *testing.T) {
 		t.Fatalf("ceilings: Sealed %v, Signed %v, MaxTTL %v", MaxSealedTTL, MaxSignedTTL, MaxTTL)
 	}
 }
+
+// A keyring whose owner declared a token lifetime (the Secret's token-ttl) refuses seals of longer
+// tokens, with a *ConfigError on the first seal rather than lost tokens at the next rotation; seals
+// within it, and every open, are unaffected.
+func TestSealRefusesLongerThanTheKeyringDeclares(t *testing.T) {
+	ring := testRing(t, testKey("a", 1, 32)).WithMaxTokenTTL(time.Minute)
+	src := newSwapSource(ring)
+	for name, c := range map[string]Codec{
+		"Signed default 5m": mustSigned(NewSigned(src, SignedClock(fixedNow))),
+		"Sealed default 5m": func() Codec { s, _ := NewSealed(src, testServer, SealedClock(fixedNow)); return s }(),
+	} {
+		var ce *ConfigError
+		if _, err := c.Seal(callTool(`{}`), json.RawMessage(`1`)); !errors.As(err, &ce) || !strings.Contains(ce.Reason, "token-ttl") {
+			t.Errorf("%s under a keyring declaring 1m: %v; want a *ConfigError naming token-ttl", name, err)
+		}
+	}
+	for name, c := range map[string]Codec{
+		"Signed 1m": mustSigned(NewSigned(src, SignedClock(fixedNow), SignedTTL(time.Minute))),
+		"Sealed 1m": func() Codec {
+			s, _ := NewSealed(src, testServer, SealedClock(fixedNow), SealedTTL(time.Minute))
+			return s
+		}(),
+	} {
+		tok, err := c.Seal(callTool(`{}`), json.RawMessage(`1`))
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		// The declaration is read on every seal: raised, longer codecs seal again; open never checks.
+		src.set(ring.WithMaxTokenTTL(0))
+		if _, err := c.Open(callTool(`{}`), tok); err != nil {
+			t.Errorf("%s: Open: %v", name, err)
+		}
+		src.set(ring)
+	}
+	src.set(ring.WithMaxTokenTTL(5 * time.Minute))
+	if _, err := mustSigned(NewSigned(src, SignedClock(fixedNow))).Seal(callTool(`{}`), json.RawMessage(`1`)); err != nil {
+		t.Errorf("Signed 5m under a keyring declaring 5m: %v", err)
+	}
+}

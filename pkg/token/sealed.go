@@ -194,7 +194,11 @@ func (s *Sealed) Seal(b Binding, state json.RawMessage) (string, error) {
 	if err := s.canonicalPrincipal(sc, b.Principal); err != nil {
 		return "", err
 	}
-	issued, expires, err := sealTimes("SealedClock", s.now(), s.ttlFor(sc.principal))
+	ttl := s.ttlFor(sc.principal)
+	if err := checkDeclaredTTL("SealedTTL", ttl, ring); err != nil {
+		return "", err
+	}
+	issued, expires, err := sealTimes("SealedClock", s.now(), ttl)
 	if err != nil {
 		return "", err
 	}

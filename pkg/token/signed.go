@@ -224,7 +224,7 @@ func (s *Signed) keyset() *signedKeys {
 	if r == nil {
 		return nil
 	}
-	if ks := s.cache.Load(); ks != nil && (ks.ring == r || ks.fingerprint == r.Fingerprint()) {
+	if ks := s.cache.Load(); ks != nil && (ks.ring == r || ks.fingerprint == r.Fingerprint() && ks.ring.MaxTokenTTL() == r.MaxTokenTTL()) {
 		return ks
 	}
 	ks := &signedKeys{ring: r, fingerprint: r.Fingerprint()}
@@ -311,6 +311,9 @@ func (s *Signed) Seal(b Binding, state json.RawMessage) (string, error) {
 	ks := s.keyset()
 	if ks == nil {
 		return "", &ConfigError{Field: fieldSrc, Reason: "has no keyring"}
+	}
+	if err := checkDeclaredTTL("SignedTTL", s.ttl, ks.ring); err != nil {
+		return "", err
 	}
 	key := ks.keys[0]
 	sc := getSignedScratch()

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
 // ErrInvalid is the one error every failed Open returns: oversize, malformed, tampered, unknown key,
@@ -73,6 +75,23 @@ func sealTimes(field string, now time.Time, ttl int64) (issued, expires int64, e
 			Reason: fmt.Sprintf("returned a time too late for a token: its expiry would be past %d Unix seconds", int64(math.MaxInt64))}
 	}
 	return issued, issued + ttl, nil
+}
+
+// checkDeclaredTTL refuses a seal of ttl seconds under a keyring whose owner declared a shorter
+// token lifetime (keyring.Keyring.MaxTokenTTL): the operator drops a key that long after the last
+// pod sealed with it, so a longer token would fail before it expires. Caught on the first seal,
+// not at the next rotation.
+func checkDeclaredTTL(field string, ttl int64, ring *keyring.Keyring) error {
+	if ring == nil {
+		return nil
+	}
+	if max := ring.MaxTokenTTL(); max > 0 && time.Duration(ttl)*time.Second > max {
+		return &ConfigError{Field: field, Reason: fmt.Sprintf(
+			"is %v, longer than the %v the keyring declares (its %s, the MRTRKeyring's tokenTTL): "+
+				"tokens would outlive the rotation's wait; lower it, or raise spec.tokenTTL",
+			time.Duration(ttl)*time.Second, max, keyring.TokenTTLDataKey)}
+	}
+	return nil
 }
 
 // checkTTL reports whether d is a valid lifetime: whole seconds from 1s to limit.
