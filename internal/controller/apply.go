@@ -45,6 +45,8 @@ func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1al
 	if err != nil {
 		return err
 	}
+	// The token lifetime the rotation waits for, declared to the servers beside keyring.json.
+	ttl := keyring.FormatTokenTTL(rotation.SettingsFrom(owner.Spec).TokenTTL)
 	key := types.NamespacedName{Namespace: owner.Namespace, Name: owner.EffectiveSecretName()}
 	annotations := map[string]string{rotation.PhaseAnnotation: string(phase), rotation.FingerprintAnnotation: kr.Fingerprint()}
 	if handledRotate != "" {
@@ -55,7 +57,7 @@ func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1al
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
 				Labels: map[string]string{KeyringLabel: owner.Name}, Annotations: annotations},
 			Type: keyring.SecretType,
-			Data: map[string][]byte{keyring.SecretDataKey: data},
+			Data: map[string][]byte{keyring.SecretDataKey: data, keyring.TokenTTLDataKey: ttl},
 		}
 		if err := r.Create(ctx, &s); err != nil {
 			return fmt.Errorf("create Secret %s with keyring %s: %w", key, kr.Fingerprint(), apiReason(err))
@@ -66,7 +68,8 @@ func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1al
 	if s.Type != keyring.SecretType { // Step never asks this, but never overwrite a foreign Secret
 		return fmt.Errorf("secret %s has type %q, not %s: not writing it", key, s.Type, keyring.SecretType)
 	}
-	changed := !bytes.Equal(s.Data[keyring.SecretDataKey], data) || s.Labels[KeyringLabel] != owner.Name
+	changed := !bytes.Equal(s.Data[keyring.SecretDataKey], data) || !bytes.Equal(s.Data[keyring.TokenTTLDataKey], ttl) ||
+		s.Labels[KeyringLabel] != owner.Name
 	for k, v := range annotations {
 		changed = changed || s.Annotations[k] != v
 	}
@@ -86,6 +89,7 @@ func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1al
 		s.Data = map[string][]byte{}
 	}
 	s.Data[keyring.SecretDataKey] = data
+	s.Data[keyring.TokenTTLDataKey] = ttl
 	if err := r.Update(ctx, s); err != nil {
 		return fmt.Errorf("update Secret %s to keyring %s: %w", key, kr.Fingerprint(), apiReason(err))
 	}

@@ -262,6 +262,10 @@ var _ = Describe("MRTRKeyring controller", func() {
 			k := getKeyring(g, kr)
 			g.Expect(k.Status.TTLWaitUntil.Time).To(BeTemporally("==", until.Add(raise)))
 			g.Expect(events(g, kr)).To(ContainElement(HavePrefix("TTLWaitExtended: ")))
+			// The servers learn the new lifetime from the Secret, beside keyring.json.
+			var sec corev1.Secret
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: kr.EffectiveSecretName()}, &sec)).To(Succeed())
+			g.Expect(string(sec.Data[keyring.TokenTTLDataKey])).To(Equal("660"))
 		}).Should(Succeed())
 
 		By("lowering it back does not shorten the wait: the old key stays until the longer deadline")

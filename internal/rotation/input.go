@@ -105,6 +105,9 @@ type SecretObservation struct {
 	WrittenFingerprint string
 	// HandledRotateRequest is the HandledRotateAnnotation.
 	HandledRotateRequest string
+	// TokenTTL is the token lifetime the Secret declares to its readers (data key
+	// keyring.TokenTTLDataKey), 0 when it declares none or an invalid one.
+	TokenTTL time.Duration
 }
 
 // ObserveSecret classifies a Secret from its parts; exists is false when it was not found.
@@ -130,7 +133,20 @@ func ObserveSecret(exists bool, secretType string, data map[string][]byte, annot
 		WrittenPhase:         mrtrv1alpha1.Phase(annotations[PhaseAnnotation]),
 		WrittenFingerprint:   annotations[FingerprintAnnotation],
 		HandledRotateRequest: annotations[HandledRotateAnnotation],
+		TokenTTL:             declaredTTL(data[keyring.TokenTTLDataKey]),
 	}
+}
+
+// declaredTTL is the token-ttl data, 0 when absent or invalid (then rewritten like a stale one).
+func declaredTTL(data []byte) time.Duration {
+	if data == nil {
+		return 0
+	}
+	d, err := keyring.ParseTokenTTL(data)
+	if err != nil {
+		return 0
+	}
+	return d
 }
 
 // writtenByUs reports whether the Secret's data is exactly what our last write to it held.

@@ -29,6 +29,7 @@ import (
 // finish completes the status (workloads, conditions, observedGeneration), the stamp and the
 // requeue of the Decision.
 func (p *pass) finish() {
+	p.publishTokenTTL()
 	p.checkBlocked()
 	p.warnOutages()
 	p.st.ObservedGeneration = p.in.Generation
@@ -114,6 +115,19 @@ func (p *pass) setConditions() {
 		c.LastTransitionTime = p.now // kept by SetStatusCondition unless the status flips
 		meta.SetStatusCondition(&p.st.Conditions, c)
 	}
+}
+
+// publishTokenTTL rewrites the Secret, keys unchanged, when the token lifetime it declares to the
+// servers (keyring.TokenTTLDataKey, written with every keyring) is not spec.tokenTTL: the servers
+// then refuse to seal longer tokens than the rotation waits for. The fingerprint does not change,
+// so nothing restarts.
+func (p *pass) publishTokenTTL() {
+	sec := p.in.Secret
+	if p.conflict || p.d.Secret != nil || sec.State != SecretValid || sec.Keyring.Fingerprint() != p.st.SecretFingerprint ||
+		sec.TokenTTL == p.in.Settings.TokenTTL {
+		return
+	}
+	p.d.Secret, p.d.SecretPhase = sec.Keyring, p.st.Phase
 }
 
 // outages names the targets whose every restart is an outage, "" when there are none.

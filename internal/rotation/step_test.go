@@ -60,7 +60,7 @@ func fp(t testing.TB, ids ...string) string { return ring(t, ids...).Fingerprint
 // ours is a Secret holding ids, as Step wrote it for phase.
 func ours(t testing.TB, phase mrtrv1alpha1.Phase, ids ...string) SecretObservation {
 	r := ring(t, ids...)
-	return SecretObservation{State: SecretValid, Keyring: r, WrittenPhase: phase, WrittenFingerprint: r.Fingerprint()}
+	return SecretObservation{State: SecretValid, Keyring: r, WrittenPhase: phase, WrittenFingerprint: r.Fingerprint(), TokenTTL: settings.TokenTTL}
 }
 
 // foreign is a Secret holding ids that Step never wrote.
@@ -271,7 +271,8 @@ func TestStep(t *testing.T) {
 				in.Status.TTLWaitUntil = at(0)
 				in.Status.TTLWaits = &mrtrv1alpha1.TTLWaits{Primary: metav1.Duration{Duration: 6 * time.Minute}, Retiring: &metav1.Duration{Duration: 6 * time.Minute}}
 			},
-			want: want{phase: mrtrv1alpha1.PhaseWaitingTTL, stamp: []string{b, a}, requeue: 10 * time.Minute, events: []string{"TTLWaitExtended"}},
+			// The Secret is rewritten, same keys, to declare the new lifetime to the servers.
+			want: want{phase: mrtrv1alpha1.PhaseWaitingTTL, write: []string{b, a}, stamp: []string{b, a}, requeue: 10 * time.Minute, events: []string{"TTLWaitExtended"}},
 		},
 		"tokenTTL lowered during WaitingTTL never shortens the wait": {
 			in: input(status(t, mrtrv1alpha1.PhaseWaitingTTL, time.Minute, b, a), ours(t, mrtrv1alpha1.PhaseSealingWithNew, b, a), deployment("api", fp(t, b, a), true)),
@@ -280,7 +281,12 @@ func TestStep(t *testing.T) {
 				in.Status.TTLWaitUntil = at(5 * time.Minute)
 				in.Status.TTLWaits = &mrtrv1alpha1.TTLWaits{Primary: metav1.Duration{Duration: 6 * time.Minute}, Retiring: &metav1.Duration{Duration: 6 * time.Minute}}
 			},
-			want: want{phase: mrtrv1alpha1.PhaseWaitingTTL, stamp: []string{b, a}, requeue: 5 * time.Minute},
+			want: want{phase: mrtrv1alpha1.PhaseWaitingTTL, write: []string{b, a}, stamp: []string{b, a}, requeue: 5 * time.Minute},
+		},
+		"a Secret that does not declare spec.tokenTTL to its readers is rewritten, keys unchanged": {
+			in:   input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
+			edit: func(in *Input) { in.Secret.TokenTTL = 0 },
+			want: want{phase: mrtrv1alpha1.PhaseStable, write: []string{a}, stamp: []string{a}, requeue: 24 * time.Hour},
 		},
 		"a longer TTL declared while the old key sealed, lowered since, still sets the wait": {
 			in: input(status(t, mrtrv1alpha1.PhaseSealingWithNew, time.Minute, b, a), ours(t, mrtrv1alpha1.PhaseSealingWithNew, b, a), deployment("api", fp(t, b, a), true)),

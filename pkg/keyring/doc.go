@@ -1,9 +1,16 @@
 // Package keyring is the shared keyring that every replica of an MCP server seals and opens MRTR
 // request state with: an ordered list of 1 to 8 keys where the first one seals and every one opens.
-// The mrtr-operator rotates it in a Secret of type mrtr.dev/keyring whose one data key,
-// keyring.json, holds
+// The mrtr-operator rotates it in a Secret of type mrtr.dev/keyring whose data key keyring.json
+// holds
 //
 //	{"keys":[{"id":"<id>","secret":"<standard base64 of the key bytes>"}, ...]}
+//
+// and whose data key token-ttl (TokenTTLDataKey) holds the longest lifetime of the tokens the
+// servers may seal, in whole seconds: the tokenTTL the rotation waits out before it drops a key. A
+// FileSource reads it beside keyring.json (Keyring.MaxTokenTTL), and the token codecs refuse to seal
+// longer tokens. It is a file of its own so that keyring.json stays what older readers parse, and
+// it is optional: without it nothing is declared and nothing is checked. The format is versioned by
+// addition: a later operator may add data keys; a reader ignores those it does not know.
 //
 // # Getting the keyring into a workload
 //
