@@ -35,6 +35,10 @@ var _ = Describe("MRTRKeyring controller under write conflicts", func() {
 				}
 				return nil
 			},
+			// Lists use the field indexes of the manager's cache, which a direct client lacks.
+			List: func(ctx context.Context, _ client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				return managerClient.List(ctx, list, opts...)
+			},
 			SubResourceUpdate: func(ctx context.Context, cl client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 				err := cl.SubResource(sub).Update(ctx, obj, opts...)
 				if err != nil {

@@ -68,7 +68,7 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 			return rotation.Input{}, observed{}, err
 		}
 	}
-	ws := observeWorkloads(targets)
+	ws := observeWorkloads(targets, kr.EffectiveSecretName())
 	stampable := make([]client.Object, 0, len(targets.Found))
 	for _, obj := range targets.Found {
 		owner, err := r.otherOwner(ctx, kr, workload.StampedBy(obj))
@@ -137,9 +137,10 @@ func observeSecret(s *corev1.Secret) rotation.SecretObservation {
 	return rotation.ObserveSecret(true, string(s.Type), s.Data, s.Annotations)
 }
 
-// targets resolves the named and selected workloads through the cache.
+// targets resolves the named, the selected and the consuming workloads (those whose pod template
+// references the keyring Secret) through the cache.
 func (r *MRTRKeyringReconciler) targets(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring) (workload.Targets, error) {
-	return workload.Resolve(ctx, r.Client, kr.Namespace, specRefs(kr), kr.Spec.WorkloadSelector)
+	return workload.Resolve(ctx, r.Client, kr.Namespace, specRefs(kr), kr.Spec.WorkloadSelector, kr.EffectiveSecretName())
 }
 
 // specRefs are the workloads named in kr's spec.workloads.
@@ -153,7 +154,7 @@ func specRefs(kr *mrtrv1alpha1.MRTRKeyring) []workload.Ref {
 
 // observeWorkloads turns the targets into rotation.Workloads sorted by kind and name, the missing
 // ones with Found false.
-func observeWorkloads(t workload.Targets) []rotation.Workload {
+func observeWorkloads(t workload.Targets, secret string) []rotation.Workload {
 	out := make([]rotation.Workload, 0, len(t.Found)+len(t.Missing))
 	for _, obj := range t.Found {
 		ref, _ := workload.RefOf(obj)
@@ -161,7 +162,7 @@ func observeWorkloads(t workload.Targets) []rotation.Workload {
 		out = append(out, rotation.Workload{
 			Kind: mrtrv1alpha1.WorkloadKind(ref.Kind), Name: ref.Name, Found: true,
 			Stamp: workload.Hash(obj), RolledOut: ro.Done, Ready: ro.Ready, Desired: ro.Desired, Message: ro.Message,
-			Outage: ro.Outage,
+			Outage: ro.Outage, Unreferenced: !slices.Contains(workload.ReferencedSecrets(obj), secret),
 		})
 	}
 	for _, ref := range t.Missing {

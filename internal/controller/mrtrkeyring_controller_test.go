@@ -429,6 +429,20 @@ var _ = Describe("MRTRKeyring controller", func() {
 		}).Should(Succeed())
 	})
 
+	It("rolls out to every workload whose pod template references the Secret, listed or not", func() {
+		kr := createKeyring(ns, "consumed", nil) // names no workload
+		a := settle(kr, nil)
+		obj := newWorkload(workload.Deployment, ns, "unlisted", 2, nil)
+		tmpl := &obj.(*appsv1.Deployment).Spec.Template.Spec
+		tmpl.Volumes = []corev1.Volume{{Name: "keyring", VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: kr.EffectiveSecretName()}}}}
+		Expect(k8sClient.Create(ctx, obj)).To(Succeed())
+		rollOut(obj, -1)
+		// The new consumer is stamped with the keyring in service, and gated from then on.
+		settle(kr, []client.Object{obj})
+		walkRotation(kr, []client.Object{obj}, a, "consumers", nil)
+	})
+
 	It("rotates several workloads of all three kinds, named and selected", func() {
 		mcp := map[string]string{"tier": "mcp"}
 		web := createWorkload(workload.Deployment, ns, "web", 2, nil)

@@ -61,6 +61,9 @@ var (
 	cfg       *rest.Config
 	scheme    = runtime.NewScheme()
 	k8sClient client.Client
+	// managerClient is the running manager's client, whose reads come from its cache (and so
+	// support its field indexes).
+	managerClient client.Client
 	// fakeClock is the reconciler's time; tests advance it (and then poke the keyring, see poke).
 	fakeClock = clocktesting.NewFakeClock(time.Now().UTC().Truncate(time.Second))
 	// testMetrics is the reconciler's metrics recorder, on a registry of the suite's own.
@@ -136,7 +139,8 @@ func startOperator() {
 		Controller: config.Controller{SkipNameValidation: &skip},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	r := &MRTRKeyringReconciler{Client: mgr.GetClient(), Clock: fakeClock, Metrics: testMetrics}
+	managerClient = mgr.GetClient()
+	r := &MRTRKeyringReconciler{Client: managerClient, Clock: fakeClock, Metrics: testMetrics}
 	Expect(r.SetupWithManager(mgr)).To(Succeed())
 
 	mctx, mcancel := context.WithCancel(ctx)

@@ -69,6 +69,11 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}} {
+		if err := idx.IndexField(ctx, obj, workload.SecretRefIndex, workload.ReferencedSecrets); err != nil {
+			return err
+		}
+	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
@@ -108,8 +113,8 @@ func (r *MRTRKeyringReconciler) keyringsInConflict(ctx context.Context, deleted 
 	})
 }
 
-// keyringsForWorkload maps a workload to the keyrings that name it, or whose selector matches its
-// labels. Updates are mapped for the old and the new object, so a workload that stops matching
+// keyringsForWorkload maps a workload to the keyrings that name it, whose Secret its pod template
+// references, or whose selector matches its labels. Updates are mapped for the old and the new object, so a workload that stops matching
 // still wakes the keyring that must drop it.
 func (r *MRTRKeyringReconciler) keyringsForWorkload(ctx context.Context, obj client.Object) []reconcile.Request {
 	ref, err := workload.RefOf(obj)
@@ -117,6 +122,9 @@ func (r *MRTRKeyringReconciler) keyringsForWorkload(ctx context.Context, obj cli
 		return nil
 	}
 	named := r.list(ctx, obj.GetNamespace(), client.MatchingFields{workloadIndex: ref.String()}, nil)
+	for _, secret := range workload.ReferencedSecrets(obj) { // its consumers' keyrings
+		named = append(named, r.list(ctx, obj.GetNamespace(), client.MatchingFields{secretNameIndex: secret}, nil)...)
+	}
 	selected := r.list(ctx, obj.GetNamespace(), nil, func(kr *mrtrv1alpha1.MRTRKeyring) bool {
 		if kr.Spec.WorkloadSelector == nil {
 			return false

@@ -86,6 +86,9 @@ limitations under the License.
 //     sealed, and the wait before the old keys' removal lasts at least the longest declared since
 //     they began to seal: raised during WaitingTTL, the wait is extended (event TTLWaitExtended);
 //     lowered, it is never shortened.
+//   - The consumers are the workloads listed or selected and every workload of the namespace whose
+//     pod template references the Secret (the reconciler finds them by an index): a workload that
+//     mounts the keyring is gated whether or not anyone listed it, or after it was unlisted.
 //   - Two keyrings, one object: a Secret belongs to the keyring that labelled it
 //     (mrtr.dev/keyring), a workload's stamp to the keyring named by its mrtr.dev/stamped-by
 //     annotation, as long as that keyring exists. Another keyring that claims either touches it

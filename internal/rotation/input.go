@@ -170,6 +170,9 @@ type Workload struct {
 	Message string
 	// Outage, when not empty, says why each restart of the workload takes all its pods down.
 	Outage string
+	// Unreferenced: a listed or selected target whose pod template does not reference the keyring
+	// Secret, so its pods get no keys from it; reported, still rolled out.
+	Unreferenced bool
 	// ClaimedBy names another MRTRKeyring, one that exists, whose stamp the workload carries
 	// (workload.StampedByAnnotation): the reconciler does not stamp it, and Step reports the conflict.
 	ClaimedBy string

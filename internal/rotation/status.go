@@ -101,6 +101,9 @@ func (p *pass) setConditions() {
 			reconciling = condition(mrtrv1alpha1.ConditionReconciling, true, mrtrv1alpha1.ReasonRolloutInProgress, "rolling out keyring "+p.st.TargetFingerprint+": "+messages(pending, p.st.TargetFingerprint))
 		}
 	}
+	if u := p.unreferenced(); u != "" {
+		ready.Message += "; " + u
+	}
 	if o := p.outages(); o != "" {
 		ready.Message += "; " + o
 		if reconciling.Status == metav1.ConditionTrue {
@@ -128,6 +131,20 @@ func (p *pass) publishTokenTTL() {
 		return
 	}
 	p.d.Secret, p.d.SecretPhase = sec.Keyring, p.st.Phase
+}
+
+// unreferenced names the targets whose pod template does not reference the keyring Secret.
+func (p *pass) unreferenced() string {
+	var out []string
+	for _, w := range p.in.Workloads {
+		if w.Found && w.Unreferenced {
+			out = append(out, w.ref())
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("targets that do not reference Secret %s (their pods get no keys from it): %s", p.in.SecretName, joinSome(out, ", ", len(out)))
 }
 
 // outages names the targets whose every restart is an outage, "" when there are none.

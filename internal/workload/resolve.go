@@ -38,12 +38,13 @@ type Targets struct {
 	Missing []Ref
 }
 
-// Resolve reads the targets of a keyring in namespace: each workload named in refs plus every
-// Deployment, StatefulSet and DaemonSet whose labels match selector. A nil selector selects
-// nothing; an empty one selects every workload of the three kinds (metav1.LabelSelectorAsSelector).
-// A workload both named and selected appears once. Errors are the reader's, other than NotFound, or
-// an invalid selector.
-func Resolve(ctx context.Context, c client.Reader, namespace string, refs []Ref, selector *metav1.LabelSelector) (Targets, error) {
+// Resolve reads the targets of a keyring in namespace: each workload named in refs, every
+// Deployment, StatefulSet and DaemonSet whose labels match selector, and every one whose pod
+// template references the Secret named secret (ReferencedSecrets; "" for none), through the
+// reader's SecretRefIndex. A nil selector selects nothing; an empty one selects every workload of
+// the three kinds (metav1.LabelSelectorAsSelector). A workload found more than one way appears
+// once. Errors are the reader's, other than NotFound, or an invalid selector.
+func Resolve(ctx context.Context, c client.Reader, namespace string, refs []Ref, selector *metav1.LabelSelector, secret string) (Targets, error) {
 	var t Targets
 	seen := map[Ref]bool{}
 	add := func(obj client.Object) {
@@ -79,6 +80,20 @@ func Resolve(ctx context.Context, c client.Reader, namespace string, refs []Ref,
 			list, _ := k.newList()
 			if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 				return Targets{}, fmt.Errorf("list %ss matching %s in namespace %s: %w", k, sel, namespace, err)
+			}
+			if err := meta.EachListItem(list, func(o runtime.Object) error {
+				add(o.(client.Object))
+				return nil
+			}); err != nil {
+				return Targets{}, err
+			}
+		}
+	}
+	if secret != "" {
+		for _, k := range Kinds {
+			list, _ := k.newList()
+			if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{SecretRefIndex: secret}); err != nil {
+				return Targets{}, fmt.Errorf("list %ss that reference Secret %s in namespace %s: %w", k, secret, namespace, err)
 			}
 			if err := meta.EachListItem(list, func(o runtime.Object) error {
 				add(o.(client.Object))

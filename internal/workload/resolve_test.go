@@ -77,7 +77,7 @@ func TestResolve(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := Resolve(context.Background(), c, "a", tc.refs, tc.selector)
+			got, err := Resolve(context.Background(), c, "a", tc.refs, tc.selector, "")
 			if err != nil {
 				t.Fatalf("Resolve: %v", err)
 			}
@@ -101,12 +101,12 @@ func TestResolve(t *testing.T) {
 
 func TestResolveErrors(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
-	_, err := Resolve(context.Background(), c, "a", []Ref{{Kind: "CronJob", Name: "x"}}, nil)
+	_, err := Resolve(context.Background(), c, "a", []Ref{{Kind: "CronJob", Name: "x"}}, nil, "")
 	if err == nil || !strings.Contains(err.Error(), `workload kind "CronJob" is not supported`) {
 		t.Errorf("unknown kind: err = %v", err)
 	}
 	bad := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near"}}}
-	_, err = Resolve(context.Background(), c, "a", nil, bad)
+	_, err = Resolve(context.Background(), c, "a", nil, bad, "")
 	if err == nil || !strings.Contains(err.Error(), "workload selector") {
 		t.Errorf("invalid selector: err = %v", err)
 	}
