@@ -68,10 +68,10 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 			return rotation.Input{}, observed{}, err
 		}
 	}
-	ws := observeWorkloads(targets, kr.EffectiveSecretName())
+	ws := observeWorkloads(targets, kr)
 	stampable := make([]client.Object, 0, len(targets.Found))
 	for _, obj := range targets.Found {
-		owner, err := r.otherOwner(ctx, kr, workload.StampedBy(obj))
+		owner, err := r.stampOwner(ctx, kr, obj)
 		if err != nil {
 			return rotation.Input{}, observed{}, err
 		}
@@ -94,6 +94,21 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 		Workloads:     ws,
 		RotateRequest: kr.Annotations[mrtrv1alpha1.RotateAnnotation],
 	}, observed{secret: secret, targets: stampable}, nil
+}
+
+// stampOwner returns the keyring that owns the stamp kr would write on obj, when that is another
+// keyring: the first of those sharing obj if kr is not among them, else the keyring that claimed
+// its one stamp, if it still exists.
+func (r *MRTRKeyringReconciler) stampOwner(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, obj client.Object) (string, error) {
+	if shared := workload.SharedBy(obj); len(shared) > 0 {
+		if workload.StampKey(obj, kr.Name) == "" {
+			return shared[0], nil
+		}
+		if workload.StampKey(obj, kr.Name) != workload.HashAnnotation {
+			return "", nil // a stamp of its own
+		}
+	}
+	return r.otherOwner(ctx, kr, workload.StampedBy(obj))
 }
 
 // otherOwner returns claimant when it names an MRTRKeyring of kr's namespace other than kr that
@@ -154,14 +169,15 @@ func specRefs(kr *mrtrv1alpha1.MRTRKeyring) []workload.Ref {
 
 // observeWorkloads turns the targets into rotation.Workloads sorted by kind and name, the missing
 // ones with Found false.
-func observeWorkloads(t workload.Targets, secret string) []rotation.Workload {
+func observeWorkloads(t workload.Targets, kr *mrtrv1alpha1.MRTRKeyring) []rotation.Workload {
+	secret := kr.EffectiveSecretName()
 	out := make([]rotation.Workload, 0, len(t.Found)+len(t.Missing))
 	for _, obj := range t.Found {
 		ref, _ := workload.RefOf(obj)
 		ro, _ := workload.RolloutStatus(obj)
 		out = append(out, rotation.Workload{
 			Kind: mrtrv1alpha1.WorkloadKind(ref.Kind), Name: ref.Name, Found: true,
-			Stamp: workload.Hash(obj), RolledOut: ro.Done, Ready: ro.Ready, Desired: ro.Desired, Message: ro.Message,
+			Stamp: workload.HashAt(obj, workload.StampKey(obj, kr.Name)), RolledOut: ro.Done, Ready: ro.Ready, Desired: ro.Desired, Message: ro.Message,
 			Outage: ro.Outage, Unreferenced: !slices.Contains(workload.ReferencedSecrets(obj), secret),
 		})
 	}

@@ -404,6 +404,44 @@ var _ = Describe("MRTRKeyring controller", func() {
 		}).Should(Succeed())
 	})
 
+	It("gives a workload that its owner lets two keyrings share one stamp per keyring", func() {
+		obj := newWorkload(workload.Deployment, ns, "both", 2, nil)
+		obj.SetAnnotations(map[string]string{workload.SharedByAnnotation: "first, second"})
+		Expect(k8sClient.Create(ctx, obj)).To(Succeed())
+		rollOut(obj, -1)
+		first := createKeyring(ns, "first", func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(obj) })
+		second := createKeyring(ns, "second", func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(obj) })
+		stamps := func(g Gomega) (string, string) {
+			var d appsv1.Deployment
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), &d)).To(Succeed())
+			return d.Spec.Template.Annotations[workload.HashAnnotation], d.Spec.Template.Annotations[workload.StampAnnotationPrefix+"second"]
+		}
+		var a, b string
+		Eventually(func(g Gomega) {
+			a, b = secretKeyring(g, ns, "first").Fingerprint(), secretKeyring(g, ns, "second").Fingerprint()
+			fa, fb := stamps(g)
+			g.Expect(fa).To(Equal(a))
+			g.Expect(fb).To(Equal(b))
+		}).Should(Succeed())
+		rollOut(obj, -1)
+		for _, kr := range []*mrtrv1alpha1.MRTRKeyring{first, second} {
+			Eventually(func(g Gomega) {
+				k := getKeyring(g, kr)
+				g.Expect(condition(k, mrtrv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionTrue), "%s: %+v", kr.Name, k.Status.Conditions)
+			}).Should(Succeed())
+		}
+
+		By("a rotation of one keyring changes its own stamp only")
+		requestRotation(second, "go")
+		Eventually(func(g Gomega) {
+			g.Expect(getKeyring(g, second).Status.Phase).To(Equal(mrtrv1alpha1.PhaseAccepting))
+			fa, fb := stamps(g)
+			g.Expect(fa).To(Equal(a))
+			g.Expect(fb).To(Equal(secretKeyring(g, ns, "second").Fingerprint()))
+			g.Expect(fb).NotTo(Equal(b))
+		}).Should(Succeed())
+	})
+
 	It("never fights over a Secret: a second keyring with the same secretName stalls on a Conflict and writes nothing", func() {
 		first := createKeyring(ns, "first", nil)
 		a := settle(first, nil)

@@ -93,6 +93,8 @@ limitations under the License.
 //     (mrtr.dev/keyring), a workload's stamp to the keyring named by its mrtr.dev/stamped-by
 //     annotation, as long as that keyring exists. Another keyring that claims either touches it
 //     not at all and is Stalled (Conflict) naming the owner; it takes over once the owner is gone.
+//     A workload annotated mrtr.dev/keyrings: a,b is shared: each keyring listed has a stamp of
+//     its own (a in mrtr.dev/keyring-hash, b in keyring-hash.mrtr.dev/b), none fought over.
 //   - A keyring deleted and re-created with a mrtr.dev/rotate value already handled for its
 //     Secret: the Secret records the last handled value (HandledRotateAnnotation), so it starts no
 //     second rotation.

@@ -36,22 +36,29 @@ import (
 // any other field (nor needs a resourceVersion), and it takes no ownership of the rest of the
 // object. On success obj holds the patched workload as the API server returned it.
 func Stamp(ctx context.Context, c client.Writer, obj client.Object, hash, keyring string) (bool, error) {
+	key := StampKey(obj, keyring)
+	if key == "" {
+		return false, fmt.Errorf("stamp: %s is shared by %v, not by keyring %s", obj.GetName(), SharedBy(obj), keyring)
+	}
 	if hash == "" {
 		return false, errors.New("stamp: the keyring hash is empty")
 	}
 	if _, err := PodTemplate(obj); err != nil {
 		return false, fmt.Errorf("stamp: %w", err)
 	}
-	if Hash(obj) == hash && StampedBy(obj) == keyring {
+	// The keyring of HashAnnotation claims the workload; a sharing keyring's own stamp claims nothing.
+	claim := key == HashAnnotation
+	if HashAt(obj, key) == hash && (!claim || StampedBy(obj) == keyring) {
 		return false, nil
 	}
 	ref, _ := RefOf(obj)
-	patch, err := json.Marshal(map[string]any{
-		"metadata": map[string]any{"annotations": map[string]string{StampedByAnnotation: keyring}},
-		"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
-			"annotations": map[string]string{HashAnnotation: hash},
-		}}},
-	})
+	p := map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
+		"annotations": map[string]string{key: hash},
+	}}}}
+	if claim {
+		p["metadata"] = map[string]any{"annotations": map[string]string{StampedByAnnotation: keyring}}
+	}
+	patch, err := json.Marshal(p)
 	if err != nil {
 		return false, fmt.Errorf("stamp %s: %w", ref, err)
 	}

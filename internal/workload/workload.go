@@ -25,6 +25,8 @@ package workload
 import (
 	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +44,55 @@ const StampedByAnnotation = "mrtr.dev/stamped-by"
 
 // StampedBy is the keyring that claims obj's stamp, "" when none does.
 func StampedBy(obj client.Object) string { return obj.GetAnnotations()[StampedByAnnotation] }
+
+// SharedByAnnotation is the workload annotation by which its owner lets several MRTRKeyrings share
+// it (servers that read two keyrings): a comma-separated list of their names. Each gets a stamp of
+// its own, the first in HashAnnotation, every other in StampAnnotationPrefix + its name, so that no
+// two keyrings ever fight over one stamp. Without it, the stamp belongs to one keyring
+// (StampedByAnnotation).
+const SharedByAnnotation = "mrtr.dev/keyrings"
+
+// StampAnnotationPrefix starts the pod-template annotation of a sharing keyring's own stamp.
+const StampAnnotationPrefix = "keyring-hash.mrtr.dev/"
+
+// SharedBy returns the keyrings that share obj (SharedByAnnotation), nil when it is not shared.
+func SharedBy(obj client.Object) []string {
+	v := obj.GetAnnotations()[SharedByAnnotation]
+	if v == "" {
+		return nil
+	}
+	var names []string
+	for n := range strings.SplitSeq(v, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// StampKey returns the pod-template annotation that carries keyring's stamp on obj:
+// HashAnnotation, unless obj is shared and keyring is not the first of those sharing it. It is ""
+// when obj is shared by others only, or when keyring's name does not fit an annotation key (63
+// characters).
+func StampKey(obj client.Object, keyring string) string {
+	shared := SharedBy(obj)
+	switch i := slices.Index(shared, keyring); {
+	case len(shared) == 0 || i == 0:
+		return HashAnnotation
+	case i < 0 || len(keyring) > 63:
+		return ""
+	}
+	return StampAnnotationPrefix + keyring
+}
+
+// HashAt returns the fingerprint in the pod-template annotation key of obj, "" when none.
+func HashAt(obj client.Object, key string) string {
+	t, err := PodTemplate(obj)
+	if err != nil {
+		return ""
+	}
+	return t.Annotations[key]
+}
 
 // FieldOwner is the field manager of every write this package makes.
 const FieldOwner = "mrtr-operator"
@@ -149,9 +200,5 @@ func PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
 // Hash returns the keyring fingerprint stamped on the workload's pod template, or "" when there is
 // none (or obj is not a supported workload).
 func Hash(obj client.Object) string {
-	t, err := PodTemplate(obj)
-	if err != nil {
-		return ""
-	}
-	return t.Annotations[HashAnnotation]
+	return HashAt(obj, HashAnnotation)
 }
