@@ -126,6 +126,25 @@ func poke(kr *mrtrv1alpha1.MRTRKeyring) {
 	Expect(k8sClient.Patch(ctx, kr.DeepCopy(), client.RawPatch("application/merge-patch+json", []byte(patch)))).To(Succeed())
 }
 
+// reconcileNow wakes kr and waits until the operator logged a pass in its namespace: for tests that
+// then assert that nothing changed.
+func reconcileNow(kr *mrtrv1alpha1.MRTRKeyring) {
+	GinkgoHelper()
+	offset := len(logs.String())
+	poke(kr)
+	reconciledSince(offset, kr.Namespace)
+}
+
+// eventuallyInConflict waits until kr is Stalled on a Conflict whose message contains msg.
+func eventuallyInConflict(kr *mrtrv1alpha1.MRTRKeyring, msg string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		c := condition(getKeyring(g, kr), mrtrv1alpha1.ConditionStalled)
+		g.Expect(c.Reason).To(Equal(mrtrv1alpha1.ReasonConflict))
+		g.Expect(c.Message).To(ContainSubstring(msg))
+	}).Should(Succeed())
+}
+
 // advance moves the reconciler's clock and wakes kr.
 func advance(kr *mrtrv1alpha1.MRTRKeyring, d time.Duration) {
 	GinkgoHelper()
