@@ -100,15 +100,14 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 // keyring: the first of those sharing obj if kr is not among them, else the keyring that claimed
 // its one stamp, if it still exists.
 func (r *MRTRKeyringReconciler) stampOwner(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, obj client.Object) (string, error) {
-	if shared := workload.SharedBy(obj); len(shared) > 0 {
-		if workload.StampKey(obj, kr.Name) == "" {
-			return shared[0], nil
-		}
-		if workload.StampKey(obj, kr.Name) != workload.HashAnnotation {
-			return "", nil // a stamp of its own
-		}
+	switch key := workload.StampKey(obj, kr.Name); key {
+	case "":
+		return workload.SharedBy(obj)[0], nil // shared, by others
+	case workload.HashAnnotation:
+		return r.otherOwner(ctx, kr, workload.StampedBy(obj))
+	default:
+		return "", nil // shared, and kr has a stamp of its own
 	}
-	return r.otherOwner(ctx, kr, workload.StampedBy(obj))
 }
 
 // otherOwner returns claimant when it names an MRTRKeyring of kr's namespace other than kr that
