@@ -6,11 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -23,8 +21,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/go-logr/logr/funcr"
 )
 
 // awaitTimeout only bounds a wait for something that must happen; no test passes by waiting for it.
@@ -565,27 +561,7 @@ func TestFileSourceOutputShowsNoKeyMaterial(t *testing.T) {
 	outputs["String"] = s.String()
 	outputs["GoString"] = s.GoString()
 	outputs["error wrap"] = fmt.Errorf("source %v: %w", s, errors.New("x")).Error()
-	for name, v := range map[string]any{"source": s, "struct": h} {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatalf("json.Marshal(%s): %v", name, err)
-		}
-		outputs["json "+name] = string(b)
-	}
-	var buf bytes.Buffer
-	for name, hnd := range map[string]slog.Handler{
-		"text": slog.NewTextHandler(&buf, nil),
-		"json": slog.NewJSONHandler(&buf, nil),
-	} {
-		buf.Reset()
-		slog.New(hnd).Info("following", "source", s, "holder", h)
-		outputs["slog "+name] = buf.String()
-	}
-	var logged strings.Builder
-	log := funcr.New(func(prefix, args string) { logged.WriteString(args + "\n") }, funcr.Options{})
-	log.Info("following", "source", s, "holder", h)
-	log.Error(fmt.Errorf("reload of %v", s), "failed", "source", s)
-	outputs["logr funcr"] = logged.String()
+	structuredOutputs(t, outputs, map[string]any{"source": s, "struct": h}, fmt.Errorf("reload of %v", s), "source", s, "holder", h)
 
 	for name, out := range outputs {
 		for what, b := range secret {

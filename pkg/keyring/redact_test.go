@@ -77,29 +77,8 @@ func TestNoOutputPathShowsKeyBytes(t *testing.T) {
 	outputs["Sprintln"] = fmt.Sprintln(k, r, *r)
 	outputs["error wrap"] = fmt.Errorf("bad: %v %w", r, fmt.Errorf("%v", k)).Error()
 
-	for name, v := range map[string]any{"key": k, "*keyring": r, "keyring value": *r, "struct": h, "[]Key": r.Keys()} {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatalf("json.Marshal(%s): %v", name, err)
-		}
-		outputs["json "+name] = string(b)
-	}
-
-	var buf bytes.Buffer
-	for name, hnd := range map[string]slog.Handler{
-		"text": slog.NewTextHandler(&buf, nil),
-		"json": slog.NewJSONHandler(&buf, nil),
-	} {
-		buf.Reset()
-		slog.New(hnd).Info("loaded", "key", k, "keyring", r, "value", *r, "holder", h)
-		outputs["slog "+name] = buf.String()
-	}
-
-	var logged strings.Builder
-	log := funcr.New(func(prefix, args string) { logged.WriteString(args + "\n") }, funcr.Options{})
-	log.Info("loaded", "key", k, "keyring", r, "holder", h)
-	log.Error(fmt.Errorf("reload: %v", r), "failed", "key", k)
-	outputs["logr funcr"] = logged.String()
+	structuredOutputs(t, outputs, map[string]any{"key": k, "*keyring": r, "keyring value": *r, "struct": h, "[]Key": r.Keys()},
+		fmt.Errorf("reload: %v", r), "key", k, "keyring", r, "value", *r, "holder", h)
 
 	for name, out := range outputs {
 		if form, leaked := leaks(out); leaked {
@@ -119,4 +98,33 @@ func TestNoOutputPathShowsKeyBytes(t *testing.T) {
 	if got := fmt.Sprint((*Keyring)(nil)); got != "Keyring(nil)" {
 		t.Errorf("nil keyring prints as %q", got)
 	}
+}
+
+// structuredOutputs adds to outputs what structured encoders write of secret-bearing values: the
+// JSON of each of values (under "json <name>"), and a line logged with the key-value pairs kv by
+// each slog handler ("slog text", "slog json") and by logr's funcr ("logr funcr", also an error
+// line with err and the first pair).
+func structuredOutputs(t *testing.T, outputs map[string]string, values map[string]any, err error, kv ...any) {
+	t.Helper()
+	for name, v := range values {
+		b, jerr := json.Marshal(v)
+		if jerr != nil {
+			t.Fatalf("json.Marshal(%s): %v", name, jerr)
+		}
+		outputs["json "+name] = string(b)
+	}
+	var buf bytes.Buffer
+	for name, hnd := range map[string]slog.Handler{
+		"text": slog.NewTextHandler(&buf, nil),
+		"json": slog.NewJSONHandler(&buf, nil),
+	} {
+		buf.Reset()
+		slog.New(hnd).Info("logged", kv...)
+		outputs["slog "+name] = buf.String()
+	}
+	var logged strings.Builder
+	log := funcr.New(func(prefix, args string) { logged.WriteString(args + "\n") }, funcr.Options{})
+	log.Info("logged", kv...)
+	log.Error(err, "failed", kv[:2]...)
+	outputs["logr funcr"] = logged.String()
 }

@@ -35,28 +35,11 @@ import (
 
 const benchServer = "https://mcp.example.com/mcp"
 
-// benchAlt is what every alternative implements: the two halves of Codec.
-type benchAlt interface {
-	Seal(Binding, json.RawMessage) (string, error)
-	Open(Binding, string) (json.RawMessage, error)
-}
-
-func benchAltCodec(b *testing.B, c benchAlt) {
-	loop(b, func() {
-		tok, err := c.Seal(benchBinding, benchState)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if _, err := c.Open(benchBinding, tok); err != nil {
-			b.Fatal(err)
-		}
-	})
-}
-
-func BenchmarkJOSEJWS(b *testing.B)   { benchAltCodec(b, newJWSAlt(b)) }
-func BenchmarkJOSEJWE(b *testing.B)   { benchAltCodec(b, newJWEAlt(b)) }
-func BenchmarkGolangJWT(b *testing.B) { benchAltCodec(b, newGolangJWTAlt()) }
-func BenchmarkTink(b *testing.B)      { benchAltCodec(b, newTinkAlt(b)) }
+// Every alternative is a Codec, measured as the codecs are.
+func BenchmarkJOSEJWS(b *testing.B)   { benchCodec(b, newJWSAlt(b)) }
+func BenchmarkJOSEJWE(b *testing.B)   { benchCodec(b, newJWEAlt(b)) }
+func BenchmarkGolangJWT(b *testing.B) { benchCodec(b, newGolangJWTAlt()) }
+func BenchmarkTink(b *testing.B)      { benchCodec(b, newTinkAlt(b)) }
 
 // newAltClaims are the claims of a seal of state bound to bd, for server.
 func newAltClaims(server string, bd Binding, state json.RawMessage) ([]byte, error) {
@@ -153,13 +136,9 @@ func (c *jweAlt) Seal(bd Binding, state json.RawMessage) (string, error) {
 }
 
 func (c *jweAlt) Open(bd Binding, tok string) (json.RawMessage, error) {
-	jwe, err := jose.ParseEncryptedCompact(tok, []jose.KeyAlgorithm{jose.DIRECT}, []jose.ContentEncryption{jose.A256GCM})
+	claims, err := decryptJWE(tok, c.key)
 	if err != nil {
-		return nil, ErrInvalid
-	}
-	claims, err := jwe.Decrypt(c.key)
-	if err != nil {
-		return nil, ErrInvalid
+		return nil, err
 	}
 	return openAltClaims(benchServer, bd, claims)
 }
@@ -255,7 +234,7 @@ func (c *tinkAlt) Open(bd Binding, tok string) (json.RawMessage, error) {
 
 // The alternatives must really bind what they claim to, or their numbers would flatter them.
 func TestBenchAlternatives(t *testing.T) {
-	for name, c := range map[string]benchAlt{
+	for name, c := range map[string]Codec{
 		"JOSEJWS":   newJWSAlt(t),
 		"JOSEJWE":   newJWEAlt(t),
 		"GolangJWT": newGolangJWTAlt(),

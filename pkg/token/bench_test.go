@@ -368,14 +368,23 @@ func (c *joseCodec) Seal(bd Binding, state json.RawMessage) (string, error) {
 	return jwe.CompactSerialize()
 }
 
-func (c *joseCodec) Open(bd Binding, tok string) (json.RawMessage, error) {
+// decryptJWE opens a compact dir + A256GCM JWE with key; every failure is ErrInvalid.
+func decryptJWE(tok string, key []byte) ([]byte, error) {
 	jwe, err := jose.ParseEncryptedCompact(tok, []jose.KeyAlgorithm{jose.DIRECT}, []jose.ContentEncryption{jose.A256GCM})
 	if err != nil {
 		return nil, ErrInvalid
 	}
-	inner, err := jwe.Decrypt(c.encKey)
+	plain, err := jwe.Decrypt(key)
 	if err != nil {
 		return nil, ErrInvalid
+	}
+	return plain, nil
+}
+
+func (c *joseCodec) Open(bd Binding, tok string) (json.RawMessage, error) {
+	inner, err := decryptJWE(tok, c.encKey)
+	if err != nil {
+		return nil, err
 	}
 	jws, err := jose.ParseSignedCompact(string(inner), []jose.SignatureAlgorithm{jose.HS256})
 	if err != nil {

@@ -308,12 +308,7 @@ func TestPrincipalFromTokenInfo(t *testing.T) {
 	url := serve(t, newServer(mcpstate.New(codec, mcpstate.FromTokenInfo)), auth.RequireBearerToken(verifier, nil))
 	var user atomic.Value
 	user.Store("alice")
-	httpClient := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
-		r = r.Clone(r.Context())
-		r.Header.Set("Authorization", "Bearer "+user.Load().(string))
-		return http.DefaultTransport.RoundTrip(r)
-	})}
-	cs := connect(t, url, httpClient, true)
+	cs := connect(t, url, bearerClient(&user), true)
 	ctx := context.Background()
 	args := map[string]any{"city": "Bern"}
 
@@ -332,6 +327,16 @@ func TestPrincipalFromTokenInfo(t *testing.T) {
 	if err := retryTool(ctx, cs, args, first.RequestState); err != nil {
 		t.Errorf("alice retrying her own state: %v", err)
 	}
+}
+
+// bearerClient sends every request with the bearer token that token holds at the time: a test
+// switches callers between rounds by storing another.
+func bearerClient(token *atomic.Value) *http.Client {
+	return &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+token.Load().(string))
+		return http.DefaultTransport.RoundTrip(r)
+	})}
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

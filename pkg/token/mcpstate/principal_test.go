@@ -212,12 +212,7 @@ func TestPrincipalThroughBearerAuth(t *testing.T) {
 			url := serve(t, newServer(mcpstate.New(sealedCodec(t), c.principal)), auth.RequireBearerToken(verifier, nil))
 			var bearer atomic.Value
 			bearer.Store("https://idp|alice|client-1|admin")
-			httpClient := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
-				r = r.Clone(r.Context())
-				r.Header.Set("Authorization", "Bearer "+bearer.Load().(string))
-				return http.DefaultTransport.RoundTrip(r)
-			})}
-			cs := connect(t, url, httpClient, true)
+			cs := connect(t, url, bearerClient(&bearer), true)
 			ctx := context.Background()
 			args := map[string]any{"city": "Bern"}
 			first, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "greet", Arguments: args})

@@ -54,15 +54,6 @@ var (
 	params    = rules{maxDepth: MaxParamsDepth, noFolded: true}
 )
 
-// Valid reports whether src is exactly one JSON value that Append accepts.
-func Valid(src []byte) bool {
-	d := get(src)
-	defer put(d)
-	d.rules = strict
-	_, err := d.read(nil)
-	return err == nil && d.End() == nil
-}
-
 // Append appends the canonical form of the single JSON value in src to dst. A repeated member name
 // is an error.
 func Append(dst, src []byte) ([]byte, error) {

@@ -20,6 +20,8 @@ import (
 //     anything a canonical encoder wrote, such as a payload) is copied in one piece, anything else
 //     is rebuilt from its parts.
 //
+// Text that is canonical already skips both passes: fast.go checks it in one pass and copies it.
+//
 // An encoder that writes while it reads and then sorts what it wrote copies everything nested below
 // an unsorted object once per unsorted level above it: quadratic in the depth.
 

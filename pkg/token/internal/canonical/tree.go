@@ -228,3 +228,13 @@ func (d *Decoder) decodeObject() (Value, error) {
 	d.depth--
 	return v, nil
 }
+
+// Valid reports whether src is exactly one JSON value that Append accepts: the reading pass alone,
+// for the tests that check the passes agree.
+func Valid(src []byte) bool {
+	d := get(src)
+	defer put(d)
+	d.rules = strict
+	_, err := d.read(nil)
+	return err == nil && d.End() == nil
+}
