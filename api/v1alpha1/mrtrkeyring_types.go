@@ -29,9 +29,9 @@ const RotateAnnotation = "mrtr.dev/rotate"
 // MRTRKeyringSpec is the desired state: how often to rotate, how long tokens live, and which
 // workloads consume the keyring Secret.
 //
-// A keyring with neither workloads nor workloadSelector is a Secret-only rotation: consumers read the
-// mounted Secret and reload it themselves, so each phase waits propagationDelay (the time the kubelet
-// takes to update a mounted Secret) instead of a rollout.
+// A keyring with no target workloads and no selected pods is a Secret-only rotation: consumers read
+// the mounted Secret and reload it themselves, and nobody proves it, so each phase waits
+// propagationDelay (the time the kubelet takes to update a mounted Secret).
 //
 // +kubebuilder:validation:XValidation:rule="duration(self.rotationInterval) > duration(self.tokenTTL) + duration(self.clockSkew) + duration(self.terminationGracePeriod)",message="spec.rotationInterval must be longer than one rotation's TTL wait: tokenTTL + clockSkew + terminationGracePeriod",fieldPath=".rotationInterval"
 type MRTRKeyringSpec struct {
@@ -86,7 +86,8 @@ type MRTRKeyringSpec struct {
 
 	// propagationDelay is how long a changed Secret takes to reach every mounted copy (kubelet sync
 	// period plus cache). It is waited for in each phase only when the keyring has no target
-	// workloads, since a rollout otherwise proves that every pod runs with the new keyring.
+	// workloads and selects no pods, since acknowledgements or rollouts otherwise prove that every
+	// pod runs with the new keyring.
 	// +optional
 	// +kubebuilder:default="2m"
 	// +kubebuilder:validation:Type=string
@@ -102,7 +103,7 @@ type MRTRKeyringSpec struct {
 	KeyBytes int32 `json:"keyBytes,omitempty"`
 
 	// workloads names the Deployments, StatefulSets and DaemonSets in this namespace that consume
-	// the keyring and are restarted (through a pod-template annotation) at each phase.
+	// the keyring: each phase waits until every one of their pods runs its keyring (see delivery).
 	// +optional
 	// +listType=map
 	// +listMapKey=kind
@@ -115,6 +116,37 @@ type MRTRKeyringSpec struct {
 	// +optional
 	WorkloadSelector *metav1.LabelSelector `json:"workloadSelector,omitempty"`
 
+	// delivery is how each keyring the rotation writes reaches the consumers' pods.
+	//
+	// Reload (the default): nothing restarts. The pods reload the mounted Secret themselves and
+	// each one acknowledges, on its own Pod, the keyring it loaded (annotation
+	// loaded.mrtr.dev/<secretName>, written by the library's ack package); a phase ends when every
+	// pod of every target has acknowledged its keyring. A pod that has not within reloadDeadline
+	// is restarted, alone, through the eviction API (which respects PodDisruptionBudgets), so
+	// pods that never run the library still rotate safely, with restarts.
+	//
+	// Restart: the keyring's fingerprint is stamped on every target's pod template (annotation
+	// mrtr.dev/keyring-hash), which restarts every pod three times per rotation; a phase ends when
+	// the rollout does. For consumers that read the keyring only at start (the MRTR_KEYRING
+	// environment variable).
+	// +optional
+	// +kubebuilder:default=Reload
+	Delivery Delivery `json:"delivery,omitempty"`
+	// reloadDeadline is how long a pod has to acknowledge a keyring in Reload delivery before it
+	// is restarted: the kubelet's Secret sync period plus its cache TTL (about a minute by
+	// default) plus the time the server takes to reload.
+	// +optional
+	// +kubebuilder:default="2m"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5s') && duration(self) <= duration('1h')",message="spec.reloadDeadline must be between 5s and 1h"
+	ReloadDeadline metav1.Duration `json:"reloadDeadline,omitzero"`
+	// podSelector adds the pods of this namespace whose labels match as consumers, whatever runs
+	// them (bare pods, other controllers' pods). They are gated by their acknowledgement alone, in
+	// either delivery: never restarted, a phase waits until each has acknowledged. Pods of the
+	// target workloads are counted with their workload.
+	// +optional
+	PodSelector *metav1.LabelSelector `json:"podSelector,omitempty"`
 	// suspend stops new rotations from starting (on schedule or on request). A rotation already
 	// under way finishes, because stopping halfway would leave an extra key in place for no reason.
 	// +optional
@@ -130,6 +162,17 @@ const (
 	KindDeployment  WorkloadKind = "Deployment"
 	KindStatefulSet WorkloadKind = "StatefulSet"
 	KindDaemonSet   WorkloadKind = "DaemonSet"
+)
+
+// Delivery is how a new keyring reaches the consumers' pods: see MRTRKeyringSpec.delivery.
+// +kubebuilder:validation:Enum=Reload;Restart
+type Delivery string
+
+const (
+	// DeliveryReload: the pods reload the Secret and acknowledge each keyring; nothing restarts.
+	DeliveryReload Delivery = "Reload"
+	// DeliveryRestart: the pods are restarted (a rollout of each target) for each keyring.
+	DeliveryRestart Delivery = "Restart"
 )
 
 // WorkloadReference names one target workload in the keyring's namespace.
@@ -229,6 +272,34 @@ type WorkloadStatus struct {
 	// message says what the rollout is waiting for, if anything.
 	// +optional
 	Message string `json:"message,omitempty"`
+	// pods counts the workload's pods that can serve (terminating ones included), in Reload
+	// delivery.
+	// +optional
+	Pods int32 `json:"pods,omitempty"`
+	// podsAcknowledged counts those that run status.targetFingerprint: they acknowledged it, or
+	// started after it was written and acknowledge nothing.
+	// +optional
+	PodsAcknowledged int32 `json:"podsAcknowledged,omitempty"`
+	// laggards names up to 10 pods that do not run status.targetFingerprint yet.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Laggards []string `json:"laggards,omitempty"`
+}
+
+// SelectedPodsStatus is the acknowledgement state of the pods spec.podSelector selects.
+type SelectedPodsStatus struct {
+	// pods counts the selected pods that can serve, terminating ones included.
+	// +optional
+	Pods int32 `json:"pods,omitempty"`
+	// podsAcknowledged counts those that acknowledged status.targetFingerprint.
+	// +optional
+	PodsAcknowledged int32 `json:"podsAcknowledged,omitempty"`
+	// laggards names up to 10 pods that have not acknowledged it yet.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	Laggards []string `json:"laggards,omitempty"`
 }
 
 // MRTRKeyringStatus is the observed state. Every timer and every piece of progress of a rotation
@@ -278,6 +349,22 @@ type MRTRKeyringStatus struct {
 	// +optional
 	WorkloadsUpToDate int32 `json:"workloadsUpToDate,omitempty"`
 
+	// podCount is the number of consumer pods gated by acknowledgement (Reload delivery, and the
+	// pods spec.podSelector selects), across every target.
+	// +optional
+	PodCount int32 `json:"podCount,omitempty"`
+	// podsAcknowledged is the number of those pods that run status.targetFingerprint.
+	// +optional
+	PodsAcknowledged int32 `json:"podsAcknowledged,omitempty"`
+	// selectedPods is the acknowledgement state of the pods spec.podSelector selects.
+	// +optional
+	SelectedPods *SelectedPodsStatus `json:"selectedPods,omitempty"`
+	// restartedPods names the pods restarted (evicted) in the current phase because they did not
+	// acknowledge its keyring within spec.reloadDeadline: the first 100.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	RestartedPods []string `json:"restartedPods,omitempty"`
 	// phaseStartedAt is when the current phase began; rollout deadlines count from it.
 	// +optional
 	PhaseStartedAt *metav1.Time `json:"phaseStartedAt,omitempty"`
@@ -369,6 +456,9 @@ const (
 	// ReasonKeyringFull (Stalled=True, Ready=False): an adopted keyring already holds the maximum
 	// number of keys, so no key can be added; remove keys no replica seals with.
 	ReasonKeyringFull = "KeyringFull"
+	// ReasonAcknowledgementMissing (Ready stays True; event): pods did not acknowledge the
+	// phase's keyring within spec.reloadDeadline and are being restarted (status.restartedPods).
+	ReasonAcknowledgementMissing = "AcknowledgementMissing"
 	// ReasonConflict: the keyring Secret, or a target workload's stamp, belongs to another
 	// MRTRKeyring (the message names it). This keyring touches neither until the owner is gone.
 	ReasonConflict = "Conflict"
@@ -380,6 +470,9 @@ const (
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Primary",type=string,JSONPath=`.status.keys[0].id`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Delivery",type=string,JSONPath=`.spec.delivery`,priority=1
+// +kubebuilder:printcolumn:name="Pods",type=integer,JSONPath=`.status.podCount`
+// +kubebuilder:printcolumn:name="Acknowledged",type=integer,JSONPath=`.status.podsAcknowledged`
 // +kubebuilder:printcolumn:name="Next Rotation",type=date,JSONPath=`.status.nextRotationTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="(has(oldSelf.spec.secretName) ? oldSelf.spec.secretName : oldSelf.metadata.name) == (has(self.spec.secretName) ? self.spec.secretName : self.metadata.name)",message="spec.secretName is immutable: the workloads mount the Secret by name",fieldPath=".spec.secretName"

@@ -24,29 +24,35 @@ import (
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 )
 
-// rolledOut is the exit check of the phases that wait for a rollout: every target runs the
-// keyring status.targetFingerprint. A missing target blocks only when blockOnMissing (Accepting: it
-// could come back with an old keyring); later, a missing target has no pods that could seal. A
-// Secret-only keyring waits PropagationDelay instead.
-func (p *pass) rolledOut(blockOnMissing bool) bool {
-	if len(p.in.Workloads) == 0 {
+// delivered is the exit check of the phases that wait for a keyring to reach the pods: every
+// target runs status.targetFingerprint (Workload: acknowledged in Reload delivery, rolled out in
+// Restart delivery), and so does every selected pod. A missing target blocks only when
+// blockOnMissing (Accepting: it could come back with an old keyring); later, a missing target has
+// no pods that could seal. A Secret-only keyring, with nothing to prove it, waits PropagationDelay.
+func (p *pass) delivered(blockOnMissing bool) bool {
+	if p.secretOnly() {
 		return !p.in.Now.Before(p.phaseStart().Add(p.in.Settings.PropagationDelay))
 	}
 	missing, pending := p.lagging()
 	if blockOnMissing && len(missing) > 0 {
 		return false
 	}
-	return len(pending) == 0
+	return len(pending) == 0 && len(p.laggards(p.in.SelectedPods, true)) == 0
 }
 
-// replacedPodsGone is Accepting's second exit check. A rollout is complete once no running pod has
-// the old template, but the pods it replaced may still serve for terminationGracePeriod while they
-// stop (kubectl rollout status does not see them for StatefulSets and DaemonSets), and they know
-// only the old keys: a token sealed with the new key must not reach them. So the phase ends that
-// long after the rollout was first seen complete (status.rolledOutAt, kept across restarts).
+// secretOnly: no target workload and no selected pod, so nothing can prove that a keyring arrived.
+func (p *pass) secretOnly() bool { return len(p.in.Workloads) == 0 && len(p.in.SelectedPods) == 0 }
+
+// replacedPodsGone is Accepting's second exit check in Restart delivery. A rollout is complete once
+// no running pod has the old template, but the pods it replaced may still serve for
+// terminationGracePeriod while they stop (kubectl rollout status does not see them for
+// StatefulSets and DaemonSets), and they know only the old keys: a token sealed with the new key
+// must not reach them. So the phase ends that long after the rollout was first seen complete
+// (status.rolledOutAt, kept across restarts). Reload delivery counts terminating pods until they
+// are gone, and restarts none but the laggards, so it needs no such wait.
 func (p *pass) replacedPodsGone() bool {
-	if len(p.in.Workloads) == 0 {
-		return true // Secret-only: no pod is replaced
+	if len(p.in.Workloads) == 0 || p.in.Settings.Reload() {
+		return true
 	}
 	if p.st.RolledOutAt == nil {
 		p.st.RolledOutAt = &p.now
@@ -60,20 +66,21 @@ func (p *pass) lagging() (missing, pending []Workload) {
 		switch {
 		case !w.Found:
 			missing = append(missing, w)
-		case !w.upToDate(p.st.TargetFingerprint):
+		case !p.upToDate(w):
 			pending = append(pending, w)
 		}
 	}
 	return missing, pending
 }
 
-// WaitsForRollout reports whether phase ph ends when a rollout does.
+// WaitsForRollout reports whether phase ph ends when its keyring has reached every pod (a rollout,
+// or every acknowledgement).
 func WaitsForRollout(ph mrtrv1alpha1.Phase) bool {
 	return ph == mrtrv1alpha1.PhaseAccepting || ph == mrtrv1alpha1.PhaseSealingWithNew || ph == mrtrv1alpha1.PhaseRemoving
 }
 
 // checkBlocked is the stall check run after advance: a target missing while Accepting, or a
-// rollout past spec.rolloutDeadline.
+// keyring that has not reached every pod within spec.rolloutDeadline.
 func (p *pass) checkBlocked() {
 	p.checkClaims()
 	if !WaitsForRollout(p.st.Phase) || p.d.Secret != nil {
@@ -84,17 +91,27 @@ func (p *pass) checkBlocked() {
 		p.stall(mrtrv1alpha1.ReasonWorkloadNotFound, "the rotation does not advance past Accepting until these targets exist (or leave the spec): %s", refs(missing))
 		return
 	}
-	if len(pending) > 0 && !p.in.Now.Before(p.rolloutDeadline()) {
+	if p.in.Now.Before(p.rolloutDeadline()) {
+		return
+	}
+	if len(pending) > 0 {
 		p.stall(mrtrv1alpha1.ReasonRolloutDeadlineExceeded, "%s has not rolled out keyring %s within %s: %s; the rotation continues once it does",
-			refs(pending), p.st.TargetFingerprint, p.in.Settings.RolloutDeadline, messages(pending, p.st.TargetFingerprint))
+			refs(pending), p.st.TargetFingerprint, p.in.Settings.RolloutDeadline, p.messages(pending))
+	} else if s := p.describeSelected(); s != "" {
+		p.stall(mrtrv1alpha1.ReasonRolloutDeadlineExceeded, "keyring %s has not reached every pod within %s: %s; the rotation continues once it does",
+			p.st.TargetFingerprint, p.in.Settings.RolloutDeadline, s)
 	}
 }
 
-// checkClaims stalls on targets whose stamp belongs to another keyring: the reconciler does not
-// stamp them, so a rotation cannot leave its first phase until the owner is gone (or the workload
-// leaves this keyring's targets). A workload that needs two keyrings needs one stamp for each, not
-// one fought over.
+// checkClaims stalls on targets whose stamp belongs to another keyring, in Restart delivery: the
+// reconciler does not stamp them, so a rotation cannot leave its first phase until the owner is
+// gone (or the workload leaves this keyring's targets). A workload that needs two keyrings needs
+// one stamp for each, not one fought over. Reload delivery stamps nothing: each keyring waits for
+// its own acknowledgement, and two keyrings never touch the same thing.
 func (p *pass) checkClaims() {
+	if p.in.Settings.Reload() {
+		return
+	}
 	var claimed []string
 	for _, w := range p.in.Workloads {
 		if w.Found && w.ClaimedBy != "" {
@@ -132,12 +149,16 @@ func (p *pass) nextDeadline() time.Duration {
 		if p.st.TTLWaitUntil != nil {
 			at = p.st.TTLWaitUntil.Time
 		}
-	case WaitsForRollout(ph) && len(p.in.Workloads) == 0:
+	case WaitsForRollout(ph) && p.secretOnly():
 		at = p.phaseStart().Add(p.in.Settings.PropagationDelay)
 	case ph == mrtrv1alpha1.PhaseAccepting && p.st.RolledOutAt != nil:
 		at = p.st.RolledOutAt.Add(p.in.Settings.TerminationGracePeriod)
-	case WaitsForRollout(ph):
+	case WaitsForRollout(ph) && p.in.Now.Before(p.rolloutDeadline()):
 		at = p.rolloutDeadline()
+	}
+	// A laggard to restart may come first, in any phase.
+	if r := p.nextReloadDeadline(); !r.IsZero() && (at.IsZero() || !at.After(p.in.Now) || r.Before(at)) {
+		at = r
 	}
 	if d := at.Sub(p.in.Now); !at.IsZero() && d > 0 {
 		return d
@@ -153,11 +174,11 @@ func refs(ws []Workload) string {
 	return joinSome(s, ", ", len(ws))
 }
 
-// messages says what each workload waits for, relative to keyring fingerprint fp.
-func messages(ws []Workload, fp string) string {
+// messages says what each workload waits for before it runs the target keyring.
+func (p *pass) messages(ws []Workload) string {
 	s := make([]string, min(len(ws), maxNamed+1))
 	for i := range s {
-		s[i] = describe(ws[i], fp)
+		s[i] = p.describe(ws[i])
 	}
 	return joinSome(s, "; ", len(ws))
 }
@@ -175,12 +196,15 @@ func joinSome(s []string, sep string, total int) string {
 	return fmt.Sprintf("%s%sand %d more", strings.Join(s[:maxNamed], sep), sep, total-maxNamed)
 }
 
-// describe says what w waits for before it runs keyring fp. Workload.Message already names the
-// workload; the other texts are prefixed with it.
-func describe(w Workload, fp string) string {
+// describe says what w waits for before it runs the target keyring, "" when nothing.
+// Workload.Message already names the workload; the other texts are prefixed with it.
+func (p *pass) describe(w Workload) string {
+	fp := p.st.TargetFingerprint
 	switch {
 	case !w.Found:
 		return w.ref() + " not found"
+	case p.in.Settings.Reload():
+		return p.describePods(w)
 	case w.Stamp != fp:
 		return w.ref() + ": pod template not yet stamped with keyring " + fp
 	case w.RolledOut:

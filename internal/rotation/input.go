@@ -48,8 +48,15 @@ type Settings struct {
 	TerminationGracePeriod time.Duration
 	RolloutDeadline        time.Duration
 	PropagationDelay       time.Duration
-	Suspend                bool
+	// Delivery is how a keyring reaches the pods (Reload or Restart); ReloadDeadline is how long a
+	// pod has to acknowledge one in Reload delivery before it is restarted.
+	Delivery       mrtrv1alpha1.Delivery
+	ReloadDeadline time.Duration
+	Suspend        bool
 }
+
+// Reload reports whether the keyring's pods reload and acknowledge (rather than restart).
+func (s Settings) Reload() bool { return s.Delivery != mrtrv1alpha1.DeliveryRestart }
 
 // TTLWait is how long a key stays after the last pod that sealed with it was seen gone.
 func (s Settings) TTLWait() time.Duration {
@@ -71,6 +78,8 @@ func SettingsFrom(spec mrtrv1alpha1.MRTRKeyringSpec) Settings {
 		TerminationGracePeriod: spec.TerminationGracePeriod.Duration,
 		RolloutDeadline:        or(spec.RolloutDeadline, 10*time.Minute),
 		PropagationDelay:       spec.PropagationDelay.Duration,
+		Delivery:               spec.Delivery,
+		ReloadDeadline:         or(spec.ReloadDeadline, 2*time.Minute),
 		Suspend:                spec.Suspend,
 	}
 }
@@ -108,9 +117,14 @@ type SecretObservation struct {
 	// TokenTTL is the token lifetime the Secret declares to its readers (data key
 	// keyring.TokenTTLDataKey), 0 when it declares none or an invalid one.
 	TokenTTL time.Duration
+	// WrittenAt is when the operator last wrote the Secret, by the API server's clock (the
+	// managedFields time of its field manager), zero when unknown. A pod created after it, by the
+	// same clock, started with what that write held.
+	WrittenAt time.Time
 }
 
 // ObserveSecret classifies a Secret from its parts; exists is false when it was not found.
+// WrittenAt is left to the caller.
 func ObserveSecret(exists bool, secretType string, data map[string][]byte, annotations map[string]string) SecretObservation {
 	if !exists {
 		return SecretObservation{State: SecretAbsent}
@@ -176,13 +190,30 @@ type Workload struct {
 	// ClaimedBy names another MRTRKeyring, one that exists, whose stamp the workload carries
 	// (workload.StampedByAnnotation): the reconciler does not stamp it, and Step reports the conflict.
 	ClaimedBy string
+	// Pods are the pods its selector selects that can serve (not Succeeded or Failed),
+	// terminating ones included; gathered in Reload delivery only.
+	Pods []Pod
+	// CountedPods is how many pods, not terminating, the workload's controller counts as its own
+	// (status.replicas): a view of Pods with fewer is partial (the cache has not seen them all
+	// yet) and proves nothing.
+	CountedPods int32
+}
+
+// Pod is one consumer pod as observed.
+type Pod struct {
+	Name string
+	// Loaded is the fingerprint the pod acknowledged for the keyring Secret (annotation
+	// ack.AnnotationKey(secret)), "" when it acknowledged none.
+	Loaded string
+	// CreatedAt is its creationTimestamp (the API server's clock).
+	CreatedAt time.Time
+	// Terminating: deletionTimestamp is set. It may serve until it is gone, so it still counts.
+	Terminating bool
 }
 
 // ref is "Kind/name", as in messages.
 func (w Workload) ref() string { return string(w.Kind) + "/" + w.Name }
 
-// upToDate: every pod of w runs the keyring with fingerprint fp.
-func (w Workload) upToDate(fp string) bool { return w.Found && w.Stamp == fp && w.RolledOut }
 
 // Input is everything Step needs. The reconciler gathers it; Step never reads anything else.
 type Input struct {
@@ -203,6 +234,9 @@ type Input struct {
 	// (no names, and a selector that matches nothing or no selector) the keyring is Secret-only, and
 	// each phase waits Settings.PropagationDelay instead of a rollout.
 	Workloads []Workload
+	// SelectedPods are the pods spec.podSelector selects that are not Pods of a target, sorted by
+	// name; gated by acknowledgement alone.
+	SelectedPods []Pod
 	// RotateRequest is the current value of the mrtr.dev/rotate annotation.
 	RotateRequest string
 }
@@ -222,8 +256,12 @@ type Decision struct {
 	// fingerprint. Nil means: leave the Secret alone.
 	Secret      *keyring.Keyring
 	SecretPhase mrtrv1alpha1.Phase
-	// Stamp is the fingerprint every found target's pod template must carry; "" means touch none.
+	// Stamp is the fingerprint every found target's pod template must carry; "" means touch none
+	// (always, in Reload delivery).
 	Stamp string
+	// Evict names the pods of targets to restart through the eviction API: they did not
+	// acknowledge the phase's keyring within the reload deadline.
+	Evict []string
 	// Status is the new status; write it only if it differs from Input.Status.
 	Status mrtrv1alpha1.MRTRKeyringStatus
 	// RequeueAfter is when the next timed check is due; 0 means only a watch event can change

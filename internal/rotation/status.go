@@ -30,12 +30,14 @@ import (
 // requeue of the Decision.
 func (p *pass) finish() {
 	p.publishTokenTTL()
+	p.restartOverdue()
 	p.checkBlocked()
 	p.warnOutages()
 	p.st.ObservedGeneration = p.in.Generation
 	p.st.SecretName = p.in.SecretName
 	p.st.Workloads = p.workloadStatuses()
-	if !p.conflict && (p.in.Secret.State == SecretValid || p.d.Secret != nil) {
+	p.st.SelectedPods = p.selectedStatus()
+	if !p.conflict && !p.in.Settings.Reload() && (p.in.Secret.State == SecretValid || p.d.Secret != nil) {
 		// Only a keyring that is valid and ours is ever rolled out.
 		p.d.Stamp = p.st.TargetFingerprint
 	}
@@ -49,9 +51,12 @@ func (p *pass) finish() {
 // not yet up to date) and counts the rest.
 const MaxListedWorkloads = 100
 
-// workloadStatuses lists the targets, at most MaxListedWorkloads of them, and counts them all.
+// workloadStatuses lists the targets, at most MaxListedWorkloads of them, and counts them all and
+// their pods.
 func (p *pass) workloadStatuses() []mrtrv1alpha1.WorkloadStatus {
 	p.st.WorkloadCount, p.st.WorkloadsUpToDate = int32(len(p.in.Workloads)), 0
+	p.st.PodCount = int32(len(p.in.SelectedPods))
+	p.st.PodsAcknowledged = p.st.PodCount - int32(len(p.laggards(p.in.SelectedPods, true)))
 	if len(p.in.Workloads) == 0 {
 		return nil
 	}
@@ -59,9 +64,15 @@ func (p *pass) workloadStatuses() []mrtrv1alpha1.WorkloadStatus {
 	for _, w := range p.in.Workloads {
 		ws := mrtrv1alpha1.WorkloadStatus{
 			Kind: w.Kind, Name: w.Name, Found: w.Found,
-			UpToDate:      w.upToDate(p.st.TargetFingerprint),
+			UpToDate:      p.upToDate(w),
 			ReadyReplicas: w.Ready, DesiredReplicas: w.Desired,
-			Message: describe(w, p.st.TargetFingerprint),
+			Message: p.describe(w),
+		}
+		if p.in.Settings.Reload() {
+			lag := p.laggards(w.Pods, false)
+			ws.Pods, ws.PodsAcknowledged, ws.Laggards = int32(len(w.Pods)), int32(len(w.Pods)-len(lag)), podNames(lag)
+			p.st.PodCount += ws.Pods
+			p.st.PodsAcknowledged += ws.PodsAcknowledged
 		}
 		if ws.UpToDate {
 			p.st.WorkloadsUpToDate++
@@ -98,7 +109,9 @@ func (p *pass) setConditions() {
 		case p.st.Phase != mrtrv1alpha1.PhaseStable:
 			reconciling = condition(mrtrv1alpha1.ConditionReconciling, true, mrtrv1alpha1.ReasonRotating, p.waitingFor(pending))
 		case len(pending) > 0:
-			reconciling = condition(mrtrv1alpha1.ConditionReconciling, true, mrtrv1alpha1.ReasonRolloutInProgress, "rolling out keyring "+p.st.TargetFingerprint+": "+messages(pending, p.st.TargetFingerprint))
+			reconciling = condition(mrtrv1alpha1.ConditionReconciling, true, mrtrv1alpha1.ReasonRolloutInProgress, "rolling out keyring "+p.st.TargetFingerprint+": "+p.messages(pending))
+		case p.describeSelected() != "":
+			reconciling = condition(mrtrv1alpha1.ConditionReconciling, true, mrtrv1alpha1.ReasonRolloutInProgress, p.describeSelected())
 		}
 	}
 	if u := p.unreferenced(); u != "" {
@@ -147,8 +160,13 @@ func (p *pass) unreferenced() string {
 	return fmt.Sprintf("targets that do not reference Secret %s (their pods get no keys from it): %s", p.in.SecretName, joinSome(out, ", ", len(out)))
 }
 
-// outages names the targets whose every restart is an outage, "" when there are none.
+// outages names the targets whose every restart is an outage, "" when there are none or nothing
+// restarts them (Reload delivery restarts only the pods that do not acknowledge, one by one as
+// their PodDisruptionBudget allows).
 func (p *pass) outages() string {
+	if p.in.Settings.Reload() {
+		return ""
+	}
 	var out []string
 	for _, w := range p.in.Workloads {
 		if w.Found && w.Outage != "" {
@@ -175,10 +193,14 @@ func (p *pass) waitingFor(pending []Workload) string {
 	switch {
 	case ph == mrtrv1alpha1.PhaseWaitingTTL && p.st.TTLWaitUntil != nil:
 		return fmt.Sprintf("WaitingTTL: tokens sealed with the old keys expire by %s", p.st.TTLWaitUntil.UTC().Format(time.RFC3339))
-	case len(p.in.Workloads) == 0:
+	case p.secretOnly():
 		return fmt.Sprintf("%s: waiting %s for the Secret to reach every mounted copy", ph, p.in.Settings.PropagationDelay)
+	case len(pending) > 0 && p.in.Settings.Reload():
+		return fmt.Sprintf("%s: waiting for every pod to acknowledge keyring %s: %s", ph, p.st.TargetFingerprint, p.messages(pending))
 	case len(pending) > 0:
-		return fmt.Sprintf("%s: rolling out keyring %s: %s", ph, p.st.TargetFingerprint, messages(pending, p.st.TargetFingerprint))
+		return fmt.Sprintf("%s: rolling out keyring %s: %s", ph, p.st.TargetFingerprint, p.messages(pending))
+	case p.describeSelected() != "":
+		return fmt.Sprintf("%s: %s", ph, p.describeSelected())
 	}
 	return fmt.Sprintf("%s: keyring %s", ph, p.st.TargetFingerprint)
 }

@@ -135,7 +135,7 @@ func (p *pass) advance(kr *keyring.Keyring) {
 		p.event(corev1Normal, "KeyCreated", "Rotate", "created key %s", added)
 		p.enter(mrtrv1alpha1.PhaseAccepting, next, true)
 	case mrtrv1alpha1.PhaseAccepting:
-		if !p.rolledOut(true) {
+		if !p.delivered(true) {
 			p.st.RolledOutAt = nil // a rollout that regressed proves nothing yet
 			return
 		}
@@ -151,7 +151,7 @@ func (p *pass) advance(kr *keyring.Keyring) {
 		}
 		p.enter(mrtrv1alpha1.PhaseSealingWithNew, next, true)
 	case mrtrv1alpha1.PhaseSealingWithNew:
-		if !p.rolledOut(false) {
+		if !p.delivered(false) {
 			return
 		}
 		until := metav1.NewTime(ceilSecond(p.in.Now.Add(p.retiringTTLWait())))
@@ -178,7 +178,7 @@ func (p *pass) advance(kr *keyring.Keyring) {
 		}
 		p.enter(mrtrv1alpha1.PhaseRemoving, next, true)
 	case mrtrv1alpha1.PhaseRemoving:
-		if !p.rolledOut(false) {
+		if !p.delivered(false) {
 			return
 		}
 		p.st.TTLWaitUntil = nil
@@ -301,6 +301,7 @@ func (p *pass) transition(phase mrtrv1alpha1.Phase, format string, args ...any) 
 	from := p.st.Phase
 	p.st.Phase = phase
 	p.st.PhaseStartedAt = &p.now
+	p.st.RestartedPods = nil // they were restarted for the keyring of the phase before
 	if from != phase {
 		p.event(corev1Normal, "PhaseChanged", "Rotate", "%s -> %s: %s", from, phase, fmt.Sprintf(format, args...))
 	}

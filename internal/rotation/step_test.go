@@ -36,9 +36,12 @@ var now = time.Date(2026, 8, 6, 12, 0, 0, 0, time.UTC)
 // newID is the id Step gives a key made at now.
 const newID = "k20260806-120000"
 
+// settings are those of a keyring in Restart delivery: the tables of this file decide rollouts;
+// reload_test.go has those of Reload delivery.
 var settings = Settings{
 	RotationInterval: 720 * time.Hour, TokenTTL: 5 * time.Minute, ClockSkew: 30 * time.Second,
 	TerminationGracePeriod: 30 * time.Second, RolloutDeadline: 10 * time.Minute, PropagationDelay: 2 * time.Minute,
+	Delivery: mrtrv1alpha1.DeliveryRestart, ReloadDeadline: 2 * time.Minute,
 }
 
 // ring builds a keyring whose key bytes derive from the ids, so equal ids give equal fingerprints.
