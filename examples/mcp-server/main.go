@@ -9,7 +9,9 @@
 // The keyring comes from a mounted Secret folder (--keyring-dir, holding keyring.json; followed as
 // the kubelet updates it, no restart needed) or from the MRTR_KEYRING environment variable (read once).
 // The server logs every keyring it loads by fingerprint and key ids, and shows the same on
-// GET /debug/keyring and in the Mrtr-* headers of every /mcp response.
+// GET /debug/keyring and in the Mrtr-* headers of every /mcp response. With --keyring-secret it also
+// acknowledges each keyring it loads on its own Pod (package ack), which the operator's reload mode
+// waits for before each rotation step.
 //
 //	mcp-server --listen :8080 --keyring-dir /etc/mrtr --server https://weather.example.com/mcp
 package main
@@ -27,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 	"github.com/mrtr-dev/mrtr-operator/pkg/token"
 )
@@ -34,13 +37,18 @@ import (
 // keyringFile is the data key of the keyring Secret, and so the file name in its mounted folder.
 const keyringFile = "keyring.json"
 
+// serviceAccountDir is where the kubelet mounts the pod's service account token and CA.
+const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
 type config struct {
-	listen     string
-	keyringDir string
-	server     string
-	replica    string
-	tokenTTL   time.Duration
-	grace      time.Duration
+	listen            string
+	keyringDir        string
+	keyringSecret     string
+	serviceAccountDir string
+	server            string
+	replica           string
+	tokenTTL          time.Duration
+	grace             time.Duration
 }
 
 func main() {
@@ -48,6 +56,11 @@ func main() {
 	flag.StringVar(&c.listen, "listen", ":8080", "address to serve HTTP on")
 	flag.StringVar(&c.keyringDir, "keyring-dir", "",
 		"folder of the mounted keyring Secret (holding "+keyringFile+"), followed for changes; if empty, $"+keyring.EnvVar+" is read once")
+	flag.StringVar(&c.keyringSecret, "keyring-secret", os.Getenv("MRTR_KEYRING_SECRET"),
+		"name of the mounted keyring Secret; when set (with --keyring-dir), the server acknowledges each keyring it loads on its own Pod "+
+			"(package ack), which the operator's reload mode waits for (default $MRTR_KEYRING_SECRET)")
+	flag.StringVar(&c.serviceAccountDir, "serviceaccount-dir", serviceAccountDir,
+		"folder of the pod's service account token and ca.crt, used to acknowledge keyrings")
 	flag.StringVar(&c.server, "server", "mrtr-example",
 		"server identity bound into every request state; the same on every replica, different for every other server sharing the keyring")
 	flag.StringVar(&c.replica, "replica", defaultReplica(), "name of this replica in logs and headers (default $POD_NAME or the host name)")
@@ -75,15 +88,26 @@ func run(c config, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
+	// The reporter comes first: a pod that is told to acknowledge but cannot must not start, or the
+	// operator would wait for it at every rotation.
+	rep, err := reporter(c, log)
+	if err != nil {
+		return err
+	}
 	src, err := keyringSource(ctx, c.keyringDir, log)
 	if err != nil {
 		return err
+	}
+	// rep is set only with --keyring-dir, so src is the FileSource of that folder.
+	if fs, ok := src.(*keyring.FileSource); ok && rep != nil {
+		rep.Follow(fs)
+		go func() { _ = rep.Run(ctx) }() // nil once ctx is done; failures go to OnError
 	}
 	codec, err := token.NewSealed(src, c.server, token.SealedTTL(c.tokenTTL), token.SealedAnonymousTTL(c.tokenTTL))
 	if err != nil {
 		return err
 	}
-	a := &app{replica: c.replica, src: src, guard: newGuard(codec, log), log: log}
+	a := &app{replica: c.replica, src: src, guard: newGuard(codec, log), log: log, ack: rep}
 
 	srv := &http.Server{Addr: c.listen, Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
@@ -102,6 +126,31 @@ func run(c config, log *slog.Logger) error {
 		return err
 	}
 	return nil
+}
+
+// reporter returns the Reporter that acknowledges the keyrings loaded from --keyring-dir, or nil if
+// --keyring-secret or --keyring-dir is not set. The pod's name and namespace and the API server come
+// from the environment (the downward API and the kubelet).
+func reporter(c config, log *slog.Logger) (*ack.Reporter, error) {
+	if c.keyringSecret == "" {
+		return nil, nil
+	}
+	if c.keyringDir == "" {
+		// A keyring read once from the environment is never rotated in place: nothing to acknowledge.
+		log.Warn("--keyring-secret has no effect without --keyring-dir", "keyringSecret", c.keyringSecret)
+		return nil, nil
+	}
+	r, err := ack.New(ack.Config{
+		Secret:            c.keyringSecret,
+		ServiceAccountDir: c.serviceAccountDir,
+		OnError: func(err error) {
+			log.Warn("keyring not acknowledged yet, retrying", "secret", c.keyringSecret, "err", err)
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("--keyring-secret=%s: %w", c.keyringSecret, err)
+	}
+	return r, nil
 }
 
 // keyringSource returns the keyring from dir, followed until ctx is done, or else from the environment.

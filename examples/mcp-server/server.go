@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 	"github.com/mrtr-dev/mrtr-operator/pkg/token"
 	"github.com/mrtr-dev/mrtr-operator/pkg/token/mcpstate"
@@ -45,6 +46,7 @@ type app struct {
 	src     keyring.Source
 	guard   *mcpstate.Guard
 	log     *slog.Logger
+	ack     *ack.Reporter // nil when the server does not acknowledge its keyrings
 
 	completed, rejected atomic.Uint64
 }
@@ -143,8 +145,11 @@ type Debug struct {
 	Fingerprint string   `json:"fingerprint"`
 	KeyIDs      []string `json:"keyIds"`
 	SealKey     string   `json:"sealKey"`
-	Completed   uint64   `json:"completed"`
-	Rejected    uint64   `json:"rejected"`
+	// Acknowledged is the fingerprint the API server last accepted on this replica's Pod, "" before
+	// the first or when the server does not acknowledge (no --keyring-secret).
+	Acknowledged string `json:"acknowledged"`
+	Completed    uint64 `json:"completed"`
+	Rejected     uint64 `json:"rejected"`
 }
 
 // handler serves MCP on /mcp (stateless streamable HTTP, so any replica answers any request),
@@ -158,10 +163,14 @@ func (a *app) handler() http.Handler {
 	mux.Handle("/mcp", a.withKeyringHeaders(mcpHandler))
 	mux.HandleFunc("GET /debug/keyring", func(w http.ResponseWriter, _ *http.Request) {
 		r := a.src.Keyring()
+		var acked string
+		if a.ack != nil {
+			acked = a.ack.Acknowledged()
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(Debug{
 			Replica: a.replica, Fingerprint: r.Fingerprint(), KeyIDs: r.IDs(), SealKey: r.Primary().ID(),
-			Completed: a.completed.Load(), Rejected: a.rejected.Load(),
+			Acknowledged: acked, Completed: a.completed.Load(), Rejected: a.rejected.Load(),
 		})
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })

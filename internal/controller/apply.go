@@ -19,13 +19,17 @@ package controller
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
@@ -34,6 +38,10 @@ import (
 
 // KeyringLabel is set on the keyring Secret to the name of its MRTRKeyring.
 const KeyringLabel = "mrtr.dev/keyring"
+
+// FieldManager is the operator's field manager in the Secrets it writes: the managedFields time
+// of its entry tells Step when the keyring was written, by the API server's clock.
+const FieldManager = "mrtr-operator"
 
 // writeSecret makes the Secret hold kr, annotated with the phase it enters. It creates the Secret
 // when current (the copy gather read) is nil, or updates current with its resourceVersion, so a
@@ -59,7 +67,7 @@ func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1al
 			Type: keyring.SecretType,
 			Data: map[string][]byte{keyring.SecretDataKey: data, keyring.TokenTTLDataKey: ttl},
 		}
-		if err := r.Create(ctx, &s); err != nil {
+		if err := r.Create(ctx, &s, client.FieldOwner(FieldManager)); err != nil {
 			return fmt.Errorf("create Secret %s with keyring %s: %w", key, kr.Fingerprint(), apiReason(err))
 		}
 		return nil
@@ -90,7 +98,7 @@ func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1al
 	}
 	s.Data[keyring.SecretDataKey] = data
 	s.Data[keyring.TokenTTLDataKey] = ttl
-	if err := r.Update(ctx, s); err != nil {
+	if err := r.Update(ctx, s, client.FieldOwner(FieldManager)); err != nil {
 		return fmt.Errorf("update Secret %s to keyring %s: %w", key, kr.Fingerprint(), apiReason(err))
 	}
 	return nil
@@ -108,4 +116,27 @@ func apiReason(err error) error {
 		}}
 	}
 	return err
+}
+
+// evictionRetry is how soon a pass runs again after an eviction was refused (a PodDisruptionBudget
+// allows no disruption now): the budget frees up as replaced pods become ready.
+const evictionRetry = 5 * time.Second
+
+// evict restarts the named pods of kr's namespace through the eviction API, which respects their
+// PodDisruptionBudgets. It reports whether an eviction was refused for now (429), to be tried again;
+// a pod already gone is no error.
+func (r *MRTRKeyringReconciler) evict(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, names []string) (refused bool, err error) {
+	var errs []error
+	for _, name := range names {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: kr.Namespace, Name: name}}
+		eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: kr.Namespace, Name: name}}
+		switch err := r.SubResource("eviction").Create(ctx, pod, eviction); {
+		case err == nil, apierrors.IsNotFound(err):
+		case apierrors.IsTooManyRequests(err):
+			refused = true
+		default:
+			errs = append(errs, fmt.Errorf("evict pod %s/%s: %w", kr.Namespace, name, err))
+		}
+	}
+	return refused, errors.Join(errs...)
 }

@@ -20,15 +20,18 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
 	"github.com/mrtr-dev/mrtr-operator/internal/workload"
+	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
@@ -68,9 +71,22 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 			return rotation.Input{}, observed{}, err
 		}
 	}
+	settings := rotation.SettingsFrom(kr.Spec)
 	ws := observeWorkloads(targets, kr)
 	stampable := make([]client.Object, 0, len(targets.Found))
+	counted := map[string]bool{} // pods counted with a target, by name
 	for _, obj := range targets.Found {
+		ref, _ := workload.RefOf(obj)
+		w := &ws[slices.IndexFunc(ws, func(w rotation.Workload) bool { return w.Name == ref.Name && string(w.Kind) == string(ref.Kind) })]
+		if settings.Reload() {
+			if w.Pods, err = r.workloadPods(ctx, kr, obj); err != nil {
+				return rotation.Input{}, observed{}, err
+			}
+			w.CountedPods = workload.CountedPods(obj)
+			for _, p := range w.Pods {
+				counted[p.Name] = true
+			}
+		}
 		owner, err := r.stampOwner(ctx, kr, obj)
 		if err != nil {
 			return rotation.Input{}, observed{}, err
@@ -79,21 +95,68 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 			stampable = append(stampable, obj)
 			continue
 		}
-		ref, _ := workload.RefOf(obj)
-		i := slices.IndexFunc(ws, func(w rotation.Workload) bool { return w.Name == ref.Name && string(w.Kind) == string(ref.Kind) })
-		ws[i].ClaimedBy = owner
+		w.ClaimedBy = owner
+	}
+	selected, err := r.selectedPods(ctx, kr, counted)
+	if err != nil {
+		return rotation.Input{}, observed{}, err
 	}
 	return rotation.Input{
 		Now:           r.now().Now(),
 		Generation:    kr.Generation,
-		Settings:      rotation.SettingsFrom(kr.Spec),
+		Settings:      settings,
 		Status:        kr.Status,
 		SecretName:    kr.EffectiveSecretName(),
 		Secret:        sec,
 		FreshKey:      fresh,
 		Workloads:     ws,
+		SelectedPods:  selected,
 		RotateRequest: kr.Annotations[mrtrv1alpha1.RotateAnnotation],
 	}, observed{secret: secret, targets: stampable}, nil
+}
+
+// workloadPods reads the pods obj's selector selects, through the cache.
+func (r *MRTRKeyringReconciler) workloadPods(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, obj client.Object) ([]rotation.Pod, error) {
+	sel, err := workload.Selector(obj)
+	if err != nil {
+		return nil, err
+	}
+	pods, err := workload.ListPods(ctx, r.Client, kr.Namespace, sel)
+	if err != nil {
+		return nil, err
+	}
+	return observePods(pods, kr.EffectiveSecretName(), nil), nil
+}
+
+// selectedPods reads the pods spec.podSelector selects, but for those counted with a target.
+func (r *MRTRKeyringReconciler) selectedPods(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, counted map[string]bool) ([]rotation.Pod, error) {
+	if kr.Spec.PodSelector == nil {
+		return nil, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(kr.Spec.PodSelector)
+	if err != nil {
+		return nil, fmt.Errorf("spec.podSelector: %w", err)
+	}
+	pods, err := workload.ListPods(ctx, r.Client, kr.Namespace, sel)
+	if err != nil {
+		return nil, err
+	}
+	return observePods(pods, kr.EffectiveSecretName(), counted), nil
+}
+
+// observePods turns pods into rotation.Pods, with what each acknowledged for Secret secret, leaving
+// out those in skip.
+func observePods(pods []corev1.Pod, secret string, skip map[string]bool) []rotation.Pod {
+	key := ack.AnnotationKey(secret)
+	out := make([]rotation.Pod, 0, len(pods))
+	for _, p := range pods {
+		if skip[p.Name] {
+			continue
+		}
+		out = append(out, rotation.Pod{Name: p.Name, Loaded: p.Annotations[key], CreatedAt: p.CreationTimestamp.Time,
+			Terminating: p.DeletionTimestamp != nil})
+	}
+	return out
 }
 
 // stampOwner returns the keyring that owns the stamp kr would write on obj, when that is another
@@ -148,7 +211,21 @@ func observeSecret(s *corev1.Secret) rotation.SecretObservation {
 	if s == nil {
 		return rotation.ObserveSecret(false, "", nil, nil)
 	}
-	return rotation.ObserveSecret(true, string(s.Type), s.Data, s.Annotations)
+	obs := rotation.ObserveSecret(true, string(s.Type), s.Data, s.Annotations)
+	obs.WrittenAt = lastWrittenAt(s)
+	return obs
+}
+
+// lastWrittenAt is when FieldManager last changed s, by the API server's clock (the time of its
+// managedFields entry), zero when it never did.
+func lastWrittenAt(s *corev1.Secret) time.Time {
+	var at time.Time
+	for _, m := range s.ManagedFields {
+		if m.Manager == FieldManager && m.Subresource == "" && m.Time != nil && m.Time.After(at) {
+			at = m.Time.Time
+		}
+	}
+	return at
 }
 
 // targets resolves the named, the selected and the consuming workloads (those whose pod template

@@ -69,12 +69,17 @@ type MRTRKeyringReconciler struct {
 //   - deployments, statefulsets, daemonsets: get, list, watch: the informers behind the target
 //     reads; patch: the stamp (a merge patch of two annotations). Never update or delete.
 //   - events.k8s.io events: create, patch: the event recorder (patch for repeated events).
+//   - pods: list, watch: the informer behind the pod reads of Reload delivery (stripped to
+//     names, labels, acknowledgements and Secret references, see workload.StripPod).
+//   - pods/eviction: create: restarting a pod that did not acknowledge in time. Never delete.
 //
 // +kubebuilder:rbac:groups=mrtr.dev,resources=mrtrkeyrings,verbs=get;list;watch
 // +kubebuilder:rbac:groups=mrtr.dev,resources=mrtrkeyrings/status,verbs=update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 
 // Reconcile runs one pass: gather, rotation.Step, apply.
 func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -114,7 +119,7 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	for _, e := range d.Events {
 		r.Recorder.Eventf(&kr, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
 	}
-	var stampErrs []error
+	var stampErrs []error // and eviction errors
 	if d.Stamp != "" {
 		for _, obj := range obs.targets {
 			if _, err := workload.Stamp(ctx, r.Client, obj, d.Stamp, kr.Name); err != nil && !apierrors.IsNotFound(err) {
@@ -122,9 +127,17 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			}
 		}
 	}
+	requeue := d.RequeueAfter
+	if len(d.Evict) > 0 {
+		refused, err := r.evict(ctx, &kr, d.Evict)
+		stampErrs = append(stampErrs, err)
+		if refused && (requeue == 0 || requeue > evictionRetry) {
+			requeue = evictionRetry
+		}
+	}
 	log.V(1).Info("reconciled", "phase", d.Status.Phase, "fingerprint", d.Status.SecretFingerprint,
-		"target", d.Status.TargetFingerprint, "requeueAfter", d.RequeueAfter)
-	return ctrl.Result{RequeueAfter: d.RequeueAfter}, errors.Join(stampErrs...)
+		"target", d.Status.TargetFingerprint, "requeueAfter", requeue, "evicted", len(d.Evict))
+	return ctrl.Result{RequeueAfter: requeue}, errors.Join(stampErrs...)
 }
 
 // conflictRetry is how soon a pass that lost an optimistic-concurrency race runs again.

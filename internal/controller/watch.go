@@ -18,6 +18,7 @@ package controller
 
 import (
 	"context"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -37,6 +39,7 @@ import (
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/workload"
+	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 )
 
 // Field indexes on MRTRKeyrings, so that a Secret or workload event wakes only the keyrings that
@@ -46,6 +49,9 @@ const (
 	secretNameIndex = "mrtr.dev/secretName"
 	// workloadIndex holds "Kind/name" of each workload named in spec.workloads.
 	workloadIndex = "mrtr.dev/workload"
+	// acknowledgementIndex holds the pod annotation under which pods acknowledge the keyring of
+	// the keyring's Secret (ack.AnnotationKey).
+	acknowledgementIndex = "mrtr.dev/acknowledgement"
 )
 
 // SetupWithManager registers the indexes and watches: keyrings (spec changes and annotations,
@@ -66,6 +72,11 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			keys[i] = ref.String()
 		}
 		return keys
+	}); err != nil {
+		return err
+	}
+	if err := idx.IndexField(ctx, &mrtrv1alpha1.MRTRKeyring{}, acknowledgementIndex, func(o client.Object) []string {
+		return []string{ack.AnnotationKey(o.(*mrtrv1alpha1.MRTRKeyring).EffectiveSecretName())}
 	}); err != nil {
 		return err
 	}
@@ -96,6 +107,7 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(r.keyringsForWorkload),
 			builder.WithPredicates(workloadChanged{}))
 	}
+	b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.keyringsForPod), builder.WithPredicates(podChanged{}))
 	return b.Named("mrtrkeyring").Complete(r)
 }
 
@@ -133,6 +145,27 @@ func (r *MRTRKeyringReconciler) keyringsForWorkload(ctx context.Context, obj cli
 		return err == nil && sel.Matches(labels.Set(obj.GetLabels()))
 	})
 	return append(named, selected...)
+}
+
+// keyringsForPod maps a pod to the keyrings it acknowledges, whose Secret it references, or whose
+// pod selector matches its labels: those whose gate it may open or close, in Reload delivery.
+// (A pod of a target that references none of them still wakes its keyring through its workload's
+// status.)
+func (r *MRTRKeyringReconciler) keyringsForPod(ctx context.Context, pod client.Object) []reconcile.Request {
+	var reqs []reconcile.Request
+	for _, key := range workload.AcknowledgementKeys(pod) {
+		reqs = append(reqs, r.list(ctx, pod.GetNamespace(), client.MatchingFields{acknowledgementIndex: key}, nil)...)
+	}
+	for _, secret := range workload.ReferencedSecrets(pod) {
+		reqs = append(reqs, r.list(ctx, pod.GetNamespace(), client.MatchingFields{secretNameIndex: secret}, nil)...)
+	}
+	return append(reqs, r.list(ctx, pod.GetNamespace(), nil, func(kr *mrtrv1alpha1.MRTRKeyring) bool {
+		if kr.Spec.PodSelector == nil {
+			return false
+		}
+		sel, err := metav1.LabelSelectorAsSelector(kr.Spec.PodSelector)
+		return err == nil && sel.Matches(labels.Set(pod.GetLabels()))
+	})...)
 }
 
 // list returns requests for the cached keyrings in namespace that match fields and keep.
@@ -182,4 +215,45 @@ func workloadStatus(obj client.Object) any {
 		return o.Status
 	}
 	return nil
+}
+
+// podChanged lets through pod events that can move a gate: a pod appears or goes, starts
+// terminating, changes phase or labels, or acknowledges. Status noise (conditions, IPs) is dropped.
+type podChanged struct {
+	predicate.Funcs
+}
+
+func (podChanged) Update(e event.UpdateEvent) bool {
+	o, n, ok := pods(e.ObjectOld, e.ObjectNew)
+	if !ok {
+		return true
+	}
+	return (o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) || o.Status.Phase != n.Status.Phase ||
+		!equality.Semantic.DeepEqual(o.Labels, n.Labels) || !acknowledgementsEqual(o, n)
+}
+
+func pods(a, b client.Object) (*corev1.Pod, *corev1.Pod, bool) {
+	o, ok1 := a.(*corev1.Pod)
+	n, ok2 := b.(*corev1.Pod)
+	return o, n, ok1 && ok2
+}
+
+func acknowledgementsEqual(a, b *corev1.Pod) bool {
+	keys := workload.AcknowledgementKeys(a)
+	if !slices.Equal(keys, workload.AcknowledgementKeys(b)) {
+		return false
+	}
+	for _, k := range keys {
+		if a.Annotations[k] != b.Annotations[k] {
+			return false
+		}
+	}
+	return true
+}
+
+// CacheOptions are the manager's cache options: Pods are cached stripped (workload.StripPod).
+func CacheOptions() cache.Options {
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {Transform: workload.StripPod},
+	}}
 }

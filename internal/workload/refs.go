@@ -17,13 +17,18 @@ const SecretRefIndex = "mrtr.dev/referenced-secrets"
 // container an env valueFrom.secretKeyRef or an envFrom.secretRef. These are the ways a pod reads a
 // Secret, so a workload that references the keyring Secret is one of its consumers, whether or not
 // a keyring names it (Reloader's auto mode finds references the same way).
+// A Pod's own spec is read the same way.
 func ReferencedSecrets(obj client.Object) []string {
-	t, err := PodTemplate(obj)
-	if err != nil {
+	var spec *corev1.PodSpec
+	if pod, ok := obj.(*corev1.Pod); ok {
+		spec = &pod.Spec
+	} else if t, err := PodTemplate(obj); err == nil {
+		spec = &t.Spec
+	} else {
 		return nil
 	}
 	var names []string
-	for _, v := range t.Spec.Volumes {
+	for _, v := range spec.Volumes {
 		if v.Secret != nil {
 			names = append(names, v.Secret.SecretName)
 		}
@@ -35,7 +40,7 @@ func ReferencedSecrets(obj client.Object) []string {
 			}
 		}
 	}
-	for _, c := range slices.Concat(t.Spec.InitContainers, t.Spec.Containers) {
+	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
 		names = append(names, containerSecrets(c)...)
 	}
 	slices.Sort(names)

@@ -1,0 +1,122 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package workload
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
+)
+
+// Selector is the label selector by which obj's controller selects its pods (spec.selector).
+func Selector(obj client.Object) (labels.Selector, error) {
+	var sel *metav1.LabelSelector
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		sel = o.Spec.Selector
+	case *appsv1.StatefulSet:
+		sel = o.Spec.Selector
+	case *appsv1.DaemonSet:
+		sel = o.Spec.Selector
+	default:
+		_, err := KindOf(obj)
+		return nil, err
+	}
+	if sel == nil {
+		// The API server requires one; a nil selector must not select every pod of the namespace.
+		return labels.Nothing(), nil
+	}
+	return metav1.LabelSelectorAsSelector(sel)
+}
+
+// CountedPods is how many pods, terminating ones aside, obj's controller counts as its own in its
+// status: a view with fewer pods than that is missing some.
+func CountedPods(obj client.Object) int32 {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		return o.Status.Replicas
+	case *appsv1.StatefulSet:
+		return o.Status.Replicas
+	case *appsv1.DaemonSet:
+		return o.Status.CurrentNumberScheduled + o.Status.NumberMisscheduled
+	}
+	return 0
+}
+
+// ListPods lists the pods of namespace that sel selects and that can still serve: not Succeeded
+// or Failed. Terminating pods are included: they serve until they are gone. Sorted by name.
+func ListPods(ctx context.Context, c client.Reader, namespace string, sel labels.Selector) ([]corev1.Pod, error) {
+	var list corev1.PodList
+	if err := c.List(ctx, &list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, fmt.Errorf("list pods matching %s in namespace %s: %w", sel, namespace, err)
+	}
+	pods := slices.DeleteFunc(list.Items, func(p corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	})
+	slices.SortFunc(pods, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	return pods, nil
+}
+
+// AcknowledgementKeys returns the acknowledgement annotations a pod carries (ack.AnnotationPrefix),
+// sorted: one per keyring Secret whose keyring it reports.
+func AcknowledgementKeys(pod client.Object) []string {
+	var keys []string
+	for k := range pod.GetAnnotations() {
+		if strings.HasPrefix(k, ack.AnnotationPrefix) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// StripPod is a cache transform for Pods: it keeps what the operator reads (name, labels,
+// acknowledgements, creation and deletion times, owners, phase, and the Secrets the pod references)
+// and drops the rest (the spec but for its Secret references, the status but for its phase, every
+// other annotation, managed fields), so that watching every pod of the cluster costs little memory.
+func StripPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: metav1.ObjectMeta{
+		Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
+		Generation: pod.Generation, CreationTimestamp: pod.CreationTimestamp, DeletionTimestamp: pod.DeletionTimestamp,
+		Labels: pod.Labels, OwnerReferences: pod.OwnerReferences,
+	}, Status: corev1.PodStatus{Phase: pod.Status.Phase}}
+	for _, k := range AcknowledgementKeys(pod) {
+		if out.Annotations == nil {
+			out.Annotations = map[string]string{}
+		}
+		out.Annotations[k] = pod.Annotations[k]
+	}
+	for _, name := range ReferencedSecrets(pod) {
+		// One volume per Secret is all ReferencedSecrets needs to read the references back.
+		out.Spec.Volumes = append(out.Spec.Volumes, corev1.Volume{Name: name,
+			VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: name}}})
+	}
+	return out, nil
+}

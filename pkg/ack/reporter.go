@@ -1,0 +1,264 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package ack
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+)
+
+// userAgent names this package in the API server's audit log.
+const userAgent = "mrtr-ack (github.com/mrtr-dev/mrtr-operator/pkg/ack)"
+
+// maxErrorBody is how much of an error response is read for its Status message.
+const maxErrorBody = 4 << 10
+
+// Report records that the process now seals and opens with the keyring of this fingerprint. It never blocks and
+// never fails: the latest fingerprint wins (reports coalesce), and Run publishes it. An empty fingerprint is
+// ignored.
+func (r *Reporter) Report(fingerprint string) {
+	if fingerprint == "" {
+		return
+	}
+	r.mu.Lock()
+	changed := fingerprint != r.latest
+	r.latest = fingerprint
+	r.mu.Unlock()
+	if !changed {
+		return // nothing Run does not know already; in particular, no retry out of its backoff
+	}
+	select {
+	case r.wake <- struct{}{}:
+	default: // Run has a wake-up pending and will read latest then
+	}
+}
+
+// Acknowledged returns the last fingerprint the API server accepted, "" before the first.
+func (r *Reporter) Acknowledged() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.acked
+}
+
+// Follow reports src's current keyring and every keyring it changes to (src.OnChange), and returns.
+func (r *Reporter) Follow(src *keyring.FileSource) {
+	src.OnChange(func(k *keyring.Keyring) { r.Report(k.Fingerprint()) })
+	// The listener is registered first so that no change is missed. A reload may still put a new
+	// keyring in service, and report it, between our read of Keyring and our Report of it, which
+	// would leave the older one as the latest: read again until the keyring holds still.
+	for {
+		k := src.Keyring()
+		r.Report(k.Fingerprint())
+		if src.Keyring() == k {
+			return
+		}
+	}
+}
+
+// Run publishes each reported fingerprint with one PATCH of the Pod, retrying failures with backoff, until ctx is done.
+// It returns nil when ctx is done. Serving never waits on it. It returns an error only if another Run of r is
+// in progress.
+func (r *Reporter) Run(ctx context.Context) error {
+	if !r.running.CompareAndSwap(false, true) {
+		return errors.New("ack: reporter for pod " + r.pod + " already running")
+	}
+	defer r.running.Store(false)
+
+	timer := time.NewTimer(0)
+	timer.Stop() // armed after a failure; since Go 1.23 Stop and Reset leave no stale tick behind
+	defer timer.Stop()
+	var (
+		retry    <-chan time.Time // timer.C while backing off, else nil
+		failures int              // in a row, for the backoff
+	)
+	for {
+		if retry == nil {
+			// Drain the wake-up first: the read of latest below covers every Report made before
+			// it, whose wake-up must not later cut a backoff short as if something newer had come.
+			select {
+			case <-r.wake:
+			default:
+			}
+			if fp := r.pending(); fp != "" {
+				err := r.publish(ctx, fp)
+				if ctx.Err() != nil {
+					return nil // cancelled mid-request: not a failure worth reporting
+				}
+				if err == nil {
+					r.accept(fp)
+					failures = 0
+					continue // a newer fingerprint may have come meanwhile
+				}
+				failures++
+				if r.onError != nil {
+					r.onError(err)
+				}
+				timer.Reset(r.backoff(failures))
+				retry = timer.C
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.wake: // a newer fingerprint: try it at once, backing off or not
+			timer.Stop()
+			retry = nil
+		case <-retry:
+			retry = nil
+		}
+	}
+}
+
+// pending returns the fingerprint to publish, "" if the latest one is already acknowledged.
+func (r *Reporter) pending() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.latest == r.acked {
+		return ""
+	}
+	return r.latest
+}
+
+func (r *Reporter) accept(fp string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.acked = fp
+}
+
+// backoff returns the pause after the n-th failure in a row (n ≥ 1): uniformly random in the upper half
+// of min(MinBackoff·2ⁿ, MaxBackoff), and never outside [MinBackoff, MaxBackoff]. The randomness keeps
+// the pods of a Deployment, which all fail together when the API server restarts, from all coming
+// back at once.
+func (r *Reporter) backoff(n int) time.Duration {
+	d := r.minBackoff
+	for range n {
+		if d > r.maxBackoff/2 { // doubling would pass the cap (or overflow)
+			d = r.maxBackoff
+			break
+		}
+		d *= 2
+	}
+	return max(d/2+rand.N(d/2+1), r.minBackoff)
+}
+
+// publish sends one PATCH that sets the annotation to fp.
+func (r *Reporter) publish(ctx context.Context, fp string) error {
+	token, err := r.token()
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{r.key: fp}}})
+	if err != nil {
+		return fmt.Errorf("ack: %w", err) // cannot happen: strings always encode
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, r.url, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("ack: %w", err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/merge-patch+json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", userAgent)
+
+	// The client's errors name the method and URL, never the headers.
+	resp, err := r.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("ack: patch pod %s: %w", r.pod, err)
+	}
+	defer func() { _ = resp.Body.Close() }() // a failed close of a read body changes nothing
+	if resp.StatusCode/100 == 2 {
+		return nil
+	}
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody)) // what was read is enough to explain
+	return fmt.Errorf("ack: patch pod %s: %s: %s%s", r.pod, resp.Status, statusMessage(b, token), hint(resp.StatusCode))
+}
+
+// token reads the service account token. It is read for every request because the kubelet replaces a
+// bound token well before it expires, and a token read once would stop working after an hour or so.
+func (r *Reporter) token() (string, error) {
+	b, err := os.ReadFile(r.tokenPath)
+	if err != nil {
+		return "", fmt.Errorf("ack: service account token: %w", err)
+	}
+	t := strings.TrimSpace(string(b))
+	if t == "" {
+		return "", fmt.Errorf("ack: service account token %s is empty", r.tokenPath)
+	}
+	return t, nil
+}
+
+// statusMessage returns the message of the metav1.Status in body, else the start of body quoted (a
+// proxy's or load balancer's error page, say), with every trace of token removed (see redact).
+func statusMessage(body []byte, token string) string {
+	var st struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(body, &st) == nil && st.Message != "" {
+		return redact(st.Message, token)
+	}
+	if len(body) == maxErrorBody {
+		// Cut by the read limit, the body may end with the first bytes of a token that redact
+		// cannot recognise: drop them.
+		for k := min(len(token)-1, len(body)); k > 0; k-- {
+			if bytes.HasSuffix(body, []byte(token[:k])) {
+				body = body[:len(body)-k]
+				break
+			}
+		}
+	}
+	msg := strings.TrimSpace(redact(string(body), token)) // before cutting, which could split a token
+	const keep = 200
+	switch {
+	case msg == "":
+		return "no message"
+	case len(msg) > keep:
+		return fmt.Sprintf("%q…", msg[:keep])
+	}
+	return fmt.Sprintf("%q", msg)
+}
+
+// redact removes the token from a message of the server: no API server echoes it, but whatever answers
+// at that address (a misconfigured proxy) might, and the message goes to logs.
+func redact(msg, token string) string {
+	return strings.ReplaceAll(msg, token, "[token]")
+}
+
+// hint says what a status the API server keeps answering usually means.
+func hint(code int) string {
+	switch code {
+	case http.StatusUnauthorized:
+		return " (the service account token was not accepted)"
+	case http.StatusForbidden:
+		return " (is the ClusterRole mrtr-keyring-consumer bound to the pod's ServiceAccount?)"
+	case http.StatusNotFound:
+		return " (no such pod: check $POD_NAME and $POD_NAMESPACE)"
+	}
+	return ""
+}

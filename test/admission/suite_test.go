@@ -1,0 +1,190 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package admission proves config/consumer (the ClusterRole mrtr-keyring-consumer and the
+// ValidatingAdmissionPolicy mrtr-keyring-acknowledgements) against a real kube-apiserver and etcd
+// (envtest): the manifests are read from the repository as they ship, and every request is made
+// with a real credential (envtest's admin, or service account tokens from TokenRequests), so RBAC,
+// token binding and the policy's CEL are the API server's own.
+package admission
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
+	"k8s.io/apiserver/pkg/cel/openapi/resolver"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+// policyName names both the ValidatingAdmissionPolicy and its binding.
+const policyName = "mrtr-keyring-acknowledgements"
+
+// consumerDir holds the manifests under test, relative to this package.
+var consumerDir = filepath.Join("..", "..", "config", "consumer")
+
+var (
+	ctx     context.Context
+	cancel  context.CancelFunc
+	testEnv *envtest.Environment
+	cfg     *rest.Config
+	scheme  = runtime.NewScheme()
+	// admin is envtest's own identity (a client certificate in system:masters).
+	admin client.Client
+)
+
+func TestAdmission(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Admission Suite")
+}
+
+var _ = BeforeSuite(func() {
+	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	ctx, cancel = context.WithCancel(context.Background())
+	// Generous for a loaded 2-core machine; a passing Eventually returns as soon as it holds.
+	SetDefaultEventuallyTimeout(30 * time.Second)
+	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+
+	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
+
+	By("bootstrapping test environment")
+	// No CRDs: the policy's authorizer check names mrtrkeyrings.mrtr.dev, but RBAC matches names,
+	// whether or not the resource is served. The ValidatingAdmissionPolicy admission plugin is on by
+	// default in kube-apiserver (GA since 1.30), and envtest only disables the ServiceAccount plugin,
+	// so the API server needs no extra flags.
+	testEnv = &envtest.Environment{}
+	// KUBEBUILDER_ASSETS comes from the Makefile (hack/build-controlplane.sh envtest prints it).
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		Fail("KUBEBUILDER_ASSETS is not set: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/build-controlplane.sh envtest | tail -1)")
+	}
+	var err error
+	cfg, err = testEnv.Start()
+	Expect(err).NotTo(HaveOccurred())
+	Expect(cfg).NotTo(BeNil())
+
+	admin, err = client.New(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+
+	By("applying config/consumer as kustomize would")
+	applyConsumerManifests()
+
+	By("waiting for the policy to be type-checked and enforced")
+	waitForPolicy()
+})
+
+var _ = AfterSuite(func() {
+	By("tearing down the test environment")
+	if cancel != nil {
+		cancel()
+	}
+	if testEnv != nil {
+		Expect(testEnv.Stop()).To(Succeed())
+	}
+})
+
+// applyConsumerManifests creates every object of every file that config/consumer/kustomization.yaml
+// lists, so that a file left out of the kustomization is a file left out of the test.
+func applyConsumerManifests() {
+	GinkgoHelper()
+	var kustomization struct {
+		Resources []string `json:"resources"`
+	}
+	decodeFile(filepath.Join(consumerDir, "kustomization.yaml"), func(d *yaml.YAMLOrJSONDecoder) error {
+		return d.Decode(&kustomization)
+	})
+	Expect(kustomization.Resources).To(ConsistOf("consumer_role.yaml", "acknowledgement_policy.yaml"))
+
+	for _, resource := range kustomization.Resources {
+		decodeFile(filepath.Join(consumerDir, resource), func(d *yaml.YAMLOrJSONDecoder) error {
+			for {
+				obj := &unstructured.Unstructured{}
+				if err := d.Decode(&obj.Object); err != nil {
+					if errors.Is(err, io.EOF) {
+						return nil
+					}
+					return err
+				}
+				if len(obj.Object) == 0 {
+					continue // an empty document, e.g. after a trailing ---
+				}
+				Expect(admin.Create(ctx, obj)).To(Succeed(), "creating %s %s from %s", obj.GetKind(), obj.GetName(), resource)
+			}
+		})
+	}
+}
+
+func decodeFile(path string, decode func(*yaml.YAMLOrJSONDecoder) error) {
+	GinkgoHelper()
+	f, err := os.Open(path)
+	Expect(err).NotTo(HaveOccurred())
+	defer func() { _ = f.Close() }()
+	Expect(decode(yaml.NewYAMLOrJSONDecoder(f, 4096))).To(Succeed(), "decoding %s", path)
+}
+
+// waitForPolicy type-checks the policy against the Pod schema the API server serves and waits until
+// the binding is enforced.
+//
+// In a cluster, status.typeChecking is written by kube-controller-manager (its
+// validatingadmissionpolicy-status controller), not by the API server, and envtest runs no
+// controller-manager: the status stays empty. So the test runs that controller's TypeChecker itself,
+// with the schemas from the API server's OpenAPI v3 discovery, and asserts that it finds nothing
+// (a warning means an expression that does not fit the Pod schema, such as a misspelt field); and
+// checks the checker on a deliberately misspelt copy, so that an empty result means something.
+//
+// The binding takes effect asynchronously, once the API server's policy informers have caught up:
+// the test polls a request that the policy must deny. It is a dry run, so that it leaves nothing
+// behind if it is admitted before that.
+func waitForPolicy() {
+	GinkgoHelper()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	Expect(admin.Get(ctx, client.ObjectKey{Name: policyName}, policy)).To(Succeed())
+	discoveryClient, err := discovery.NewDiscoveryClientForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	checker := &validating.TypeChecker{
+		SchemaResolver: &resolver.ClientDiscoveryResolver{Discovery: discoveryClient},
+		RestMapper:     admin.RESTMapper(),
+	}
+	Expect(checker.Check(policy)).To(BeEmpty(), "the policy's expressions do not type-check against the Pod schema")
+
+	misspelt := policy.DeepCopy()
+	misspelt.Spec.Validations[0].Expression = "has(object.metadata.anotations)"
+	Expect(checker.Check(misspelt)).To(ContainElement(HaveField("Warning", ContainSubstring("anotations"))),
+		"the type checker does not check field names against the Pod schema")
+
+	Eventually(func(g Gomega) {
+		probe := newPod("default", "probe", "default")
+		probe.Annotations = map[string]string{"loaded.mrtr.dev/probe": "fingerprint"}
+		err := admin.Create(ctx, probe, client.DryRunAll)
+		expectDeniedIn(g, err, createMessage("default", "probe"))
+	}).Should(Succeed(), "the policy binding never took effect")
+}
