@@ -214,7 +214,6 @@ type Pod struct {
 // ref is "Kind/name", as in messages.
 func (w Workload) ref() string { return string(w.Kind) + "/" + w.Name }
 
-
 // Input is everything Step needs. The reconciler gathers it; Step never reads anything else.
 type Input struct {
 	// Now is the time of this pass.

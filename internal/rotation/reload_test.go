@@ -62,7 +62,9 @@ func withPods(name string, pods ...Pod) Workload {
 func TestReloadStep(t *testing.T) {
 	a, b := "k20260101-000000", "k20260806-120000"
 	ab, ba := fp(t, a, b), fp(t, b, a)
-	accepting := func() mrtrv1alpha1.MRTRKeyringStatus { return status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b) }
+	accepting := func() mrtrv1alpha1.MRTRKeyringStatus {
+		return status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b)
+	}
 	secAB := ours(t, mrtrv1alpha1.PhaseAccepting, a, b)
 	cases := map[string]struct {
 		in   Input
