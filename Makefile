@@ -69,7 +69,7 @@ test: manifests generate fmt vet envtest-assets ## Run unit and envtest suites (
 # the whole control plane, and they run processes of their own (see test/localcluster).
 .PHONY: test-e2e
 test-e2e: manifests generate fmt vet build e2e-assets ## Run the end-to-end tests on a local cluster.
-	go test -tags=e2e -p 1 -timeout 30m -v ./test/...
+	go test -tags=e2e -p 1 -timeout 30m -v ./test/e2e/... ./test/localcluster/...
 
 FUZZTIME ?= 10s
 .PHONY: fuzz

@@ -23,8 +23,6 @@ package admission
 
 import (
 	"context"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -33,9 +31,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/client-go/discovery"
@@ -45,6 +41,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 )
 
 // policyName names both the ValidatingAdmissionPolicy and its binding.
@@ -116,39 +114,13 @@ var _ = AfterSuite(func() {
 // lists, so that a file left out of the kustomization is a file left out of the test.
 func applyConsumerManifests() {
 	GinkgoHelper()
-	var kustomization struct {
-		Resources []string `json:"resources"`
-	}
-	decodeFile(filepath.Join(consumerDir, "kustomization.yaml"), func(d *yaml.YAMLOrJSONDecoder) error {
-		return d.Decode(&kustomization)
-	})
-	Expect(kustomization.Resources).To(ConsistOf("consumer_role.yaml", "acknowledgement_policy.yaml"))
-
-	for _, resource := range kustomization.Resources {
-		decodeFile(filepath.Join(consumerDir, resource), func(d *yaml.YAMLOrJSONDecoder) error {
-			for {
-				obj := &unstructured.Unstructured{}
-				if err := d.Decode(&obj.Object); err != nil {
-					if errors.Is(err, io.EOF) {
-						return nil
-					}
-					return err
-				}
-				if len(obj.Object) == 0 {
-					continue // an empty document, e.g. after a trailing ---
-				}
-				Expect(admin.Create(ctx, obj)).To(Succeed(), "creating %s %s from %s", obj.GetKind(), obj.GetName(), resource)
-			}
-		})
-	}
-}
-
-func decodeFile(path string, decode func(*yaml.YAMLOrJSONDecoder) error) {
-	GinkgoHelper()
-	f, err := os.Open(path)
+	objs, err := localcluster.ApplyKustomization(ctx, admin, consumerDir)
 	Expect(err).NotTo(HaveOccurred())
-	defer func() { _ = f.Close() }()
-	Expect(decode(yaml.NewYAMLOrJSONDecoder(f, 4096))).To(Succeed(), "decoding %s", path)
+	kinds := make([]string, len(objs))
+	for i, o := range objs {
+		kinds[i] = o.GetKind()
+	}
+	Expect(kinds).To(ConsistOf("ClusterRole", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"))
 }
 
 // waitForPolicy type-checks the policy against the Pod schema the API server serves and waits until

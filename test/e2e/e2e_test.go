@@ -21,7 +21,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -29,9 +31,15 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 	"github.com/mrtr-dev/mrtr-operator/test/e2e/harness"
 )
@@ -112,11 +120,13 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 		}).WithTimeout(time.Minute).Should(Succeed())
 	})
 
-	It("rotates twice with zero rejected request states, resuming after the operator is killed mid-rotation", func() {
+	It("rotates twice in Reload delivery without restarting a pod or rejecting a request state, each step gated on every pod's acknowledgement, resuming after the operator is killed mid-rotation", func() {
 		rotationAt = len(env.Timeline.Events())
-		stampsBefore := stamps(env.Timeline.Events())
+		before, err := env.PodUIDs(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(before).To(HaveLen(int(env.Opts.Replicas)))
 
-		By("requesting rotation 1 and killing the operator while its pods roll to the new primary")
+		By("requesting rotation 1 and killing the operator once its pods seal with the new key")
 		Expect(env.RequestRotation(ctx, "rotation-1")).To(Succeed())
 		Eventually(func() []mrtrv1alpha1.Phase { return phasesSince(env.Timeline.Events(), rotationAt) }).
 			WithTimeout(2 * time.Minute).Should(ContainElement(mrtrv1alpha1.PhaseSealingWithNew))
@@ -141,7 +151,13 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 			Expect(r.Rejected).To(BeZero(), "replica %s rejected request states", r.Replica)
 		}
 
-		By("checking the phases, the Secret writes and the template stamps")
+		By("checking that nothing restarted: the same pods, a template never stamped")
+		after, err := env.PodUIDs(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(after).To(Equal(before))
+		Expect(stamps(env.Timeline.Events()[rotationAt:])).To(BeEmpty())
+
+		By("checking the phases, the Secret writes and, from the watches, every step's gate")
 		events := env.Timeline.Events()
 		rotations := harness.Rotations(events[rotationAt:], env.Opts.TTLWait(), env.Timeline.TTLWaitUntils())
 		Expect(rotations).To(HaveLen(2))
@@ -150,25 +166,106 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 			Expect(r.Secrets).To(HaveLen(3), "rotation %d: Secret writes %v", i+1, r.Secrets)
 			old, nu := r.Secrets[0][0], r.Secrets[0][1]
 			Expect(r.Secrets).To(Equal([][]string{{old, nu}, {nu, old}, {nu}}), "rotation %d", i+1)
-			// One stamp per phase: the restarted operator did not restart the pods a second time.
-			Expect(r.Stamps).To(HaveLen(3), "rotation %d: stamps %v", i+1, r.Stamps)
+			Expect(r.PodsAdded).To(BeZero(), "rotation %d", i+1)
+			Expect(r.GateViolations(events)).To(BeEmpty(), "rotation %d", i+1)
+			Expect(r.AckToWrite).To(HaveLen(3), "rotation %d: every step waited for acknowledgements", i+1)
 		}
-		all := stamps(events)
-		Expect(all[len(stampsBefore):]).To(HaveLen(6))
-		Expect(slices.Compact(slices.Sorted(slices.Values(all)))).To(HaveLen(len(all)), "a fingerprint was stamped twice: %v", all)
 		Expect(env.Timeline.TTLWaitUntils()).To(HaveLen(2), "the TTL wait was restarted")
+		report("Reload delivery", c, elapsed, rotations)
+	})
 
-		By("checking the end state")
-		s, err := env.Observe(ctx)
+	It("restarts only the replica whose reload is stuck, once its reload deadline passes, and rejects nothing", func() {
+		load = startLoad()
+		from := len(env.Timeline.Events())
+		before, err := env.PodUIDs(ctx)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(s.SecretKeyIDs).To(HaveLen(1))
-		Expect(s.TemplateHash).To(Equal(s.SecretFingerprint))
-		Expect(s.Serving).To(HaveLen(int(env.Opts.Replicas)))
-		for _, r := range s.Serving {
-			Expect(r.Fingerprint).To(Equal(s.SecretFingerprint), "replica %s", r.Replica)
-		}
+		frozen := slices.Sorted(maps.Keys(before))[0]
+		By("freezing the mounted Secret of " + frozen + " and requesting rotation 3")
+		env.Kubelet.Freeze(frozen)
+		Expect(env.RequestRotation(ctx, "rotation-3")).To(Succeed())
+		Eventually(rotationsCompleted(env)).WithTimeout(3 * time.Minute).Should(BeNumerically("==", 3))
+		Expect(env.WaitSettled(ctx, time.Minute)).To(Succeed())
+		endLoad()
 
-		report(c, elapsed, rotations)
+		c := load.Counts()
+		Expect(c.Rejected).To(BeZero(), "rejected request states: %s", load.Errors())
+		Expect(c.Failed).To(BeZero(), "failed round trips: %s", load.Errors())
+		after, err := env.PodUIDs(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(after).NotTo(HaveKey(frozen), "the frozen replica was not restarted")
+		Expect(after).To(HaveLen(len(before)))
+		for name, uid := range before {
+			if name != frozen {
+				Expect(after).To(HaveKeyWithValue(name, uid), "a replica that acknowledged was restarted")
+			}
+		}
+		events := env.Timeline.Events()
+		rotations := harness.Rotations(events[from:], env.Opts.TTLWait(), env.Timeline.TTLWaitUntils())
+		Expect(rotations).To(HaveLen(1))
+		Expect(rotations[0].PodsAdded).To(Equal(1), "one replacement, for the frozen replica alone")
+		Expect(rotations[0].GateViolations(events)).To(BeEmpty())
+		var evs eventsv1.EventList
+		Expect(env.Client.List(ctx, &evs, client.InNamespace(env.Opts.Namespace))).To(Succeed())
+		Expect(evs.Items).To(ContainElement(And(
+			HaveField("Reason", mrtrv1alpha1.ReasonAcknowledgementMissing),
+			HaveField("Note", ContainSubstring(frozen+" did not acknowledge keyring")))))
+		AddReportEntry("Reload delivery, one replica frozen", fmt.Sprintf("rotation: %s\nround trips: %s\nrestarted: %s alone",
+			rotations[0], c, frozen))
+	})
+
+	It("refuses an acknowledgement that one pod's token writes for another pod", func() {
+		replicas := env.Kubelet.Replicas()
+		Expect(len(replicas)).To(BeNumerically(">=", 2))
+		slices.SortFunc(replicas, func(a, b *harness.Replica) int { return strings.Compare(a.Pod, b.Pod) })
+		self, other := replicas[0], replicas[1]
+		token, err := os.ReadFile(filepath.Join(self.ServiceAccountDir, "token"))
+		Expect(err).NotTo(HaveOccurred())
+		cfg := rest.AnonymousClientConfig(env.Cluster.RESTConfig())
+		cfg.BearerToken = string(token)
+		asPod, err := client.New(cfg, client.Options{Scheme: harness.Scheme()})
+		Expect(err).NotTo(HaveOccurred())
+		patch := func(pod, key, value string) error {
+			body := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, key, value)
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: env.Opts.Namespace, Name: pod}}
+			return asPod.Patch(ctx, p, client.RawPatch(types.MergePatchType, body))
+		}
+		key := ack.AnnotationKey(env.Opts.Name)
+		Eventually(func(g Gomega) {
+			err := patch(other.Pod, key, "forged")
+			g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
+			g.Expect(err.Error()).To(ContainSubstring("only pod %s/%s may change its own keyring acknowledgement", env.Opts.Namespace, other.Pod))
+		}).Should(Succeed())
+		err = patch(self.Pod, "example.com/other", "x")
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "a consumer changed another annotation of its own pod: %v", err)
+		var p corev1.Pod
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: env.Opts.Namespace, Name: other.Pod}, &p)).To(Succeed())
+		Expect(p.Annotations[key]).NotTo(Equal("forged"))
+		By("while its own acknowledgement, the one its reporter writes, is accepted")
+		st, err := env.Observe(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(patch(self.Pod, key, st.SecretFingerprint)).To(Succeed())
+	})
+
+	It("rotates in Restart delivery, restarting the pods once per step, with zero rejected", func() {
+		Expect(env.SetDelivery(ctx, mrtrv1alpha1.DeliveryRestart)).To(Succeed())
+		Expect(env.WaitSettled(ctx, 2*time.Minute)).To(Succeed()) // the template is stamped once: a rollout
+		load = startLoad()
+		from := len(env.Timeline.Events())
+		Expect(env.RequestRotation(ctx, "rotation-4")).To(Succeed())
+		Eventually(rotationsCompleted(env)).WithTimeout(3 * time.Minute).Should(BeNumerically("==", 4))
+		Expect(env.WaitSettled(ctx, time.Minute)).To(Succeed())
+		endLoad()
+		elapsed := time.Since(loadStart)
+		c := load.Counts()
+		Expect(c.Rejected).To(BeZero(), "rejected request states: %s", load.Errors())
+		Expect(c.Failed).To(BeZero(), "failed round trips: %s", load.Errors())
+		rotations := harness.Rotations(env.Timeline.Events()[from:], env.Opts.TTLWait(), env.Timeline.TTLWaitUntils())
+		Expect(rotations).To(HaveLen(1))
+		r := rotations[0]
+		Expect(r.Phases).To(Equal(harness.RotationPhases))
+		Expect(r.Stamps).To(HaveLen(3), "stamps %v", r.Stamps)
+		Expect(r.PodsAdded).To(Equal(3*int(env.Opts.Replicas)), "every pod restarted once per step")
+		report("Restart delivery", c, elapsed, rotations)
 	})
 
 	It("rejects request states when the keys are replaced in one step (control experiment)", func() {
@@ -224,26 +321,33 @@ func stamps(events []harness.Event) []string {
 	return out
 }
 
-// report prints the numbers of the run: throughput, rotation durations against their floor, and the
-// operator's latency between a rollout completing and its next Secret write.
-func report(c harness.Counts, elapsed time.Duration, rotations []harness.Rotation) {
-	var lat, ttl []time.Duration
-	lines := make([]string, 0, 1+len(rotations)+2)
-	lines = append(lines,
-		fmt.Sprintf("round trips: %s in %v = %.0f/s", c, elapsed.Round(time.Second), float64(c.Completed)/elapsed.Seconds()))
+// report prints the numbers of the run: throughput, rotation durations against their floor, pod
+// restarts, and the operator's latency from a rollout or the last acknowledgement to its next write.
+func report(title string, c harness.Counts, elapsed time.Duration, rotations []harness.Rotation) {
+	var lat, ack, ttl []time.Duration
+	restarts := 0
+	lines := []string{title,
+		fmt.Sprintf("round trips: %s in %v = %.0f/s", c, elapsed.Round(time.Second), float64(c.Completed)/elapsed.Seconds())}
 	for i, r := range rotations {
 		lines = append(lines, fmt.Sprintf("rotation %d: %s", i+1, r))
-		lat, ttl = append(lat, r.RolloutToWrite...), append(ttl, r.TTLToWrite...)
+		lat, ack, ttl = append(lat, r.RolloutToWrite...), append(ack, r.AckToWrite...), append(ttl, r.TTLToWrite...)
+		restarts += r.PodsAdded
 	}
-	lines = append(lines,
-		fmt.Sprintf("operator latency, rollout complete -> Secret write: median %v, max %v (n=%d)",
-			median(lat), harness.Max(lat).Round(time.Millisecond), len(lat)),
-		fmt.Sprintf("operator latency, TTL wait end -> Secret write: median %v, max %v (n=%d, 1s resolution)",
-			median(ttl), harness.Max(ttl).Round(time.Millisecond), len(ttl)))
+	lines = append(lines, fmt.Sprintf("pod restarts during rotations: %d", restarts))
+	if len(ack) > 0 {
+		lines = append(lines, fmt.Sprintf("operator latency, last acknowledgement -> next write: median %v, max %v (n=%d)",
+			median(ack), harness.Max(ack).Round(time.Millisecond), len(ack)))
+	}
+	if len(lat) > 0 {
+		lines = append(lines, fmt.Sprintf("operator latency, rollout complete -> Secret write: median %v, max %v (n=%d)",
+			median(lat), harness.Max(lat).Round(time.Millisecond), len(lat)))
+	}
+	lines = append(lines, fmt.Sprintf("operator latency, TTL wait end -> Secret write: median %v, max %v (n=%d, 1s resolution)",
+		median(ttl), harness.Max(ttl).Round(time.Millisecond), len(ttl)))
 	for _, l := range lines {
 		GinkgoWriter.Println(l)
 	}
-	AddReportEntry("numbers", strings.Join(lines, "\n"))
+	AddReportEntry(title, strings.Join(lines, "\n"))
 }
 
 // median keeps report's lines short.

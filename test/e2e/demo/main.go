@@ -26,6 +26,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"os/signal"
@@ -42,9 +43,12 @@ import (
 )
 
 func main() {
+	delivery := flag.String("delivery", string(mrtrv1alpha1.DeliveryReload),
+		"how each keyring reaches the replicas: Reload (they reload and acknowledge; nothing restarts) or Restart (rollouts)")
+	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx); err != nil {
+	if err := run(ctx, mrtrv1alpha1.Delivery(*delivery)); err != nil {
 		if errors.Is(err, context.Canceled) {
 			fmt.Println("interrupted; everything is stopped")
 			os.Exit(130)
@@ -67,7 +71,7 @@ func (p *printer) printf(format string, args ...any) {
 	fmt.Printf("[%5.1fs] %s\n", time.Since(p.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
-func run(ctx context.Context) error {
+func run(ctx context.Context, delivery mrtrv1alpha1.Delivery) error {
 	p := &printer{start: time.Now()}
 	logf.SetLogger(logr.Discard()) // the demo prints its own lines; client-side logs would drown them
 	var env *harness.Env
@@ -94,13 +98,16 @@ func run(ctx context.Context) error {
 			p.printf("Secret now holds [%s] (first one seals)", strings.Join(e.KeyIDs, ", "))
 		case harness.EventRolledOut:
 			p.printf("Deployment rolled out (pods restarted with keyring %s)%s", e.Fingerprint, counts())
+		case harness.EventAck:
+			p.printf("pod %s acknowledged keyring %s", shortPod(e.Pod), e.Fingerprint)
 		}
 	}
 
 	p.printf("starting: builds what is missing (the first build of the control plane takes ~10 min)")
 	env, err := harness.Start(ctx, harness.Options{
-		Logf:    func(f string, a ...any) { p.printf(f, a...) },
-		OnEvent: onEvent,
+		Delivery: delivery,
+		Logf:     func(f string, a ...any) { p.printf(f, a...) },
+		OnEvent:  onEvent,
 	})
 	defer func() {
 		p.printf("cleaning up")
@@ -146,12 +153,20 @@ func run(ctx context.Context) error {
 	fmt.Println("summary")
 	fmt.Printf("  round trips: %s in %v (%.0f/s)\n", c, elapsed.Round(time.Second), float64(c.Completed)/elapsed.Seconds())
 	var lat []time.Duration
+	restarts := 0
 	for i, r := range rotations {
 		fmt.Printf("  rotation %d: %s\n", i+1, r)
 		lat = append(lat, r.RolloutToWrite...)
+		lat = append(lat, r.AckToWrite...)
+		restarts += r.PodsAdded
 	}
-	fmt.Printf("  operator latency from a rollout completing to its next Secret write: median %v, max %v\n",
-		harness.Median(lat).Round(time.Millisecond), harness.Max(lat).Round(time.Millisecond))
+	fmt.Printf("  pod restarts during rotations: %d\n", restarts)
+	what := "the last acknowledgement"
+	if delivery == mrtrv1alpha1.DeliveryRestart {
+		what = "a rollout completing"
+	}
+	fmt.Printf("  operator latency from %s to its next write: median %v, max %v\n",
+		what, harness.Median(lat).Round(time.Millisecond), harness.Max(lat).Round(time.Millisecond))
 	if c.Rejected+c.Failed == 0 {
 		fmt.Println("  no request state was rejected: every token sealed by any replica opened on every replica")
 	} else {

@@ -37,8 +37,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -63,6 +65,10 @@ type Options struct {
 	ClockSkew time.Duration
 	// TerminationGrace of the keyring and of the pods: 1s.
 	TerminationGrace time.Duration
+	// Delivery of the keyring: Reload (the API's default).
+	Delivery mrtrv1alpha1.Delivery
+	// ReloadDeadline of the keyring: 15s, well past the kubelet's 0.5 to 1 s projection delay here.
+	ReloadDeadline time.Duration
 	// LogDir receives every process's log; empty means a temporary folder removed by Stop.
 	LogDir string
 	// Logf receives progress lines; nil discards them.
@@ -94,6 +100,12 @@ func (o *Options) defaults() {
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
+	}
+	if o.Delivery == "" {
+		o.Delivery = mrtrv1alpha1.DeliveryReload
+	}
+	if o.ReloadDeadline == 0 {
+		o.ReloadDeadline = 15 * time.Second
 	}
 }
 
@@ -197,6 +209,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	e.Kubelet = &Kubelet{
 		Cache: e.Cache, Namespace: opts.Namespace, Binary: serverBin,
 		DataDir: filepath.Join(e.workDir, "pods"), Start: e.Cluster.StartProcess, Balancer: e.Balancer,
+		Client: e.Client, Config: cfg,
 	}
 	if opts.Verbose {
 		e.Kubelet.Logf = opts.Logf
@@ -209,7 +222,11 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := e.Operator.Launch(); err != nil {
 		return nil, err
 	}
-	opts.Logf("deploying MRTRKeyring %s/%s and Deployment %s with %d replicas", opts.Namespace, opts.Name, opts.Name, opts.Replicas)
+	opts.Logf("installing what keyring consumers need: config/consumer (their ClusterRole, the acknowledgement admission policy)")
+	if _, err := localcluster.ApplyKustomization(ctx, e.Client, filepath.Join(root, "config", "consumer")); err != nil {
+		return nil, err
+	}
+	opts.Logf("deploying MRTRKeyring %s/%s (delivery %s) and Deployment %s with %d replicas", opts.Namespace, opts.Name, opts.Delivery, opts.Name, opts.Replicas)
 	if err := e.deploy(ctx); err != nil {
 		return nil, err
 	}
@@ -242,13 +259,16 @@ func (e *Env) keyringObject() *mrtrv1alpha1.MRTRKeyring {
 			TokenTTL:               metav1.Duration{Duration: o.TokenTTL},
 			ClockSkew:              metav1.Duration{Duration: o.ClockSkew},
 			TerminationGracePeriod: metav1.Duration{Duration: o.TerminationGrace},
+			Delivery:               o.Delivery,
+			ReloadDeadline:         metav1.Duration{Duration: o.ReloadDeadline},
 			Workloads:              []mrtrv1alpha1.WorkloadReference{{Kind: mrtrv1alpha1.KindDeployment, Name: o.Name}},
 		},
 	}
 }
 
 // deploymentObject is the example server as it would be deployed for real: the keyring Secret
-// mounted at /etc/mrtr, the server identity and the TTL as args.
+// mounted at /etc/mrtr, the server identity, the TTL and the Secret it acknowledges as args, under
+// a ServiceAccount of its own that may acknowledge (consumerObjects).
 func (e *Env) deploymentObject() *appsv1.Deployment {
 	o := e.Opts
 	labels := map[string]string{"app.kubernetes.io/name": o.Name}
@@ -271,6 +291,7 @@ func (e *Env) deploymentObject() *appsv1.Deployment {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
+					ServiceAccountName:            o.Name,
 					TerminationGracePeriodSeconds: new(int64(o.TerminationGrace / time.Second)),
 					Containers: []corev1.Container{{
 						Name:  "server",
@@ -278,6 +299,7 @@ func (e *Env) deploymentObject() *appsv1.Deployment {
 						Args: []string{
 							"--server=http://" + o.Name + "." + o.Namespace + ".svc/mcp",
 							"--token-ttl=" + o.TokenTTL.String(),
+							"--keyring-secret=" + o.Name,
 						},
 						Ports:        []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
 						VolumeMounts: []corev1.VolumeMount{{Name: "keyring", MountPath: keyringVolumeMount, ReadOnly: true}},
@@ -292,15 +314,35 @@ func (e *Env) deploymentObject() *appsv1.Deployment {
 	}
 }
 
+// consumerObjects are the ServiceAccount of the server's pods and its RoleBinding to the
+// consumers' ClusterRole that the operator ships (config/consumer), which lets each pod acknowledge
+// the keyring it loaded on its own Pod.
+func (e *Env) consumerObjects() []client.Object {
+	o := e.Opts
+	return []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name}},
+		&rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name + "-keyring-consumer"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ConsumerClusterRole},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: o.Namespace, Name: o.Name}},
+		},
+	}
+}
+
+// ConsumerClusterRole is the ClusterRole in config/consumer that keyring consumers are bound to.
+const ConsumerClusterRole = "mrtr-keyring-consumer"
+
 func (e *Env) deploy(ctx context.Context) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.Opts.Namespace}}
 	if err := e.Client.Create(ctx, ns); err != nil {
 		return err
 	}
-	if err := e.Client.Create(ctx, e.keyringObject()); err != nil {
-		return err
+	for _, obj := range append(e.consumerObjects(), e.keyringObject(), e.deploymentObject()) {
+		if err := e.Client.Create(ctx, obj); err != nil {
+			return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
+		}
 	}
-	return e.Client.Create(ctx, e.deploymentObject())
+	return nil
 }
 
 // State is one look at the keyring, its Secret and its Deployment.
@@ -320,8 +362,10 @@ type ReplicaKeyring struct {
 	Fingerprint string   `json:"fingerprint"`
 	KeyIDs      []string `json:"keyIds"`
 	SealKey     string   `json:"sealKey"`
-	Completed   uint64   `json:"completed"`
-	Rejected    uint64   `json:"rejected"`
+	// Acknowledged is the fingerprint the replica's Pod last accepted as its acknowledgement.
+	Acknowledged string `json:"acknowledged"`
+	Completed    uint64 `json:"completed"`
+	Rejected     uint64 `json:"rejected"`
 }
 
 // Observe reads the current State.
@@ -367,15 +411,17 @@ func (e *Env) ReplicaKeyrings() []ReplicaKeyring {
 	return out
 }
 
-// Settled reports whether the keyring is Stable with one key, the Deployment is rolled out with that
-// keyring's fingerprint, and exactly the desired replicas serve with it.
-func (s State) Settled(replicas int32) bool {
+// Settled reports whether the keyring is Stable with one key, the Deployment is rolled out (in
+// Restart delivery, with that keyring's fingerprint), and exactly the desired replicas serve with
+// it (in Reload delivery, and have acknowledged it).
+func (s State) Settled(replicas int32, delivery mrtrv1alpha1.Delivery) bool {
+	restart := delivery == mrtrv1alpha1.DeliveryRestart
 	if s.Phase != mrtrv1alpha1.PhaseStable || len(s.SecretKeyIDs) != 1 || !s.RolledOut ||
-		s.TemplateHash != s.SecretFingerprint || len(s.Serving) != int(replicas) {
+		(restart && s.TemplateHash != s.SecretFingerprint) || len(s.Serving) != int(replicas) {
 		return false
 	}
 	for _, r := range s.Serving {
-		if r.Fingerprint != s.SecretFingerprint {
+		if r.Fingerprint != s.SecretFingerprint || (!restart && r.Acknowledged != s.SecretFingerprint) {
 			return false
 		}
 	}
@@ -393,7 +439,7 @@ func (e *Env) WaitSettled(ctx context.Context, timeout time.Duration) error {
 			return err
 		}
 		s, err := e.Observe(ctx)
-		if err == nil && s.Settled(e.Opts.Replicas) {
+		if err == nil && s.Settled(e.Opts.Replicas, e.delivery(ctx)) {
 			return nil
 		}
 		last = s
@@ -403,6 +449,36 @@ func (e *Env) WaitSettled(ctx context.Context, timeout time.Duration) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// delivery is the keyring's spec.delivery as it is now (a test may change it).
+func (e *Env) delivery(ctx context.Context) mrtrv1alpha1.Delivery {
+	var k mrtrv1alpha1.MRTRKeyring
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: e.Opts.Namespace, Name: e.Opts.Name}, &k); err != nil {
+		return e.Opts.Delivery
+	}
+	return k.Spec.Delivery
+}
+
+// SetDelivery changes the keyring's spec.delivery.
+func (e *Env) SetDelivery(ctx context.Context, d mrtrv1alpha1.Delivery) error {
+	k := &mrtrv1alpha1.MRTRKeyring{ObjectMeta: metav1.ObjectMeta{Namespace: e.Opts.Namespace, Name: e.Opts.Name}}
+	patch := fmt.Appendf(nil, `{"spec":{"delivery":%q}}`, d)
+	return e.Client.Patch(ctx, k, client.RawPatch(types.MergePatchType, patch))
+}
+
+// PodUIDs returns the UID of every pod of the namespace, by name: the same map before and after
+// means nothing was restarted.
+func (e *Env) PodUIDs(ctx context.Context) (map[string]types.UID, error) {
+	var pods corev1.PodList
+	if err := e.Client.List(ctx, &pods, client.InNamespace(e.Opts.Namespace)); err != nil {
+		return nil, err
+	}
+	out := make(map[string]types.UID, len(pods.Items))
+	for _, p := range pods.Items {
+		out[p.Name] = p.UID
+	}
+	return out, nil
 }
 
 // RequestRotation sets the mrtr.dev/rotate annotation to value, which starts one rotation.

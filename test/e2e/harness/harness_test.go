@@ -22,6 +22,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -136,5 +137,69 @@ func TestRotations(t *testing.T) {
 	}
 	if len(r.TTLToWrite) != 1 || r.TTLToWrite[0] != 700*time.Millisecond {
 		t.Errorf("TTL to write = %v, want [700ms]", r.TTLToWrite)
+	}
+}
+
+// A Reload rotation: each write's wait ends with the operator's next step once every pod has
+// acknowledged; GateViolations finds a step taken before a pod that existed acknowledged, and
+// lets a pod created after the write pass without one.
+func TestReloadRotationGates(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	rv := uint64(0)
+	ev := func(s float64, e Event) Event { rv++; e.At, e.RV = at(s), rv; return e }
+	phase := func(s float64, p mrtrv1alpha1.Phase) Event { return ev(s, Event{Kind: EventPhase, Phase: p}) }
+	ackOf := func(s float64, pod, fp string) Event { return ev(s, Event{Kind: EventAck, Pod: pod, Fingerprint: fp}) }
+	secret := func(s float64, fp string, ids ...string) Event {
+		return ev(s, Event{Kind: EventSecret, Fingerprint: fp, KeyIDs: ids})
+	}
+	build := func(late bool) []Event {
+		events := []Event{
+			ev(-20, Event{Kind: EventPodAdded, Pod: "p1"}),
+			ev(-20, Event{Kind: EventPodAdded, Pod: "p2"}),
+			phase(-10, mrtrv1alpha1.PhaseStable),
+			secret(0, "ab", "a", "b"),
+			phase(0.1, mrtrv1alpha1.PhaseAccepting),
+			ackOf(0.8, "p1", "ab"),
+		}
+		if !late {
+			events = append(events, ackOf(1, "p2", "ab"))
+		}
+		events = append(events,
+			secret(1.1, "ba", "b", "a"), // p2 has not acknowledged "ab" yet when late
+			phase(1.2, mrtrv1alpha1.PhaseSealingWithNew),
+			ev(1.5, Event{Kind: EventPodDeleted, Pod: "p2"}),
+			ev(1.6, Event{Kind: EventPodAdded, Pod: "p3"}), // created after the write: counts without acknowledging
+			ackOf(1.9, "p1", "ba"),
+			phase(2, mrtrv1alpha1.PhaseWaitingTTL),
+			phase(9, mrtrv1alpha1.PhaseRemoving),
+			secret(9.1, "b", "b"),
+			ackOf(9.6, "p1", "b"),
+			ackOf(9.8, "p3", "b"),
+			phase(9.9, mrtrv1alpha1.PhaseStable),
+		)
+		return events
+	}
+	events := build(false)
+	rs := Rotations(events, 7*time.Second, nil)
+	if len(rs) != 1 {
+		t.Fatalf("got %d rotations, want 1", len(rs))
+	}
+	r := rs[0]
+	if v := r.GateViolations(events); len(v) != 0 {
+		t.Errorf("violations in a gated rotation: %v", v)
+	}
+	wantWaits := []time.Duration{time.Second, 800 * time.Millisecond, 700 * time.Millisecond}
+	wantLatency := []time.Duration{100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond}
+	if !slices.Equal(roundAll(r.AckWaits), wantWaits) || !slices.Equal(roundAll(r.AckToWrite), wantLatency) {
+		t.Errorf("ack waits %v, latencies %v; want %v and %v", r.AckWaits, r.AckToWrite, wantWaits, wantLatency)
+	}
+	if r.PodsAdded != 1 || r.Floor() != 7*time.Second+2500*time.Millisecond {
+		t.Errorf("pods added %d, floor %v; want 1 and 9.5s", r.PodsAdded, r.Floor())
+	}
+	late := build(true)
+	v := Rotations(late, 7*time.Second, nil)[0].GateViolations(late)
+	if len(v) != 1 || !strings.Contains(v[0], "before pod p2 acknowledged keyring ab") {
+		t.Errorf("violations %v, want one naming p2 and keyring ab", v)
 	}
 }

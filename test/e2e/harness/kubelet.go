@@ -22,12 +22,17 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,9 +67,16 @@ type Kubelet struct {
 	SyncDelay func() time.Duration
 	// Logf receives one line per replica started or stopped; nil discards them.
 	Logf func(format string, args ...any)
+	// Client requests each pod's ServiceAccount token (TokenRequest, bound to the pod), and
+	// Config is the API server each replica talks to (its host and CA), as the kubelet gives
+	// them to a container: a token, ca.crt and namespace in one folder, and the in-cluster
+	// environment (KUBERNETES_SERVICE_HOST/PORT, and POD_NAME/POD_NAMESPACE from the downward API).
+	Client client.Client
+	Config *rest.Config
 
 	mu       sync.Mutex
 	replicas map[string]*Replica // by pod name
+	frozen   map[string]bool     // pods whose folder is never updated again
 	wg       sync.WaitGroup      // stops and delayed projections in flight
 	queue    chan string
 }
@@ -76,6 +88,8 @@ type Replica struct {
 	// Secret is the name of the Secret mounted into Dir.
 	Secret string
 	Dir    string
+	// ServiceAccountDir holds the pod's token (bound to it), ca.crt and namespace.
+	ServiceAccountDir string
 
 	proc *localcluster.Process
 	mu   sync.Mutex // serialises projections into Dir
@@ -90,6 +104,7 @@ const keyringVolumeMount = "/etc/mrtr"
 // run until ctx is done; Stop then waits for them to end.
 func (k *Kubelet) Run(ctx context.Context) error {
 	k.replicas = map[string]*Replica{}
+	k.frozen = map[string]bool{}
 	k.queue = make(chan string, 1024)
 	podInf, err := k.Cache.GetInformer(ctx, &corev1.Pod{})
 	if err != nil {
@@ -139,6 +154,14 @@ func (k *Kubelet) Stop() {
 	}
 	k.mu.Unlock()
 	k.wg.Wait()
+}
+
+// Freeze stops updating the mounted Secret of pod: its replica keeps the keyring it has, as when
+// the kubelet's sync of one node is stuck.
+func (k *Kubelet) Freeze(pod string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.frozen[pod] = true
 }
 
 // Replicas returns the replicas that serve, in no order.
@@ -221,13 +244,24 @@ func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod) (*Replica, error) 
 	if err := Project(r.Dir, secret.Data); err != nil {
 		return nil, err
 	}
+	r.ServiceAccountDir = filepath.Join(k.DataDir, pod.Name, "serviceaccount")
+	if err := k.mountServiceAccount(ctx, pod, r.ServiceAccountDir); err != nil {
+		return nil, err
+	}
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	r.Addr = fmt.Sprintf("127.0.0.1:%d", port)
-	args = append(args, "--listen="+r.Addr, "--keyring-dir="+r.Dir, "--replica="+pod.Name)
-	r.proc, err = k.Start("replica-"+pod.Name, exec.Command(k.Binary, args...))
+	args = append(args, "--listen="+r.Addr, "--keyring-dir="+r.Dir, "--replica="+pod.Name, "--serviceaccount-dir="+r.ServiceAccountDir)
+	cmd := exec.Command(k.Binary, args...)
+	api, err := url.Parse(k.Config.Host)
+	if err != nil {
+		return nil, fmt.Errorf("API server address %q: %w", k.Config.Host, err)
+	}
+	cmd.Env = append(os.Environ(), "POD_NAME="+pod.Name, "POD_NAMESPACE="+pod.Namespace,
+		"KUBERNETES_SERVICE_HOST="+api.Hostname(), "KUBERNETES_SERVICE_PORT="+api.Port())
+	r.proc, err = k.Start("replica-"+pod.Name, cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -236,6 +270,32 @@ func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod) (*Replica, error) 
 		return nil, err
 	}
 	return r, nil
+}
+
+// mountServiceAccount writes what the kubelet projects at /var/run/secrets/kubernetes.io/serviceaccount
+// into dir: a token of the pod's ServiceAccount bound to the pod (so the API server knows which pod
+// speaks: userInfo.extra carries its name and uid), the cluster's CA and the namespace.
+func (k *Kubelet) mountServiceAccount(ctx context.Context, pod *corev1.Pod, dir string) error {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Spec.ServiceAccountName}}
+	if sa.Name == "" {
+		sa.Name = "default"
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: new(int64(3600)),
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID},
+	}}
+	if err := k.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
+		return fmt.Errorf("token of ServiceAccount %s for pod %s: %w", sa.Name, pod.Name, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for name, data := range map[string][]byte{"token": []byte(tr.Status.Token), "ca.crt": k.Config.CAData, "namespace": []byte(pod.Namespace)} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // secretChanged schedules the update of every running pod folder that mounts the Secret.
@@ -254,7 +314,7 @@ func (k *Kubelet) secretChanged(obj any) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, r := range k.replicas {
-		if r.Secret != s.Name {
+		if r.Secret != s.Name || k.frozen[r.Pod] {
 			continue
 		}
 		delay := k.syncDelay()

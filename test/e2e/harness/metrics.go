@@ -17,6 +17,7 @@ limitations under the License.
 package harness
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"time"
@@ -49,21 +50,47 @@ type Rotation struct {
 	// TTLToWrite is the delay between status.ttlWaitUntil and the Secret write that removes the old
 	// key. metav1.Time has whole seconds, so this is accurate to a second only.
 	TTLToWrite []time.Duration
+	// AckWaits are, for each Secret write, the time from the write to the last acknowledgement of
+	// its keyring that the next step waited for (Reload delivery).
+	AckWaits []time.Duration
+	// AckToWrite is the operator's delay between the last of those acknowledgements and its next
+	// write: the next keyring in the Secret, or the next phase in status.
+	AckToWrite []time.Duration
+	// PodsAdded counts the pods that appeared during the rotation: restarts.
+	PodsAdded int
+
+	// steps are the writes of the rotation and the operator action that ended each one's wait.
+	steps []step
+}
+
+// step is one Secret write of a rotation and what the operator did once it had reached every pod.
+type step struct {
+	write, next Event
+	lastAck     *Event
 }
 
 // Duration is how long the rotation took.
 func (r Rotation) Duration() time.Duration { return r.End.Sub(r.Start) }
 
-// Floor is the least a rotation can take: its rollouts plus the TTL wait.
+// Floor is the least a rotation can take: the TTL wait plus its rollouts (Restart delivery) or
+// its acknowledgement waits (Reload delivery).
 func (r Rotation) Floor() time.Duration {
 	f := r.TTLWait
-	for _, d := range r.Rollouts {
+	waits := r.Rollouts
+	if len(waits) == 0 {
+		waits = r.AckWaits
+	}
+	for _, d := range waits {
 		f += d
 	}
 	return f
 }
 
 func (r Rotation) String() string {
+	if len(r.Rollouts) == 0 {
+		return fmt.Sprintf("%v (floor %v: TTL wait %v + acknowledgement waits %v)", r.Duration().Round(100*time.Millisecond),
+			r.Floor().Round(100*time.Millisecond), r.TTLWait, roundAll(r.AckWaits))
+	}
 	return fmt.Sprintf("%v (floor %v: rollouts %v + TTL wait %v)", r.Duration().Round(100*time.Millisecond),
 		r.Floor().Round(100*time.Millisecond), roundAll(r.Rollouts), r.TTLWait)
 }
@@ -115,6 +142,8 @@ func Rotations(events []Event, ttlWait time.Duration, ttlWaitUntils []time.Time)
 				cur.Rollouts = append(cur.Rollouts, e.At.Sub(at))
 				lastRolledOut = e.At
 			}
+		case EventPodAdded:
+			cur.PodsAdded++
 		}
 	}
 	for _, e := range events {
@@ -142,10 +171,111 @@ func Rotations(events []Event, ttlWait time.Duration, ttlWaitUntils []time.Time)
 		}
 		apply(e)
 	}
+	for i := range out {
+		out[i].measureAcks(events)
+	}
 	return out
 }
 
-// Median and Max of a set of durations (zero for none).
+// byRV returns the events that carry a resourceVersion, in etcd's order.
+func byRV(events []Event) []Event {
+	out := slices.DeleteFunc(slices.Clone(events), func(e Event) bool { return e.RV == 0 })
+	slices.SortStableFunc(out, func(a, b Event) int { return cmp.Compare(a.RV, b.RV) })
+	return out
+}
+
+// endsWait reports whether e is the operator's step that ends the wait of the k-th write of a
+// rotation for its keyring to reach every pod: the next write after [A,B]; the phase WaitingTTL
+// after [B,A]; the phase Stable after [B].
+func endsWait(k int, e Event) bool {
+	switch k {
+	case 0:
+		return e.Kind == EventSecret
+	case 1:
+		return e.Kind == EventPhase && e.Phase == mrtrv1alpha1.PhaseWaitingTTL
+	case 2:
+		return e.Kind == EventPhase && e.Phase == mrtrv1alpha1.PhaseStable
+	}
+	return false
+}
+
+// measureAcks finds, for each Secret write of r, the step that ended its wait (endsWait) and the
+// last acknowledgement of its keyring before that step, and derives AckWaits and AckToWrite.
+// A rotation that rolled out (Restart delivery) waited for its rollouts, not for acknowledgements
+// (which pods that run the library still write): it has none of these.
+func (r *Rotation) measureAcks(events []Event) {
+	if len(r.Stamps) > 0 {
+		return
+	}
+	ordered := byRV(events)
+	var writes []Event
+	for _, e := range ordered {
+		if e.Kind == EventSecret && !e.At.Before(r.Start) && (r.End.IsZero() || !e.At.After(r.End)) {
+			writes = append(writes, e)
+		}
+	}
+	for k, w := range writes {
+		s := step{write: w}
+		for _, e := range ordered {
+			if e.RV <= w.RV {
+				continue
+			}
+			if endsWait(k, e) {
+				s.next = e
+				break
+			}
+			if e.Kind == EventAck && e.Fingerprint == w.Fingerprint {
+				s.lastAck = &e
+			}
+		}
+		r.steps = append(r.steps, s)
+		if s.lastAck != nil && s.next.RV != 0 {
+			r.AckWaits = append(r.AckWaits, s.lastAck.At.Sub(w.At))
+			r.AckToWrite = append(r.AckToWrite, s.next.At.Sub(s.lastAck.At))
+		}
+	}
+}
+
+// GateViolations checks, from the watches alone, that the operator never moved on from a keyring
+// before it had reached every pod: for each write of r, every pod that existed when the operator
+// took the step that ended its wait (in etcd's order) had acknowledged that write's keyring before,
+// or was created after the write (and so started with it). It returns what it found wrong, nothing
+// when all held.
+func (r Rotation) GateViolations(events []Event) []string {
+	ordered := byRV(events)
+	var out []string
+	for _, s := range r.steps {
+		if s.next.RV == 0 {
+			continue
+		}
+		alive := map[string]uint64{} // pod -> the resourceVersion at which it appeared
+		acked := map[string]bool{}
+		for _, e := range ordered {
+			if e.RV >= s.next.RV {
+				break
+			}
+			switch e.Kind {
+			case EventPodAdded:
+				alive[e.Pod] = e.RV
+			case EventPodDeleted:
+				delete(alive, e.Pod)
+			case EventAck:
+				if e.Fingerprint == s.write.Fingerprint {
+					acked[e.Pod] = true
+				}
+			}
+		}
+		for pod, added := range alive {
+			if !acked[pod] && added <= s.write.RV {
+				out = append(out, fmt.Sprintf("%s at %s, before pod %s acknowledged keyring %s",
+					s.next, s.next.At.Format("15:04:05.000"), pod, s.write.Fingerprint))
+			}
+		}
+	}
+	return out
+}
+
+// Median of a set of durations (zero for none).
 func Median(ds []time.Duration) time.Duration {
 	if len(ds) == 0 {
 		return 0

@@ -19,6 +19,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
@@ -51,6 +53,11 @@ const (
 	EventStamp EventKind = "stamp"
 	// EventRolledOut: the Deployment finished rolling out its current template (Fingerprint).
 	EventRolledOut EventKind = "rolledOut"
+	// EventPodAdded and EventPodDeleted: a pod of the namespace appeared or went (Pod).
+	EventPodAdded   EventKind = "podAdded"
+	EventPodDeleted EventKind = "podDeleted"
+	// EventAck: a pod acknowledged a keyring (Pod, Fingerprint).
+	EventAck EventKind = "ack"
 )
 
 // Event is one change the Timeline saw, stamped with the time this process saw it.
@@ -61,6 +68,11 @@ type Event struct {
 	KeyIDs      []string
 	Fingerprint string
 	Generation  int64
+	Pod         string
+	// RV is the resourceVersion of the object the event was seen on, for the Secret, pod and
+	// acknowledgement events: etcd's revision, so it orders writes to different objects, which
+	// times seen through two watches cannot.
+	RV uint64
 }
 
 func (e Event) String() string {
@@ -71,6 +83,12 @@ func (e Event) String() string {
 		return fmt.Sprintf("secret [%s] %s", strings.Join(e.KeyIDs, ", "), e.Fingerprint)
 	case EventStamp:
 		return fmt.Sprintf("template stamped %s (generation %d)", e.Fingerprint, e.Generation)
+	case EventPodAdded:
+		return "pod " + e.Pod + " added"
+	case EventPodDeleted:
+		return "pod " + e.Pod + " deleted"
+	case EventAck:
+		return fmt.Sprintf("pod %s acknowledged %s", e.Pod, e.Fingerprint)
 	default:
 		return fmt.Sprintf("rolled out %s", e.Fingerprint)
 	}
@@ -91,11 +109,12 @@ type Timeline struct {
 	rolledOut  string
 	ttlUntil   map[string]time.Time // status.ttlWaitUntil values seen, by their RFC 3339 text
 	ttlUntilSq []time.Time
+	acks       map[string]string // the last acknowledgement of each pod
 }
 
 // Run registers the watches; events are recorded until the cache stops.
 func (t *Timeline) Run(ctx context.Context, c crcache.Cache) error {
-	t.ttlUntil = map[string]time.Time{}
+	t.ttlUntil, t.acks = map[string]time.Time{}, map[string]string{}
 	for _, w := range []struct {
 		obj    client.Object
 		handle func(any)
@@ -103,6 +122,7 @@ func (t *Timeline) Run(ctx context.Context, c crcache.Cache) error {
 		{&mrtrv1alpha1.MRTRKeyring{}, t.keyringChanged},
 		{&corev1.Secret{}, t.secretChanged},
 		{&appsv1.Deployment{}, t.deploymentChanged},
+		{&corev1.Pod{}, t.podChanged},
 	} {
 		handle := w.handle
 		inf, err := c.GetInformer(ctx, w.obj)
@@ -110,12 +130,49 @@ func (t *Timeline) Run(ctx context.Context, c crcache.Cache) error {
 			return err
 		}
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc: handle, UpdateFunc: func(_, o any) { handle(o) },
+			AddFunc: handle, UpdateFunc: func(_, o any) { handle(o) }, DeleteFunc: t.podDeleted,
 		}); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+func rv(obj client.Object) uint64 {
+	n, _ := strconv.ParseUint(obj.GetResourceVersion(), 10, 64)
+	return n
+}
+
+func (t *Timeline) podChanged(obj any) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok || p.Namespace != t.Namespace {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fp, known := t.acks[p.Name]
+	if !known {
+		t.acks[p.Name] = ""
+		t.record(Event{Kind: EventPodAdded, Pod: p.Name, RV: rv(p)})
+	}
+	if a := p.Annotations[ack.AnnotationKey(t.Secret)]; a != "" && a != fp {
+		t.acks[p.Name] = a
+		t.record(Event{Kind: EventAck, Pod: p.Name, Fingerprint: a, RV: rv(p)})
+	}
+}
+
+func (t *Timeline) podDeleted(obj any) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tomb.Obj
+	}
+	p, ok := obj.(*corev1.Pod)
+	if !ok || p.Namespace != t.Namespace {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.acks, p.Name)
+	t.record(Event{Kind: EventPodDeleted, Pod: p.Name, RV: rv(p)})
 }
 
 // Events returns the events so far, in order.
@@ -156,7 +213,7 @@ func (t *Timeline) keyringChanged(obj any) {
 	}
 	if k.Status.Phase != "" && k.Status.Phase != t.phase {
 		t.phase = k.Status.Phase
-		t.record(Event{Kind: EventPhase, Phase: k.Status.Phase})
+		t.record(Event{Kind: EventPhase, Phase: k.Status.Phase, RV: rv(k)})
 	}
 }
 
@@ -173,7 +230,7 @@ func (t *Timeline) secretChanged(obj any) {
 	defer t.mu.Unlock()
 	if r.Fingerprint() != t.secretFP {
 		t.secretFP = r.Fingerprint()
-		t.record(Event{Kind: EventSecret, KeyIDs: r.IDs(), Fingerprint: r.Fingerprint()})
+		t.record(Event{Kind: EventSecret, KeyIDs: r.IDs(), Fingerprint: r.Fingerprint(), RV: rv(s)})
 	}
 }
 

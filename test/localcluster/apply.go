@@ -1,0 +1,82 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package localcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ApplyKustomization creates every object of every file that dir/kustomization.yaml lists as a
+// resource, in order, and returns them. It reads plain resource files only (no patches,
+// generators or prefixes), which is all a folder such as config/consumer holds, so that a file left
+// out of the kustomization is left out here too.
+func ApplyKustomization(ctx context.Context, c client.Client, dir string) ([]*unstructured.Unstructured, error) {
+	var kustomization struct {
+		Resources []string `json:"resources"`
+	}
+	if err := decodeFile(filepath.Join(dir, "kustomization.yaml"), func(d *yaml.YAMLOrJSONDecoder) error {
+		return d.Decode(&kustomization)
+	}); err != nil {
+		return nil, err
+	}
+	var created []*unstructured.Unstructured
+	for _, resource := range kustomization.Resources {
+		err := decodeFile(filepath.Join(dir, resource), func(d *yaml.YAMLOrJSONDecoder) error {
+			for {
+				obj := &unstructured.Unstructured{}
+				if err := d.Decode(&obj.Object); err != nil {
+					if errors.Is(err, io.EOF) {
+						return nil
+					}
+					return err
+				}
+				if len(obj.Object) == 0 {
+					continue // an empty document, e.g. after a trailing ---
+				}
+				if err := c.Create(ctx, obj); err != nil {
+					return fmt.Errorf("create %s %s: %w", obj.GetKind(), obj.GetName(), err)
+				}
+				created = append(created, obj)
+			}
+		})
+		if err != nil {
+			return created, err
+		}
+	}
+	return created, nil
+}
+
+func decodeFile(path string, decode func(*yaml.YAMLOrJSONDecoder) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	if err := decode(yaml.NewYAMLOrJSONDecoder(f, 4096)); err != nil {
+		return fmt.Errorf("decode %s: %w", path, err)
+	}
+	return nil
+}
