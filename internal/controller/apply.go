@@ -127,11 +127,15 @@ const evictionRetry = 5 * time.Second
 // a pod already gone is no error.
 func (r *MRTRKeyringReconciler) evict(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, names []string) (refused bool, err error) {
 	var errs []error
+	evicted := 0
+	defer func() { r.metrics().PodsRestarted(kr.Namespace, kr.Name, evicted) }()
 	for _, name := range names {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: kr.Namespace, Name: name}}
 		eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: kr.Namespace, Name: name}}
 		switch err := r.SubResource("eviction").Create(ctx, pod, eviction); {
-		case err == nil, apierrors.IsNotFound(err):
+		case err == nil:
+			evicted++
+		case apierrors.IsNotFound(err):
 		case apierrors.IsTooManyRequests(err):
 			refused = true
 		default:

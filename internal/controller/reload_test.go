@@ -191,6 +191,11 @@ var _ = Describe("Reload delivery", func() {
 		Eventually(func(g Gomega) {
 			g.Expect(getKeyring(g, kr).Status.RestartedPods).To(Equal([]string{"api-stuck"}))
 			g.Expect(events(g, kr)).To(ContainElement(ContainSubstring("api-stuck did not acknowledge keyring")))
+			restarted, ok := metricValue(g, "mrtr_keyring_pods_restarted_total", kr, nil)
+			g.Expect(ok).To(BeTrue())
+			g.Expect(restarted).To(BeEquivalentTo(1))
+			acked, _ := metricValue(g, "mrtr_keyring_pods_acknowledged", kr, nil)
+			g.Expect(acked).To(BeEquivalentTo(1))
 		}).Should(Succeed())
 
 		By("its replacement started after the write: it runs the keyring without acknowledging")

@@ -23,9 +23,13 @@ limitations under the License.
 //	mrtr_keyring_rotations_completed_total{namespace,name}         status.rotationsCompleted
 //	mrtr_keyring_rotations_failed_total{namespace,name,reason}     times a rotation got stuck, by condition reason
 //	mrtr_keyring_rollout_wait_seconds{namespace,name,phase}        time each phase waited for its rollout
+//	mrtr_keyring_pods{namespace,name}                              consumer pods gated by acknowledgement
+//	mrtr_keyring_pods_acknowledged{namespace,name}                 those that run the current keyring
+//	mrtr_keyring_pods_restarted_total{namespace,name}              pods evicted for not acknowledging in time
 //
-// The first four are read from the keyring's status (Observe), so they are right after an operator
-// restart and cost nothing to keep up to date; the last two count what this process saw. Labels
+// The phase, key age, next rotation, rotations completed and pod counts are read from the keyring's
+// status (Observe), so they are right after an operator restart and cost nothing to keep up to
+// date; the others count what this process saw. Labels
 // identify a keyring; nothing that depends on key material is ever a label or a value. Forget
 // removes every series of a deleted keyring.
 package metrics
@@ -71,6 +75,12 @@ var (
 	completedDesc = prometheus.NewDesc("mrtr_keyring_rotations_completed_total",
 		"Rotations the keyring has completed (status.rotationsCompleted).",
 		[]string{labelNamespace, labelName}, nil)
+	podsDesc = prometheus.NewDesc("mrtr_keyring_pods",
+		"Consumer pods of the keyring gated by their acknowledgement (status.podCount).",
+		[]string{labelNamespace, labelName}, nil)
+	podsAckedDesc = prometheus.NewDesc("mrtr_keyring_pods_acknowledged",
+		"Consumer pods that run the keyring's current target (status.podsAcknowledged).",
+		[]string{labelNamespace, labelName}, nil)
 )
 
 // Recorder holds the metrics. It is safe for concurrent use. The zero value is not usable; use New.
@@ -82,6 +92,7 @@ type Recorder struct {
 
 	failed      *prometheus.CounterVec
 	rolloutWait *prometheus.HistogramVec
+	restarted   *prometheus.CounterVec
 }
 
 // snapshot is what Observe keeps of a keyring's status.
@@ -90,6 +101,7 @@ type snapshot struct {
 	primaryCreated time.Time // zero: unknown
 	nextRotation   time.Time // zero: none scheduled
 	completed      int64
+	pods, acked    int32
 }
 
 // New returns an unregistered Recorder; now is the clock used for the key age at scrape time.
@@ -107,6 +119,10 @@ func New(now func() time.Time) *Recorder {
 			// 5s to ~1.4h: a small Deployment rolls out in seconds, a large StatefulSet in an hour.
 			Buckets: prometheus.ExponentialBuckets(5, 2, 11),
 		}, []string{labelNamespace, labelName, labelPhase}),
+		restarted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mrtr_keyring_pods_restarted_total",
+			Help: "Pods the operator evicted because they did not acknowledge a keyring within spec.reloadDeadline.",
+		}, []string{labelNamespace, labelName}),
 	}
 }
 
@@ -123,8 +139,11 @@ func (r *Recorder) Describe(ch chan<- *prometheus.Desc) {
 	ch <- primaryAgeDesc
 	ch <- nextRotationDesc
 	ch <- completedDesc
+	ch <- podsDesc
+	ch <- podsAckedDesc
 	r.failed.Describe(ch)
 	r.rolloutWait.Describe(ch)
+	r.restarted.Describe(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -148,17 +167,20 @@ func (r *Recorder) Collect(ch chan<- prometheus.Metric) {
 				float64(s.nextRotation.UnixNano())/1e9, k.Namespace, k.Name)
 		}
 		ch <- prometheus.MustNewConstMetric(completedDesc, prometheus.CounterValue, float64(s.completed), k.Namespace, k.Name)
+		ch <- prometheus.MustNewConstMetric(podsDesc, prometheus.GaugeValue, float64(s.pods), k.Namespace, k.Name)
+		ch <- prometheus.MustNewConstMetric(podsAckedDesc, prometheus.GaugeValue, float64(s.acked), k.Namespace, k.Name)
 	}
 	r.mu.Unlock()
 	r.failed.Collect(ch)
 	r.rolloutWait.Collect(ch)
+	r.restarted.Collect(ch)
 }
 
 // Observe records the state of a keyring from its status: call it after each reconcile. A keyring
 // without a phase yet (never reconciled) reports 0 for every phase.
 func (r *Recorder) Observe(kr *mrtrv1alpha1.MRTRKeyring) {
 	st := kr.Status
-	s := snapshot{phase: st.Phase, completed: st.RotationsCompleted}
+	s := snapshot{phase: st.Phase, completed: st.RotationsCompleted, pods: st.PodCount, acked: st.PodsAcknowledged}
 	for _, k := range st.Keys {
 		if k.Role == mrtrv1alpha1.KeyPrimary {
 			s.primaryCreated = k.CreatedAt.Time
@@ -185,6 +207,11 @@ func (r *Recorder) RolloutWaited(namespace, name string, phase mrtrv1alpha1.Phas
 	r.rolloutWait.WithLabelValues(namespace, name, string(phase)).Observe(d.Seconds())
 }
 
+// PodsRestarted counts n pods of the keyring evicted for not acknowledging its keyring in time.
+func (r *Recorder) PodsRestarted(namespace, name string, n int) {
+	r.restarted.WithLabelValues(namespace, name).Add(float64(n))
+}
+
 // Forget removes every series of a keyring: call it when the keyring is gone, so a deleted keyring
 // does not linger as a stale series.
 func (r *Recorder) Forget(namespace, name string) {
@@ -194,4 +221,5 @@ func (r *Recorder) Forget(namespace, name string) {
 	labels := prometheus.Labels{labelNamespace: namespace, labelName: name}
 	r.failed.DeletePartialMatch(labels)
 	r.rolloutWait.DeletePartialMatch(labels)
+	r.restarted.DeletePartialMatch(labels)
 }
