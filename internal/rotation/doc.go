@@ -15,10 +15,11 @@ limitations under the License.
 */
 
 // Package rotation is the MRTRKeyring phase machine, as one pure function: Step takes everything the
-// reconciler observed (the keyring's spec and last status, the Secret, the target workloads, a
-// freshly generated candidate key and an explicit now) and returns what to do (the keyring to write,
-// the fingerprint to stamp on the workloads, the new status, when to look again, which events to
-// emit). It makes no API calls and reads no clock, so every decision is table-tested.
+// reconciler observed (the keyring's spec and last status, the Secret, the target workloads and
+// their pods, a freshly generated candidate key and an explicit now) and returns what to do (the
+// keyring to write, the fingerprint to stamp on the workloads, the pods to restart, the new status,
+// when to look again, which events to emit). It makes no API calls and reads no clock, so every
+// decision is table-tested.
 //
 // # The invariant
 //
@@ -28,10 +29,28 @@ limitations under the License.
 //
 // # The phases of one rotation from key A to key B
 //
-// Every write below is followed by stamping the fingerprint of the written keyring on the pod
-// template of every target (annotation mrtr.dev/keyring-hash), which restarts the pods; a phase ends
-// only when every target has rolled out that template (kubectl rollout status), so every pod then
-// runs with what was written.
+// A phase that follows a write ends only once the written keyring has reached every pod that can
+// serve. How it gets there is spec.delivery:
+//
+//   - Reload (the default): the pods reload the mounted Secret themselves, and each acknowledges on
+//     its own Pod the fingerprint of the keyring it loaded (annotation ack.AnnotationKey(secret),
+//     written by the library's ack package). A pod runs the phase's keyring when it acknowledged
+//     it, or when it acknowledged nothing and was created after the write (the managedFields time
+//     of the operator's last write, against the pod's creationTimestamp, both by the API server's
+//     clock): it started with what the write held. The pods are those each target's selector
+//     selects, terminating ones included until they are gone, pods started mid-phase included,
+//     and a view with fewer pods than the workload's controller counts is partial and proves
+//     nothing. Nothing is stamped, nothing restarts, except a pod that has not run the keyring
+//     reloadDeadline after the phase began (or it was created): it is evicted, alone, and its
+//     replacement counts like any pod. Pods selected by spec.podSelector (bare pods, other
+//     controllers' pods) pass by their acknowledgement alone and are never evicted.
+//
+//   - Restart: every write is followed by stamping the fingerprint of the written keyring on the
+//     pod template of every target (annotation mrtr.dev/keyring-hash), which restarts the pods; a
+//     phase ends only when every target has rolled out that template (kubectl rollout status), so
+//     every pod then runs with what was written.
+//
+// Whichever the delivery, the phases are these:
 //
 //	Secret:   [A]        [A,B]            [B,A]             [B,A]            [B]          [B]
 //	phase:  Stable --> Accepting ---> SealingWithNew ---> WaitingTTL ---> Removing ---> Stable
@@ -43,12 +62,14 @@ limitations under the License.
 //	pods accept:     A . . . . A,B . . . . . . . . . . . . . . . . . . A,B | B . . . .
 //
 // Accepting ends when every target runs [A,B]: from then on every pod opens B, so SealingWithNew may
-// make B primary (rule 1). SealingWithNew ends when every target runs [B,A]: the last pod that
-// sealed with A has been replaced; a replaced pod may still serve for terminationGracePeriod, and
-// its tokens live tokenTTL, with clockSkew between clocks, so WaitingTTL lasts exactly that long from
-// the moment the rollout was seen complete (rule 2). Removing then drops A. A Secret-only keyring
-// (no targets) has no rollout to prove anything, so each of these phases instead waits
-// spec.propagationDelay, the time the kubelet takes to refresh a mounted Secret.
+// make B primary (rule 1). In Restart delivery it also waits terminationGracePeriod more, for the
+// replaced pods (which knew only A) to stop; Reload delivery counts terminating pods until they are
+// gone. SealingWithNew ends when every target runs [B,A]: no pod seals with A any more, except a
+// replaced one for terminationGracePeriod; its tokens live tokenTTL, with clockSkew between clocks,
+// so WaitingTTL lasts exactly that long from the moment every pod was seen on [B,A] (rule 2).
+// Removing then drops A. A Secret-only keyring (no targets, no selected pods) has nothing to prove
+// anything, so each of these phases instead waits spec.propagationDelay, the time the kubelet takes
+// to refresh a mounted Secret.
 //
 // Each write is safe on its own, even for consumers that hot-reload the mounted file before their
 // pod is replaced: [A,B] still seals with A; [B,A] is written only after every pod accepts B; [B] only
@@ -78,8 +99,13 @@ limitations under the License.
 //   - A target is missing: reported (Ready=False); a rotation does not leave Accepting without it,
 //     because it might start with an old keyring. In later phases a missing target has no pods that
 //     could seal, so it does not block.
-//   - A rollout exceeds spec.rolloutDeadline: Stalled naming the workload; the phase does not
-//     advance, and continues by itself once the rollout completes.
+//   - A rollout exceeds spec.rolloutDeadline (in Reload delivery: not every pod runs the phase's
+//     keyring by then, restarts included): Stalled naming the workload and its laggards; the phase
+//     does not advance, and continues by itself once they catch up.
+//   - A pod crashes mid-phase: its container starts again with the Secret as mounted now and
+//     acknowledges that; until then its Pod shows what it acknowledged before, which is at most
+//     what the kubelet had projected then. A pod that stops mid-phase stops counting once its Pod
+//     is gone. An eviction a PodDisruptionBudget refuses is asked again on the next passes.
 //   - spec.suspend: no rotation starts (neither due nor requested); one under way finishes.
 //   - spec.tokenTTL (or clockSkew, terminationGracePeriod) raised: a server may now seal tokens
 //     that live longer, so status.ttlWaits keeps the longest TTL wait declared while each key
@@ -94,7 +120,9 @@ limitations under the License.
 //     annotation, as long as that keyring exists. Another keyring that claims either touches it
 //     not at all and is Stalled (Conflict) naming the owner; it takes over once the owner is gone.
 //     A workload annotated mrtr.dev/keyrings: a,b is shared: each keyring listed has a stamp of
-//     its own (a in mrtr.dev/keyring-hash, b in keyring-hash.mrtr.dev/b), none fought over.
+//     its own (a in mrtr.dev/keyring-hash, b in keyring-hash.mrtr.dev/b), none fought over. In
+//     Reload delivery nothing is stamped and each keyring waits for the acknowledgement of its own
+//     Secret: two keyrings of one workload never touch the same thing.
 //   - A keyring deleted and re-created with a mrtr.dev/rotate value already handled for its
 //     Secret: the Secret records the last handled value (HandledRotateAnnotation), so it starts no
 //     second rotation.
