@@ -20,6 +20,7 @@ import (
 	"crypto/tls"
 	"flag"
 	"os"
+	"strings"
 
 	// Import all Kubernetes client auth plugins (e.g. Azure, GCP, OIDC, etc.)
 	// to ensure that exec-entrypoint and run can make use of them.
@@ -63,6 +64,8 @@ func main() {
 	var secureMetrics bool
 	var enableHTTP2 bool
 	var tlsOpts []func(*tls.Config)
+	var concurrency int
+	var namespaces string
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
 		"Use :8443 for HTTPS or :8080 for HTTP, or leave as 0 to disable the metrics service.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the probe endpoint binds to.")
@@ -82,8 +85,14 @@ func main() {
 	flag.StringVar(&metricsCertKey, "metrics-cert-key", "tls.key", "The name of the metrics server key file.")
 	flag.BoolVar(&enableHTTP2, "enable-http2", false,
 		"If set, HTTP/2 will be enabled for the metrics and webhook servers")
+	flag.IntVar(&concurrency, "max-concurrent-reconciles", controller.DefaultConcurrency,
+		"How many keyrings are reconciled at once (never two passes of one keyring): each pass waits on a few API requests, so a few workers keep thousands of keyrings moving.")
+	flag.StringVar(&namespaces, "namespaces", "",
+		"Comma-separated namespaces to watch (keyrings, their Secrets, workloads and pods), with a Role in each instead of a ClusterRole; empty watches every namespace.")
+	// Production logging by default: JSON at info level (one line per change, none per pass). The
+	// zap flags change it: --zap-devel, --zap-log-level=debug, --zap-encoder=console.
 	opts := zap.Options{
-		Development: true,
+		Development: false,
 	}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -160,7 +169,7 @@ func main() {
 
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  controller.CacheOptions(),
+		Cache:                  controller.CacheOptions(splitNamespaces(namespaces)...),
 		Metrics:                metricsServerOptions,
 		WebhookServer:          webhookServer,
 		HealthProbeBindAddress: probeAddr,
@@ -184,7 +193,8 @@ func main() {
 	}
 
 	if err := (&controller.MRTRKeyringReconciler{
-		Client: mgr.GetClient(),
+		Client:                  mgr.GetClient(),
+		MaxConcurrentReconciles: concurrency,
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "Failed to create controller", "controller", "mrtrkeyring")
 		os.Exit(1)
@@ -205,4 +215,15 @@ func main() {
 		setupLog.Error(err, "Failed to run manager")
 		os.Exit(1)
 	}
+}
+
+// splitNamespaces parses --namespaces: comma-separated names, blanks ignored.
+func splitNamespaces(list string) []string {
+	var out []string
+	for _, ns := range strings.Split(list, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			out = append(out, ns)
+		}
+	}
+	return out
 }

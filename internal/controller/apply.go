@@ -98,6 +98,9 @@ func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1al
 	}
 	s.Data[keyring.SecretDataKey] = data
 	s.Data[keyring.TokenTTLDataKey] = ttl
+	// A cached copy keeps only the time of our own entry (stripSecret): sent back, that would
+	// replace every manager's entries. Nil leaves them to the API server.
+	s.ManagedFields = nil
 	if err := r.Update(ctx, s, client.FieldOwner(FieldManager)); err != nil {
 		return fmt.Errorf("update Secret %s to keyring %s: %w", key, kr.Fingerprint(), apiReason(err))
 	}

@@ -193,16 +193,27 @@ func (r *MRTRKeyringReconciler) otherOwner(ctx context.Context, kr *mrtrv1alpha1
 	return claimant, nil
 }
 
-// readSecret reads the keyring Secret from the API server, not the cache (see APIReader); nil
-// when it does not exist.
+// readSecret reads the keyring Secret, nil when it does not exist. The cache is the answer when it
+// holds what status says the operator wrote last, which is the case on every pass but the first
+// after a write or a change: otherwise it may be a moment behind (a stale copy would look like a
+// change made behind the operator's back), or the Secret may be of another type (the cache holds
+// keyring Secrets only), so the API server's copy decides.
 func (r *MRTRKeyringReconciler) readSecret(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring) (*corev1.Secret, error) {
+	key := types.NamespacedName{Namespace: kr.Namespace, Name: kr.EffectiveSecretName()}
 	var s corev1.Secret
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: kr.Namespace, Name: kr.EffectiveSecretName()}, &s)
-	if apierrors.IsNotFound(err) {
-		return nil, nil
+	err := r.Get(ctx, key, &s)
+	if err == nil && kr.Status.SecretFingerprint != "" && s.Annotations[rotation.FingerprintAnnotation] == kr.Status.SecretFingerprint {
+		return &s, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read Secret %s/%s: %w", kr.Namespace, kr.EffectiveSecretName(), err)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return nil, fmt.Errorf("read Secret %s from the cache: %w", key, err)
+	}
+	s = corev1.Secret{}
+	switch err := r.APIReader.Get(ctx, key, &s); {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read Secret %s: %w", key, err)
 	}
 	return &s, nil
 }

@@ -262,12 +262,16 @@ var _ = Describe("the key-leak check", func() {
 	})
 })
 
-// metricValue returns the value of the series of metric for keyring kr whose other labels equal
-// extra (a gauge's or counter's value, a histogram's sample count), and whether there is one.
+// metricValue returns the value of the series of metric for keyring kr (nil: a metric over all
+// keyrings) whose other labels equal extra (a gauge's or counter's value, a histogram's sample
+// count), and whether there is one.
 func metricValue(g Gomega, metric string, kr *mrtrv1alpha1.MRTRKeyring, extra map[string]string) (float64, bool) {
 	mfs, err := metricsRegistry.Gather()
 	g.Expect(err).NotTo(HaveOccurred())
-	want := map[string]string{"namespace": kr.Namespace, "name": kr.Name}
+	want := map[string]string{}
+	if kr != nil {
+		want = map[string]string{"namespace": kr.Namespace, "name": kr.Name}
+	}
 	maps.Copy(want, extra)
 	for _, mf := range mfs {
 		if mf.GetName() != metric {

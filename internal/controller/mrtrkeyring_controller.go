@@ -47,8 +47,8 @@ import (
 // takes the keys away from running servers. A re-created keyring resumes from the Secret.
 type MRTRKeyringReconciler struct {
 	client.Client
-	// APIReader reads the Secret live: the manager caches only Secret metadata (it watches every
-	// Secret, and caching their data would hold every secret of the cluster in memory).
+	// APIReader reads the Secret live when the cache cannot be trusted to hold it (readSecret): the
+	// manager caches keyring Secrets only, and a copy may be a moment behind the operator's write.
 	APIReader client.Reader
 	Recorder  clientevents.EventRecorder
 	// Clock is the time source; nil means the real clock.
@@ -57,14 +57,23 @@ type MRTRKeyringReconciler struct {
 	Metrics *metrics.Recorder
 	// GenerateKey makes the candidate key of each pass; nil means keyring.GenerateKey.
 	GenerateKey func(id string, n int) (keyring.Key, error)
+	// MaxConcurrentReconciles is how many keyrings are reconciled at once; 0 means
+	// DefaultConcurrency. controller-runtime never runs two passes of one keyring at once.
+	MaxConcurrentReconciles int
 }
+
+// DefaultConcurrency is the default MaxConcurrentReconciles. A pass spends most of its time
+// waiting on its few API requests, so workers beyond the cores still help; past a handful, the
+// API server's fairness queues and the client's rate limit do the waiting instead.
+const DefaultConcurrency = 8
 
 // What the operator may do, verb by verb, and why (nothing else is granted):
 //   - mrtrkeyrings: get, list, watch: the informer behind the cached reads of keyrings.
 //   - mrtrkeyrings/status: update: the one status write of each pass (never patch, never get).
-//   - secrets: list, watch: the metadata-only informer that wakes a keyring when its Secret changes
-//     (the data never enters the cache); get: the live read of the keyring Secret itself; create:
-//     a keyring's first Secret; update: each rotation step's write, conditional on the
+//   - secrets: list, watch: the informer of keyring Secrets (type mrtr.dev/keyring only, by field
+//     selector), which wakes a keyring when its Secret changes and serves its reads; get: the
+//     live read when the cache may be behind or the Secret is of another type; create: a
+//     keyring's first Secret; update: each rotation step's write, conditional on the
 //     resourceVersion read. Never patch, never delete: a Secret outlives its keyring.
 //   - deployments, statefulsets, daemonsets: get, list, watch: the informers behind the target
 //     reads; patch: the stamp (a merge patch of two annotations). Never update or delete.
@@ -179,6 +188,6 @@ func (r *MRTRKeyringReconciler) recordTransitions(kr *mrtrv1alpha1.MRTRKeyring, 
 	}
 	prev := prevStatus.Phase
 	if prev != next.Phase && prevStatus.PhaseStartedAt != nil && next.PhaseStartedAt != nil && rotation.WaitsForRollout(prev) {
-		r.metrics().RolloutWaited(kr.Namespace, kr.Name, prev, next.PhaseStartedAt.Sub(prevStatus.PhaseStartedAt.Time))
+		r.metrics().RolloutWaited(prev, next.PhaseStartedAt.Sub(prevStatus.PhaseStartedAt.Time))
 	}
 }

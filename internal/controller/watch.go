@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -31,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -40,6 +42,7 @@ import (
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
 // Field indexes on MRTRKeyrings, so that a Secret or workload event wakes only the keyrings that
@@ -52,6 +55,12 @@ const (
 	// acknowledgementIndex holds the pod annotation under which pods acknowledge the keyring of
 	// the keyring's Secret (ack.AnnotationKey).
 	acknowledgementIndex = "mrtr.dev/acknowledgement"
+	// selectorIndex holds selectsWorkloads and selectsPods for a keyring with a workloadSelector or
+	// a podSelector: an event maps to the keyrings that name it through the indexes above, and
+	// only these few need a label match.
+	selectorIndex    = "mrtr.dev/selector"
+	selectsWorkloads = "workloads"
+	selectsPods      = "pods"
 )
 
 // SetupWithManager registers the indexes and watches: keyrings (spec changes and annotations,
@@ -80,6 +89,19 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
+	if err := idx.IndexField(ctx, &mrtrv1alpha1.MRTRKeyring{}, selectorIndex, func(o client.Object) []string {
+		kr := o.(*mrtrv1alpha1.MRTRKeyring)
+		var keys []string
+		if kr.Spec.WorkloadSelector != nil {
+			keys = append(keys, selectsWorkloads)
+		}
+		if kr.Spec.PodSelector != nil {
+			keys = append(keys, selectsPods)
+		}
+		return keys
+	}); err != nil {
+		return err
+	}
 	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}} {
 		if err := idx.IndexField(ctx, obj, workload.SecretRefIndex, workload.ReferencedSecrets); err != nil {
 			return err
@@ -95,7 +117,7 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&mrtrv1alpha1.MRTRKeyring{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.keyringsForSecret),
-			builder.OnlyMetadata, builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
+			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		// A keyring that is deleted releases what it claimed: wake those it was in conflict with.
 		Watches(&mrtrv1alpha1.MRTRKeyring{}, handler.EnqueueRequestsFromMapFunc(r.keyringsInConflict),
 			builder.WithPredicates(predicate.Funcs{
@@ -108,7 +130,11 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			builder.WithPredicates(workloadChanged{}))
 	}
 	b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.keyringsForPod), builder.WithPredicates(podChanged{}))
-	return b.Named("mrtrkeyring").Complete(r)
+	workers := r.MaxConcurrentReconciles
+	if workers <= 0 {
+		workers = DefaultConcurrency
+	}
+	return b.Named("mrtrkeyring").WithOptions(controller.Options{MaxConcurrentReconciles: workers}).Complete(r)
 }
 
 // keyringsForSecret maps a Secret to the keyrings in its namespace that use it.
@@ -137,12 +163,8 @@ func (r *MRTRKeyringReconciler) keyringsForWorkload(ctx context.Context, obj cli
 	for _, secret := range workload.ReferencedSecrets(obj) { // its consumers' keyrings
 		named = append(named, r.list(ctx, obj.GetNamespace(), client.MatchingFields{secretNameIndex: secret}, nil)...)
 	}
-	selected := r.list(ctx, obj.GetNamespace(), nil, func(kr *mrtrv1alpha1.MRTRKeyring) bool {
-		if kr.Spec.WorkloadSelector == nil {
-			return false
-		}
-		sel, err := metav1.LabelSelectorAsSelector(kr.Spec.WorkloadSelector)
-		return err == nil && sel.Matches(labels.Set(obj.GetLabels()))
+	selected := r.list(ctx, obj.GetNamespace(), client.MatchingFields{selectorIndex: selectsWorkloads}, func(kr *mrtrv1alpha1.MRTRKeyring) bool {
+		return matches(kr.Spec.WorkloadSelector, obj)
 	})
 	return append(named, selected...)
 }
@@ -159,18 +181,25 @@ func (r *MRTRKeyringReconciler) keyringsForPod(ctx context.Context, pod client.O
 	for _, secret := range workload.ReferencedSecrets(pod) {
 		reqs = append(reqs, r.list(ctx, pod.GetNamespace(), client.MatchingFields{secretNameIndex: secret}, nil)...)
 	}
-	return append(reqs, r.list(ctx, pod.GetNamespace(), nil, func(kr *mrtrv1alpha1.MRTRKeyring) bool {
-		if kr.Spec.PodSelector == nil {
-			return false
-		}
-		sel, err := metav1.LabelSelectorAsSelector(kr.Spec.PodSelector)
-		return err == nil && sel.Matches(labels.Set(pod.GetLabels()))
+	return append(reqs, r.list(ctx, pod.GetNamespace(), client.MatchingFields{selectorIndex: selectsPods}, func(kr *mrtrv1alpha1.MRTRKeyring) bool {
+		return matches(kr.Spec.PodSelector, pod)
 	})...)
 }
 
-// list returns requests for the cached keyrings in namespace that match fields and keep.
+// matches reports whether sel, a keyring's selector, selects obj's labels.
+func matches(sel *metav1.LabelSelector, obj client.Object) bool {
+	if sel == nil {
+		return false
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	return err == nil && s.Matches(labels.Set(obj.GetLabels()))
+}
+
+// list returns requests for the cached keyrings in namespace that match fields and keep. keep
+// must only read: the keyrings are the cache's own objects, not copies (a copy of each per event
+// was most of the operator's CPU with thousands of keyrings).
 func (r *MRTRKeyringReconciler) list(ctx context.Context, namespace string, fields client.MatchingFields, keep func(*mrtrv1alpha1.MRTRKeyring) bool) []reconcile.Request {
-	opts := []client.ListOption{client.InNamespace(namespace)}
+	opts := []client.ListOption{client.InNamespace(namespace), client.UnsafeDisableDeepCopy}
 	if fields != nil {
 		opts = append(opts, fields)
 	}
@@ -251,9 +280,65 @@ func acknowledgementsEqual(a, b *corev1.Pod) bool {
 	return true
 }
 
-// CacheOptions are the manager's cache options: Pods are cached stripped (workload.StripPod).
-func CacheOptions() cache.Options {
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {Transform: workload.StripPod},
-	}}
+// CacheOptions are the manager's cache options, watching namespaces (all of them when empty). The
+// cache holds what the operator reads and no more, so that its memory follows the keyrings, not
+// the cluster:
+//   - Secrets of type mrtr.dev/keyring only (a field selector: the API server filters them), data
+//     included, so that a pass reads its Secret without a request; managed fields but the time of
+//     the operator's own write dropped;
+//   - Pods stripped to names, labels, acknowledgements and Secret references (workload.StripPod);
+//   - everything else without managed fields and kubectl's last-applied-configuration annotation,
+//     which repeats the whole object (a Secret's data too, for Secrets applied with kubectl).
+func CacheOptions(namespaces ...string) cache.Options {
+	opts := cache.Options{
+		DefaultTransform: stripApplied,
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Transform: workload.StripPod},
+			&corev1.Secret{}: {
+				Field:     fields.OneTermEqualSelector("type", keyring.SecretType),
+				Transform: stripSecret,
+			},
+		},
+	}
+	if len(namespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return opts
+}
+
+// lastAppliedAnnotation is kubectl's copy of the last applied object.
+const lastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
+
+// stripApplied drops managed fields and the last-applied annotation from a cached object.
+func stripApplied(obj any) (any, error) {
+	if o, ok := obj.(client.Object); ok {
+		o.SetManagedFields(nil)
+		if a := o.GetAnnotations(); a != nil {
+			delete(a, lastAppliedAnnotation)
+		}
+	}
+	return obj, nil
+}
+
+// stripSecret is stripApplied for a keyring Secret, but it keeps the time of FieldManager's last
+// write (lastWrittenAt reads it), without the fields it lists.
+func stripSecret(obj any) (any, error) {
+	s, ok := obj.(*corev1.Secret)
+	if !ok {
+		return obj, nil
+	}
+	var ours []metav1.ManagedFieldsEntry
+	for _, m := range s.ManagedFields {
+		if m.Manager == FieldManager && m.Subresource == "" {
+			ours = append(ours, metav1.ManagedFieldsEntry{Manager: m.Manager, Operation: m.Operation, Time: m.Time})
+		}
+	}
+	if _, err := stripApplied(s); err != nil {
+		return nil, err
+	}
+	s.ManagedFields = ours
+	return s, nil
 }

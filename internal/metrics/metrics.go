@@ -17,12 +17,12 @@ limitations under the License.
 // Package metrics exposes the operator's Prometheus metrics, per keyring, on controller-runtime's
 // registry (served by the manager's metrics endpoint):
 //
-//	mrtr_keyring_phase{namespace,name,phase}                       1 for the current phase, 0 for the others
+//	mrtr_keyring_phase{namespace,name,phase}                       1, for the current phase only
 //	mrtr_keyring_primary_key_age_seconds{namespace,name}           age of the sealing key, at scrape time
 //	mrtr_keyring_next_rotation_timestamp_seconds{namespace,name}   when the next rotation is due (Unix time)
 //	mrtr_keyring_rotations_completed_total{namespace,name}         status.rotationsCompleted
 //	mrtr_keyring_rotations_failed_total{namespace,name,reason}     times a rotation got stuck, by condition reason
-//	mrtr_keyring_rollout_wait_seconds{namespace,name,phase}        time each phase waited for its rollout
+//	mrtr_keyring_rollout_wait_seconds{phase}                       time each phase waited for its rollout, all keyrings
 //	mrtr_keyring_pods{namespace,name}                              consumer pods gated by acknowledgement
 //	mrtr_keyring_pods_acknowledged{namespace,name}                 those that run the current keyring
 //	mrtr_keyring_pods_restarted_total{namespace,name}              pods evicted for not acknowledging in time
@@ -32,6 +32,10 @@ limitations under the License.
 // date; the others count what this process saw. Labels
 // identify a keyring; nothing that depends on key material is ever a label or a value. Forget
 // removes every series of a deleted keyring.
+//
+// A keyring has few series (MaxSeriesPerKeyring): one for its phase, not one per phase, and the
+// distributions (histograms, a dozen series each) are over all keyrings, so that /metrics grows
+// by a few hundred bytes per keyring, not by kilobytes.
 package metrics
 
 import (
@@ -45,15 +49,6 @@ import (
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 )
 
-// Phases are the values of the phase label, in rotation order.
-var Phases = []mrtrv1alpha1.Phase{
-	mrtrv1alpha1.PhaseStable,
-	mrtrv1alpha1.PhaseAccepting,
-	mrtrv1alpha1.PhaseSealingWithNew,
-	mrtrv1alpha1.PhaseWaitingTTL,
-	mrtrv1alpha1.PhaseRemoving,
-}
-
 // Label names. Every series is per keyring: namespace and name.
 const (
 	labelNamespace = "namespace"
@@ -64,7 +59,7 @@ const (
 
 var (
 	phaseDesc = prometheus.NewDesc("mrtr_keyring_phase",
-		"Rotation phase of the keyring: 1 for the current phase, 0 for the others.",
+		"Rotation phase of the keyring: 1, with the current phase as its label.",
 		[]string{labelNamespace, labelName, labelPhase}, nil)
 	primaryAgeDesc = prometheus.NewDesc("mrtr_keyring_primary_key_age_seconds",
 		"Seconds since the keyring's primary (sealing) key was created or adopted.",
@@ -115,10 +110,10 @@ func New(now func() time.Time) *Recorder {
 		}, []string{labelNamespace, labelName, labelReason}),
 		rolloutWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "mrtr_keyring_rollout_wait_seconds",
-			Help: "Seconds a rotation phase waited for the target workloads to roll out.",
-			// 5s to ~1.4h: a small Deployment rolls out in seconds, a large StatefulSet in an hour.
-			Buckets: prometheus.ExponentialBuckets(5, 2, 11),
-		}, []string{labelNamespace, labelName, labelPhase}),
+			Help: "Seconds a rotation phase waited for its keyring to reach every pod (acknowledgements or a rollout), over all keyrings.",
+			// 0.5s to ~1.4h: pods that reload acknowledge in a second, a large StatefulSet rolls out in an hour.
+			Buckets: prometheus.ExponentialBuckets(0.5, 2, 14),
+		}, []string{labelPhase}),
 		restarted: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mrtr_keyring_pods_restarted_total",
 			Help: "Pods the operator evicted because they did not acknowledge a keyring within spec.reloadDeadline.",
@@ -151,12 +146,8 @@ func (r *Recorder) Collect(ch chan<- prometheus.Metric) {
 	now := r.now()
 	r.mu.Lock()
 	for k, s := range r.keyrings {
-		for _, p := range Phases {
-			v := 0.0
-			if p == s.phase {
-				v = 1
-			}
-			ch <- prometheus.MustNewConstMetric(phaseDesc, prometheus.GaugeValue, v, k.Namespace, k.Name, string(p))
+		if s.phase != "" {
+			ch <- prometheus.MustNewConstMetric(phaseDesc, prometheus.GaugeValue, 1, k.Namespace, k.Name, string(s.phase))
 		}
 		if !s.primaryCreated.IsZero() {
 			ch <- prometheus.MustNewConstMetric(primaryAgeDesc, prometheus.GaugeValue,
@@ -202,10 +193,16 @@ func (r *Recorder) RotationFailed(namespace, name, reason string) {
 	r.failed.WithLabelValues(namespace, name, reason).Inc()
 }
 
-// RolloutWaited records how long a phase waited for its rollout, when that phase ends.
-func (r *Recorder) RolloutWaited(namespace, name string, phase mrtrv1alpha1.Phase, d time.Duration) {
-	r.rolloutWait.WithLabelValues(namespace, name, string(phase)).Observe(d.Seconds())
+// RolloutWaited records how long a phase waited for its keyring to reach every pod, when that
+// phase ends.
+func (r *Recorder) RolloutWaited(phase mrtrv1alpha1.Phase, d time.Duration) {
+	r.rolloutWait.WithLabelValues(string(phase)).Observe(d.Seconds())
 }
+
+// MaxSeriesPerKeyring bounds the series one keyring adds: phase, key age, next rotation,
+// rotations completed, pods, pods acknowledged, pods restarted, and a failure counter for each of
+// the few reasons it ever got stuck for.
+const MaxSeriesPerKeyring = 10
 
 // PodsRestarted counts n pods of the keyring evicted for not acknowledging its keyring in time.
 func (r *Recorder) PodsRestarted(namespace, name string, n int) {
@@ -220,6 +217,5 @@ func (r *Recorder) Forget(namespace, name string) {
 	r.mu.Unlock()
 	labels := prometheus.Labels{labelNamespace: namespace, labelName: name}
 	r.failed.DeletePartialMatch(labels)
-	r.rolloutWait.DeletePartialMatch(labels)
 	r.restarted.DeletePartialMatch(labels)
 }

@@ -17,6 +17,7 @@ limitations under the License.
 package metrics
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -60,22 +61,13 @@ func TestObserveAndForget(t *testing.T) {
 	// Never reconciled yet: no phase, no keys, no schedule.
 	r.Observe(keyring("search", mrtrv1alpha1.MRTRKeyringStatus{}))
 	r.RotationFailed("mcp", "payments", mrtrv1alpha1.ReasonRolloutDeadlineExceeded)
-	r.RolloutWaited("mcp", "payments", mrtrv1alpha1.PhaseAccepting, 7*time.Second)
-	r.RolloutWaited("mcp", "search", mrtrv1alpha1.PhaseAccepting, 3*time.Second)
+	r.RolloutWaited(mrtrv1alpha1.PhaseAccepting, 7*time.Second)
+	r.RolloutWaited(mrtrv1alpha1.PhaseAccepting, 3*time.Second)
 
 	want := `
-# HELP mrtr_keyring_phase Rotation phase of the keyring: 1 for the current phase, 0 for the others.
+# HELP mrtr_keyring_phase Rotation phase of the keyring: 1, with the current phase as its label.
 # TYPE mrtr_keyring_phase gauge
-mrtr_keyring_phase{name="payments",namespace="mcp",phase="Accepting"} 0
-mrtr_keyring_phase{name="payments",namespace="mcp",phase="Removing"} 0
 mrtr_keyring_phase{name="payments",namespace="mcp",phase="SealingWithNew"} 1
-mrtr_keyring_phase{name="payments",namespace="mcp",phase="Stable"} 0
-mrtr_keyring_phase{name="payments",namespace="mcp",phase="WaitingTTL"} 0
-mrtr_keyring_phase{name="search",namespace="mcp",phase="Accepting"} 0
-mrtr_keyring_phase{name="search",namespace="mcp",phase="Removing"} 0
-mrtr_keyring_phase{name="search",namespace="mcp",phase="SealingWithNew"} 0
-mrtr_keyring_phase{name="search",namespace="mcp",phase="Stable"} 0
-mrtr_keyring_phase{name="search",namespace="mcp",phase="WaitingTTL"} 0
 # HELP mrtr_keyring_primary_key_age_seconds Seconds since the keyring's primary (sealing) key was created or adopted.
 # TYPE mrtr_keyring_primary_key_age_seconds gauge
 mrtr_keyring_primary_key_age_seconds{name="payments",namespace="mcp"} 600
@@ -96,24 +88,21 @@ mrtr_keyring_rotations_failed_total{name="payments",namespace="mcp",reason="Roll
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), names...); err != nil {
 		t.Fatal(err)
 	}
-	if n, _ := testutil.GatherAndCount(reg, "mrtr_keyring_rollout_wait_seconds"); n != 2 {
-		t.Errorf("rollout wait histograms = %d, want 2", n)
+	if n, _ := testutil.GatherAndCount(reg, "mrtr_keyring_rollout_wait_seconds"); n != 1 {
+		t.Errorf("rollout wait histograms = %d, want 1: over all keyrings, by phase", n)
 	}
 
-	// A later pass moves the phase: the one-hot moves with it.
+	// A later pass moves the phase: its one series moves with it.
 	r.Observe(keyring("payments", mrtrv1alpha1.MRTRKeyringStatus{Phase: mrtrv1alpha1.PhaseWaitingTTL}))
-	for _, p := range Phases {
-		want := 0.0
-		if p == mrtrv1alpha1.PhaseWaitingTTL {
-			want = 1
-		}
-		if got := value(t, reg, "mrtr_keyring_phase", "payments", string(p)); got != want {
-			t.Errorf("phase %s = %v, want %v", p, got, want)
-		}
+	if got := value(t, reg, "mrtr_keyring_phase", "payments", string(mrtrv1alpha1.PhaseWaitingTTL)); got != 1 {
+		t.Errorf("phase WaitingTTL = %v, want 1", got)
+	}
+	if n, _ := testutil.GatherAndCount(reg, "mrtr_keyring_phase"); n != 1 {
+		t.Errorf("phase series = %d, want 1: the keyring never reconciled has none", n)
 	}
 
 	r.Forget("mcp", "payments")
-	for _, name := range append(names, "mrtr_keyring_rollout_wait_seconds") {
+	for _, name := range names {
 		mfs, err := reg.Gather()
 		if err != nil {
 			t.Fatal(err)
@@ -132,11 +121,47 @@ mrtr_keyring_rotations_failed_total{name="payments",namespace="mcp",reason="Roll
 		}
 	}
 	// The other keyring is untouched.
-	if n, _ := testutil.GatherAndCount(reg, "mrtr_keyring_phase"); n != len(Phases) {
-		t.Errorf("phase series after Forget = %d, want %d (the other keyring's)", n, len(Phases))
+	if n, _ := testutil.GatherAndCount(reg, "mrtr_keyring_rotations_completed_total"); n != 1 {
+		t.Errorf("rotations completed series after Forget = %d, want 1 (the other keyring's)", n)
 	}
-	if n, _ := testutil.GatherAndCount(reg, "mrtr_keyring_rollout_wait_seconds"); n != 1 {
-		t.Errorf("rollout wait histograms after Forget = %d, want 1", n)
+}
+
+// A keyring with everything set has at most MaxSeriesPerKeyring series, and a thousand keyrings
+// add no histogram buckets.
+func TestSeriesPerKeyringAreFew(t *testing.T) {
+	r, reg := newRegistered(t)
+	next := metav1.NewTime(now.Add(time.Hour))
+	for i := range 1000 {
+		r.Observe(keyring(fmt.Sprintf("k%04d", i), mrtrv1alpha1.MRTRKeyringStatus{
+			Phase: mrtrv1alpha1.PhaseAccepting, NextRotationTime: &next, RotationsCompleted: 2, PodCount: 3, PodsAcknowledged: 1,
+			Keys: []mrtrv1alpha1.KeyStatus{{ID: "a", Role: mrtrv1alpha1.KeyPrimary, CreatedAt: metav1.NewTime(now)}},
+		}))
+		r.RotationFailed("mcp", fmt.Sprintf("k%04d", i), mrtrv1alpha1.ReasonRolloutDeadlineExceeded)
+		r.PodsRestarted("mcp", fmt.Sprintf("k%04d", i), 1)
+		r.RolloutWaited(mrtrv1alpha1.PhaseAccepting, time.Second)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := 0
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "name" && l.GetValue() == "k0007" {
+					series++
+				}
+			}
+		}
+		if mf.GetName() == "mrtr_keyring_rollout_wait_seconds" && len(mf.GetMetric()) != 1 {
+			t.Errorf("%d rollout wait histograms for 1000 keyrings, want 1", len(mf.GetMetric()))
+		}
+	}
+	if series > MaxSeriesPerKeyring {
+		t.Errorf("keyring k0007 has %d series, more than %d", series, MaxSeriesPerKeyring)
+	}
+	if series < 8 {
+		t.Errorf("keyring k0007 has %d series: some metric is missing", series)
 	}
 }
 
@@ -144,7 +169,7 @@ func TestMetricsLint(t *testing.T) {
 	r, _ := newRegistered(t)
 	r.Observe(keyring("payments", mrtrv1alpha1.MRTRKeyringStatus{Phase: mrtrv1alpha1.PhaseStable}))
 	r.RotationFailed("mcp", "payments", mrtrv1alpha1.ReasonWorkloadNotFound)
-	r.RolloutWaited("mcp", "payments", mrtrv1alpha1.PhaseRemoving, time.Second)
+	r.RolloutWaited(mrtrv1alpha1.PhaseRemoving, time.Second)
 	problems, err := testutil.CollectAndLint(r)
 	if err != nil {
 		t.Fatal(err)

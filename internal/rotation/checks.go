@@ -136,8 +136,13 @@ func (p *pass) rolloutDeadline() time.Time { return p.phaseStart().Add(p.in.Sett
 // nextDeadline is the earliest future time at which a timed check may change the outcome: the
 // next rotation, the end of the TTL wait or of the propagation delay, or a rollout deadline.
 func (p *pass) nextDeadline() time.Duration {
-	if st := p.in.Secret.State; st == SecretInvalid || st == SecretWrongType {
+	switch p.in.Secret.State {
+	case SecretInvalid:
 		return 0 // nothing timed can help: only a fix of the Secret (a watch event) can
+	case SecretWrongType:
+		// The reconciler watches keyring Secrets only: the deletion of this one, which is the fix,
+		// brings no event, so look again now and then.
+		return WrongTypeRecheck
 	}
 	var at time.Time
 	switch ph := p.st.Phase; {
@@ -165,6 +170,9 @@ func (p *pass) nextDeadline() time.Duration {
 	}
 	return 0
 }
+
+// WrongTypeRecheck is how often a keyring whose Secret has another type looks again.
+const WrongTypeRecheck = 10 * time.Second
 
 func refs(ws []Workload) string {
 	s := make([]string, min(len(ws), maxNamed+1))

@@ -77,7 +77,7 @@ func TestReloadStep(t *testing.T) {
 	}{
 		"Accepting ends once every pod acknowledged the keyring; nothing is stamped and no grace is waited": {
 			in:   reloadInput(accepting(), secAB, withPods("api", acked("p1", ab), acked("p2", ab))),
-			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, requeue: 2 * time.Minute, events: []string{"PhaseChanged"}},
+			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, requeue: 2 * time.Minute, events: []string{"KeySealing"}},
 			// Behind the keyring just written, until they acknowledge it.
 			laggards: []string{"p1", "p2"},
 		},
@@ -89,7 +89,7 @@ func TestReloadStep(t *testing.T) {
 		"a pod that acknowledges nothing runs the keyring when it was created after the write": {
 			in: reloadInput(accepting(), secAB, withPods("api", acked("p1", ab),
 				Pod{Name: "env-consumer", CreatedAt: writtenAt.Add(time.Second)})),
-			want:     want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, requeue: 2 * time.Minute, events: []string{"PhaseChanged"}},
+			want:     want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, requeue: 2 * time.Minute, events: []string{"KeySealing"}},
 			laggards: []string{"p1", "env-consumer"},
 		},
 		"a pod created in the second of the write must acknowledge: whole seconds do not order them": {
@@ -108,7 +108,7 @@ func TestReloadStep(t *testing.T) {
 		"a Secret changed behind our back is no write of ours: its pods must acknowledge it": {
 			in: reloadInput(accepting(), foreign(t, "hand", "made"), withPods("api", Pod{Name: "p1", CreatedAt: now})),
 			want: want{phase: mrtrv1alpha1.PhaseStable, write: []string{"hand", "made"}, requeue: 2 * time.Minute,
-				events: []string{"SecretChanged", "PhaseChanged"}},
+				events: []string{"SecretChanged"}},
 			laggards: []string{"p1"},
 		},
 		"a partial view proves nothing: the controller counts a pod the cache has not shown": {
@@ -169,18 +169,18 @@ func TestReloadStep(t *testing.T) {
 				in.Status.PhaseStartedAt = at(-time.Second)
 				in.SelectedPods = []Pod{acked("bare-1", ab)}
 			},
-			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, requeue: 10 * time.Minute, events: []string{"PhaseChanged"}},
+			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, requeue: 10 * time.Minute, events: []string{"KeySealing"}},
 		},
 		"SealingWithNew ends once every pod acknowledged it: the TTL wait begins": {
 			in:   reloadInput(status(t, mrtrv1alpha1.PhaseSealingWithNew, time.Minute, b, a), ours(t, mrtrv1alpha1.PhaseSealingWithNew, b, a), withPods("api", acked("p1", ba))),
-			want: want{phase: mrtrv1alpha1.PhaseWaitingTTL, requeue: 6 * time.Minute, events: []string{"PhaseChanged"}},
+			want: want{phase: mrtrv1alpha1.PhaseWaitingTTL, requeue: 6 * time.Minute},
 		},
 		"a workload whose stamp another keyring claimed is no conflict: nothing is stamped": {
 			in: reloadInput(accepting(), secAB, withPods("api", acked("p1", ab))),
 			edit: func(in *Input) {
 				in.Workloads[0].ClaimedBy = "other"
 			},
-			want:     want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, requeue: 2 * time.Minute, events: []string{"PhaseChanged"}},
+			want:     want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, requeue: 2 * time.Minute, events: []string{"KeySealing"}},
 			laggards: []string{"p1"},
 		},
 		"a missing target still holds Accepting": {

@@ -131,8 +131,8 @@ func (p *pass) advance(kr *keyring.Keyring) {
 		}
 		p.st.LastHandledRotateRequest = p.in.RotateRequest
 		added := next.Keys()[next.Len()-1].ID()
-		p.event(corev1Normal, "RotationStarted", "Rotate", "rotation started (%s); new key %s is accepted, not yet sealing", request, added)
-		p.event(corev1Normal, "KeyCreated", "Rotate", "created key %s", added)
+		p.event(corev1Normal, "RotationStarted", "Rotate", "rotation started (%s): created key %s, accepted everywhere before it seals; keyring %s (keys %s)",
+			request, added, next.Fingerprint(), strings.Join(next.IDs(), ", "))
 		p.enter(mrtrv1alpha1.PhaseAccepting, next, true)
 	case mrtrv1alpha1.PhaseAccepting:
 		if !p.delivered(true) {
@@ -149,6 +149,8 @@ func (p *pass) advance(kr *keyring.Keyring) {
 			p.stall(mrtrv1alpha1.ReasonSecretInvalid, "cannot reorder the keyring: %v", err)
 			return
 		}
+		p.event(corev1Normal, "KeySealing", "Rotate", "every pod accepts key %s: it seals from now on; keyring %s (keys %s)",
+			newest.ID(), next.Fingerprint(), strings.Join(next.IDs(), ", "))
 		p.enter(mrtrv1alpha1.PhaseSealingWithNew, next, true)
 	case mrtrv1alpha1.PhaseSealingWithNew:
 		if !p.delivered(false) {
@@ -157,7 +159,7 @@ func (p *pass) advance(kr *keyring.Keyring) {
 		until := metav1.NewTime(ceilSecond(p.in.Now.Add(p.retiringTTLWait())))
 		p.st.TTLWaitUntil = &until
 		p.st.RolledOutAt = nil
-		p.transition(mrtrv1alpha1.PhaseWaitingTTL, "no pod seals with the old keys any more; waiting until %s for their tokens to expire", until.UTC().Format(time.RFC3339))
+		p.transition(mrtrv1alpha1.PhaseWaitingTTL) // no event: status.ttlWaitUntil says when it ends
 	case mrtrv1alpha1.PhaseWaitingTTL:
 		if p.st.TTLWaitUntil == nil { // lost (an edited status): wait the whole time again from now
 			until := metav1.NewTime(ceilSecond(p.in.Now.Add(p.retiringTTLWait())))
@@ -174,7 +176,8 @@ func (p *pass) advance(kr *keyring.Keyring) {
 			removed = append(removed, k.ID())
 		}
 		if len(removed) > 0 {
-			p.event(corev1Normal, "KeyRemoved", "Rotate", "removed key(s) %s: every token sealed with them has expired", strings.Join(removed, ", "))
+			p.event(corev1Normal, "KeyRemoved", "Rotate", "removed key(s) %s: every token sealed with them has expired; keyring %s (key %s)",
+				strings.Join(removed, ", "), next.Fingerprint(), keys[0].ID())
 		}
 		p.enter(mrtrv1alpha1.PhaseRemoving, next, true)
 	case mrtrv1alpha1.PhaseRemoving:
@@ -186,8 +189,9 @@ func (p *pass) advance(kr *keyring.Keyring) {
 		p.st.LastRotationTime = &p.now
 		p.st.NextRotationTime = p.at(s.RotationInterval)
 		p.st.RotationsCompleted++
-		p.transition(mrtrv1alpha1.PhaseStable, "rotation completed; primary key %s; next rotation at %s", kr.Primary().ID(), p.st.NextRotationTime.UTC().Format(time.RFC3339))
-		p.event(corev1Normal, "RotationCompleted", "Rotate", "rotation completed; primary key %s", kr.Primary().ID())
+		p.transition(mrtrv1alpha1.PhaseStable)
+		p.event(corev1Normal, "RotationCompleted", "Rotate", "rotation completed; primary key %s; next rotation at %s",
+			kr.Primary().ID(), p.st.NextRotationTime.UTC().Format(time.RFC3339))
 	default:
 		p.stall(mrtrv1alpha1.ReasonSecretInvalid, "status.phase %q is unknown", p.st.Phase)
 	}
@@ -293,18 +297,17 @@ func (p *pass) enter(phase mrtrv1alpha1.Phase, kr *keyring.Keyring, write bool) 
 		w.Retiring = nil // the keys it covered are gone, or never were
 	}
 	p.st.RolledOutAt = nil
-	p.transition(phase, "keyring %s (keys %s)", kr.Fingerprint(), strings.Join(kr.IDs(), ", "))
+	p.transition(phase)
 }
 
-// transition records the phase change and its event.
-func (p *pass) transition(phase mrtrv1alpha1.Phase, format string, args ...any) {
-	from := p.st.Phase
+// transition records the phase change. It emits no event: the caller emits the one event that
+// says what the change means (RotationStarted, KeySealing, KeyRemoved, RotationCompleted, or why
+// the Secret was taken as it is), so that a rotation costs four events, not one per step and
+// detail.
+func (p *pass) transition(phase mrtrv1alpha1.Phase) {
 	p.st.Phase = phase
 	p.st.PhaseStartedAt = &p.now
 	p.st.RestartedPods = nil // they were restarted for the keyring of the phase before
-	if from != phase {
-		p.event(corev1Normal, "PhaseChanged", "Rotate", "%s -> %s: %s", from, phase, fmt.Sprintf(format, args...))
-	}
 }
 
 // keyStatuses lists kr's keys with their roles in phase, keeping known creation times.

@@ -123,9 +123,9 @@ func TestStep(t *testing.T) {
 			in:   input(mrtrv1alpha1.MRTRKeyringStatus{}, foreign(t, "hand", "made"), deployment("api", "", true)),
 			want: want{phase: mrtrv1alpha1.PhaseStable, write: []string{"hand", "made"}, stamp: []string{"hand", "made"}, requeue: 720 * time.Hour, events: []string{"SecretAdopted"}},
 		},
-		"a Secret of another type is refused, never written and never rolled out": {
+		"a Secret of another type is refused, never written and never rolled out, and looked at again now and then (no event tells its deletion)": {
 			in:   input(mrtrv1alpha1.MRTRKeyringStatus{}, SecretObservation{State: SecretWrongType, Problem: "type Opaque"}, deployment("api", "", true)),
-			want: want{phase: mrtrv1alpha1.PhaseStable, stalled: mrtrv1alpha1.ReasonSecretWrongType, events: []string{"SecretWrongType"}},
+			want: want{phase: mrtrv1alpha1.PhaseStable, stalled: mrtrv1alpha1.ReasonSecretWrongType, requeue: WrongTypeRecheck, events: []string{"SecretWrongType"}},
 		},
 		"an invalid keyring.json mid-rotation is refused, and the phase and its timers stay": {
 			in:   input(status(t, mrtrv1alpha1.PhaseSealingWithNew, time.Minute, b, a), SecretObservation{State: SecretInvalid, Problem: "keyring.json: keys[1]: ..."}, deployment("api", fp(t, b, a), true)),
@@ -133,15 +133,15 @@ func TestStep(t *testing.T) {
 		},
 		"a Secret deleted behind our back is recreated with a fresh key and rolled out": {
 			in:   input(status(t, mrtrv1alpha1.PhaseWaitingTTL, time.Minute, b, a), SecretObservation{State: SecretAbsent}, deployment("api", fp(t, b, a), true)),
-			want: want{phase: mrtrv1alpha1.PhaseStable, write: []string{"k20260806-120001"}, stamp: []string{"k20260806-120001"}, requeue: 720 * time.Hour, events: []string{"SecretRecreated", "PhaseChanged"}},
+			want: want{phase: mrtrv1alpha1.PhaseStable, write: []string{"k20260806-120001"}, stamp: []string{"k20260806-120001"}, requeue: 720 * time.Hour, events: []string{"SecretRecreated"}},
 		},
 		"a Secret changed behind our back keeps every key it holds and restarts from Stable": {
 			in:   input(status(t, mrtrv1alpha1.PhaseWaitingTTL, time.Minute, b, a), foreign(t, b, a, "extra"), deployment("api", fp(t, b, a), true)),
-			want: want{phase: mrtrv1alpha1.PhaseStable, write: []string{b, a, "extra"}, stamp: []string{b, a, "extra"}, requeue: 24 * time.Hour, events: []string{"SecretChanged", "PhaseChanged"}},
+			want: want{phase: mrtrv1alpha1.PhaseStable, write: []string{b, a, "extra"}, stamp: []string{b, a, "extra"}, requeue: 24 * time.Hour, events: []string{"SecretChanged"}},
 		},
 		"our own write whose status update was lost resumes in the phase it was written for": {
 			in:   input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a), true)),
-			want: want{phase: mrtrv1alpha1.PhaseAccepting, stamp: []string{a, b}, requeue: 10 * time.Minute, events: []string{"Resumed", "PhaseChanged"}},
+			want: want{phase: mrtrv1alpha1.PhaseAccepting, stamp: []string{a, b}, requeue: 10 * time.Minute, events: []string{"Resumed"}},
 		},
 		"Stable before the due time waits exactly until it": {
 			in:   input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
@@ -150,7 +150,7 @@ func TestStep(t *testing.T) {
 		"Stable at the due time appends a new key, which is accepted but does not seal": {
 			in:   input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
 			edit: fresh(func(in *Input) { in.Status.NextRotationTime = at(-time.Second) }),
-			want: want{phase: mrtrv1alpha1.PhaseAccepting, write: []string{a, b}, stamp: []string{a, b}, requeue: 10 * time.Minute, events: []string{"RotationStarted", "KeyCreated", "PhaseChanged"}},
+			want: want{phase: mrtrv1alpha1.PhaseAccepting, write: []string{a, b}, stamp: []string{a, b}, requeue: 10 * time.Minute, events: []string{"RotationStarted"}},
 		},
 		"a shortened rotationInterval counts from the last rotation: 720h to 1h, two hours ago, is due now": {
 			in: input(status(t, mrtrv1alpha1.PhaseStable, 2*time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
@@ -159,7 +159,7 @@ func TestStep(t *testing.T) {
 				in.Status.LastRotationTime, in.Status.NextRotationTime = at(-2*time.Hour), at(718*time.Hour)
 			},
 			want: want{phase: mrtrv1alpha1.PhaseAccepting, write: []string{a, b}, stamp: []string{a, b}, requeue: 10 * time.Minute,
-				events: []string{"RotationRescheduled", "RotationStarted", "KeyCreated", "PhaseChanged"}},
+				events: []string{"RotationRescheduled", "RotationStarted"}},
 		},
 		"before the first rotation a shortened interval counts from the primary key's creation": {
 			in: input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
@@ -187,7 +187,7 @@ func TestStep(t *testing.T) {
 		"a new rotation request starts a rotation early": {
 			in:   input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
 			edit: func(in *Input) { in.RotateRequest = "now-please" },
-			want: want{phase: mrtrv1alpha1.PhaseAccepting, write: []string{a, b}, stamp: []string{a, b}, requeue: 10 * time.Minute, events: []string{"RotationStarted", "KeyCreated", "PhaseChanged"}},
+			want: want{phase: mrtrv1alpha1.PhaseAccepting, write: []string{a, b}, stamp: []string{a, b}, requeue: 10 * time.Minute, events: []string{"RotationStarted"}},
 		},
 		"a request already handled starts nothing": {
 			in: input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true)),
@@ -226,7 +226,7 @@ func TestStep(t *testing.T) {
 		"suspend lets a rotation under way finish its phase": {
 			in:   input(status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), true)),
 			edit: func(in *Input) { in.Settings.Suspend, in.Status.RolledOutAt = true, at(-30*time.Second) },
-			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, stamp: []string{b, a}, requeue: 10 * time.Minute, events: []string{"PhaseChanged"}},
+			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, stamp: []string{b, a}, requeue: 10 * time.Minute, events: []string{"KeySealing"}},
 		},
 		"a full adopted keyring cannot take a new key and stalls": {
 			in:   input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, "1", "2", "3", "4", "5", "6", "7", "8"), ours(t, mrtrv1alpha1.PhaseStable, "1", "2", "3", "4", "5", "6", "7", "8")),
@@ -256,11 +256,11 @@ func TestStep(t *testing.T) {
 		"Accepting past the deadline advances by itself once the rollout completes": {
 			in:   input(status(t, mrtrv1alpha1.PhaseAccepting, time.Hour, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b), deployment("api", fp(t, a, b), true)),
 			edit: func(in *Input) { in.Status.RolledOutAt = at(-time.Minute) },
-			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, stamp: []string{b, a}, requeue: 10 * time.Minute, events: []string{"PhaseChanged"}},
+			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, stamp: []string{b, a}, requeue: 10 * time.Minute, events: []string{"KeySealing"}},
 		},
 		"SealingWithNew once rolled out starts the TTL wait of tokenTTL + clockSkew + grace": {
 			in:   input(status(t, mrtrv1alpha1.PhaseSealingWithNew, time.Minute, b, a), ours(t, mrtrv1alpha1.PhaseSealingWithNew, b, a), deployment("api", fp(t, b, a), true), Workload{Kind: mrtrv1alpha1.KindDaemonSet, Name: "gone"}),
-			want: want{phase: mrtrv1alpha1.PhaseWaitingTTL, stamp: []string{b, a}, requeue: 6 * time.Minute, events: []string{"PhaseChanged", "WorkloadNotFound"}},
+			want: want{phase: mrtrv1alpha1.PhaseWaitingTTL, stamp: []string{b, a}, requeue: 6 * time.Minute, events: []string{"WorkloadNotFound"}},
 		},
 		"WaitingTTL after a restart keeps its end time and waits exactly until it": {
 			in:   input(status(t, mrtrv1alpha1.PhaseWaitingTTL, 2*time.Minute, b, a), ours(t, mrtrv1alpha1.PhaseSealingWithNew, b, a), deployment("api", fp(t, b, a), true)),
@@ -296,16 +296,16 @@ func TestStep(t *testing.T) {
 			edit: func(in *Input) {
 				in.Status.TTLWaits = &mrtrv1alpha1.TTLWaits{Primary: metav1.Duration{Duration: 6 * time.Minute}, Retiring: &metav1.Duration{Duration: 16 * time.Minute}}
 			},
-			want: want{phase: mrtrv1alpha1.PhaseWaitingTTL, stamp: []string{b, a}, requeue: 16 * time.Minute, events: []string{"PhaseChanged"}},
+			want: want{phase: mrtrv1alpha1.PhaseWaitingTTL, stamp: []string{b, a}, requeue: 16 * time.Minute},
 		},
 		"WaitingTTL at its end removes the old keys": {
 			in:   input(status(t, mrtrv1alpha1.PhaseWaitingTTL, 6*time.Minute, b, a), ours(t, mrtrv1alpha1.PhaseSealingWithNew, b, a), deployment("api", fp(t, b, a), true)),
 			edit: func(in *Input) { in.Status.TTLWaitUntil = at(0) },
-			want: want{phase: mrtrv1alpha1.PhaseRemoving, write: []string{b}, stamp: []string{b}, requeue: 10 * time.Minute, events: []string{"KeyRemoved", "PhaseChanged"}},
+			want: want{phase: mrtrv1alpha1.PhaseRemoving, write: []string{b}, stamp: []string{b}, requeue: 10 * time.Minute, events: []string{"KeyRemoved"}},
 		},
 		"Removing once rolled out completes the rotation and schedules the next": {
 			in:   input(status(t, mrtrv1alpha1.PhaseRemoving, time.Minute, b), ours(t, mrtrv1alpha1.PhaseRemoving, b), deployment("api", fp(t, b), true)),
-			want: want{phase: mrtrv1alpha1.PhaseStable, stamp: []string{b}, requeue: 720 * time.Hour, events: []string{"PhaseChanged", "RotationCompleted"}},
+			want: want{phase: mrtrv1alpha1.PhaseStable, stamp: []string{b}, requeue: 720 * time.Hour, events: []string{"RotationCompleted"}},
 		},
 		"a Secret-only keyring waits propagationDelay instead of a rollout": {
 			in:   input(status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b)),
@@ -313,7 +313,7 @@ func TestStep(t *testing.T) {
 		},
 		"a Secret-only keyring advances once propagationDelay has passed": {
 			in:   input(status(t, mrtrv1alpha1.PhaseAccepting, 2*time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b)),
-			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, stamp: []string{b, a}, requeue: 2 * time.Minute, events: []string{"PhaseChanged"}},
+			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, stamp: []string{b, a}, requeue: 2 * time.Minute, events: []string{"KeySealing"}},
 		},
 		"Stable with a target not yet on the keyring rolls it out without stalling": {
 			in:   input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("new", "", true)),
