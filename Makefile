@@ -94,6 +94,16 @@ bench-token: ## Benchmark pkg/token's codecs against their floors and alternativ
 	for i in $$(seq $(BENCH_COUNT)); do bin/token.test -test.run '^$$' -test.bench . -test.benchmem; done \
 		| tee bin/bench-token.txt | go run ./hack/benchratio
 
+# The scale benchmark runs the manager binary against a fresh envtest per size: SCALE_N keyrings
+# (each with one Deployment) become Ready, then all rotate at once; hack/benchscale prints times,
+# the manager's API requests and CPU per keyring rotation, its steady-state traffic and memory, a
+# markdown table and one JSON line per size. SCALE_DELIVERY=Reload acknowledges on Pods instead of
+# rolling out; SCALE_MANAGER_ARGS are appended to the manager's flags.
+SCALE_N ?= 100,1000
+.PHONY: bench-scale
+bench-scale: envtest-assets ## Benchmark the manager with SCALE_N keyrings (default 100,1000) on envtest: Ready, rotate all, cost per rotation.
+	KUBEBUILDER_ASSETS="$$(hack/build-controlplane.sh envtest | tail -1)" go run ./hack/benchscale -n "$(SCALE_N)"
+
 .PHONY: lint
 lint: golangci-lint ## Run golangci-lint linter
 	@for m in $(MODULES); do (cd $$m && "$(GOLANGCI_LINT)" run --config "$(CURDIR)/.golangci.yml") || exit 1; done

@@ -1,0 +1,281 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The manager's metrics benchscale reads: client-go's count of the requests the manager sent (labels
+// code, host and method: client-go does not label them by resource), controller-runtime's count of
+// reconciles, and the Go runtime's heap in use (spans with at least one live object: what the
+// process keeps, which heap_alloc undercounts between collections less than RSS overcounts).
+const (
+	metricRequests   = "rest_client_requests_total"
+	metricReconciles = "controller_runtime_reconcile_total"
+	metricHeapInuse  = "go_memstats_heap_inuse_bytes"
+	// The sums and counts of two histograms that say where a keyring's time goes: waiting in the
+	// controller's work queue, and inside Reconcile.
+	metricQueueWait     = "workqueue_queue_duration_seconds"
+	metricReconcileTime = "controller_runtime_reconcile_time_seconds"
+)
+
+// sample is one line of the Prometheus text format.
+type sample struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+// metrics is one scrape of /metrics.
+type metrics []sample
+
+// scrape reads the manager's /metrics.
+func scrape(ctx context.Context, url string) (metrics, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return parseMetrics(resp.Body)
+}
+
+// parseMetrics reads the Prometheus text exposition format: `name{k="v",...} value [timestamp]`
+// lines, comments skipped. It is all the format benchscale needs, without a dependency.
+func parseMetrics(r io.Reader) (metrics, error) {
+	var out metrics
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		s, err := parseSample(line)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, sc.Err()
+}
+
+func parseSample(line string) (sample, error) {
+	s := sample{labels: map[string]string{}}
+	rest := line
+	if i := strings.IndexAny(line, "{ "); i < 0 {
+		return s, fmt.Errorf("metrics line %q: no value", line)
+	} else {
+		s.name, rest = line[:i], line[i:]
+	}
+	if strings.HasPrefix(rest, "{") {
+		var err error
+		if rest, err = parseLabels(rest[1:], s.labels); err != nil {
+			return s, fmt.Errorf("metrics line %q: %w", line, err)
+		}
+	}
+	fields := strings.Fields(rest)
+	if len(fields) == 0 {
+		return s, fmt.Errorf("metrics line %q: no value", line)
+	}
+	v, err := strconv.ParseFloat(fields[0], 64)
+	if err != nil {
+		return s, fmt.Errorf("metrics line %q: %w", line, err)
+	}
+	s.value = v
+	return s, nil
+}
+
+// parseLabels reads `k="v",k2="v2"}` into labels and returns what follows the closing brace.
+// Values may hold the escapes \\, \" and \n.
+func parseLabels(s string, labels map[string]string) (string, error) {
+	for {
+		s = strings.TrimLeft(s, " ,")
+		if strings.HasPrefix(s, "}") {
+			return s[1:], nil
+		}
+		eq := strings.IndexByte(s, '=')
+		if eq < 0 || len(s) < eq+2 || s[eq+1] != '"' {
+			return "", fmt.Errorf("malformed labels")
+		}
+		key := strings.TrimSpace(s[:eq])
+		var val strings.Builder
+		i := eq + 2
+		for ; i < len(s) && s[i] != '"'; i++ {
+			if s[i] == '\\' && i+1 < len(s) {
+				i++
+				switch s[i] {
+				case 'n':
+					val.WriteByte('\n')
+				default:
+					val.WriteByte(s[i])
+				}
+				continue
+			}
+			val.WriteByte(s[i])
+		}
+		if i >= len(s) {
+			return "", fmt.Errorf("unterminated label value")
+		}
+		labels[key] = val.String()
+		s = s[i+1:]
+	}
+}
+
+// sum adds up every sample of the metric, whatever its labels.
+func (m metrics) sum(name string) float64 {
+	var t float64
+	for _, s := range m {
+		if s.name == name {
+			t += s.value
+		}
+	}
+	return t
+}
+
+// sumBy adds up the metric's samples per value of the given labels, joined with a space.
+func (m metrics) sumBy(name string, labels ...string) map[string]float64 {
+	out := map[string]float64{}
+	for _, s := range m {
+		if s.name != name {
+			continue
+		}
+		vals := make([]string, len(labels))
+		for i, l := range labels {
+			vals[i] = s.labels[l]
+		}
+		out[strings.Join(vals, " ")] += s.value
+	}
+	return out
+}
+
+// mean is the mean of a histogram over the samples from before to m: the growth of its _sum over
+// the growth of its _count (0 when nothing was observed).
+func (m metrics) mean(before metrics, histogram string) time.Duration {
+	count := m.sum(histogram+"_count") - before.sum(histogram+"_count")
+	if count <= 0 {
+		return 0
+	}
+	sum := m.sum(histogram+"_sum") - before.sum(histogram+"_sum")
+	return time.Duration(sum / count * float64(time.Second))
+}
+
+// clockTicks is the unit of utime and stime in /proc/<pid>/stat: USER_HZ, 100 on every Linux
+// architecture Go supports (sysconf(_SC_CLK_TCK) would need cgo).
+const clockTicks = 100
+
+// processCPU is the CPU time, user plus system, the process has used so far.
+func processCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return parseStatCPU(string(b))
+}
+
+// parseStatCPU reads utime and stime (fields 14 and 15) of a /proc/<pid>/stat line. The command
+// name (field 2) is in parentheses and may hold spaces, so fields are counted after the last ')'.
+func parseStatCPU(stat string) (time.Duration, error) {
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("malformed /proc stat line")
+	}
+	f := strings.Fields(stat[i+1:]) // f[0] is field 3 (state)
+	if len(f) < 13 {
+		return 0, fmt.Errorf("malformed /proc stat line: %d fields", len(f))
+	}
+	var ticks int64
+	for _, s := range f[11:13] {
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("malformed /proc stat line: %w", err)
+		}
+		ticks += n
+	}
+	return time.Duration(ticks) * time.Second / clockTicks, nil
+}
+
+// cpuByProcess is the CPU time used so far by benchscale itself ("harness") and by each of its
+// child processes, by command name (kube-apiserver, etcd, manager): on a small machine they share
+// the cores, so what the control plane spends bounds what the manager can do.
+func cpuByProcess() (map[string]time.Duration, error) {
+	self, err := processCPU(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]time.Duration{"harness": self}
+	tasks, err := filepath.Glob("/proc/self/task/*/children")
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range tasks {
+		b, err := os.ReadFile(t)
+		if err != nil {
+			continue // the thread ended
+		}
+		for _, f := range strings.Fields(string(b)) {
+			pid, err := strconv.Atoi(f)
+			if err != nil {
+				continue
+			}
+			comm, err1 := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+			cpu, err2 := processCPU(pid)
+			if err1 != nil || err2 != nil {
+				continue // the child ended
+			}
+			out[strings.TrimSpace(string(comm))] += cpu
+		}
+	}
+	return out, nil
+}
+
+// processRSS is the resident set size of the process (VmRSS of /proc/<pid>/status), in bytes.
+func processRSS(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest) // "12345 kB"
+			if len(f) != 2 || f[1] != "kB" {
+				break
+			}
+			kb, err := strconv.ParseFloat(f[0], 64)
+			return kb * 1024, err
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
