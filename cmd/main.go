@@ -66,6 +66,7 @@ func main() {
 	var tlsOpts []func(*tls.Config)
 	var concurrency int
 	var namespaces string
+	var pprofAddr string
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
 		"Use :8443 for HTTPS or :8080 for HTTP, or leave as 0 to disable the metrics service.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the probe endpoint binds to.")
@@ -87,6 +88,8 @@ func main() {
 		"If set, HTTP/2 will be enabled for the metrics and webhook servers")
 	flag.IntVar(&concurrency, "max-concurrent-reconciles", controller.DefaultConcurrency,
 		"How many keyrings are reconciled at once (never two passes of one keyring): each pass waits on a few API requests, so a few workers keep thousands of keyrings moving.")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "0",
+		"The address of Go's profiling endpoints (/debug/pprof/), e.g. 127.0.0.1:6060; 0 disables them.")
 	flag.StringVar(&namespaces, "namespaces", "",
 		"Comma-separated namespaces to watch (keyrings, their Secrets, workloads and pods), with a Role in each instead of a ClusterRole; empty watches every namespace.")
 	// Production logging by default: JSON at info level (one line per change, none per pass). The
@@ -173,6 +176,7 @@ func main() {
 		Metrics:                metricsServerOptions,
 		WebhookServer:          webhookServer,
 		HealthProbeBindAddress: probeAddr,
+		PprofBindAddress:       pprofAddr,
 		LeaderElection:         enableLeaderElection,
 		LeaderElectionID:       "4710c0f2.dev",
 		// LeaderElectionReleaseOnCancel defines if the leader should step down voluntarily
