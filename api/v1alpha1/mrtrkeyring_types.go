@@ -471,6 +471,7 @@ const (
 // +kubebuilder:printcolumn:name="Primary",type=string,JSONPath=`.status.keys[0].id`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Delivery",type=string,JSONPath=`.spec.delivery`,priority=1
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Pods",type=integer,JSONPath=`.status.podCount`
 // +kubebuilder:printcolumn:name="Acknowledged",type=integer,JSONPath=`.status.podsAcknowledged`
 // +kubebuilder:printcolumn:name="Next Rotation",type=date,JSONPath=`.status.nextRotationTime`
