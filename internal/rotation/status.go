@@ -161,8 +161,8 @@ func (p *pass) unreferenced() string {
 }
 
 // outages names the targets whose every restart is an outage, "" when there are none or nothing
-// restarts them (Reload delivery restarts only the pods that do not acknowledge, one by one as
-// their PodDisruptionBudget allows).
+// restarts them (Reload delivery restarts only the pods that do not acknowledge, through the
+// eviction API, as their PodDisruptionBudget allows).
 func (p *pass) outages() string {
 	if p.in.Settings.Reload() {
 		return ""
