@@ -27,7 +27,7 @@ help: ## Display this help.
 
 .PHONY: manifests
 manifests: controller-gen ## Generate WebhookConfiguration, ClusterRole and CustomResourceDefinition objects.
-	"$(CONTROLLER_GEN)" rbac:roleName=manager-role crd webhook paths="./..." output:crd:artifacts:config=config/crd/bases
+	"$(CONTROLLER_GEN)" rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
 
 .PHONY: generate
 generate: controller-gen ## Generate code containing DeepCopy, DeepCopyInto, and DeepCopyObject method implementations.
@@ -122,9 +122,12 @@ lint-config: golangci-lint ## Verify golangci-lint linter configuration
 build: manifests generate fmt vet ## Build manager binary.
 	go build -o bin/manager cmd/main.go
 
+# Outside a cluster the manager has no namespace of its own: the leader election Lease goes here.
+LEADER_ELECTION_NAMESPACE ?= default
+
 .PHONY: run
-run: manifests generate fmt vet ## Run a controller from your host against the cluster of ~/.kube/config.
-	go run ./cmd/main.go
+run: manifests generate fmt vet ## Run a controller from your host against the cluster of ~/.kube/config (with leader election).
+	go run ./cmd --leader-elect --leader-election-namespace=$(LEADER_ELECTION_NAMESPACE)
 
 # The demo runs everything as local processes: no image, no kubectl. test/e2e/demo starts the local
 # cluster (test/localcluster), the operator as its own process, a 3-replica Deployment of the example
@@ -139,7 +142,8 @@ run-local: build e2e-assets ## Start a local cluster with the CRDs and run the m
 	go build -o "$(LOCALBIN)/localcluster" ./test/localcluster/cmd/localcluster
 	"$(LOCALBIN)/localcluster" -crds config/crd/bases -kubeconfig "$(LOCALBIN)/demo.kubeconfig" \
 		-log-dir "$(LOCALBIN)/demo-logs" -- \
-		"$(LOCALBIN)/manager" --health-probe-bind-address=0 --metrics-bind-address=0
+		"$(LOCALBIN)/manager" --health-probe-bind-address=0 --metrics-bind-address=0 \
+		--leader-elect --leader-election-namespace=$(LEADER_ELECTION_NAMESPACE)
 
 # If you wish to build the manager image targeting other platforms you can use the --platform flag.
 # (i.e. docker build --platform linux/arm64). However, you must enable docker buildKit for it.

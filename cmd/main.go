@@ -14,6 +14,8 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
+// Command manager runs the MRTRKeyring controller: flags, scheme, cache, metrics, health probes and
+// leader election, then the reconciler (internal/controller).
 package main
 
 import (
@@ -22,8 +24,7 @@ import (
 	"os"
 	"strings"
 
-	// Import all Kubernetes client auth plugins (e.g. Azure, GCP, OIDC, etc.)
-	// to ensure that exec-entrypoint and run can make use of them.
+	// All client-go auth plugins (OIDC, exec, ...), so that `make run` works with any kubeconfig.
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -34,11 +35,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/controller"
-	// +kubebuilder:scaffold:imports
 )
 
 var (
@@ -48,123 +47,63 @@ var (
 
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-
 	utilruntime.Must(mrtrv1alpha1.AddToScheme(scheme))
-	// +kubebuilder:scaffold:scheme
 }
 
-// nolint:gocyclo
 func main() {
-	var metricsAddr string
-	var metricsCertPath, metricsCertName, metricsCertKey string
-	var webhookCertPath, webhookCertName, webhookCertKey string
-	var webhookPort int
-	var enableLeaderElection bool
-	var probeAddr string
-	var secureMetrics bool
-	var enableHTTP2 bool
-	var tlsOpts []func(*tls.Config)
-	var concurrency int
-	var namespaces string
-	var pprofAddr string
+	var (
+		metricsAddr, metricsCertPath, metricsCertName, metricsCertKey string
+		probeAddr, pprofAddr                                          string
+		enableLeaderElection, secureMetrics, enableHTTP2              bool
+		leaderElectionNamespace, namespaces                           string
+		concurrency                                                   int
+	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
 		"Use :8443 for HTTPS or :8080 for HTTP, or leave as 0 to disable the metrics service.")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the probe endpoint binds to.")
-	flag.BoolVar(&enableLeaderElection, "leader-elect", false,
-		"Enable leader election for controller manager. "+
-			"Enabling this will ensure there is only one active controller manager.")
 	flag.BoolVar(&secureMetrics, "metrics-secure", true,
-		"If set, the metrics endpoint is served securely via HTTPS. Use --metrics-secure=false to use HTTP instead.")
-	flag.StringVar(&webhookCertPath, "webhook-cert-path", "", "The directory that contains the webhook certificate.")
-	flag.StringVar(&webhookCertName, "webhook-cert-name", "tls.crt", "The name of the webhook certificate file.")
-	flag.StringVar(&webhookCertKey, "webhook-cert-key", "tls.key", "The name of the webhook key file.")
-	flag.IntVar(&webhookPort, "webhook-port", 9443, "Port the webhook server listens on. "+
-		"Defaults to 9443. Set -1 to disable the webhook server.")
+		"Serve the metrics endpoint over HTTPS, behind Kubernetes authentication and authorization. Use --metrics-secure=false for plain HTTP.")
 	flag.StringVar(&metricsCertPath, "metrics-cert-path", "",
-		"The directory that contains the metrics server certificate.")
+		"The directory that holds the metrics server's certificate; empty: a self-signed one, made at start.")
 	flag.StringVar(&metricsCertName, "metrics-cert-name", "tls.crt", "The name of the metrics server certificate file.")
 	flag.StringVar(&metricsCertKey, "metrics-cert-key", "tls.key", "The name of the metrics server key file.")
-	flag.BoolVar(&enableHTTP2, "enable-http2", false,
-		"If set, HTTP/2 will be enabled for the metrics and webhook servers")
-	flag.IntVar(&concurrency, "max-concurrent-reconciles", controller.DefaultConcurrency,
-		"How many keyrings are reconciled at once (never two passes of one keyring): each pass waits on a few API requests, so a few workers keep thousands of keyrings moving.")
+	flag.BoolVar(&enableHTTP2, "enable-http2", false, "Serve the metrics endpoint over HTTP/2 too (off: see below).")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the probe endpoint binds to.")
 	flag.StringVar(&pprofAddr, "pprof-bind-address", "0",
 		"The address of Go's profiling endpoints (/debug/pprof/), e.g. 127.0.0.1:6060; 0 disables them.")
+	flag.BoolVar(&enableLeaderElection, "leader-elect", false,
+		"Elect a leader among the manager's replicas (a Lease), so that one reconciles at a time.")
+	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "",
+		"The namespace of the leader election Lease; empty: the namespace the manager runs in, which outside a cluster must be given.")
+	flag.IntVar(&concurrency, "max-concurrent-reconciles", controller.DefaultConcurrency,
+		"How many keyrings are reconciled at once (never two passes of one keyring): each pass waits on a few API requests, so a few workers keep thousands of keyrings moving.")
 	flag.StringVar(&namespaces, "namespaces", "",
 		"Comma-separated namespaces to watch (keyrings, their Secrets, workloads and pods), with a Role in each instead of a ClusterRole; empty watches every namespace.")
 	// Production logging by default: JSON at info level (one line per change, none per pass). The
 	// zap flags change it: --zap-devel, --zap-log-level=debug, --zap-encoder=console.
-	opts := zap.Options{
-		Development: false,
-	}
+	opts := zap.Options{Development: false}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
-
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 
-	// if the enable-http2 flag is false (the default), http/2 should be disabled
-	// due to its vulnerabilities. More specifically, disabling http/2 will
-	// prevent from being vulnerable to the HTTP/2 Stream Cancellation and
-	// Rapid Reset CVEs. For more information see:
-	// - https://github.com/advisories/GHSA-qppj-fm5r-hxr3
-	// - https://github.com/advisories/GHSA-4374-p667-p6c8
-	disableHTTP2 := func(c *tls.Config) {
-		setupLog.Info("Disabling HTTP/2")
-		c.NextProtos = []string{"http/1.1"}
-	}
-
+	var tlsOpts []func(*tls.Config)
 	if !enableHTTP2 {
-		tlsOpts = append(tlsOpts, disableHTTP2)
+		// HTTP/2 stays off unless asked for: its Stream Cancellation and Rapid Reset attacks
+		// (GHSA-qppj-fm5r-hxr3, GHSA-4374-p667-p6c8) cost a server more than HTTP/1.1 does.
+		tlsOpts = append(tlsOpts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
 	}
-
-	// Initial webhook TLS options
-	webhookTLSOpts := tlsOpts
-	webhookServerOptions := webhook.Options{
-		TLSOpts: webhookTLSOpts,
-		Port:    webhookPort,
-	}
-
-	if len(webhookCertPath) > 0 {
-		setupLog.Info("Initializing webhook certificate watcher using provided certificates",
-			"webhook-cert-path", webhookCertPath, "webhook-cert-name", webhookCertName, "webhook-cert-key", webhookCertKey)
-
-		webhookServerOptions.CertDir = webhookCertPath
-		webhookServerOptions.CertName = webhookCertName
-		webhookServerOptions.KeyName = webhookCertKey
-	}
-
-	webhookServer := webhook.NewServer(webhookServerOptions)
-
-	// Metrics endpoint is enabled in 'config/default/kustomization.yaml'. The Metrics options configure the server.
-	// More info:
-	// - https://pkg.go.dev/sigs.k8s.io/controller-runtime@v0.25.0/pkg/metrics/server
-	// - https://book.kubebuilder.io/reference/metrics.html
 	metricsServerOptions := metricsserver.Options{
 		BindAddress:   metricsAddr,
 		SecureServing: secureMetrics,
 		TLSOpts:       tlsOpts,
 	}
-
 	if secureMetrics {
-		// FilterProvider is used to protect the metrics endpoint with authn/authz.
-		// These configurations ensure that only authorized users and service accounts
-		// can access the metrics endpoint. The RBAC are configured in 'config/rbac/kustomization.yaml'. More info:
-		// https://pkg.go.dev/sigs.k8s.io/controller-runtime@v0.25.0/pkg/metrics/filters#WithAuthenticationAndAuthorization
+		// Only callers that the API server authenticates and authorizes for GET /metrics
+		// (config/rbac/metrics_reader_role.yaml) read the metrics.
 		metricsServerOptions.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
-
-	// If the certificate is not specified, controller-runtime will automatically
-	// generate self-signed certificates for the metrics server. While convenient for development and testing,
-	// this setup is not recommended for production.
-	//
-	// TODO(user): If you enable certManager, uncomment the following lines:
-	// - [METRICS-WITH-CERTS] at config/default/kustomization.yaml to generate and use certificates
-	// managed by cert-manager for the metrics server.
-	// - [PROMETHEUS-WITH-CERTS] at config/prometheus/kustomization.yaml for TLS certification.
-	if len(metricsCertPath) > 0 {
-		setupLog.Info("Initializing metrics certificate watcher using provided certificates",
-			"metrics-cert-path", metricsCertPath, "metrics-cert-name", metricsCertName, "metrics-cert-key", metricsCertKey)
-
+	if metricsCertPath != "" {
+		setupLog.Info("serving metrics with the certificate given", "metrics-cert-path", metricsCertPath,
+			"metrics-cert-name", metricsCertName, "metrics-cert-key", metricsCertKey)
 		metricsServerOptions.CertDir = metricsCertPath
 		metricsServerOptions.CertName = metricsCertName
 		metricsServerOptions.KeyName = metricsCertKey
@@ -174,36 +113,33 @@ func main() {
 		Scheme:                 scheme,
 		Cache:                  controller.CacheOptions(splitNamespaces(namespaces)...),
 		Metrics:                metricsServerOptions,
-		WebhookServer:          webhookServer,
 		HealthProbeBindAddress: probeAddr,
 		PprofBindAddress:       pprofAddr,
 		LeaderElection:         enableLeaderElection,
-		LeaderElectionID:       "4710c0f2.dev",
-		// LeaderElectionReleaseOnCancel defines if the leader should step down voluntarily
-		// when the Manager ends. This requires the binary to immediately end when the
-		// Manager is stopped, otherwise, this setting is unsafe. Setting this significantly
-		// speeds up voluntary leader transitions as the new leader don't have to wait
-		// LeaseDuration time first.
-		//
-		// In the default scaffold provided, the program ends immediately after
-		// the manager stops, so would be fine to enable this option. However,
-		// if you are doing or is intended to do any operation such as perform cleanups
-		// after the manager stops then its usage might be unsafe.
-		// LeaderElectionReleaseOnCancel: true,
+		// Kept from the scaffold: a new name would let an old and a new replica both lead during an
+		// upgrade.
+		LeaderElectionID:        "4710c0f2.dev",
+		LeaderElectionNamespace: leaderElectionNamespace,
+		// The manager does nothing after it stops, so the leader may hand the Lease over at once
+		// instead of letting its successor wait out the lease duration.
+		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
 		setupLog.Error(err, "Failed to start manager")
 		os.Exit(1)
 	}
 
+	// Wired here, where a reader sees them: the cached client, the live reader for the few reads the
+	// cache cannot answer (see MRTRKeyringReconciler.APIReader), and the events.k8s.io recorder.
 	if err := (&controller.MRTRKeyringReconciler{
 		Client:                  mgr.GetClient(),
+		APIReader:               mgr.GetAPIReader(),
+		Recorder:                mgr.GetEventRecorder("mrtr-operator"),
 		MaxConcurrentReconciles: concurrency,
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "Failed to create controller", "controller", "mrtrkeyring")
 		os.Exit(1)
 	}
-	// +kubebuilder:scaffold:builder
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		setupLog.Error(err, "Failed to set up health check")
