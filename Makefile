@@ -220,7 +220,8 @@ $(LOCALBIN):
 	mkdir -p "$(LOCALBIN)"
 
 ## Tool Binaries
-KUBECTL ?= kubectl
+# kubectl at the API server's version, built from source once (the machine's may be outside the skew).
+KUBECTL ?= $(LOCALBIN)/kubectl
 KUSTOMIZE ?= $(LOCALBIN)/kustomize
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 GOLANGCI_LINT = $(LOCALBIN)/golangci-lint
@@ -231,9 +232,12 @@ CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 
 .PHONY: kubectl
-kubectl: ## Check that kubectl (KUBECTL) is available; it is not installed on demand.
+kubectl: ## Build kubectl v1.37.2 from source into the control-plane cache (once) and link it as bin/kubectl; or set KUBECTL.
+	@if [ "$(KUBECTL)" = "$(LOCALBIN)/kubectl" ]; then \
+		dir="$$(hack/build-controlplane.sh kubectl | tail -1)" && mkdir -p "$(LOCALBIN)" && ln -sf "$$dir/kubectl" "$(LOCALBIN)/kubectl"; \
+	fi
 	@command -v "$(KUBECTL)" >/dev/null 2>&1 || { \
-		echo "This target needs kubectl ($(KUBECTL)), which is not installed; set KUBECTL=/path/to/kubectl."; \
+		echo "This target needs kubectl ($(KUBECTL)), which is not there; set KUBECTL=/path/to/kubectl."; \
 		exit 1; \
 	}
 

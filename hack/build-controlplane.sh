@@ -6,6 +6,8 @@
 #   hack/build-controlplane.sh envtest   etcd + kube-apiserver (what envtest needs)
 #   hack/build-controlplane.sh all       the above + kube-controller-manager, kube-scheduler, kwok and
 #                                        kwok's stage definitions (what the end-to-end cluster needs)
+#   hack/build-controlplane.sh kubectl   kubectl at the API server's version (make install, deploy, ...):
+#                                        the machine's kubectl may be outside the supported skew
 #
 # The cache root is $MRTR_TOOLS_CACHE, else ${XDG_CACHE_HOME:-$HOME/.cache}/mrtr-operator.
 set -euo pipefail
@@ -16,9 +18,9 @@ KWOK_VERSION=v0.8.0
 
 what=${1:-envtest}
 case "$what" in
-envtest | all) ;;
+envtest | all | kubectl) ;;
 *)
-	echo "usage: $0 [envtest|all]" >&2
+	echo "usage: $0 [envtest|all|kubectl]" >&2
 	exit 2
 	;;
 esac
@@ -50,6 +52,12 @@ kube_ldflags=""
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 	kube_ldflags+=" -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
 done
+
+if [ "$what" = kubectl ]; then
+	build kubectl k8s.io/kubernetes/cmd/kubectl "$here/controlplane" "$kube_ldflags"
+	echo "$dir"
+	exit 0
+fi
 
 build etcd . "$here/etcd"
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$here/controlplane" "$kube_ldflags"
