@@ -213,6 +213,56 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 			rotations[0], c, frozen))
 	})
 
+	It("hands over to a second manager when the leader is killed mid-rotation: it resumes the phase, restarts nothing and rejects nothing", func() {
+		By("running two managers with leader election, the first one leading")
+		Expect(env.Operator.Stop()).To(Succeed())
+		first := &harness.Operator{Binary: env.Operator.Binary, Start: env.Cluster.StartProcess, Name: "leader-a", LeaseNamespace: "default"}
+		second := &harness.Operator{Binary: env.Operator.Binary, Start: env.Cluster.StartProcess, Name: "leader-b", LeaseNamespace: "default"}
+		DeferCleanup(func() {
+			Expect(first.Stop()).To(Succeed())
+			Expect(second.Stop()).To(Succeed())
+			Expect(env.Operator.Launch()).To(Succeed()) // the single manager, for the specs after this one
+		})
+		Expect(first.Launch()).To(Succeed())
+		Eventually(first.Leads).WithTimeout(time.Minute).Should(BeTrue())
+		Expect(second.Launch()).To(Succeed())
+
+		load = startLoad()
+		from := len(env.Timeline.Events())
+		waitsBefore := len(env.Timeline.TTLWaitUntils())
+		before, err := env.PodUIDs(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(env.RequestRotation(ctx, "rotation-4")).To(Succeed())
+		Eventually(func() []mrtrv1alpha1.Phase { return phasesSince(env.Timeline.Events(), from) }).
+			WithTimeout(2 * time.Minute).Should(ContainElement(mrtrv1alpha1.PhaseSealingWithNew))
+		Expect(second.Leads()).To(BeFalse(), "two leaders")
+
+		By("killing the leader with SIGKILL: it cannot hand its Lease over")
+		Expect(first.Kill()).To(Succeed())
+		killed := time.Now()
+		Eventually(second.Leads).WithTimeout(time.Minute).Should(BeTrue())
+		failover := time.Since(killed)
+		Eventually(rotationsCompleted(env)).WithTimeout(3 * time.Minute).Should(BeNumerically("==", 4))
+		Expect(env.WaitSettled(ctx, time.Minute)).To(Succeed())
+		endLoad()
+
+		c := load.Counts()
+		Expect(c.Rejected).To(BeZero(), "rejected request states: %s", load.Errors())
+		Expect(c.Failed).To(BeZero(), "failed round trips: %s", load.Errors())
+		after, err := env.PodUIDs(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(after).To(Equal(before), "a pod was restarted")
+		events := env.Timeline.Events()
+		rotations := harness.Rotations(events[from:], env.Opts.TTLWait(), env.Timeline.TTLWaitUntils())
+		Expect(rotations).To(HaveLen(1))
+		Expect(rotations[0].Phases).To(Equal(harness.RotationPhases))
+		Expect(rotations[0].Secrets).To(HaveLen(3), "a Secret write was repeated or skipped: %v", rotations[0].Secrets)
+		Expect(rotations[0].GateViolations(events)).To(BeEmpty())
+		Expect(env.Timeline.TTLWaitUntils()).To(HaveLen(waitsBefore+1), "the TTL wait was restarted")
+		AddReportEntry("two managers, leader killed", fmt.Sprintf("failover (SIGKILL to the standby leading): %v\nrotation: %s\nround trips: %s",
+			failover.Round(100*time.Millisecond), rotations[0], c))
+	})
+
 	It("refuses an acknowledgement that one pod's token writes for another pod", func() {
 		replicas := env.Kubelet.Replicas()
 		Expect(len(replicas)).To(BeNumerically(">=", 2))
@@ -251,8 +301,8 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 		Expect(env.WaitSettled(ctx, 2*time.Minute)).To(Succeed()) // the template is stamped once: a rollout
 		load = startLoad()
 		from := len(env.Timeline.Events())
-		Expect(env.RequestRotation(ctx, "rotation-4")).To(Succeed())
-		Eventually(rotationsCompleted(env)).WithTimeout(3 * time.Minute).Should(BeNumerically("==", 4))
+		Expect(env.RequestRotation(ctx, "rotation-5")).To(Succeed())
+		Eventually(rotationsCompleted(env)).WithTimeout(3 * time.Minute).Should(BeNumerically("==", 5))
 		Expect(env.WaitSettled(ctx, time.Minute)).To(Succeed())
 		endLoad()
 		elapsed := time.Since(loadStart)

@@ -18,7 +18,9 @@ package harness
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 
 	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
@@ -29,6 +31,11 @@ import (
 type Operator struct {
 	Binary string
 	Start  StartFunc
+	// Name prefixes its processes' names (and log files): "operator" when empty.
+	Name string
+	// LeaseNamespace, when set, runs it with leader election, its Lease in that namespace: several
+	// Operators then run at once and one leads.
+	LeaseNamespace string
 
 	proc  *localcluster.Process
 	procs []*localcluster.Process // every run, for their logs
@@ -39,9 +46,16 @@ func (o *Operator) Launch() error {
 	if o.proc != nil {
 		return fmt.Errorf("operator already running (pid %d)", o.proc.PID())
 	}
-	// No metrics, no probes (nothing scrapes them here), no leader election (one replica).
-	p, err := o.Start(fmt.Sprintf("operator-%d", len(o.procs)+1), exec.Command(o.Binary,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--leader-elect=false"))
+	// No metrics, no probes (nothing scrapes them here).
+	args := []string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--leader-elect=false"}
+	if o.LeaseNamespace != "" {
+		args = append(args[:2], "--leader-elect", "--leader-election-namespace="+o.LeaseNamespace)
+	}
+	name := o.Name
+	if name == "" {
+		name = "operator"
+	}
+	p, err := o.Start(fmt.Sprintf("%s-%d", name, len(o.procs)+1), exec.Command(o.Binary, args...))
 	if err != nil {
 		return err
 	}
@@ -89,4 +103,13 @@ func (o *Operator) LogPaths() []string {
 		paths[i] = p.LogPath()
 	}
 	return paths
+}
+
+// Leads reports whether the running process has acquired the leader election Lease (it logs it).
+func (o *Operator) Leads() bool {
+	if o.proc == nil {
+		return false
+	}
+	b, err := os.ReadFile(o.proc.LogPath())
+	return err == nil && strings.Contains(string(b), "Successfully acquired lease")
 }
