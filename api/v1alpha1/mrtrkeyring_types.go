@@ -21,11 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// RotateAnnotation requests a rotation now: set it to a new value (a timestamp, a commit, anything)
-// and one rotation starts; status.lastHandledRotateRequest records the value that was handled, so
-// re-applying the same value (GitOps) does nothing.
-const RotateAnnotation = "mrtr.dev/rotate"
-
 // MRTRKeyringSpec is the desired state: how often to rotate, how long tokens live, and which
 // workloads consume the keyring Secret.
 //

@@ -32,14 +32,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
 // hashAnnotation is the pod-template annotation the operator stamps, in Restart delivery, with the
-// fingerprint of the keyring the workload must roll out to (internal/workload.HashAnnotation; not
+// fingerprint of the keyring the workload must roll out to (internal/mrtrv1alpha1.FingerprintAnnotation; not
 // imported, as benchscale only needs the name).
-const hashAnnotation = "mrtr.dev/keyring-hash"
+const hashAnnotation = mrtrv1alpha1.FingerprintAnnotation
 
 // playWorkers is how many status writes or acknowledgements the harness has in flight: enough that
 // a rotation of thousands of keyrings at once never waits for the harness.

@@ -36,13 +36,6 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
-// KeyringLabel is set on the keyring Secret to the name of its MRTRKeyring.
-const KeyringLabel = "mrtr.dev/keyring"
-
-// FieldManager is the operator's field manager in the Secrets it writes: the managedFields time
-// of its entry tells Step when the keyring was written, by the API server's clock.
-const FieldManager = "mrtr-operator"
-
 // writeSecret makes the Secret hold kr, annotated with the phase it enters. It creates the Secret
 // when current (the copy gather read) is nil, or updates current with its resourceVersion, so a
 // change made since that read makes it fail rather than be overwritten. An unchanged Secret costs
@@ -56,18 +49,18 @@ func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1al
 	// The token lifetime the rotation waits for, declared to the servers beside keyring.json.
 	ttl := keyring.FormatTokenTTL(rotation.SettingsFrom(owner.Spec).TokenTTL)
 	key := types.NamespacedName{Namespace: owner.Namespace, Name: owner.EffectiveSecretName()}
-	annotations := map[string]string{rotation.PhaseAnnotation: string(phase), rotation.FingerprintAnnotation: kr.Fingerprint()}
+	annotations := map[string]string{mrtrv1alpha1.PhaseAnnotation: string(phase), mrtrv1alpha1.FingerprintAnnotation: kr.Fingerprint()}
 	if handledRotate != "" {
-		annotations[rotation.HandledRotateAnnotation] = handledRotate
+		annotations[mrtrv1alpha1.HandledRotateAnnotation] = handledRotate
 	}
 	if current == nil {
 		s := corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
-				Labels: map[string]string{KeyringLabel: owner.Name}, Annotations: annotations},
+				Labels: map[string]string{mrtrv1alpha1.KeyringLabel: owner.Name}, Annotations: annotations},
 			Type: keyring.SecretType,
 			Data: map[string][]byte{keyring.SecretDataKey: data, keyring.TokenTTLDataKey: ttl},
 		}
-		if err := r.Create(ctx, &s, client.FieldOwner(FieldManager)); err != nil {
+		if err := r.Create(ctx, &s, client.FieldOwner(mrtrv1alpha1.FieldManager)); err != nil {
 			return fmt.Errorf("create Secret %s with keyring %s: %w", key, kr.Fingerprint(), apiReason(err))
 		}
 		return nil
@@ -77,7 +70,7 @@ func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1al
 		return fmt.Errorf("secret %s has type %q, not %s: not writing it", key, s.Type, keyring.SecretType)
 	}
 	changed := !bytes.Equal(s.Data[keyring.SecretDataKey], data) || !bytes.Equal(s.Data[keyring.TokenTTLDataKey], ttl) ||
-		s.Labels[KeyringLabel] != owner.Name
+		s.Labels[mrtrv1alpha1.KeyringLabel] != owner.Name
 	for k, v := range annotations {
 		changed = changed || s.Annotations[k] != v
 	}
@@ -87,7 +80,7 @@ func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1al
 	if s.Labels == nil {
 		s.Labels = map[string]string{}
 	}
-	s.Labels[KeyringLabel] = owner.Name
+	s.Labels[mrtrv1alpha1.KeyringLabel] = owner.Name
 	if s.Annotations == nil {
 		s.Annotations = map[string]string{}
 	}
@@ -101,7 +94,7 @@ func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1al
 	// A cached copy keeps only the time of our own entry (stripSecret): sent back, that would
 	// replace every manager's entries. Nil leaves them to the API server.
 	s.ManagedFields = nil
-	if err := r.Update(ctx, s, client.FieldOwner(FieldManager)); err != nil {
+	if err := r.Update(ctx, s, client.FieldOwner(mrtrv1alpha1.FieldManager)); err != nil {
 		return fmt.Errorf("update Secret %s to keyring %s: %w", key, kr.Fingerprint(), apiReason(err))
 	}
 	return nil

@@ -67,7 +67,7 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 	}
 	sec := observeSecret(secret)
 	if secret != nil {
-		if sec.ClaimedBy, err = r.otherOwner(ctx, kr, secret.Labels[KeyringLabel]); err != nil {
+		if sec.ClaimedBy, err = r.otherOwner(ctx, kr, secret.Labels[mrtrv1alpha1.KeyringLabel]); err != nil {
 			return rotation.Input{}, observed{}, err
 		}
 	}
@@ -166,7 +166,7 @@ func (r *MRTRKeyringReconciler) stampOwner(ctx context.Context, kr *mrtrv1alpha1
 	switch key := workload.StampKey(obj, kr.Name); key {
 	case "":
 		return workload.SharedBy(obj)[0], nil // shared, by others
-	case workload.HashAnnotation:
+	case mrtrv1alpha1.FingerprintAnnotation:
 		return r.otherOwner(ctx, kr, workload.StampedBy(obj))
 	default:
 		return "", nil // shared, and kr has a stamp of its own
@@ -202,7 +202,7 @@ func (r *MRTRKeyringReconciler) readSecret(ctx context.Context, kr *mrtrv1alpha1
 	key := types.NamespacedName{Namespace: kr.Namespace, Name: kr.EffectiveSecretName()}
 	var s corev1.Secret
 	err := r.Get(ctx, key, &s)
-	if err == nil && kr.Status.SecretFingerprint != "" && s.Annotations[rotation.FingerprintAnnotation] == kr.Status.SecretFingerprint {
+	if err == nil && kr.Status.SecretFingerprint != "" && s.Annotations[mrtrv1alpha1.FingerprintAnnotation] == kr.Status.SecretFingerprint {
 		return &s, nil
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -227,12 +227,12 @@ func observeSecret(s *corev1.Secret) rotation.SecretObservation {
 	return obs
 }
 
-// lastWrittenAt is when FieldManager last changed s, by the API server's clock (the time of its
+// lastWrittenAt is when mrtrv1alpha1.FieldManager last changed s, by the API server's clock (the time of its
 // managedFields entry), zero when it never did.
 func lastWrittenAt(s *corev1.Secret) time.Time {
 	var at time.Time
 	for _, m := range s.ManagedFields {
-		if m.Manager == FieldManager && m.Subresource == "" && m.Time != nil && m.Time.After(at) {
+		if m.Manager == mrtrv1alpha1.FieldManager && m.Subresource == "" && m.Time != nil && m.Time.After(at) {
 			at = m.Time.Time
 		}
 	}
@@ -264,7 +264,7 @@ func observeWorkloads(t workload.Targets, kr *mrtrv1alpha1.MRTRKeyring) []rotati
 		ro, _ := workload.RolloutStatus(obj)
 		out = append(out, rotation.Workload{
 			Kind: mrtrv1alpha1.WorkloadKind(ref.Kind), Name: ref.Name, Found: true,
-			Stamp: workload.HashAt(obj, workload.StampKey(obj, kr.Name)), RolledOut: ro.Done, Ready: ro.Ready, Desired: ro.Desired, Message: ro.Message,
+			Stamp: workload.FingerprintAt(obj, workload.StampKey(obj, kr.Name)), RolledOut: ro.Done, Ready: ro.Ready, Desired: ro.Desired, Message: ro.Message,
 			Outage: ro.Outage, Unreferenced: !slices.Contains(workload.ReferencedSecrets(obj), secret),
 		})
 	}

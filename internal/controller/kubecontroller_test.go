@@ -78,7 +78,7 @@ func rollOut(obj client.Object, updated int32) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
 		gen := obj.GetGeneration()
 		// The revision name depends on the template, as the real one does (a hash of it).
-		rev := fmt.Sprintf("%s-%s", obj.GetName(), workload.Hash(obj))
+		rev := fmt.Sprintf("%s-%s", obj.GetName(), workload.Fingerprint(obj))
 		switch o := obj.(type) {
 		case *appsv1.Deployment:
 			n := *o.Spec.Replicas
@@ -136,5 +136,5 @@ func clamp(updated, n int32) int32 {
 // the writes to its spec (a second stamp of the same value would not change it; a new value does).
 func stampOf(g Gomega, obj client.Object) (string, int64) {
 	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
-	return workload.Hash(obj), obj.GetGeneration()
+	return workload.Fingerprint(obj), obj.GetGeneration()
 }

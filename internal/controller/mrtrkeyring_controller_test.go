@@ -174,8 +174,8 @@ var _ = Describe("MRTRKeyring controller", func() {
 			var sec corev1.Secret
 			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: kr.EffectiveSecretName()}, &sec)).To(Succeed())
 			sec.Data = map[string][]byte{keyring.SecretDataKey: mustMarshal(ab)}
-			sec.Annotations[rotation.PhaseAnnotation] = string(mrtrv1alpha1.PhaseAccepting)
-			sec.Annotations[rotation.FingerprintAnnotation] = ab.Fingerprint()
+			sec.Annotations[mrtrv1alpha1.PhaseAnnotation] = string(mrtrv1alpha1.PhaseAccepting)
+			sec.Annotations[mrtrv1alpha1.FingerprintAnnotation] = ab.Fingerprint()
 			g.Expect(k8sClient.Update(ctx, &sec)).To(Succeed())
 		}).Should(Succeed())
 		Expect(getKeyring(Default, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseStable))
@@ -394,13 +394,13 @@ var _ = Describe("MRTRKeyring controller", func() {
 		Eventually(func(g Gomega) {
 			var d appsv1.Deployment
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(web), &d)).To(Succeed())
-			g.Expect(d.Annotations).To(HaveKeyWithValue(workload.StampedByAnnotation, "second"))
+			g.Expect(d.Annotations).To(HaveKeyWithValue(mrtrv1alpha1.StampedByAnnotation, "second"))
 		}).Should(Succeed())
 	})
 
 	It("gives a workload that its owner lets two keyrings share one stamp per keyring", func() {
 		obj := newWorkload(workload.Deployment, ns, "both", 2, nil)
-		obj.SetAnnotations(map[string]string{workload.SharedByAnnotation: "first, second"})
+		obj.SetAnnotations(map[string]string{mrtrv1alpha1.SharedByAnnotation: "first, second"})
 		Expect(k8sClient.Create(ctx, obj)).To(Succeed())
 		rollOut(obj, -1)
 		first := createKeyring(ns, "first", func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(obj) })
@@ -408,7 +408,7 @@ var _ = Describe("MRTRKeyring controller", func() {
 		stamps := func(g Gomega) (string, string) {
 			var d appsv1.Deployment
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), &d)).To(Succeed())
-			return d.Spec.Template.Annotations[workload.HashAnnotation], d.Spec.Template.Annotations[workload.StampAnnotationPrefix+"second"]
+			return d.Spec.Template.Annotations[mrtrv1alpha1.FingerprintAnnotation], d.Spec.Template.Annotations[mrtrv1alpha1.FingerprintAnnotationPrefix+"second"]
 		}
 		var a, b string
 		Eventually(func(g Gomega) {

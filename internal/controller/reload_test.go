@@ -164,7 +164,7 @@ var _ = Describe("Reload delivery", func() {
 		By("nothing was restarted: the same pods, and a template never stamped")
 		Expect(podUIDs(Default, ns)).To(Equal(before))
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
-		Expect(workload.Hash(d)).To(BeEmpty())
+		Expect(workload.Fingerprint(d)).To(BeEmpty())
 		Expect(getKeyring(Default, kr).Status.RestartedPods).To(BeEmpty())
 	})
 

@@ -250,5 +250,5 @@ func walkRotation(kr *mrtrv1alpha1.MRTRKeyring, ws []client.Object, from *keyrin
 func notStamped(obj client.Object) {
 	GinkgoHelper()
 	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
-	Expect(workload.Hash(obj)).To(BeEmpty(), "%s must not be stamped", obj.GetName())
+	Expect(workload.Fingerprint(obj)).To(BeEmpty(), "%s must not be stamped", obj.GetName())
 }

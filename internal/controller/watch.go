@@ -323,7 +323,7 @@ func stripApplied(obj any) (any, error) {
 	return obj, nil
 }
 
-// stripSecret is stripApplied for a keyring Secret, but it keeps the time of FieldManager's last
+// stripSecret is stripApplied for a keyring Secret, but it keeps the time of mrtrv1alpha1.FieldManager's last
 // write (lastWrittenAt reads it), without the fields it lists.
 func stripSecret(obj any) (any, error) {
 	s, ok := obj.(*corev1.Secret)
@@ -332,7 +332,7 @@ func stripSecret(obj any) (any, error) {
 	}
 	var ours []metav1.ManagedFieldsEntry
 	for _, m := range s.ManagedFields {
-		if m.Manager == FieldManager && m.Subresource == "" {
+		if m.Manager == mrtrv1alpha1.FieldManager && m.Subresource == "" {
 			ours = append(ours, metav1.ManagedFieldsEntry{Manager: m.Manager, Operation: m.Operation, Time: m.Time})
 		}
 	}

@@ -26,20 +26,6 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
-// Annotations the reconciler writes on the Secret with every keyring it writes (see Decision.Secret).
-const (
-	// PhaseAnnotation is the phase a write of the Secret entered.
-	PhaseAnnotation = "mrtr.dev/phase"
-	// FingerprintAnnotation is the fingerprint of the keyring that write held. When it no longer
-	// matches the data, someone else changed the Secret.
-	FingerprintAnnotation = "mrtr.dev/keyring-hash"
-	// HandledRotateAnnotation is the last value of the keyring's mrtr.dev/rotate annotation that
-	// started a rotation of this Secret. It lives on the Secret, as the phase does, so that it
-	// survives the keyring: a keyring deleted and re-created with the same annotation value does
-	// not rotate again.
-	HandledRotateAnnotation = "mrtr.dev/rotate-handled"
-)
-
 // Settings is the spec with its defaults applied.
 type Settings struct {
 	RotationInterval       time.Duration
@@ -109,10 +95,10 @@ type SecretObservation struct {
 	// ClaimedBy names another MRTRKeyring, one that exists, that owns the Secret (the reconciler's
 	// mrtr.dev/keyring label on it): this keyring must not touch it.
 	ClaimedBy string
-	// WrittenPhase and WrittenFingerprint are the PhaseAnnotation and FingerprintAnnotation.
+	// WrittenPhase and WrittenFingerprint are the mrtrv1alpha1.PhaseAnnotation and FingerprintAnnotation.
 	WrittenPhase       mrtrv1alpha1.Phase
 	WrittenFingerprint string
-	// HandledRotateRequest is the HandledRotateAnnotation.
+	// HandledRotateRequest is the mrtrv1alpha1.HandledRotateAnnotation.
 	HandledRotateRequest string
 	// TokenTTL is the token lifetime the Secret declares to its readers (data key
 	// keyring.TokenTTLDataKey), 0 when it declares none or an invalid one.
@@ -144,9 +130,9 @@ func ObserveSecret(exists bool, secretType string, data map[string][]byte, annot
 	return SecretObservation{
 		State:                SecretValid,
 		Keyring:              r,
-		WrittenPhase:         mrtrv1alpha1.Phase(annotations[PhaseAnnotation]),
-		WrittenFingerprint:   annotations[FingerprintAnnotation],
-		HandledRotateRequest: annotations[HandledRotateAnnotation],
+		WrittenPhase:         mrtrv1alpha1.Phase(annotations[mrtrv1alpha1.PhaseAnnotation]),
+		WrittenFingerprint:   annotations[mrtrv1alpha1.FingerprintAnnotation],
+		HandledRotateRequest: annotations[mrtrv1alpha1.HandledRotateAnnotation],
 		TokenTTL:             declaredTTL(data[keyring.TokenTTLDataKey]),
 	}
 }
@@ -188,7 +174,7 @@ type Workload struct {
 	// Secret, so its pods get no keys from it; reported, still rolled out.
 	Unreferenced bool
 	// ClaimedBy names another MRTRKeyring, one that exists, whose stamp the workload carries
-	// (workload.StampedByAnnotation): the reconciler does not stamp it, and Step reports the conflict.
+	// (mrtrv1alpha1.StampedByAnnotation): the reconciler does not stamp it, and Step reports the conflict.
 	ClaimedBy string
 	// Pods are the pods its selector selects that can serve (not Succeeded or Failed),
 	// terminating ones included; gathered in Reload delivery only.

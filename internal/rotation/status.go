@@ -183,7 +183,7 @@ func (p *pass) outages() string {
 // an outage will roll out: a rotation restarts them three times.
 func (p *pass) warnOutages() {
 	if o := p.outages(); o != "" && p.d.Secret != nil && len(p.in.Workloads) > 0 {
-		p.event(corev1Warning, "RestartIsOutage", "Rotate", "rolling out keyring %s: %s", p.d.Secret.Fingerprint(), o)
+		p.event(corev1Warning, mrtrv1alpha1.EventRestartIsOutage, "Rotate", "rolling out keyring %s: %s", p.d.Secret.Fingerprint(), o)
 	}
 }
 

@@ -80,9 +80,9 @@ func (p *pass) reconcileSecret() *keyring.Keyring {
 			return nil
 		}
 		if p.st.SecretFingerprint == "" {
-			p.event(corev1Normal, "SecretCreated", "Create", "created Secret %s with key %s", name, kr.Primary().ID())
+			p.event(corev1Normal, mrtrv1alpha1.EventSecretCreated, "Create", "created Secret %s with key %s", name, kr.Primary().ID())
 		} else {
-			p.event(corev1Warning, "SecretRecreated", "Create", "Secret %s was deleted behind the operator's back; recreated with new key %s and rolling it out (tokens sealed with the lost keys fail once their pod is replaced)", name, kr.Primary().ID())
+			p.event(corev1Warning, mrtrv1alpha1.EventSecretRecreated, "Create", "Secret %s was deleted behind the operator's back; recreated with new key %s and rolling it out (tokens sealed with the lost keys fail once their pod is replaced)", name, kr.Primary().ID())
 		}
 		p.st.NextRotationTime = p.at(p.in.Settings.RotationInterval)
 		p.enter(mrtrv1alpha1.PhaseStable, kr, true)
@@ -94,13 +94,13 @@ func (p *pass) reconcileSecret() *keyring.Keyring {
 		return kr
 	case sec.writtenByUs():
 		// Our own write whose status update was lost (a restart, a conflict, a re-created keyring).
-		p.event(corev1Normal, "Resumed", "Resume", "Secret %s holds keyring %s written for phase %s; resuming there", name, fp, sec.WrittenPhase)
+		p.event(corev1Normal, mrtrv1alpha1.EventResumed, "Resume", "Secret %s holds keyring %s written for phase %s; resuming there", name, fp, sec.WrittenPhase)
 		p.enter(sec.WrittenPhase, kr, false)
 		return kr
 	case p.st.SecretFingerprint == "":
-		p.event(corev1Normal, "SecretAdopted", "Adopt", "adopted the keyring in Secret %s (keys %s); rolling it out", name, strings.Join(kr.IDs(), ", "))
+		p.event(corev1Normal, mrtrv1alpha1.EventSecretAdopted, "Adopt", "adopted the keyring in Secret %s (keys %s); rolling it out", name, strings.Join(kr.IDs(), ", "))
 	default:
-		p.event(corev1Warning, "SecretChanged", "Adopt", "Secret %s was changed behind the operator's back (fingerprint %s, expected %s); keeping its keys (%s) and rolling them out", name, fp, p.st.SecretFingerprint, strings.Join(kr.IDs(), ", "))
+		p.event(corev1Warning, mrtrv1alpha1.EventSecretChanged, "Adopt", "Secret %s was changed behind the operator's back (fingerprint %s, expected %s); keeping its keys (%s) and rolling them out", name, fp, p.st.SecretFingerprint, strings.Join(kr.IDs(), ", "))
 	}
 	// Taken as it is: the data is not changed, only annotated as ours (the same keyring is written).
 	if p.st.NextRotationTime == nil {
@@ -131,7 +131,7 @@ func (p *pass) advance(kr *keyring.Keyring) {
 		}
 		p.st.LastHandledRotateRequest = p.in.RotateRequest
 		added := next.Keys()[next.Len()-1].ID()
-		p.event(corev1Normal, "RotationStarted", "Rotate", "rotation started (%s): created key %s, accepted everywhere before it seals; keyring %s (keys %s)",
+		p.event(corev1Normal, mrtrv1alpha1.EventRotationStarted, "Rotate", "rotation started (%s): created key %s, accepted everywhere before it seals; keyring %s (keys %s)",
 			request, added, next.Fingerprint(), strings.Join(next.IDs(), ", "))
 		p.enter(mrtrv1alpha1.PhaseAccepting, next, true)
 	case mrtrv1alpha1.PhaseAccepting:
@@ -149,7 +149,7 @@ func (p *pass) advance(kr *keyring.Keyring) {
 			p.stall(mrtrv1alpha1.ReasonSecretInvalid, "cannot reorder the keyring: %v", err)
 			return
 		}
-		p.event(corev1Normal, "KeySealing", "Rotate", "every pod accepts key %s: it seals from now on; keyring %s (keys %s)",
+		p.event(corev1Normal, mrtrv1alpha1.EventKeySealing, "Rotate", "every pod accepts key %s: it seals from now on; keyring %s (keys %s)",
 			newest.ID(), next.Fingerprint(), strings.Join(next.IDs(), ", "))
 		p.enter(mrtrv1alpha1.PhaseSealingWithNew, next, true)
 	case mrtrv1alpha1.PhaseSealingWithNew:
@@ -176,7 +176,7 @@ func (p *pass) advance(kr *keyring.Keyring) {
 			removed = append(removed, k.ID())
 		}
 		if len(removed) > 0 {
-			p.event(corev1Normal, "KeyRemoved", "Rotate", "removed key(s) %s: every token sealed with them has expired; keyring %s (key %s)",
+			p.event(corev1Normal, mrtrv1alpha1.EventKeyRemoved, "Rotate", "removed key(s) %s: every token sealed with them has expired; keyring %s (key %s)",
 				strings.Join(removed, ", "), next.Fingerprint(), keys[0].ID())
 		}
 		p.enter(mrtrv1alpha1.PhaseRemoving, next, true)
@@ -190,7 +190,7 @@ func (p *pass) advance(kr *keyring.Keyring) {
 		p.st.NextRotationTime = p.at(s.RotationInterval)
 		p.st.RotationsCompleted++
 		p.transition(mrtrv1alpha1.PhaseStable)
-		p.event(corev1Normal, "RotationCompleted", "Rotate", "rotation completed; primary key %s; next rotation at %s",
+		p.event(corev1Normal, mrtrv1alpha1.EventRotationCompleted, "Rotate", "rotation completed; primary key %s; next rotation at %s",
 			kr.Primary().ID(), p.st.NextRotationTime.UTC().Format(time.RFC3339))
 	default:
 		p.stall(mrtrv1alpha1.ReasonSecretInvalid, "status.phase %q is unknown", p.st.Phase)
@@ -215,7 +215,7 @@ func (p *pass) scheduleRotation() {
 	next := metav1.NewTime(base.Add(p.in.Settings.RotationInterval).Truncate(time.Second))
 	if old := p.st.NextRotationTime; old == nil || !old.Equal(&next) {
 		if old != nil {
-			p.event(corev1Normal, "RotationRescheduled", "Schedule", "rotationInterval is %v: next rotation at %s (was %s)",
+			p.event(corev1Normal, mrtrv1alpha1.EventRotationRescheduled, "Schedule", "rotationInterval is %v: next rotation at %s (was %s)",
 				p.in.Settings.RotationInterval, next.UTC().Format(time.RFC3339), old.UTC().Format(time.RFC3339))
 		}
 		p.st.NextRotationTime = &next
@@ -254,7 +254,7 @@ func (p *pass) extendTTLWait() {
 	}
 	until := metav1.NewTime(ceilSecond(p.st.PhaseStartedAt.Add(p.retiringTTLWait())))
 	if until.After(p.st.TTLWaitUntil.Time) {
-		p.event(corev1Normal, "TTLWaitExtended", "Rotate", "a TTL wait of %v was declared since the old keys last sealed: the wait now ends at %s (was %s)",
+		p.event(corev1Normal, mrtrv1alpha1.EventTTLWaitExtended, "Rotate", "a TTL wait of %v was declared since the old keys last sealed: the wait now ends at %s (was %s)",
 			p.retiringTTLWait(), until.UTC().Format(time.RFC3339), p.st.TTLWaitUntil.UTC().Format(time.RFC3339))
 		p.st.TTLWaitUntil = &until
 	}

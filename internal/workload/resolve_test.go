@@ -131,7 +131,7 @@ func TestStampIsIdempotent(t *testing.T) {
 		t.Fatalf("first Stamp = %v, %v; want a write", wrote, err)
 	}
 	after := get()
-	if Hash(after) != "0123456789abcdef" || after.Spec.Template.Annotations["keep"] != "me" {
+	if Fingerprint(after) != "0123456789abcdef" || after.Spec.Template.Annotations["keep"] != "me" {
 		t.Fatalf("template annotations after Stamp = %v", after.Spec.Template.Annotations)
 	}
 	wrote, err = Stamp(ctx, c, after, "0123456789abcdef", "payments")

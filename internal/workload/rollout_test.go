@@ -24,6 +24,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 )
 
 func deployment(gen int64, replicas *int32, st appsv1.DeploymentStatus) *appsv1.Deployment {
@@ -249,20 +251,20 @@ func TestRolloutStatusRejectsOtherKinds(t *testing.T) {
 
 func TestHash(t *testing.T) {
 	d := deployment(1, nil, appsv1.DeploymentStatus{})
-	if got := Hash(d); got != "" {
+	if got := Fingerprint(d); got != "" {
 		t.Errorf("Hash of an unstamped template = %q, want empty", got)
 	}
-	d.Spec.Template.Annotations = map[string]string{HashAnnotation: "0123456789abcdef", "other": "x"}
-	if got := Hash(d); got != "0123456789abcdef" {
+	d.Spec.Template.Annotations = map[string]string{mrtrv1alpha1.FingerprintAnnotation: "0123456789abcdef", "other": "x"}
+	if got := Fingerprint(d); got != "0123456789abcdef" {
 		t.Errorf("Hash = %q, want the annotation's value", got)
 	}
 	// The workload's own annotations are not the template's.
 	s := statefulSet(1, 1, nil, appsv1.StatefulSetStatus{})
-	s.Annotations = map[string]string{HashAnnotation: "fedcba9876543210"}
-	if got := Hash(s); got != "" {
+	s.Annotations = map[string]string{mrtrv1alpha1.FingerprintAnnotation: "fedcba9876543210"}
+	if got := Fingerprint(s); got != "" {
 		t.Errorf("Hash read the object's annotations: %q", got)
 	}
-	if got := Hash(&corev1.Pod{}); got != "" {
+	if got := Fingerprint(&corev1.Pod{}); got != "" {
 		t.Errorf("Hash of a Pod = %q, want empty", got)
 	}
 }

@@ -24,10 +24,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 )
 
-// Stamp makes the workload's pod template carry hash in HashAnnotation, and the workload itself the
-// name of the keyring it belongs to in StampedByAnnotation. A new hash restarts its pods
+// Stamp makes the workload's pod template carry hash in mrtrv1alpha1.FingerprintAnnotation, and the workload itself the
+// name of the keyring it belongs to in mrtrv1alpha1.StampedByAnnotation. A new hash restarts its pods
 // (a rollout) when the value changes. It writes nothing when the template already carries hash, so
 // calling it again — after a restart of the operator, or on every reconcile — never restarts the
 // pods a second time. It reports whether it wrote.
@@ -46,9 +48,9 @@ func Stamp(ctx context.Context, c client.Writer, obj client.Object, hash, keyrin
 	if _, err := PodTemplate(obj); err != nil {
 		return false, fmt.Errorf("stamp: %w", err)
 	}
-	// The keyring of HashAnnotation claims the workload; a sharing keyring's own stamp claims nothing.
-	claim := key == HashAnnotation
-	if HashAt(obj, key) == hash && (!claim || StampedBy(obj) == keyring) {
+	// The keyring of mrtrv1alpha1.FingerprintAnnotation claims the workload; a sharing keyring's own stamp claims nothing.
+	claim := key == mrtrv1alpha1.FingerprintAnnotation
+	if FingerprintAt(obj, key) == hash && (!claim || StampedBy(obj) == keyring) {
 		return false, nil
 	}
 	ref, _ := RefOf(obj)
@@ -56,13 +58,13 @@ func Stamp(ctx context.Context, c client.Writer, obj client.Object, hash, keyrin
 		"annotations": map[string]string{key: hash},
 	}}}}
 	if claim {
-		p["metadata"] = map[string]any{"annotations": map[string]string{StampedByAnnotation: keyring}}
+		p["metadata"] = map[string]any{"annotations": map[string]string{mrtrv1alpha1.StampedByAnnotation: keyring}}
 	}
 	patch, err := json.Marshal(p)
 	if err != nil {
 		return false, fmt.Errorf("stamp %s: %w", ref, err)
 	}
-	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(FieldOwner)); err != nil {
+	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(mrtrv1alpha1.FieldManager)); err != nil {
 		return false, fmt.Errorf("stamp %s with keyring hash %s: %w", ref, hash, err)
 	}
 	return true, nil

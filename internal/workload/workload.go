@@ -16,7 +16,7 @@ limitations under the License.
 
 // Package workload is the operator's typed view of the workloads that consume a keyring:
 // Deployments, StatefulSets and DaemonSets. It answers three questions — which workloads a keyring
-// targets (Resolve), which keyring fingerprint their pod template carries (Hash) and whether that
+// targets (Resolve), which keyring fingerprint their pod template carries (Fingerprint) and whether that
 // template has rolled out (RolloutStatus) — and makes one write: stamping a fingerprint onto a pod
 // template (Stamp). It knows nothing of rotation phases; internal/rotation decides what to stamp
 // and when.
@@ -31,33 +31,18 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 )
 
-// HashAnnotation is the pod-template annotation that carries the fingerprint of the keyring the
-// pods must run with. Changing it is what restarts the pods; re-writing the same value is a no-op.
-const HashAnnotation = "mrtr.dev/keyring-hash"
-
-// StampedByAnnotation is the workload annotation naming the MRTRKeyring whose fingerprint its pod
-// template carries: the stamp belongs to that keyring, and no other keyring stamps the workload
-// while it exists.
-const StampedByAnnotation = "mrtr.dev/stamped-by"
-
 // StampedBy is the keyring that claims obj's stamp, "" when none does.
-func StampedBy(obj client.Object) string { return obj.GetAnnotations()[StampedByAnnotation] }
+func StampedBy(obj client.Object) string {
+	return obj.GetAnnotations()[mrtrv1alpha1.StampedByAnnotation]
+}
 
-// SharedByAnnotation is the workload annotation by which its owner lets several MRTRKeyrings share
-// it (servers that read two keyrings): a comma-separated list of their names. Each gets a stamp of
-// its own, the first in HashAnnotation, every other in StampAnnotationPrefix + its name, so that no
-// two keyrings ever fight over one stamp. Without it, the stamp belongs to one keyring
-// (StampedByAnnotation).
-const SharedByAnnotation = "mrtr.dev/keyrings"
-
-// StampAnnotationPrefix starts the pod-template annotation of a sharing keyring's own stamp.
-const StampAnnotationPrefix = "keyring-hash.mrtr.dev/"
-
-// SharedBy returns the keyrings that share obj (SharedByAnnotation), nil when it is not shared.
+// SharedBy returns the keyrings that share obj (mrtrv1alpha1.SharedByAnnotation), nil when it is not shared.
 func SharedBy(obj client.Object) []string {
-	v := obj.GetAnnotations()[SharedByAnnotation]
+	v := obj.GetAnnotations()[mrtrv1alpha1.SharedByAnnotation]
 	if v == "" {
 		return nil
 	}
@@ -71,31 +56,28 @@ func SharedBy(obj client.Object) []string {
 }
 
 // StampKey returns the pod-template annotation that carries keyring's stamp on obj:
-// HashAnnotation, unless obj is shared and keyring is not the first of those sharing it. It is ""
+// mrtrv1alpha1.FingerprintAnnotation, unless obj is shared and keyring is not the first of those sharing it. It is ""
 // when obj is shared by others only, or when keyring's name does not fit an annotation key (63
 // characters).
 func StampKey(obj client.Object, keyring string) string {
 	shared := SharedBy(obj)
 	switch i := slices.Index(shared, keyring); {
 	case len(shared) == 0 || i == 0:
-		return HashAnnotation
+		return mrtrv1alpha1.FingerprintAnnotation
 	case i < 0 || len(keyring) > 63:
 		return ""
 	}
-	return StampAnnotationPrefix + keyring
+	return mrtrv1alpha1.FingerprintAnnotationPrefix + keyring
 }
 
 // HashAt returns the fingerprint in the pod-template annotation key of obj, "" when none.
-func HashAt(obj client.Object, key string) string {
+func FingerprintAt(obj client.Object, key string) string {
 	t, err := PodTemplate(obj)
 	if err != nil {
 		return ""
 	}
 	return t.Annotations[key]
 }
-
-// FieldOwner is the field manager of every write this package makes.
-const FieldOwner = "mrtr-operator"
 
 // Kind is one of the workload kinds a keyring can target.
 type Kind string
@@ -197,8 +179,8 @@ func PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
 	return nil, err
 }
 
-// Hash returns the keyring fingerprint stamped on the workload's pod template, or "" when there is
+// Fingerprint returns the keyring fingerprint stamped on the workload's pod template, or "" when there is
 // none (or obj is not a supported workload).
-func Hash(obj client.Object) string {
-	return HashAt(obj, HashAnnotation)
+func Fingerprint(obj client.Object) string {
+	return FingerprintAt(obj, mrtrv1alpha1.FingerprintAnnotation)
 }

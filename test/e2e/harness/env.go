@@ -386,7 +386,7 @@ func (e *Env) Observe(ctx context.Context) (State, error) {
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: e.Opts.Namespace, Name: e.Opts.Name}, &d); err != nil {
 		return s, err
 	}
-	s.TemplateHash, s.RolledOut = d.Spec.Template.Annotations[HashAnnotation], RolledOut(&d)
+	s.TemplateHash, s.RolledOut = d.Spec.Template.Annotations[mrtrv1alpha1.FingerprintAnnotation], RolledOut(&d)
 	s.Serving = e.ReplicaKeyrings()
 	return s, nil
 }

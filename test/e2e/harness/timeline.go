@@ -35,11 +35,8 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
-// HashAnnotation is the pod-template annotation the operator stamps with the keyring's fingerprint.
-const HashAnnotation = "mrtr.dev/keyring-hash"
-
 // SecretKey is the data key of the keyring Secret.
-const SecretKey = "keyring.json"
+const SecretKey = mrtrv1alpha1.SecretDataKey
 
 // EventKind says what a timeline Event records.
 type EventKind string
@@ -239,7 +236,7 @@ func (t *Timeline) deploymentChanged(obj any) {
 	if !ok || d.Namespace != t.Namespace || d.Name != t.Deployment {
 		return
 	}
-	fp := d.Spec.Template.Annotations[HashAnnotation]
+	fp := d.Spec.Template.Annotations[mrtrv1alpha1.FingerprintAnnotation]
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if fp != t.stamp {

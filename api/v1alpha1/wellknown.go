@@ -1,0 +1,90 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+)
+
+// The wire contract: every name the operator, the servers and the people who run them read or write
+// on objects other than the MRTRKeyring itself, in one place. One word per thing: a keyring's
+// fingerprint (keyring.Keyring.Fingerprint, a short hash of its ids and bytes, safe to print) is
+// what the Secret records, what a pod template is stamped with (stamping is the act, the
+// fingerprint the value) and what a pod acknowledges. The annotation keys are fixed by deployed
+// systems, so some spell the fingerprint "keyring-hash"; the constants name them for what they hold.
+
+// The keyring Secret: its type, its data keys, and the label naming the MRTRKeyring that owns it.
+const (
+	// SecretType is the type of every keyring Secret.
+	SecretType = keyring.SecretType
+	// SecretDataKey holds keyring.json: {"keys":[{"id":..,"secret":..}]}, the first key seals.
+	SecretDataKey = keyring.SecretDataKey
+	// TokenTTLDataKey holds the longest token lifetime, in seconds, that the servers may seal.
+	TokenTTLDataKey = keyring.TokenTTLDataKey
+	// KeyringLabel names, on the Secret, the MRTRKeyring that owns it.
+	KeyringLabel = "mrtr.dev/keyring"
+	// FieldManager is the operator's field manager in every write it makes; the managedFields time
+	// of its entry in the Secret is when it last wrote the keyring, by the API server's clock.
+	FieldManager = "mrtr-operator"
+)
+
+// Annotations.
+const (
+	// RotateAnnotation, on an MRTRKeyring, requests a rotation now: set it to a new value (a
+	// timestamp, a commit, anything) and one rotation starts; status.lastHandledRotateRequest
+	// records the value handled, so re-applying the same value (GitOps) does nothing.
+	RotateAnnotation = "mrtr.dev/rotate"
+	// FingerprintAnnotation is, on the Secret, the fingerprint of the keyring the operator's last
+	// write held (when it no longer matches the data, someone else changed the Secret), and, on a
+	// pod template (Restart delivery), the fingerprint the pods must run: changing it restarts them.
+	FingerprintAnnotation = "mrtr.dev/keyring-hash"
+	// FingerprintAnnotationPrefix starts, on the pod template of a workload shared by several
+	// keyrings (SharedByAnnotation), the annotation of each sharing keyring's own fingerprint after
+	// the first: FingerprintAnnotationPrefix + its name.
+	FingerprintAnnotationPrefix = "keyring-hash.mrtr.dev/"
+	// PhaseAnnotation, on the Secret, is the phase the operator's last write entered.
+	PhaseAnnotation = "mrtr.dev/phase"
+	// HandledRotateAnnotation, on the Secret, is the last RotateAnnotation value that started a
+	// rotation of it: it survives the keyring, so a re-created keyring does not rotate again.
+	HandledRotateAnnotation = "mrtr.dev/rotate-handled"
+	// StampedByAnnotation, on a workload, names the MRTRKeyring whose fingerprint its pod template
+	// carries in FingerprintAnnotation; no other keyring stamps it while that one exists.
+	StampedByAnnotation = "mrtr.dev/stamped-by"
+	// SharedByAnnotation, on a workload, lets several MRTRKeyrings share it: their names, comma
+	// separated; the first stamps FingerprintAnnotation, each other its own prefixed annotation.
+	SharedByAnnotation = "mrtr.dev/keyrings"
+	// AcknowledgementAnnotationPrefix starts, on a Pod, the annotation under which the pod
+	// acknowledges the fingerprint of the keyring it loaded from a Secret (ack.AnnotationKey).
+	AcknowledgementAnnotationPrefix = ack.AnnotationPrefix
+)
+
+// Event reasons, besides the condition reasons (Reason*), which Warning events also carry.
+const (
+	EventSecretCreated       = "SecretCreated"       // the first Secret, with one fresh key
+	EventSecretRecreated     = "SecretRecreated"     // Warning: the Secret was deleted behind the operator's back
+	EventSecretAdopted       = "SecretAdopted"       // a valid keyring nobody wrote through the operator, taken as it is
+	EventSecretChanged       = "SecretChanged"       // Warning: the Secret was edited behind the operator's back
+	EventResumed             = "Resumed"             // a write whose status update was lost, resumed from the Secret
+	EventRotationStarted     = "RotationStarted"     // a new key, accepted everywhere before it seals
+	EventKeySealing          = "KeySealing"          // every pod accepts the new key: it seals from now on
+	EventKeyRemoved          = "KeyRemoved"          // the old keys, once every token sealed with them expired
+	EventRotationCompleted   = "RotationCompleted"   // the rotation is done
+	EventTTLWaitExtended     = "TTLWaitExtended"     // a longer tokenTTL was declared: the wait lasts longer
+	EventRotationRescheduled = "RotationRescheduled" // rotationInterval was edited
+	EventRestartIsOutage     = "RestartIsOutage"     // Warning: a target whose every restart stops all its pods
+)
