@@ -64,6 +64,7 @@ test: manifests generate fmt vet envtest-assets ## Run unit and envtest suites (
 	assets="$$(hack/build-controlplane.sh envtest)"; \
 	KUBEBUILDER_ASSETS="$$assets" go test $$(go list ./... | grep -v /test/e2e) -coverprofile cover.out
 	cd pkg && go test ./... -coverprofile cover.out
+	cd hack/promrules && go test ./...
 
 # The end-to-end tests, and the test of the local cluster itself, carry the e2e build tag: they need
 # the whole control plane, and they run processes of their own (see test/localcluster).

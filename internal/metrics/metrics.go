@@ -20,6 +20,8 @@ limitations under the License.
 //	mrtr_keyring_phase{namespace,name,phase}                       1, for the current phase only
 //	mrtr_keyring_primary_key_age_seconds{namespace,name}           age of the sealing key, at scrape time
 //	mrtr_keyring_next_rotation_timestamp_seconds{namespace,name}   when the next rotation is due (Unix time)
+//	mrtr_keyring_rotation_interval_seconds{namespace,name}         spec.rotationInterval
+//	mrtr_keyring_stalled{namespace,name}                           1 while the Stalled condition is True
 //	mrtr_keyring_rotations_completed_total{namespace,name}         status.rotationsCompleted
 //	mrtr_keyring_rotations_failed_total{namespace,name,reason}     times a rotation got stuck, by condition reason
 //	mrtr_keyring_rollout_wait_seconds{phase}                       time each phase waited for its rollout, all keyrings
@@ -27,7 +29,7 @@ limitations under the License.
 //	mrtr_keyring_pods_acknowledged{namespace,name}                 those that run the current keyring
 //	mrtr_keyring_pods_restarted_total{namespace,name}              pods evicted for not acknowledging in time
 //
-// The phase, key age, next rotation, rotations completed and pod counts are read from the keyring's
+// The phase, key age, next rotation, interval, stalled, rotations completed and pod counts are read from the keyring's
 // status (Observe), so they are right after an operator restart and cost nothing to keep up to
 // date; the others count what this process saw. Labels
 // identify a keyring; nothing that depends on key material is ever a label or a value. Forget
@@ -43,6 +45,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -69,6 +73,12 @@ var (
 		[]string{labelNamespace, labelName}, nil)
 	completedDesc = prometheus.NewDesc("mrtr_keyring_rotations_completed_total",
 		"Rotations the keyring has completed (status.rotationsCompleted).",
+		[]string{labelNamespace, labelName}, nil)
+	intervalDesc = prometheus.NewDesc("mrtr_keyring_rotation_interval_seconds",
+		"The keyring's spec.rotationInterval, in seconds: the primary key should never be much older.",
+		[]string{labelNamespace, labelName}, nil)
+	stalledDesc = prometheus.NewDesc("mrtr_keyring_stalled",
+		"1 while the keyring's Stalled condition is True (progress blocked; the condition's reason says why), else 0.",
 		[]string{labelNamespace, labelName}, nil)
 	podsDesc = prometheus.NewDesc("mrtr_keyring_pods",
 		"Consumer pods of the keyring gated by their acknowledgement (status.podCount).",
@@ -97,6 +107,8 @@ type snapshot struct {
 	nextRotation   time.Time // zero: none scheduled
 	completed      int64
 	pods, acked    int32
+	interval       time.Duration
+	stalled        bool
 }
 
 // New returns an unregistered Recorder; now is the clock used for the key age at scrape time.
@@ -134,6 +146,8 @@ func (r *Recorder) Describe(ch chan<- *prometheus.Desc) {
 	ch <- primaryAgeDesc
 	ch <- nextRotationDesc
 	ch <- completedDesc
+	ch <- intervalDesc
+	ch <- stalledDesc
 	ch <- podsDesc
 	ch <- podsAckedDesc
 	r.failed.Describe(ch)
@@ -158,6 +172,12 @@ func (r *Recorder) Collect(ch chan<- prometheus.Metric) {
 				float64(s.nextRotation.UnixNano())/1e9, k.Namespace, k.Name)
 		}
 		ch <- prometheus.MustNewConstMetric(completedDesc, prometheus.CounterValue, float64(s.completed), k.Namespace, k.Name)
+		ch <- prometheus.MustNewConstMetric(intervalDesc, prometheus.GaugeValue, s.interval.Seconds(), k.Namespace, k.Name)
+		stalled := 0.0
+		if s.stalled {
+			stalled = 1
+		}
+		ch <- prometheus.MustNewConstMetric(stalledDesc, prometheus.GaugeValue, stalled, k.Namespace, k.Name)
 		ch <- prometheus.MustNewConstMetric(podsDesc, prometheus.GaugeValue, float64(s.pods), k.Namespace, k.Name)
 		ch <- prometheus.MustNewConstMetric(podsAckedDesc, prometheus.GaugeValue, float64(s.acked), k.Namespace, k.Name)
 	}
@@ -171,7 +191,11 @@ func (r *Recorder) Collect(ch chan<- prometheus.Metric) {
 // without a phase yet (never reconciled) reports 0 for every phase.
 func (r *Recorder) Observe(kr *mrtrv1alpha1.MRTRKeyring) {
 	st := kr.Status
-	s := snapshot{phase: st.Phase, completed: st.RotationsCompleted, pods: st.PodCount, acked: st.PodsAcknowledged}
+	s := snapshot{phase: st.Phase, completed: st.RotationsCompleted, pods: st.PodCount, acked: st.PodsAcknowledged,
+		interval: kr.Spec.RotationInterval.Duration}
+	if c := meta.FindStatusCondition(st.Conditions, mrtrv1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue {
+		s.stalled = true
+	}
 	for _, k := range st.Keys {
 		if k.Role == mrtrv1alpha1.KeyPrimary {
 			s.primaryCreated = k.CreatedAt.Time
@@ -200,8 +224,8 @@ func (r *Recorder) RolloutWaited(phase mrtrv1alpha1.Phase, d time.Duration) {
 }
 
 // MaxSeriesPerKeyring bounds the series one keyring adds: phase, key age, next rotation,
-// rotations completed, pods, pods acknowledged, pods restarted, and a failure counter for each of
-// the few reasons it ever got stuck for.
+// interval, stalled, rotations completed, pods, pods acknowledged, pods restarted, and a failure
+// counter for each of the few reasons it ever got stuck for (usually none or one).
 const MaxSeriesPerKeyring = 10
 
 // PodsRestarted counts n pods of the keyring evicted for not acknowledging its keyring in time.

@@ -18,6 +18,9 @@ package metrics
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -210,4 +213,42 @@ func value(t *testing.T, reg *prometheus.Registry, metric, name, phase string) f
 	}
 	t.Fatalf("no series %s{name=%q,phase=%q}", metric, name, phase)
 	return 0
+}
+
+// The alerts and the dashboard that config/ ships query only metrics the manager exports (their
+// PromQL syntax is checked by hack/promrules, with Prometheus's own parser).
+func TestShippedQueriesUseExportedMetrics(t *testing.T) {
+	r, reg := newRegistered(t)
+	next := metav1.NewTime(now.Add(time.Hour))
+	r.Observe(keyring("payments", mrtrv1alpha1.MRTRKeyringStatus{
+		Phase: mrtrv1alpha1.PhaseStable, NextRotationTime: &next, PodCount: 1, PodsAcknowledged: 1,
+		Keys: []mrtrv1alpha1.KeyStatus{{ID: "a", Role: mrtrv1alpha1.KeyPrimary, CreatedAt: metav1.NewTime(now)}},
+	}))
+	r.RotationFailed("mcp", "payments", mrtrv1alpha1.ReasonConflict)
+	r.PodsRestarted("mcp", "payments", 1)
+	r.RolloutWaited(mrtrv1alpha1.PhaseAccepting, time.Second)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := map[string]bool{}
+	for _, mf := range mfs {
+		exported[mf.GetName()] = true
+	}
+	used := regexp.MustCompile(`\bmrtr_[a-z_]+`)
+	for _, f := range []string{"prometheus/alerts.yaml", "grafana/mrtr-operator-dashboard.json"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "config", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := used.FindAllString(string(b), -1)
+		if len(names) == 0 {
+			t.Errorf("%s uses no metric of the operator", f)
+		}
+		for _, n := range names {
+			if base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(n, "_bucket"), "_sum"), "_count"); !exported[n] && !exported[base] {
+				t.Errorf("%s uses %s, which the manager does not export", f, n)
+			}
+		}
+	}
 }

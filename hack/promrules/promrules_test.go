@@ -1,0 +1,116 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+
+// Package promrules checks, with Prometheus's own parsers, the alerting rules and the Grafana
+// dashboard that config/ ships: a rule that Prometheus would refuse, or a panel query it cannot
+// parse, fails here rather than in a user's cluster. That every metric they use is one the
+// manager exports is checked in internal/metrics (TestShippedQueriesUseExportedMetrics).
+package promrules
+
+import (
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/common/model"
+	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql/parser"
+	"sigs.k8s.io/yaml"
+)
+
+var config = filepath.Join("..", "..", "config")
+
+// TestAlertsParse loads the PrometheusRule's groups as Prometheus loads a rules file: every
+// expression parses, every template renders syntax, names and durations are valid.
+func TestAlertsParse(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(config, "prometheus", "alerts.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rule struct {
+		Kind string          `json:"kind"`
+		Spec json.RawMessage `json:"spec"`
+	}
+	if err := yaml.Unmarshal(b, &rule); err != nil {
+		t.Fatal(err)
+	}
+	if rule.Kind != "PrometheusRule" {
+		t.Fatalf("kind %q, want PrometheusRule", rule.Kind)
+	}
+	groups, err := yaml.JSONToYAML(rule.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsed, errs := rulefmt.Parse(groups, false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
+	for _, err := range errs {
+		t.Errorf("alerts.yaml: %v", err)
+	}
+	if parsed == nil {
+		return
+	}
+	alerts := 0
+	for _, g := range parsed.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			alerts++
+			if r.Annotations["summary"] == "" || r.Annotations["description"] == "" || r.Labels["severity"] == "" {
+				t.Errorf("alert %s needs a summary, a description and a severity", r.Alert)
+			}
+		}
+	}
+	if alerts < 4 {
+		t.Errorf("%d alerts, want at least the four the operator documents", alerts)
+	}
+}
+
+// TestDashboardQueriesParse parses every panel query of the dashboard, with Grafana's interval
+// variables replaced by a duration (they are not PromQL).
+func TestDashboardQueriesParse(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(config, "grafana", "mrtr-operator-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dash struct {
+		Panels []struct {
+			Title   string `json:"title"`
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &dash); err != nil {
+		t.Fatal(err)
+	}
+	queries := 0
+	for _, p := range dash.Panels {
+		for _, tg := range p.Targets {
+			expr := strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m").Replace(tg.Expr)
+			if _, err := parser.NewParser(parser.Options{}).ParseExpr(expr); err != nil {
+				t.Errorf("panel %q: %s: %v", p.Title, tg.Expr, err)
+			}
+			queries++
+		}
+	}
+	if queries == 0 {
+		t.Fatal("the dashboard has no queries")
+	}
+}
