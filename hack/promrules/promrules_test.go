@@ -14,7 +14,6 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-
 // Package promrules checks, with Prometheus's own parsers, the alerting rules and the Grafana
 // dashboard that config/ ships: a rule that Prometheus would refuse, or a panel query it cannot
 // parse, fails here rather than in a user's cluster. That every metric they use is one the
