@@ -25,13 +25,7 @@ import (
 
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-
-	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 )
-
-// repoRoot is the checkout's root (the folder with hack/build-controlplane.sh), found the way the
-// local cluster finds it, so that benchscale runs from any folder inside the repository.
-func repoRoot() (string, error) { return localcluster.RepoRoot() }
 
 // buildManager builds the manager binary once for every size, as `make build` would, into a
 // temporary folder that cleanup removes.

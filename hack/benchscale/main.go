@@ -43,6 +43,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 )
 
 // config is what one invocation measures, from flags and the SCALE_* environment variables.
@@ -131,7 +132,7 @@ func run(ctx context.Context, cfg config) ([]result, error) {
 		return nil, errors.New("KUBEBUILDER_ASSETS is not set: run `make bench-scale`, or " +
 			"export KUBEBUILDER_ASSETS=$(hack/build-controlplane.sh envtest | tail -1)")
 	}
-	root, err := repoRoot()
+	root, err := localcluster.RepoRoot()
 	if err != nil {
 		return nil, err
 	}

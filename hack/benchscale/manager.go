@@ -21,7 +21,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,7 +50,7 @@ type manager struct {
 // startManager starts bin with the kubeconfig and the harness's flags (plus extra), its output in
 // dir/manager.log, and waits until its controller runs.
 func startManager(ctx context.Context, bin, kubeconfig, dir string, extra []string) (*manager, error) {
-	port, err := freePort()
+	port, err := localcluster.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -129,15 +129,4 @@ func (m *manager) kill() {
 		progress("warning: killing the manager: %v", err)
 	}
 	<-m.done
-}
-
-// freePort asks the kernel for a free TCP port on the loopback interface. Another process could
-// take it before the manager binds it; then the manager exits and says so in its log.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

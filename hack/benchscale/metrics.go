@@ -17,7 +17,6 @@ limitations under the License.
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -27,6 +26,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 // The manager's metrics benchscale reads: client-go's count of the requests the manager sent (labels
@@ -72,86 +74,39 @@ func scrape(ctx context.Context, url string) (metrics, error) {
 	return parseMetrics(resp.Body)
 }
 
-// parseMetrics reads the Prometheus text exposition format: `name{k="v",...} value [timestamp]`
-// lines, comments skipped. It is all the format benchscale needs, without a dependency.
+// parseMetrics reads the Prometheus text exposition format with Prometheus's own parser, one
+// sample per series; a histogram or a summary gives its _sum and _count, which is all benchscale
+// reads of them.
 func parseMetrics(r io.Reader) (metrics, error) {
-	var out metrics
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		s, err := parseSample(line)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, sc.Err()
-}
-
-func parseSample(line string) (sample, error) {
-	s := sample{labels: map[string]string{}}
-	rest := line
-	if i := strings.IndexAny(line, "{ "); i < 0 {
-		return s, fmt.Errorf("metrics line %q: no value", line)
-	} else {
-		s.name, rest = line[:i], line[i:]
-	}
-	if strings.HasPrefix(rest, "{") {
-		var err error
-		if rest, err = parseLabels(rest[1:], s.labels); err != nil {
-			return s, fmt.Errorf("metrics line %q: %w", line, err)
-		}
-	}
-	fields := strings.Fields(rest)
-	if len(fields) == 0 {
-		return s, fmt.Errorf("metrics line %q: no value", line)
-	}
-	v, err := strconv.ParseFloat(fields[0], 64)
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
 	if err != nil {
-		return s, fmt.Errorf("metrics line %q: %w", line, err)
+		return nil, fmt.Errorf("metrics: %w", err)
 	}
-	s.value = v
-	return s, nil
-}
-
-// parseLabels reads `k="v",k2="v2"}` into labels and returns what follows the closing brace.
-// Values may hold the escapes \\, \" and \n.
-func parseLabels(s string, labels map[string]string) (string, error) {
-	for {
-		s = strings.TrimLeft(s, " ,")
-		if strings.HasPrefix(s, "}") {
-			return s[1:], nil
-		}
-		eq := strings.IndexByte(s, '=')
-		if eq < 0 || len(s) < eq+2 || s[eq+1] != '"' {
-			return "", fmt.Errorf("malformed labels")
-		}
-		key := strings.TrimSpace(s[:eq])
-		var val strings.Builder
-		i := eq + 2
-		for ; i < len(s) && s[i] != '"'; i++ {
-			if s[i] == '\\' && i+1 < len(s) {
-				i++
-				switch s[i] {
-				case 'n':
-					val.WriteByte('\n')
-				default:
-					val.WriteByte(s[i])
-				}
-				continue
+	var out metrics
+	for name, mf := range families {
+		for _, m := range mf.GetMetric() {
+			labels := make(map[string]string, len(m.GetLabel()))
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
 			}
-			val.WriteByte(s[i])
+			switch {
+			case m.GetHistogram() != nil:
+				h := m.GetHistogram()
+				out = append(out, sample{name + "_sum", labels, h.GetSampleSum()}, sample{name + "_count", labels, float64(h.GetSampleCount())})
+			case m.GetSummary() != nil:
+				sm := m.GetSummary()
+				out = append(out, sample{name + "_sum", labels, sm.GetSampleSum()}, sample{name + "_count", labels, float64(sm.GetSampleCount())})
+			case m.GetCounter() != nil:
+				out = append(out, sample{name, labels, m.GetCounter().GetValue()})
+			case m.GetGauge() != nil:
+				out = append(out, sample{name, labels, m.GetGauge().GetValue()})
+			case m.GetUntyped() != nil:
+				out = append(out, sample{name, labels, m.GetUntyped().GetValue()})
+			}
 		}
-		if i >= len(s) {
-			return "", fmt.Errorf("unterminated label value")
-		}
-		labels[key] = val.String()
-		s = s[i+1:]
 	}
+	return out, nil
 }
 
 // sum adds up every sample of the metric, whatever its labels.

@@ -37,11 +37,6 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
-// hashAnnotation is the pod-template annotation the operator stamps, in Restart delivery, with the
-// fingerprint of the keyring the workload must roll out to (internal/mrtrv1alpha1.FingerprintAnnotation; not
-// imported, as benchscale only needs the name).
-const hashAnnotation = mrtrv1alpha1.FingerprintAnnotation
-
 // playWorkers is how many status writes or acknowledgements the harness has in flight: enough that
 // a rotation of thousands of keyrings at once never waits for the harness.
 const playWorkers = 8
@@ -225,7 +220,7 @@ func (p *player) rollOut(ctx context.Context, key types.NamespacedName) error {
 		return client.IgnoreNotFound(err)
 	}
 	if !p.reload {
-		p.rec.rolloutCompleted(key, d.Spec.Template.Annotations[hashAnnotation], time.Now())
+		p.rec.rolloutCompleted(key, d.Spec.Template.Annotations[mrtrv1alpha1.FingerprintAnnotation], time.Now())
 	}
 	return nil
 }

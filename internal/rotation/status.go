@@ -35,8 +35,8 @@ func (p *pass) finish() {
 	p.warnOutages()
 	p.st.ObservedGeneration = p.in.Generation
 	p.st.SecretName = p.in.SecretName
-	p.st.Workloads = p.workloadStatuses()
 	p.st.SelectedPods = p.selectedStatus()
+	p.st.Workloads = p.workloadStatuses()
 	if !p.conflict && !p.in.Settings.Reload() && (p.in.Secret.State == SecretValid || p.d.Secret != nil) {
 		// Only a keyring that is valid and ours is ever rolled out.
 		p.d.Stamp = p.st.TargetFingerprint
@@ -55,8 +55,10 @@ const MaxListedWorkloads = 100
 // their pods.
 func (p *pass) workloadStatuses() []mrtrv1alpha1.WorkloadStatus {
 	p.st.WorkloadCount, p.st.WorkloadsUpToDate = int32(len(p.in.Workloads)), 0
-	p.st.PodCount = int32(len(p.in.SelectedPods))
-	p.st.PodsAcknowledged = p.st.PodCount - int32(len(p.laggards(p.in.SelectedPods, true)))
+	p.st.PodCount, p.st.PodsAcknowledged = 0, 0
+	if sel := p.st.SelectedPods; sel != nil { // set first, by selectedStatus
+		p.st.PodCount, p.st.PodsAcknowledged = sel.Pods, sel.PodsAcknowledged
+	}
 	if len(p.in.Workloads) == 0 {
 		return nil
 	}

@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -138,4 +139,19 @@ func (p *Process) Stop() error {
 	// The leader is reaped; kill stragglers it may have left in its group.
 	_ = syscall.Kill(pgid, syscall.SIGKILL)
 	return nil
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago, for a process to listen on.
+// Another process may take it first; the one that then fails to bind says so in its log.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	// The port is only free for the caller once the listener is closed.
+	if err := l.Close(); err != nil {
+		return 0, err
+	}
+	return port, nil
 }

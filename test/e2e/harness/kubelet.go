@@ -20,7 +20,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -248,7 +247,7 @@ func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod) (*Replica, error) 
 	if err := k.mountServiceAccount(ctx, pod, r.ServiceAccountDir); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := localcluster.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -376,20 +375,6 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// freePort returns a loopback port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	// The port is only free for the caller once the listener is closed.
-	if err := l.Close(); err != nil {
-		return 0, err
-	}
-	return port, nil
 }
 
 // waitServing polls the replica's /healthz until it answers, the process exits, or 15 s pass.

@@ -35,9 +35,6 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
-// SecretKey is the data key of the keyring Secret.
-const SecretKey = mrtrv1alpha1.SecretDataKey
-
 // EventKind says what a timeline Event records.
 type EventKind string
 
@@ -219,7 +216,7 @@ func (t *Timeline) secretChanged(obj any) {
 	if !ok || s.Namespace != t.Namespace || s.Name != t.Secret {
 		return
 	}
-	r, err := keyring.Parse(s.Data[SecretKey])
+	r, err := keyring.Parse(s.Data[mrtrv1alpha1.SecretDataKey])
 	if err != nil {
 		return
 	}
