@@ -26,8 +26,24 @@ help: ## Display this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: controller-gen ## Generate WebhookConfiguration, ClusterRole and CustomResourceDefinition objects.
+manifests: controller-gen ## Generate WebhookConfiguration, ClusterRole and CustomResourceDefinition objects (and the chart's copies).
 	"$(CONTROLLER_GEN)" rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+	@$(MAKE) --no-print-directory chart-files
+
+# The Helm chart (dist/chart) embeds these files of config/ as they are (templates read them with
+# .Files.Get), so that it installs the same CRDs, manager rules, consumer role and admission policy,
+# alerts and dashboard as kustomize. `make manifests` refreshes the copies, so CI's check that it
+# leaves the tree unchanged covers them; hack/helmcheck (make test) compares the two installs.
+CHART_FILES := dist/chart/files
+.PHONY: chart-files
+chart-files: ## Copy the config/ files that the Helm chart embeds into dist/chart/files.
+	rm -rf "$(CHART_FILES)"
+	mkdir -p "$(CHART_FILES)"/{crd,rbac,consumer,prometheus,grafana}
+	cp config/crd/bases/*.yaml "$(CHART_FILES)/crd/"
+	cp config/rbac/role.yaml "$(CHART_FILES)/rbac/"
+	cp config/consumer/consumer_role.yaml config/consumer/acknowledgement_policy.yaml "$(CHART_FILES)/consumer/"
+	cp config/prometheus/alerts.yaml "$(CHART_FILES)/prometheus/"
+	cp config/grafana/mrtr-operator-dashboard.json "$(CHART_FILES)/grafana/"
 
 .PHONY: generate
 generate: controller-gen ## Generate code containing DeepCopy, DeepCopyInto, and DeepCopyObject method implementations.
@@ -59,12 +75,16 @@ envtest-assets: ## Build etcd and kube-apiserver if missing; print their folder 
 e2e-assets: ## Build the whole local control plane if missing; print its folder as the last line.
 	@hack/build-controlplane.sh all
 
+# hack/helmcheck runs uncached (-count=1): what it reads, the chart and config/, lies outside its
+# module, where Go's test cache does not look for changes.
 .PHONY: test
 test: manifests generate fmt vet envtest-assets ## Run unit and envtest suites (real kube-apiserver and etcd).
 	assets="$$(hack/build-controlplane.sh envtest)"; \
 	KUBEBUILDER_ASSETS="$$assets" go test $$(go list ./... | grep -v /test/e2e) -coverprofile cover.out
 	cd pkg && go test ./... -coverprofile cover.out
-	cd hack/promrules && go test ./...
+	cd hack/promrules && go test -count=1 ./...
+	cd hack/image && go test -count=1 ./...
+	cd hack/helmcheck && go test -count=1 ./...
 
 # The end-to-end tests, and the test of the local cluster itself, carry the e2e build tag: they need
 # the whole control plane, and they run processes of their own (see test/localcluster).
@@ -120,8 +140,13 @@ lint-config: golangci-lint ## Verify golangci-lint linter configuration
 ##@ Build
 
 .PHONY: build
-build: manifests generate fmt vet ## Build manager binary.
+build: manifests generate fmt vet kubectl-mrtr ## Build manager binary (and the kubectl plugin).
 	go build -o bin/manager cmd/main.go
+
+# The kubectl plugin: with bin/ on PATH, kubectl runs bin/kubectl-mrtr as `kubectl mrtr`.
+.PHONY: kubectl-mrtr
+kubectl-mrtr: ## Build the kubectl plugin bin/kubectl-mrtr (kubectl mrtr status, rotate, suspend, resume, inspect).
+	go build -o bin/kubectl-mrtr ./cmd/kubectl-mrtr
 
 # Outside a cluster the manager has no namespace of its own: the leader election Lease goes here.
 LEADER_ELECTION_NAMESPACE ?= default
@@ -145,6 +170,29 @@ run-local: build e2e-assets ## Start a local cluster with the CRDs and run the m
 		-log-dir "$(LOCALBIN)/demo-logs" -- \
 		"$(LOCALBIN)/manager" --health-probe-bind-address=0 --metrics-bind-address=0 \
 		--leader-elect --leader-election-namespace=$(LEADER_ELECTION_NAMESPACE)
+
+# The manager image without a container engine (the distroless base cannot be pulled here):
+# hack/image, a module of its own, puts the static binary on a base it builds (this machine's CA
+# certificates from Debian's ca-certificates package, a nonroot user and group 65532, /tmp) and
+# writes $(IMAGE_DIR)/oci, an OCI image layout holding the image as $(IMG), and
+# $(IMAGE_DIR)/manager.tar for `docker load -i`. Reproducible: every timestamp is SOURCE_DATE_EPOCH
+# (the last commit's time), so the same tree gives the same digest. IMAGE_ARCH cross-builds.
+IMAGE_DIR ?= $(LOCALBIN)/image
+IMAGE_ARCH ?= $(shell go env GOARCH)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+.PHONY: image
+image: ## Build the manager image without Docker: bin/image/oci (OCI layout, named IMG) and bin/image/manager.tar (docker load).
+	mkdir -p "$(LOCALBIN)"
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath -ldflags="-s -w" -o "$(LOCALBIN)/manager-static" ./cmd
+	cd hack/image && SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) go run . -binary "$(LOCALBIN)/manager-static" \
+		-out "$(IMAGE_DIR)" -tag "$(IMG)" -revision "$$(git rev-parse HEAD 2>/dev/null)" \
+		-version "$$(git describe --tags --always --dirty 2>/dev/null || echo dev)"
+
+# test/container runs that image under runc (the way an e2e test can run the manager as its image);
+# its own e2e tests run the image for real: they need root and runc (apt-get install runc).
+.PHONY: test-container
+test-container: image ## Run the manager image under runc (root, runc): test/container's tests.
+	IMAGE_LAYOUT="$(IMAGE_DIR)/oci" IMG="$(IMG)" go test -tags=e2e -count=1 -v ./test/container/...
 
 # If you wish to build the manager image targeting other platforms you can use the --platform flag.
 # (i.e. docker build --platform linux/arm64). However, you must enable docker buildKit for it.
@@ -182,6 +230,24 @@ build-installer: manifests generate kustomize ## Generate a consolidated YAML wi
 	# What the keyrings' consumers need (their ClusterRole and the acknowledgement policy), unprefixed.
 	echo "---" >> dist/install.yaml
 	"$(KUSTOMIZE)" build config/consumer >> dist/install.yaml
+
+# The Helm chart, rendered by bin/helm with its default values and with the values of its ci/ folder
+# (the manager watching some namespaces only; every optional part on). hack/helmcheck (make test)
+# checks what they render against kustomize's config/.
+CHART := dist/chart
+
+.PHONY: helm-lint
+helm-lint: helm ## Lint the Helm chart (--strict) with its default values and with each of its ci/*-values.yaml.
+	"$(HELM)" lint --strict $(CHART)
+	"$(HELM)" lint --strict $(CHART) -f $(CHART)/ci/namespaced-values.yaml
+	"$(HELM)" lint --strict $(CHART) -f $(CHART)/ci/all-values.yaml
+
+.PHONY: helm-template
+helm-template: helm ## Render the Helm chart (release mrtr-operator) into bin/chart/{default,namespaced}.yaml.
+	mkdir -p "$(LOCALBIN)/chart"
+	"$(HELM)" template mrtr-operator $(CHART) -n mrtr-operator-system > "$(LOCALBIN)/chart/default.yaml"
+	"$(HELM)" template mrtr-operator $(CHART) -n mrtr-operator-system -f $(CHART)/ci/namespaced-values.yaml \
+		> "$(LOCALBIN)/chart/namespaced.yaml"
 
 ##@ Deployment
 
@@ -226,11 +292,14 @@ KUBECTL ?= $(LOCALBIN)/kubectl
 KUSTOMIZE ?= $(LOCALBIN)/kustomize
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 GOLANGCI_LINT = $(LOCALBIN)/golangci-lint
+HELM ?= $(LOCALBIN)/helm
 
 ## Tool Versions
 KUSTOMIZE_VERSION ?= v5.8.1
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
+# Keep in step with hack/helmcheck/go.mod, which renders the chart with the same Helm.
+HELM_VERSION ?= v3.22.0
 
 .PHONY: kubectl
 kubectl: ## Build kubectl v1.37.2 from source into the control-plane cache (once) and link it as bin/kubectl; or set KUBECTL.
@@ -256,6 +325,11 @@ $(CONTROLLER_GEN): $(LOCALBIN)
 golangci-lint: $(GOLANGCI_LINT) ## Download golangci-lint locally if necessary.
 $(GOLANGCI_LINT): $(LOCALBIN)
 	$(call go-install-tool,$(GOLANGCI_LINT),github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
+
+.PHONY: helm
+helm: $(HELM) ## Build helm locally (from its Go module) if necessary.
+$(HELM): $(LOCALBIN)
+	$(call go-install-tool,$(HELM),helm.sh/helm/v3/cmd/helm,$(HELM_VERSION))
 
 # go-install-tool will 'go install' any package with custom target and name of binary, if it doesn't exist
 # $1 - target path with name of binary

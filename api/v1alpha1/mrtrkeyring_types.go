@@ -144,9 +144,38 @@ type MRTRKeyringSpec struct {
 	PodSelector *metav1.LabelSelector `json:"podSelector,omitempty"`
 	// suspend stops new rotations from starting (on schedule or on request). A rotation already
 	// under way finishes, because stopping halfway would leave an extra key in place for no reason.
+	// Revocations (mrtr.dev/revoke) still take effect.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+	// nextKey is when the next key is made.
+	//
+	// Staged (the default): at the end of every rotation, so that in the steady state the keyring
+	// is [A, N]: A seals, N is already accepted by every pod. A rotation is then two rounds of
+	// delivery: [N, A] (N seals), the TTL wait, [N, M] (A removed, M staged). A revoked primary is
+	// replaced by the staged key in the same write, so new tokens keep working at once.
+	//
+	// AtRotation: when a rotation starts, as three rounds: [A, B] (accepted everywhere), [B, A]
+	// (seals), the TTL wait, [B]. One key in the steady state. A keyring switched to it keeps a
+	// key staged before and seals with it at the next rotation.
+	//
+	// A keyring without a staged key (created before Staged existed, or adopted) rotates in three
+	// rounds once and is staged from then on.
+	// +optional
+	// +kubebuilder:default=Staged
+	NextKey NextKey `json:"nextKey,omitempty"`
 }
+
+// NextKey is when the next key is made: see MRTRKeyringSpec.nextKey.
+// +kubebuilder:validation:Enum=Staged;AtRotation
+type NextKey string
+
+const (
+	// NextKeyStaged: the next key is staged (accepted everywhere) at the end of each rotation.
+	NextKeyStaged NextKey = "Staged"
+	// NextKeyAtRotation: the next key is made, and accepted in a phase of its own, when a
+	// rotation starts.
+	NextKeyAtRotation NextKey = "AtRotation"
+)
 
 // WorkloadKind is a kind of workload a keyring can restart.
 // +kubebuilder:validation:Enum=Deployment;StatefulSet;DaemonSet
@@ -185,12 +214,12 @@ type WorkloadReference struct {
 
 // Phase is where a keyring is in its rotation. Each phase ends when its exit check passes; see
 // internal/rotation for the checks and the invariant they keep.
-// +kubebuilder:validation:Enum=Stable;Accepting;SealingWithNew;WaitingTTL;Removing
+// +kubebuilder:validation:Enum=Stable;Accepting;SealingWithNew;WaitingTTL;Removing;Revoking
 type Phase string
 
 const (
-	// PhaseStable: one primary key (plus any keys of an adopted keyring); waiting for the next
-	// rotation to be due.
+	// PhaseStable: the primary key and the staged one ([A, N]; [A] with nextKey AtRotation, plus
+	// any keys of an adopted keyring); waiting for the next rotation to be due.
 	PhaseStable Phase = "Stable"
 	// PhaseAccepting: a new key was appended ([A, B]); waiting until every target runs with it, so
 	// that every replica accepts B before any replica seals with it.
@@ -201,19 +230,27 @@ const (
 	// PhaseWaitingTTL: every pod seals with B; waiting tokenTTL + clockSkew + terminationGracePeriod
 	// so that every token sealed with A has expired.
 	PhaseWaitingTTL Phase = "WaitingTTL"
-	// PhaseRemoving: the old keys were dropped ([B]); waiting until every target runs with that.
+	// PhaseRemoving: the old keys were dropped and the next key staged ([B, M]; [B] with nextKey
+	// AtRotation); waiting until every target runs with that.
 	PhaseRemoving Phase = "Removing"
+	// PhaseRevoking: keys were revoked (mrtr.dev/revoke) and removed at once, without the TTL
+	// wait; waiting until every target runs without them. Any rotation under way was abandoned.
+	PhaseRevoking Phase = "Revoking"
 )
 
 // KeyRole is what a key is used for right now.
-// +kubebuilder:validation:Enum=Primary;Accepted;Retiring
+// +kubebuilder:validation:Enum=Primary;Accepted;Staged;Retiring
 type KeyRole string
 
 const (
 	// KeyPrimary seals and opens.
 	KeyPrimary KeyRole = "Primary"
-	// KeyAccepted opens only; it becomes primary once every replica accepts it.
+	// KeyAccepted opens only, and is on its way to every replica: it becomes primary (Accepting)
+	// or staged (Removing, Revoking) once every replica accepts it.
 	KeyAccepted KeyRole = "Accepted"
+	// KeyStaged opens only, and every replica accepts it: the next rotation seals with it, and it
+	// takes over at once if the primary is revoked.
+	KeyStaged KeyRole = "Staged"
 	// KeyRetiring opens only; it is removed once no token sealed with it can still be valid.
 	KeyRetiring KeyRole = "Retiring"
 )
@@ -230,12 +267,28 @@ type TTLWaits struct {
 	Retiring *metav1.Duration `json:"retiring,omitempty"`
 }
 
+// MaxRevokedKeys is how many revoked keys status.revokedKeys (and the Secret's record) keep.
+const MaxRevokedKeys = 32
+
+// RevokedKey is a key revoked through mrtr.dev/revoke.
+type RevokedKey struct {
+	// id is the revoked key's id.
+	// +required
+	ID string `json:"id"`
+	// revokedAt is when the operator removed it from the Secret.
+	// +required
+	RevokedAt metav1.Time `json:"revokedAt"`
+	// role is the role it had then (Primary: tokens sealed with it fail from then on).
+	// +optional
+	Role KeyRole `json:"role,omitempty"`
+}
+
 // KeyStatus describes one key of the keyring Secret: its id and role, never its bytes.
 type KeyStatus struct {
 	// id is the key id, as written into tokens.
 	// +required
 	ID string `json:"id"`
-	// role is Primary, Accepted or Retiring.
+	// role is Primary, Accepted, Staged or Retiring.
 	// +required
 	Role KeyRole `json:"role"`
 	// createdAt is when the operator generated (or adopted) the key.
@@ -399,6 +452,17 @@ type MRTRKeyringStatus struct {
 	// +optional
 	RotationsCompleted int64 `json:"rotationsCompleted,omitempty"`
 
+	// revokedKeys are the keys revoked through mrtr.dev/revoke, oldest first (the last
+	// MaxRevokedKeys): never added again, whatever the Secret is made to hold.
+	// +listType=atomic
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	RevokedKeys []RevokedKey `json:"revokedKeys,omitempty"`
+
+	// lastHandledRevokeRequest is the last value of the mrtr.dev/revoke annotation handled.
+	// +optional
+	LastHandledRevokeRequest string `json:"lastHandledRevokeRequest,omitempty"`
+
 	// conditions follow kstatus: Ready, Reconciling (True while a rotation or a rollout is under
 	// way) and Stalled (True while something blocks progress). Reasons are the Reason* constants.
 	// +listType=map
@@ -421,6 +485,9 @@ const (
 	// ConditionStalled is True while the operator cannot make progress without outside help (or
 	// without a stuck rollout completing).
 	ConditionStalled = "Stalled"
+	// ConditionKeyRevoked is True once a key was revoked (reason KeyRevoked; the message names the
+	// latest revocation: the keys, when, and whether tokens in flight fail), False before.
+	ConditionKeyRevoked = "KeyRevoked"
 )
 
 // Condition reasons.
@@ -457,6 +524,10 @@ const (
 	// ReasonConflict: the keyring Secret, or a target workload's stamp, belongs to another
 	// MRTRKeyring (the message names it). This keyring touches neither until the owner is gone.
 	ReasonConflict = "Conflict"
+	// ReasonKeyRevoked (KeyRevoked=True; Warning event): keys were revoked through mrtr.dev/revoke.
+	ReasonKeyRevoked = "KeyRevoked"
+	// ReasonNoneRevoked (KeyRevoked=False): no key of this keyring was ever revoked.
+	ReasonNoneRevoked = "NoneRevoked"
 )
 
 // +kubebuilder:object:root=true

@@ -49,6 +49,14 @@ const (
 	// timestamp, a commit, anything) and one rotation starts; status.lastHandledRotateRequest
 	// records the value handled, so re-applying the same value (GitOps) does nothing.
 	RotateAnnotation = "mrtr.dev/rotate"
+	// RevokeAnnotation, on an MRTRKeyring, revokes keys at once: a comma-separated list of key
+	// ids, or RevokeAll for every key the keyring holds when the value is first seen (the whole
+	// Secret leaked). Handled once per value, like RotateAnnotation
+	// (status.lastHandledRevokeRequest): re-applying it (GitOps) revokes nothing more.
+	RevokeAnnotation = "mrtr.dev/revoke"
+	// RevokeAll, as an item of a RevokeAnnotation value, revokes every key: "*", or "*" followed by
+	// a note ("*incident-42"), so that each leak has a value of its own.
+	RevokeAll = "*"
 	// FingerprintAnnotation is, on the Secret, the fingerprint of the keyring the operator's last
 	// write held (when it no longer matches the data, someone else changed the Secret), and, on a
 	// pod template (Restart delivery), the fingerprint the pods must run: changing it restarts them.
@@ -62,6 +70,13 @@ const (
 	// HandledRotateAnnotation, on the Secret, is the last RotateAnnotation value that started a
 	// rotation of it: it survives the keyring, so a re-created keyring does not rotate again.
 	HandledRotateAnnotation = "mrtr.dev/rotate-handled"
+	// HandledRevokeAnnotation, on the Secret, is the last RevokeAnnotation value handled for it.
+	HandledRevokeAnnotation = "mrtr.dev/revoke-handled"
+	// RevokedKeysAnnotation, on the Secret, lists the ids of its revoked keys (comma separated, the
+	// last MaxRevokedKeys), so that neither a lost status nor a re-created keyring adds one again.
+	RevokedKeysAnnotation = "mrtr.dev/revoked-keys"
+	// StagedKeyAnnotation, on the Secret, is the id of its staged key (nextKey Staged), if any.
+	StagedKeyAnnotation = "mrtr.dev/staged-key"
 	// StampedByAnnotation, on a workload, names the MRTRKeyring whose fingerprint its pod template
 	// carries in FingerprintAnnotation; no other keyring stamps it while that one exists.
 	StampedByAnnotation = "mrtr.dev/stamped-by"
@@ -87,4 +102,7 @@ const (
 	EventTTLWaitExtended     = "TTLWaitExtended"     // a longer tokenTTL was declared: the wait lasts longer
 	EventRotationRescheduled = "RotationRescheduled" // rotationInterval was edited
 	EventRestartIsOutage     = "RestartIsOutage"     // Warning: a target whose every restart stops all its pods
+	EventKeyRevoked          = "KeyRevoked"          // Warning: keys revoked through mrtr.dev/revoke, removed at once
+	EventRevokeIgnored       = "RevokeIgnored"       // Warning: a mrtr.dev/revoke value naming no key of the keyring
+	EventRevocationCompleted = "RevocationCompleted" // every pod runs the keyring without the revoked keys
 )

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
+	"sync"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -49,6 +51,37 @@ type app struct {
 	ack     *ack.Reporter // nil when the server does not acknowledge its keyrings
 
 	completed, rejected atomic.Uint64
+	rejectedBy          rejectedKeys
+}
+
+// rejectedKeys counts rejected request states by the key id their text names. The text is the
+// client's, unauthenticated: the ids are what the tokens claim, and at most maxRejectedKeys are
+// kept apart (the others count under ""), so a client cannot grow the map.
+type rejectedKeys struct {
+	mu sync.Mutex
+	n  map[string]uint64
+}
+
+const maxRejectedKeys = 16
+
+func (r *rejectedKeys) add(tok string) {
+	info, _ := token.Inspect(tok) // on a token no codec reads, KeyID is "" (or what was read)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.n == nil {
+		r.n = map[string]uint64{}
+	}
+	id := info.KeyID
+	if _, seen := r.n[id]; !seen && len(r.n) >= maxRejectedKeys {
+		id = ""
+	}
+	r.n[id]++
+}
+
+func (r *rejectedKeys) counts() map[string]uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.n)
 }
 
 // newGuard returns the Guard of the example. It authenticates nobody, so its state is bound to the
@@ -118,6 +151,7 @@ func (a *app) getWeather(_ context.Context, req *mcp.CallToolRequest) (*mcp.Call
 	if err != nil {
 		if mcpstate.IsInvalidRequestState(err) {
 			a.rejected.Add(1)
+			a.rejectedBy.add(req.Params.RequestState)
 			a.log.Warn("rejected request state", "tool", req.Params.Name, "keyring", a.src.Keyring())
 		}
 		return nil, err
@@ -150,6 +184,9 @@ type Debug struct {
 	Acknowledged string `json:"acknowledged"`
 	Completed    uint64 `json:"completed"`
 	Rejected     uint64 `json:"rejected"`
+	// RejectedByKey counts the rejected request states by the key id they name (unverified: what
+	// the token's text says; "" for none or past the first 16 ids).
+	RejectedByKey map[string]uint64 `json:"rejectedByKey,omitempty"`
 }
 
 // handler serves MCP on /mcp (stateless streamable HTTP, so any replica answers any request),
@@ -171,6 +208,7 @@ func (a *app) handler() http.Handler {
 		_ = json.NewEncoder(w).Encode(Debug{
 			Replica: a.replica, Fingerprint: r.Fingerprint(), KeyIDs: r.IDs(), SealKey: r.Primary().ID(),
 			Acknowledged: acked, Completed: a.completed.Load(), Rejected: a.rejected.Load(),
+			RejectedByKey: a.rejectedBy.counts(),
 		})
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })

@@ -36,12 +36,12 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
-// writeSecret makes the Secret hold kr, annotated with the phase it enters. It creates the Secret
-// when current (the copy gather read) is nil, or updates current with its resourceVersion, so a
-// change made since that read makes it fail rather than be overwritten. An unchanged Secret costs
-// no write. Errors never include the data.
-func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1alpha1.MRTRKeyring, current *corev1.Secret,
-	kr *keyring.Keyring, phase mrtrv1alpha1.Phase, handledRotate string) error {
+// writeSecret makes the Secret hold d.Secret, with d's annotations (the phase it enters, and what
+// a restart resumes from). It creates the Secret when current (the copy gather read) is nil, or
+// updates current with its resourceVersion, so a change made since that read makes it fail rather
+// than be overwritten. An unchanged Secret costs no write. Errors never include the data.
+func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1alpha1.MRTRKeyring, current *corev1.Secret, d rotation.Decision) error {
+	kr := d.Secret
 	data, err := keyring.Marshal(kr)
 	if err != nil {
 		return err
@@ -49,11 +49,9 @@ func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1al
 	// The token lifetime the rotation waits for, declared to the servers beside keyring.json.
 	ttl := keyring.FormatTokenTTL(rotation.SettingsFrom(owner.Spec).TokenTTL)
 	key := types.NamespacedName{Namespace: owner.Namespace, Name: owner.EffectiveSecretName()}
-	annotations := map[string]string{mrtrv1alpha1.PhaseAnnotation: string(phase), mrtrv1alpha1.FingerprintAnnotation: kr.Fingerprint()}
-	if handledRotate != "" {
-		annotations[mrtrv1alpha1.HandledRotateAnnotation] = handledRotate
-	}
+	annotations := d.SecretAnnotations()
 	if current == nil {
+		maps.DeleteFunc(annotations, func(_, v string) bool { return v == "" })
 		s := corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
 				Labels: map[string]string{mrtrv1alpha1.KeyringLabel: owner.Name}, Annotations: annotations},
@@ -84,7 +82,13 @@ func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1al
 	if s.Annotations == nil {
 		s.Annotations = map[string]string{}
 	}
-	maps.Copy(s.Annotations, annotations)
+	for k, v := range annotations {
+		if v == "" {
+			delete(s.Annotations, k)
+		} else {
+			s.Annotations[k] = v
+		}
+	}
 	// Only our key: other data an adopted Secret carries is kept, never lost.
 	if s.Data == nil {
 		s.Data = map[string][]byte{}

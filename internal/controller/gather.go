@@ -61,9 +61,11 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 		generate = keyring.GenerateKey
 	}
 	keyBytes := max(int(kr.Spec.KeyBytes), keyring.MinSecretBytes)
-	fresh, err := generate("candidate", keyBytes)
-	if err != nil {
-		return rotation.Input{}, observed{}, fmt.Errorf("generate a key for keyring %s/%s: %w", kr.Namespace, kr.Name, err)
+	var fresh [2]keyring.Key
+	for i := range fresh {
+		if fresh[i], err = generate("candidate", keyBytes); err != nil {
+			return rotation.Input{}, observed{}, fmt.Errorf("generate a key for keyring %s/%s: %w", kr.Namespace, kr.Name, err)
+		}
 	}
 	sec := observeSecret(secret)
 	if secret != nil {
@@ -108,10 +110,11 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 		Status:        kr.Status,
 		SecretName:    kr.EffectiveSecretName(),
 		Secret:        sec,
-		FreshKey:      fresh,
+		FreshKeys:     fresh,
 		Workloads:     ws,
 		SelectedPods:  selected,
 		RotateRequest: kr.Annotations[mrtrv1alpha1.RotateAnnotation],
+		RevokeRequest: kr.Annotations[mrtrv1alpha1.RevokeAnnotation],
 	}, observed{secret: secret, targets: stampable}, nil
 }
 

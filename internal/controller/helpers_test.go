@@ -62,13 +62,15 @@ func newNamespace() string {
 }
 
 // newKeyring returns a keyring with the test settings; edit changes its spec before it is created.
-// It is in Restart delivery, whose rollouts kubecontroller_test.go plays; reload_test.go sets
-// Reload and plays the pods.
+// It is in Restart delivery, whose rollouts kubecontroller_test.go plays (reload_test.go sets
+// Reload and plays the pods), and makes its next key at rotation, the three rounds most specs walk
+// (staged_test.go sets Staged, the default, and revokes keys).
 func newKeyring(namespace, name string, edit func(*mrtrv1alpha1.MRTRKeyringSpec)) *mrtrv1alpha1.MRTRKeyring {
 	kr := &mrtrv1alpha1.MRTRKeyring{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 		Spec: mrtrv1alpha1.MRTRKeyringSpec{
 			Delivery:               mrtrv1alpha1.DeliveryRestart,
+			NextKey:                mrtrv1alpha1.NextKeyAtRotation,
 			RotationInterval:       metav1.Duration{Duration: testInterval},
 			TokenTTL:               metav1.Duration{Duration: testTokenTTL},
 			ClockSkew:              metav1.Duration{Duration: testSkew},

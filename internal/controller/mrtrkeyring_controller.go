@@ -109,7 +109,7 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	// The Secret first: if we stop before the status write, the Secret's annotations let the next
 	// pass resume in the phase it was written for.
 	if d.Secret != nil {
-		if err := r.writeSecret(ctx, &kr, obs.secret, d.Secret, d.SecretPhase, d.Status.LastHandledRotateRequest); err != nil {
+		if err := r.writeSecret(ctx, &kr, obs.secret, d); err != nil {
 			return retryOnConflict(ctx, err)
 		}
 	}

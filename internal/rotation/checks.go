@@ -76,7 +76,8 @@ func (p *pass) lagging() (missing, pending []Workload) {
 // WaitsForRollout reports whether phase ph ends when its keyring has reached every pod (a rollout,
 // or every acknowledgement).
 func WaitsForRollout(ph mrtrv1alpha1.Phase) bool {
-	return ph == mrtrv1alpha1.PhaseAccepting || ph == mrtrv1alpha1.PhaseSealingWithNew || ph == mrtrv1alpha1.PhaseRemoving
+	return ph == mrtrv1alpha1.PhaseAccepting || ph == mrtrv1alpha1.PhaseSealingWithNew || ph == mrtrv1alpha1.PhaseRemoving ||
+		ph == mrtrv1alpha1.PhaseRevoking
 }
 
 // checkBlocked is the stall check run after advance: a target missing while Accepting, or a
@@ -149,6 +150,11 @@ func (p *pass) nextDeadline() time.Duration {
 	case ph == mrtrv1alpha1.PhaseStable:
 		if !p.in.Settings.Suspend && p.st.NextRotationTime != nil {
 			at = p.st.NextRotationTime.Time
+		}
+		// A rotation due (or requested) that seals with a staged key first waits for the pods the
+		// last rollout replaced to stop (sealWithStaged).
+		if _, due := p.rotationDue(); due && p.st.RolledOutAt != nil && !p.in.Settings.Reload() {
+			at = p.st.RolledOutAt.Add(p.in.Settings.TerminationGracePeriod)
 		}
 	case ph == mrtrv1alpha1.PhaseWaitingTTL:
 		if p.st.TTLWaitUntil != nil {

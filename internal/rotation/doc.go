@@ -50,7 +50,26 @@ limitations under the License.
 //     phase ends only when every target has rolled out that template (kubectl rollout status), so
 //     every pod then runs with what was written.
 //
-// Whichever the delivery, the phases are these:
+// Whichever the delivery, the phases of a rotation with a staged next key (spec.nextKey Staged,
+// the default) are these: the steady state already holds the next key N, accepted by every pod.
+//
+//	Secret:  [A,N]            [N,A]             [N,A]            [N,M]          [N,M]
+//	phase:  Stable ---> SealingWithNew ---> WaitingTTL ---> Removing ---> Stable
+//	          |                 |                 |               |
+//	          due or            no pod seals     TTL wait        every pod
+//	          requested, and    with A any more  elapsed         runs [N,M]
+//	          every pod runs [A,N]
+//	                           |<-- tokenTTL + clockSkew + grace -->|
+//	pods seal with:  A . . . . | N . . . . . . . . . . . . . . . . . . N
+//	pods accept:     A,N . . . . . . . . . . . . . . . . . . . A,N | N,M
+//
+// Two rounds of delivery per rotation: [N,A] and [N,M]. Stable may make N primary once every pod
+// runs [A,N] (rule 1), proven again when the rotation starts, for targets added since; in Restart
+// delivery also terminationGracePeriod after that rollout was seen complete (status.rolledOutAt),
+// for the pods it replaced, which knew only the keyring before it.
+//
+// With spec.nextKey AtRotation, or a keyring that has no staged key (made before Staged existed,
+// or adopted), the new key B is made when the rotation starts and accepted in a round of its own:
 //
 //	Secret:   [A]        [A,B]            [B,A]             [B,A]            [B]          [B]
 //	phase:  Stable --> Accepting ---> SealingWithNew ---> WaitingTTL ---> Removing ---> Stable
@@ -61,8 +80,9 @@ limitations under the License.
 //	pods seal with:  A . . . . . . . . . . A | B . . . . . . . . . . . . . . . . . . . B
 //	pods accept:     A . . . . A,B . . . . . . . . . . . . . . . . . . A,B | B . . . .
 //
-// Accepting ends when every target runs [A,B]: from then on every pod opens B, so SealingWithNew may
-// make B primary (rule 1). In Restart delivery it also waits terminationGracePeriod more, for the
+// and Removing writes [B, M] instead of [B] when nextKey is Staged: a keyring without a staged
+// key rotates in three rounds once, then in two. Accepting ends when every target runs [A,B]: from
+// then on every pod opens B, so SealingWithNew may make B primary (rule 1). In Restart delivery it also waits terminationGracePeriod more, for the
 // replaced pods (which knew only A) to stop; Reload delivery counts terminating pods until they are
 // gone. SealingWithNew ends when every target runs [B,A]: no pod seals with A any more, except a
 // replaced one for terminationGracePeriod; its tokens live tokenTTL, with clockSkew between clocks,
@@ -72,8 +92,22 @@ limitations under the License.
 // to refresh a mounted Secret.
 //
 // Each write is safe on its own, even for consumers that hot-reload the mounted file before their
-// pod is replaced: [A,B] still seals with A; [B,A] is written only after every pod accepts B; [B] only
-// after every token sealed with A has expired.
+// pod is replaced: [A,B] and [A,N] still seal with A; [B,A] and [N,A] are written only after every
+// pod accepts B (N); [B] and [N,M] only after every token sealed with A has expired.
+//
+// # Revocation
+//
+// A new value of the mrtr.dev/revoke annotation (key ids, or "*" for every key) removes those
+// keys at once, in any phase (suspended or stalled too), without the TTL wait: tokens sealed with
+// them fail from then on, which is the point. A revoked primary is replaced in the same write by
+// the key every pod is likeliest to accept (the staged key; else a retiring one; else the one on
+// its way; else a fresh key, when every key is revoked, and then every token in flight fails); a
+// revoked staged key by a fresh staged key. The phase becomes Revoking, which ends, like Removing,
+// when every pod runs the new keyring; a rotation under way is abandoned (the next starts when
+// due). Revoked ids are kept in status.revokedKeys and on the Secret (RevokedKeysAnnotation), with
+// the value handled (HandledRevokeAnnotation): a lost status, a re-created keyring or a Secret
+// edited to hold a revoked key again never brings one back, and a fresh key never takes a revoked
+// id. A value naming no key of the keyring is refused with a Warning event, once.
 //
 // # Crash safety
 //
@@ -81,12 +115,14 @@ limitations under the License.
 // operator resumes mid-phase: the TTL wait keeps its end time, and workloads already stamped are not
 // stamped again (a stamp equal to the template's is a no-op). The reconciler writes the Secret before
 // status; if it stops in between, the Secret carries the phase and fingerprint of that write
-// (annotations PhaseAnnotation and FingerprintAnnotation), and Step resumes in that phase instead of
-// taking the write for a change made behind its back.
+// (annotations PhaseAnnotation and FingerprintAnnotation, with StagedKeyAnnotation and the
+// revocations), and Step resumes in that phase instead of taking the write for a change made behind
+// its back.
 //
 // # When the world is not as written
 //
-//   - Secret absent, never written: created with one fresh key (Stable).
+//   - Secret absent, never written: created with a fresh primary key and, when nextKey is Staged,
+//     a fresh staged key (Stable).
 //   - Secret absent after we wrote it (deleted behind our back): its keys are gone (status holds no
 //     bytes), so it is recreated with a fresh key and rolled out at once: the running pods keep the
 //     old keys until replaced, and new pods could not start at all without a Secret. Tokens in flight

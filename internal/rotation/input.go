@@ -18,6 +18,7 @@ package rotation
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,7 +40,12 @@ type Settings struct {
 	Delivery       mrtrv1alpha1.Delivery
 	ReloadDeadline time.Duration
 	Suspend        bool
+	// NextKey is when the next key is made (Staged or AtRotation).
+	NextKey mrtrv1alpha1.NextKey
 }
+
+// Staged reports whether each rotation ends by staging the next key.
+func (s Settings) Staged() bool { return s.NextKey != mrtrv1alpha1.NextKeyAtRotation }
 
 // Reload reports whether the keyring's pods reload and acknowledge (rather than restart).
 func (s Settings) Reload() bool { return s.Delivery != mrtrv1alpha1.DeliveryRestart }
@@ -67,6 +73,7 @@ func SettingsFrom(spec mrtrv1alpha1.MRTRKeyringSpec) Settings {
 		Delivery:               spec.Delivery,
 		ReloadDeadline:         or(spec.ReloadDeadline, 2*time.Minute),
 		Suspend:                spec.Suspend,
+		NextKey:                spec.NextKey,
 	}
 }
 
@@ -98,8 +105,13 @@ type SecretObservation struct {
 	// WrittenPhase and WrittenFingerprint are the mrtrv1alpha1.PhaseAnnotation and FingerprintAnnotation.
 	WrittenPhase       mrtrv1alpha1.Phase
 	WrittenFingerprint string
-	// HandledRotateRequest is the mrtrv1alpha1.HandledRotateAnnotation.
-	HandledRotateRequest string
+	// HandledRotateRequest is the mrtrv1alpha1.HandledRotateAnnotation, HandledRevokeRequest the
+	// HandledRevokeAnnotation.
+	HandledRotateRequest, HandledRevokeRequest string
+	// Staged is the id the StagedKeyAnnotation names, "" when none.
+	Staged string
+	// Revoked are the ids the RevokedKeysAnnotation lists.
+	Revoked []string
 	// TokenTTL is the token lifetime the Secret declares to its readers (data key
 	// keyring.TokenTTLDataKey), 0 when it declares none or an invalid one.
 	TokenTTL time.Duration
@@ -133,8 +145,40 @@ func ObserveSecret(exists bool, secretType string, data map[string][]byte, annot
 		WrittenPhase:         mrtrv1alpha1.Phase(annotations[mrtrv1alpha1.PhaseAnnotation]),
 		WrittenFingerprint:   annotations[mrtrv1alpha1.FingerprintAnnotation],
 		HandledRotateRequest: annotations[mrtrv1alpha1.HandledRotateAnnotation],
+		HandledRevokeRequest: annotations[mrtrv1alpha1.HandledRevokeAnnotation],
+		Staged:               annotations[mrtrv1alpha1.StagedKeyAnnotation],
+		Revoked:              splitIDs(annotations[mrtrv1alpha1.RevokedKeysAnnotation]),
 		TokenTTL:             declaredTTL(data[keyring.TokenTTLDataKey]),
 	}
+}
+
+// SecretAnnotations are the annotations a write of d.Secret carries, ObserveSecret's inverse:
+// what a restarted operator, or a keyring re-created for the same Secret, resumes from. An empty
+// value means the annotation must be removed.
+func (d Decision) SecretAnnotations() map[string]string {
+	revoked := make([]string, len(d.Status.RevokedKeys))
+	for i, k := range d.Status.RevokedKeys {
+		revoked[i] = k.ID
+	}
+	return map[string]string{
+		mrtrv1alpha1.PhaseAnnotation:         string(d.SecretPhase),
+		mrtrv1alpha1.FingerprintAnnotation:   d.Secret.Fingerprint(),
+		mrtrv1alpha1.HandledRotateAnnotation: d.Status.LastHandledRotateRequest,
+		mrtrv1alpha1.HandledRevokeAnnotation: d.Status.LastHandledRevokeRequest,
+		mrtrv1alpha1.RevokedKeysAnnotation:   strings.Join(revoked, ","),
+		mrtrv1alpha1.StagedKeyAnnotation:     d.SecretStaged,
+	}
+}
+
+// splitIDs splits a comma-separated list of key ids, dropping blanks.
+func splitIDs(s string) []string {
+	var ids []string
+	for _, id := range strings.Split(s, ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	return ids
 }
 
 // declaredTTL is the token-ttl data, 0 when absent or invalid (then rewritten like a stale one).
@@ -212,9 +256,10 @@ type Input struct {
 	// SecretName is the effective name of the keyring Secret.
 	SecretName string
 	Secret     SecretObservation
-	// FreshKey is a newly generated key of spec.keyBytes random bytes; Step uses its bytes only
-	// when it adds a key, under an id of its own choosing (NewKeyID). Its id is ignored.
-	FreshKey keyring.Key
+	// FreshKeys are newly generated keys of spec.keyBytes random bytes each; Step uses their bytes
+	// only when it adds keys (two at most: a new primary and a new staged key, when every key is
+	// revoked), under ids of its own choosing (NewKeyID). Their ids are ignored.
+	FreshKeys [2]keyring.Key
 	// Workloads are the targets, sorted; named ones that do not exist have Found false. With none
 	// (no names, and a selector that matches nothing or no selector) the keyring is Secret-only, and
 	// each phase waits Settings.PropagationDelay instead of a rollout.
@@ -222,8 +267,9 @@ type Input struct {
 	// SelectedPods are the pods spec.podSelector selects that are not Pods of a target, sorted by
 	// name; gated by acknowledgement alone.
 	SelectedPods []Pod
-	// RotateRequest is the current value of the mrtr.dev/rotate annotation.
-	RotateRequest string
+	// RotateRequest and RevokeRequest are the current values of the mrtr.dev/rotate and
+	// mrtr.dev/revoke annotations.
+	RotateRequest, RevokeRequest string
 }
 
 // Event is a Kubernetes Event to emit (events.k8s.io/v1: type, reason, action, note).
@@ -241,6 +287,8 @@ type Decision struct {
 	// fingerprint. Nil means: leave the Secret alone.
 	Secret      *keyring.Keyring
 	SecretPhase mrtrv1alpha1.Phase
+	// SecretStaged is the id of the staged key in Secret, "" when none.
+	SecretStaged string
 	// Stamp is the fingerprint every found target's pod template must carry; "" means touch none
 	// (always, in Reload delivery).
 	Stamp string

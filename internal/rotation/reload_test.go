@@ -17,7 +17,6 @@ limitations under the License.
 package rotation
 
 import (
-	"crypto/rand"
 	"fmt"
 	mathrand "math/rand/v2"
 	"slices"
@@ -302,6 +301,8 @@ type reloadWorld struct {
 	now        time.Time
 	secret     *keyring.Keyring
 	phase      mrtrv1alpha1.Phase
+	staged     string
+	settings   Settings
 	writtenAt  time.Time
 	status     mrtrv1alpha1.MRTRKeyringStatus
 	pods       []*reloadPod
@@ -315,7 +316,7 @@ func (w *reloadWorld) observe() Input {
 	sec := SecretObservation{State: SecretAbsent}
 	if w.secret != nil {
 		sec = SecretObservation{State: SecretValid, Keyring: w.secret, WrittenPhase: w.phase, WrittenFingerprint: w.secret.Fingerprint(),
-			WrittenAt: w.writtenAt, TokenTTL: settings.TokenTTL}
+			WrittenAt: w.writtenAt, TokenTTL: settings.TokenTTL, Staged: w.staged}
 	}
 	wl := Workload{Kind: mrtrv1alpha1.KindDeployment, Name: "api", Found: true}
 	for _, p := range w.pods {
@@ -324,16 +325,14 @@ func (w *reloadWorld) observe() Input {
 			wl.CountedPods++
 		}
 	}
-	secret := make([]byte, 32)
-	_, _ = rand.Read(secret)
-	return Input{Now: w.now, Generation: 1, Settings: reloading, Status: w.status, SecretName: "s", Secret: sec,
-		FreshKey: keyring.NewKey("x", secret), Workloads: []Workload{wl}}
+	return Input{Now: w.now, Generation: 1, Settings: w.settings, Status: w.status, SecretName: "s", Secret: sec,
+		FreshKeys: freshKeys(), Workloads: []Workload{wl}}
 }
 
 func (w *reloadWorld) reconcile() time.Duration {
 	d := Step(w.observe())
 	if d.Secret != nil {
-		w.secret, w.phase = d.Secret, d.SecretPhase
+		w.secret, w.phase, w.staged = d.Secret, d.SecretPhase, d.SecretStaged
 		w.writtenAt = w.now.Truncate(time.Second) // the API server's clock, whole seconds
 		w.log = append(w.log, fmt.Sprintf("%s write %v for %s", w.now.Format(time.TimeOnly), d.Secret.IDs(), d.SecretPhase))
 	}
@@ -411,37 +410,37 @@ func (w *reloadWorld) check(step int) {
 	}
 }
 
-// TestReloadSequences runs rotations in Reload delivery for many seeds and asserts the invariant
-// after every step.
+// TestReloadSequences runs rotations in Reload delivery for many seeds, with the next key made at
+// rotation and staged, and asserts the invariant after every step.
 func TestReloadSequences(t *testing.T) {
-	for seed := uint64(1); seed <= 40; seed++ {
-		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
-			w := &reloadWorld{t: t, rnd: mathrand.New(mathrand.NewPCG(seed, 11)), now: now, lastSealed: map[string]time.Time{}}
-			w.reconcile() // creates the Secret
-			w.tick(time.Second)
-			for i := range 4 {
-				w.start(i == 0 && seed%2 == 0) // on even seeds one pod never acknowledges
+	eachSeed(t, func(t *testing.T, seed uint64, m nextKeyMode) {
+		st := reloading
+		st.NextKey = m.mode
+		w := &reloadWorld{t: t, rnd: mathrand.New(mathrand.NewPCG(seed, 11)), now: now, lastSealed: map[string]time.Time{}, settings: st}
+		w.reconcile() // creates the Secret
+		w.tick(time.Second)
+		for i := range 4 {
+			w.start(i == 0 && seed%2 == 0) // on even seeds one pod never acknowledges
+		}
+		const rotations = 4
+		for step := 0; w.status.RotationsCompleted < rotations; step++ {
+			if step > 200000 {
+				t.Fatalf("no progress: %d rotations after %d steps, phase %s\n%v", w.status.RotationsCompleted, step, w.status.Phase, strings.Join(w.log, "\n"))
 			}
-			const rotations = 4
-			for step := 0; w.status.RotationsCompleted < rotations; step++ {
-				if step > 200000 {
-					t.Fatalf("no progress: %d rotations after %d steps, phase %s\n%v", w.status.RotationsCompleted, step, w.status.Phase, strings.Join(w.log, "\n"))
+			switch r := w.rnd.IntN(10); {
+			case r < 5:
+				w.step()
+			case r < 8:
+				if after := w.reconcile(); after > time.Hour && w.status.Phase == mrtrv1alpha1.PhaseStable {
+					w.tick(after)
 				}
-				switch r := w.rnd.IntN(10); {
-				case r < 5:
-					w.step()
-				case r < 8:
-					if after := w.reconcile(); after > time.Hour && w.status.Phase == mrtrv1alpha1.PhaseStable {
-						w.tick(after)
-					}
-				default:
-					w.tick(time.Duration(1+w.rnd.IntN(20)) * time.Second)
-				}
-				w.check(step)
+			default:
+				w.tick(time.Duration(1+w.rnd.IntN(20)) * time.Second)
 			}
-			if got := len(w.secret.IDs()); got != 1 {
-				t.Errorf("after %d rotations the Secret holds %d keys, want 1", rotations, got)
-			}
-		})
-	}
+			w.check(step)
+		}
+		if got := len(w.secret.IDs()); got != m.keys {
+			t.Errorf("after %d rotations the Secret holds %d keys, want %d", rotations, got, m.keys)
+		}
+	})
 }

@@ -51,6 +51,8 @@ type world struct {
 	now        time.Time
 	secret     *keyring.Keyring
 	phase      mrtrv1alpha1.Phase // annotation of the last write
+	staged     string             // annotation of the last write
+	settings   Settings
 	status     mrtrv1alpha1.MRTRKeyringStatus
 	workloads  []*simWorkload
 	lastSealed map[string]time.Time
@@ -60,7 +62,7 @@ type world struct {
 func (w *world) observe() Input {
 	sec := SecretObservation{State: SecretAbsent}
 	if w.secret != nil {
-		sec = SecretObservation{State: SecretValid, Keyring: w.secret, WrittenPhase: w.phase, WrittenFingerprint: w.secret.Fingerprint()}
+		sec = SecretObservation{State: SecretValid, Keyring: w.secret, WrittenPhase: w.phase, WrittenFingerprint: w.secret.Fingerprint(), Staged: w.staged}
 	}
 	ws := make([]Workload, 0, len(w.workloads))
 	for _, sw := range w.workloads {
@@ -76,16 +78,14 @@ func (w *world) observe() Input {
 		ws = append(ws, Workload{Kind: mrtrv1alpha1.KindDeployment, Name: sw.name, Found: true, Stamp: sw.template,
 			RolledOut: current == sw.replicas && running == sw.replicas, Ready: int32(current), Desired: int32(sw.replicas)})
 	}
-	secret := make([]byte, 32)
-	_, _ = rand.Read(secret)
-	return Input{Now: w.now, Generation: 1, Settings: settings, Status: w.status, SecretName: "s", Secret: sec,
-		FreshKey: keyring.NewKey("x", secret), Workloads: ws}
+	return Input{Now: w.now, Generation: 1, Settings: w.settings, Status: w.status, SecretName: "s", Secret: sec,
+		FreshKeys: freshKeys(), Workloads: ws}
 }
 
 func (w *world) reconcile() time.Duration {
 	d := Step(w.observe())
 	if d.Secret != nil {
-		w.secret, w.phase = d.Secret, d.SecretPhase
+		w.secret, w.phase, w.staged = d.Secret, d.SecretPhase, d.SecretStaged
 		w.log = append(w.log, fmt.Sprintf("%s write %v for %s", w.now.Format(time.TimeOnly), d.Secret.IDs(), d.SecretPhase))
 	}
 	w.status = d.Status
@@ -155,43 +155,73 @@ func (w *world) check(step int) {
 	}
 }
 
-// TestRotationSequences runs several rotations over three workloads for many seeds and asserts the
-// invariant after every step (cluster-api's Test_RollingUpdateSequences style).
-func TestRotationSequences(t *testing.T) {
-	for seed := uint64(1); seed <= 40; seed++ {
-		t.Run(fmt.Sprintf("seed %d", seed), func(t *testing.T) {
-			w := &world{t: t, rnd: mathrand.New(mathrand.NewPCG(seed, 7)), now: now, lastSealed: map[string]time.Time{}}
-			for i, n := range []int{3, 2, 1} {
-				w.workloads = append(w.workloads, &simWorkload{name: fmt.Sprintf("w%d", i), replicas: n})
-			}
-			w.reconcile() // creates the Secret and stamps the templates
-			for _, sw := range w.workloads {
-				for range sw.replicas {
-					sw.pods = append(sw.pods, &pod{template: sw.template, keys: w.secret.IDs()})
-				}
-			}
-			const rotations = 4
-			for step := 0; w.status.RotationsCompleted < rotations; step++ {
-				if step > 200000 {
-					t.Fatalf("no progress: %d rotations after %d steps, phase %s\n%v", w.status.RotationsCompleted, step, w.status.Phase, w.log)
-				}
-				switch r := w.rnd.IntN(10); {
-				case r < 4:
-					w.replaceOne()
-				case r < 5:
-					w.reloadOne()
-				case r < 8:
-					if after := w.reconcile(); after > time.Hour && w.status.Phase == mrtrv1alpha1.PhaseStable {
-						w.tick(after) // idle until the next rotation is due
-					}
-				default:
-					w.tick(time.Duration(1+w.rnd.IntN(20)) * time.Second)
-				}
-				w.check(step)
-			}
-			if got := len(w.secret.IDs()); got != 1 {
-				t.Errorf("after %d rotations the Secret holds %d keys, want 1", rotations, got)
-			}
-		})
+// freshKeys are random candidate keys, as the reconciler generates them.
+func freshKeys() [2]keyring.Key {
+	var keys [2]keyring.Key
+	for i := range keys {
+		secret := make([]byte, 32)
+		_, _ = rand.Read(secret)
+		keys[i] = keyring.NewKey("x", secret)
 	}
+	return keys
+}
+
+// nextKeyModes are the ways a rotation gets its next key, each with the keys a keyring holds
+// between rotations.
+var nextKeyModes = []nextKeyMode{{mrtrv1alpha1.NextKeyAtRotation, 1}, {mrtrv1alpha1.NextKeyStaged, 2}}
+
+type nextKeyMode struct {
+	mode mrtrv1alpha1.NextKey
+	keys int
+}
+
+// eachSeed runs f for 40 seeds in each next-key mode.
+func eachSeed(t *testing.T, f func(t *testing.T, seed uint64, m nextKeyMode)) {
+	for _, m := range nextKeyModes {
+		for seed := uint64(1); seed <= 40; seed++ {
+			t.Run(fmt.Sprintf("%s seed %d", m.mode, seed), func(t *testing.T) { f(t, seed, m) })
+		}
+	}
+}
+
+// TestRotationSequences runs several rotations over three workloads for many seeds, with the next
+// key made at rotation and staged, and asserts the invariant after every step (cluster-api's
+// Test_RollingUpdateSequences style).
+func TestRotationSequences(t *testing.T) {
+	eachSeed(t, func(t *testing.T, seed uint64, m nextKeyMode) {
+		st := settings
+		st.NextKey = m.mode
+		w := &world{t: t, rnd: mathrand.New(mathrand.NewPCG(seed, 7)), now: now, lastSealed: map[string]time.Time{}, settings: st}
+		for i, n := range []int{3, 2, 1} {
+			w.workloads = append(w.workloads, &simWorkload{name: fmt.Sprintf("w%d", i), replicas: n})
+		}
+		w.reconcile() // creates the Secret and stamps the templates
+		for _, sw := range w.workloads {
+			for range sw.replicas {
+				sw.pods = append(sw.pods, &pod{template: sw.template, keys: w.secret.IDs()})
+			}
+		}
+		const rotations = 4
+		for step := 0; w.status.RotationsCompleted < rotations; step++ {
+			if step > 200000 {
+				t.Fatalf("no progress: %d rotations after %d steps, phase %s\n%v", w.status.RotationsCompleted, step, w.status.Phase, w.log)
+			}
+			switch r := w.rnd.IntN(10); {
+			case r < 4:
+				w.replaceOne()
+			case r < 5:
+				w.reloadOne()
+			case r < 8:
+				if after := w.reconcile(); after > time.Hour && w.status.Phase == mrtrv1alpha1.PhaseStable {
+					w.tick(after) // idle until the next rotation is due
+				}
+			default:
+				w.tick(time.Duration(1+w.rnd.IntN(20)) * time.Second)
+			}
+			w.check(step)
+		}
+		if got := len(w.secret.IDs()); got != m.keys {
+			t.Errorf("after %d rotations the Secret holds %d keys, want %d", rotations, got, m.keys)
+		}
+	})
 }

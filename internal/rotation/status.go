@@ -128,7 +128,7 @@ func (p *pass) setConditions() {
 	if old := meta.FindStatusCondition(p.in.Status.Conditions, mrtrv1alpha1.ConditionReady); ready.Status == metav1.ConditionFalse && (old == nil || old.Reason != ready.Reason) {
 		p.event(corev1Warning, ready.Reason, "Reconcile", "%s", ready.Message)
 	}
-	for _, c := range []metav1.Condition{ready, reconciling, stalled} {
+	for _, c := range []metav1.Condition{ready, reconciling, stalled, p.revokedCondition()} {
 		c.ObservedGeneration = p.in.Generation
 		c.LastTransitionTime = p.now // kept by SetStatusCondition unless the status flips
 		meta.SetStatusCondition(&p.st.Conditions, c)

@@ -36,13 +36,14 @@ func Step(in Input) Decision {
 		p.st.Phase = mrtrv1alpha1.PhaseStable
 	}
 	p.trackTTLWaits()
+	p.restoreRecords()
 	if owner := in.Secret.ClaimedBy; owner != "" {
 		// Two keyrings driving one Secret would each advance its rotation on their own workloads:
 		// the second one touches nothing, so the phase and timers in its status stay as they were.
 		p.stall(mrtrv1alpha1.ReasonConflict, "Secret %s belongs to MRTRKeyring %s: this keyring writes and stamps nothing while %s exists; give it another spec.secretName",
 			in.SecretName, owner, owner)
 		p.conflict = true
-	} else if kr := p.reconcileSecret(); kr != nil {
+	} else if kr := p.reconcileSecret(); kr != nil && !p.revoke(kr) {
 		p.advance(kr)
 	}
 	p.finish()
@@ -74,18 +75,24 @@ func (p *pass) reconcileSecret() *keyring.Keyring {
 		p.stall(mrtrv1alpha1.ReasonSecretInvalid, "Secret %s: %s; it is never overwritten: fix or delete it", name, sec.Problem)
 		return nil
 	case SecretAbsent:
-		kr, err := keyring.New(p.freshKey(nil))
-		if err != nil { // unreachable: the reconciler generates a valid key
+		keys := p.freshKeys(nil, 1)
+		if p.in.Settings.Staged() {
+			keys = p.freshKeys(nil, 2)
+		}
+		kr, err := keyring.New(keys...)
+		if err != nil { // unreachable: the reconciler generates valid keys
 			p.stall(mrtrv1alpha1.ReasonSecretInvalid, "cannot build a new keyring: %v", err)
 			return nil
 		}
 		if p.st.SecretFingerprint == "" {
-			p.event(corev1Normal, mrtrv1alpha1.EventSecretCreated, "Create", "created Secret %s with key %s", name, kr.Primary().ID())
+			p.event(corev1Normal, mrtrv1alpha1.EventSecretCreated, "Create", "created Secret %s with keys %s", name, describeKeys(kr, stagedID(keys)))
 		} else {
-			p.event(corev1Warning, mrtrv1alpha1.EventSecretRecreated, "Create", "Secret %s was deleted behind the operator's back; recreated with new key %s and rolling it out (tokens sealed with the lost keys fail once their pod is replaced)", name, kr.Primary().ID())
+			p.event(corev1Warning, mrtrv1alpha1.EventSecretRecreated, "Create", "Secret %s was deleted behind the operator's back; recreated with new keys %s and rolling them out (tokens sealed with the lost keys fail once their pod is replaced)", name, describeKeys(kr, stagedID(keys)))
 		}
+		// A new keyring has nothing a pending revocation could name.
+		p.st.LastHandledRevokeRequest = p.in.RevokeRequest
 		p.st.NextRotationTime = p.at(p.in.Settings.RotationInterval)
-		p.enter(mrtrv1alpha1.PhaseStable, kr, true)
+		p.enter(mrtrv1alpha1.PhaseStable, kr, true, stagedID(keys))
 		return nil
 	}
 	kr, fp := sec.Keyring, sec.Keyring.Fingerprint()
@@ -95,7 +102,7 @@ func (p *pass) reconcileSecret() *keyring.Keyring {
 	case sec.writtenByUs():
 		// Our own write whose status update was lost (a restart, a conflict, a re-created keyring).
 		p.event(corev1Normal, mrtrv1alpha1.EventResumed, "Resume", "Secret %s holds keyring %s written for phase %s; resuming there", name, fp, sec.WrittenPhase)
-		p.enter(sec.WrittenPhase, kr, false)
+		p.enter(sec.WrittenPhase, kr, false, p.stagedKey(kr))
 		return kr
 	case p.st.SecretFingerprint == "":
 		p.event(corev1Normal, mrtrv1alpha1.EventSecretAdopted, "Adopt", "adopted the keyring in Secret %s (keys %s); rolling it out", name, strings.Join(kr.IDs(), ", "))
@@ -106,7 +113,7 @@ func (p *pass) reconcileSecret() *keyring.Keyring {
 	if p.st.NextRotationTime == nil {
 		p.st.NextRotationTime = p.at(p.in.Settings.RotationInterval)
 	}
-	p.enter(mrtrv1alpha1.PhaseStable, kr, true)
+	p.enter(mrtrv1alpha1.PhaseStable, kr, true, "")
 	return nil
 }
 
@@ -120,11 +127,15 @@ func (p *pass) advance(kr *keyring.Keyring) {
 		if !due {
 			return
 		}
+		if staged := p.stagedKey(kr); staged != "" {
+			p.sealWithStaged(kr, staged, request)
+			return
+		}
 		if kr.Len() >= keyring.MaxKeys {
 			p.stall(mrtrv1alpha1.ReasonKeyringFull, "the keyring holds %d keys, the most allowed: remove keys no replica seals with (Retiring) so a new key can be added", kr.Len())
 			return
 		}
-		next, err := keyring.New(append(kr.Keys(), p.freshKey(kr))...)
+		next, err := keyring.New(append(kr.Keys(), p.freshKeys(kr, 1)...)...)
 		if err != nil { // unreachable: NewKeyID never repeats an id in kr
 			p.stall(mrtrv1alpha1.ReasonKeyringFull, "cannot add a key: %v", err)
 			return
@@ -133,7 +144,7 @@ func (p *pass) advance(kr *keyring.Keyring) {
 		added := next.Keys()[next.Len()-1].ID()
 		p.event(corev1Normal, mrtrv1alpha1.EventRotationStarted, "Rotate", "rotation started (%s): created key %s, accepted everywhere before it seals; keyring %s (keys %s)",
 			request, added, next.Fingerprint(), strings.Join(next.IDs(), ", "))
-		p.enter(mrtrv1alpha1.PhaseAccepting, next, true)
+		p.enter(mrtrv1alpha1.PhaseAccepting, next, true, "")
 	case mrtrv1alpha1.PhaseAccepting:
 		if !p.delivered(true) {
 			p.st.RolledOutAt = nil // a rollout that regressed proves nothing yet
@@ -151,7 +162,7 @@ func (p *pass) advance(kr *keyring.Keyring) {
 		}
 		p.event(corev1Normal, mrtrv1alpha1.EventKeySealing, "Rotate", "every pod accepts key %s: it seals from now on; keyring %s (keys %s)",
 			newest.ID(), next.Fingerprint(), strings.Join(next.IDs(), ", "))
-		p.enter(mrtrv1alpha1.PhaseSealingWithNew, next, true)
+		p.enter(mrtrv1alpha1.PhaseSealingWithNew, next, true, "")
 	case mrtrv1alpha1.PhaseSealingWithNew:
 		if !p.delivered(false) {
 			return
@@ -170,28 +181,38 @@ func (p *pass) advance(kr *keyring.Keyring) {
 			return
 		}
 		keys := kr.Keys()
-		next, _ := keyring.New(keys[0]) // a valid keyring's first key is a valid keyring
+		kept, staged := keys[:1], ""
+		if s.Staged() {
+			kept = append(kept, p.freshKeys(kr, 1)...)
+			staged = kept[1].ID()
+		}
+		next, _ := keyring.New(kept...) // the first key of a valid keyring, and a fresh one
 		removed := make([]string, 0, len(keys)-1)
 		for _, k := range keys[1:] {
 			removed = append(removed, k.ID())
 		}
-		if len(removed) > 0 {
-			p.event(corev1Normal, mrtrv1alpha1.EventKeyRemoved, "Rotate", "removed key(s) %s: every token sealed with them has expired; keyring %s (key %s)",
-				strings.Join(removed, ", "), next.Fingerprint(), keys[0].ID())
+		if len(removed) > 0 || staged != "" {
+			p.event(corev1Normal, mrtrv1alpha1.EventKeyRemoved, "Rotate", "removed key(s) %s: every token sealed with them has expired; keyring %s (keys %s)",
+				strings.Join(removed, ", "), next.Fingerprint(), describeKeys(next, staged))
 		}
-		p.enter(mrtrv1alpha1.PhaseRemoving, next, true)
+		p.enter(mrtrv1alpha1.PhaseRemoving, next, true, staged)
 	case mrtrv1alpha1.PhaseRemoving:
 		if !p.delivered(false) {
 			return
 		}
-		p.st.TTLWaitUntil = nil
-		p.st.RolledOutAt = nil
 		p.st.LastRotationTime = &p.now
 		p.st.NextRotationTime = p.at(s.RotationInterval)
 		p.st.RotationsCompleted++
-		p.transition(mrtrv1alpha1.PhaseStable)
-		p.event(corev1Normal, mrtrv1alpha1.EventRotationCompleted, "Rotate", "rotation completed; primary key %s; next rotation at %s",
-			kr.Primary().ID(), p.st.NextRotationTime.UTC().Format(time.RFC3339))
+		p.settle(kr)
+		p.event(corev1Normal, mrtrv1alpha1.EventRotationCompleted, "Rotate", "rotation completed; keys %s; next rotation at %s",
+			describeKeys(kr, p.stagedKey(kr)), p.st.NextRotationTime.UTC().Format(time.RFC3339))
+	case mrtrv1alpha1.PhaseRevoking:
+		if !p.delivered(false) {
+			return
+		}
+		p.settle(kr)
+		p.event(corev1Normal, mrtrv1alpha1.EventRevocationCompleted, "Revoke", "every pod runs keyring %s (keys %s), without the revoked keys",
+			kr.Fingerprint(), describeKeys(kr, p.stagedKey(kr)))
 	default:
 		p.stall(mrtrv1alpha1.ReasonSecretInvalid, "status.phase %q is unknown", p.st.Phase)
 	}
@@ -270,20 +291,21 @@ func (p *pass) rotationDue() (why string, due bool) {
 	if r := p.in.RotateRequest; r != "" && r != p.st.LastHandledRotateRequest && r != p.in.Secret.HandledRotateRequest {
 		return fmt.Sprintf("requested by %s=%q", mrtrv1alpha1.RotateAnnotation, r), true
 	}
-	if !p.in.Now.Before(p.st.NextRotationTime.Time) {
+	if t := p.st.NextRotationTime; t != nil && !p.in.Now.Before(t.Time) {
 		return "interval elapsed", true
 	}
 	return "", false
 }
 
-// enter starts phase with keyring kr in the Secret: written now (write) or already there.
-func (p *pass) enter(phase mrtrv1alpha1.Phase, kr *keyring.Keyring, write bool) {
+// enter starts phase with keyring kr in the Secret, staged its staged key ("" for none): written
+// now (write) or already there.
+func (p *pass) enter(phase mrtrv1alpha1.Phase, kr *keyring.Keyring, write bool, staged string) {
 	if write {
-		p.d.Secret, p.d.SecretPhase = kr, phase
+		p.d.Secret, p.d.SecretPhase, p.d.SecretStaged = kr, phase, staged
 	}
 	p.st.SecretFingerprint = kr.Fingerprint()
 	p.st.TargetFingerprint = kr.Fingerprint()
-	p.st.Keys = p.keyStatuses(kr, phase)
+	p.st.Keys = p.keyStatuses(kr, phase, staged)
 	if phase != mrtrv1alpha1.PhaseWaitingTTL {
 		p.st.TTLWaitUntil = nil
 	}
@@ -295,6 +317,13 @@ func (p *pass) enter(phase mrtrv1alpha1.Phase, kr *keyring.Keyring, write bool) 
 		w.Retiring, w.Primary = &retiring, metav1.Duration{Duration: p.in.Settings.TTLWait()}
 	case phase == mrtrv1alpha1.PhaseRemoving || phase == mrtrv1alpha1.PhaseStable:
 		w.Retiring = nil // the keys it covered are gone, or never were
+	case phase == mrtrv1alpha1.PhaseRevoking:
+		// Whichever key seals now may have sealed before, under any of the waits known: keep the
+		// longest for it. Keys left retiring leave at the next rotation, which covers them anew.
+		if w.Retiring != nil {
+			w.Primary.Duration = max(w.Primary.Duration, w.Retiring.Duration)
+		}
+		w.Retiring = nil
 	}
 	p.st.RolledOutAt = nil
 	p.transition(phase)
@@ -310,12 +339,16 @@ func (p *pass) transition(phase mrtrv1alpha1.Phase) {
 	p.st.RestartedPods = nil // they were restarted for the keyring of the phase before
 }
 
-// keyStatuses lists kr's keys with their roles in phase, keeping known creation times.
-func (p *pass) keyStatuses(kr *keyring.Keyring, phase mrtrv1alpha1.Phase) []mrtrv1alpha1.KeyStatus {
+// keyStatuses lists kr's keys with their roles in phase, keeping known creation times. The
+// staged key is Accepted while the write that staged it is on its way to the pods, Staged once it
+// has reached them all.
+func (p *pass) keyStatuses(kr *keyring.Keyring, phase mrtrv1alpha1.Phase, staged string) []mrtrv1alpha1.KeyStatus {
 	created := make(map[string]metav1.Time, len(p.in.Status.Keys))
+	roles := make(map[string]mrtrv1alpha1.KeyRole, len(p.in.Status.Keys))
 	for _, k := range p.in.Status.Keys {
-		created[k.ID] = k.CreatedAt
+		created[k.ID], roles[k.ID] = k.CreatedAt, k.Role
 	}
+	arriving := phase == mrtrv1alpha1.PhaseRemoving || phase == mrtrv1alpha1.PhaseRevoking
 	ids := kr.IDs()
 	out := make([]mrtrv1alpha1.KeyStatus, len(ids))
 	for i, id := range ids {
@@ -323,6 +356,10 @@ func (p *pass) keyStatuses(kr *keyring.Keyring, phase mrtrv1alpha1.Phase) []mrtr
 		switch {
 		case i == 0:
 			role = mrtrv1alpha1.KeyPrimary
+		case id == staged && arriving && roles[id] != mrtrv1alpha1.KeyStaged:
+			role = mrtrv1alpha1.KeyAccepted
+		case id == staged:
+			role = mrtrv1alpha1.KeyStaged
 		case phase == mrtrv1alpha1.PhaseAccepting && i == len(ids)-1:
 			role = mrtrv1alpha1.KeyAccepted
 		}
@@ -335,8 +372,9 @@ func (p *pass) keyStatuses(kr *keyring.Keyring, phase mrtrv1alpha1.Phase) []mrtr
 	return out
 }
 
-// freshKey is Input.FreshKey under a new id that neither kr (nil for none) nor status has used.
-func (p *pass) freshKey(kr *keyring.Keyring) keyring.Key {
+// freshKeys are the first n of Input.FreshKeys under new ids that neither kr (nil for none), nor
+// status, nor a revoked key has used.
+func (p *pass) freshKeys(kr *keyring.Keyring, n int) []keyring.Key {
 	var used []string
 	if kr != nil {
 		used = kr.IDs()
@@ -344,7 +382,50 @@ func (p *pass) freshKey(kr *keyring.Keyring) keyring.Key {
 	for _, k := range p.in.Status.Keys {
 		used = append(used, k.ID)
 	}
-	return keyring.NewKey(NewKeyID(p.in.Now, used...), p.in.FreshKey.Secret())
+	for _, k := range p.st.RevokedKeys {
+		used = append(used, k.ID)
+	}
+	out := make([]keyring.Key, n)
+	for i := range out {
+		id := NewKeyID(p.in.Now, used...)
+		out[i] = keyring.NewKey(id, p.in.FreshKeys[i].Secret())
+		used = append(used, id)
+	}
+	return out
+}
+
+// stagedKey is the id of kr's staged key, "" when it has none: the one our write of the Secret
+// staged (StagedKeyAnnotation), if the Secret still holds that write and the key does not seal.
+func (p *pass) stagedKey(kr *keyring.Keyring) string {
+	sec := p.in.Secret
+	if !sec.writtenByUs() || sec.Keyring.Fingerprint() != kr.Fingerprint() || sec.Staged == kr.Primary().ID() {
+		return ""
+	}
+	for _, id := range kr.IDs() {
+		if id == sec.Staged {
+			return id
+		}
+	}
+	return ""
+}
+
+// stagedID is the staged key of a keyring made of keys, primary first: the second, if any.
+func stagedID(keys []keyring.Key) string {
+	if len(keys) < 2 {
+		return ""
+	}
+	return keys[1].ID()
+}
+
+// describeKeys lists kr's ids for messages, the staged one marked.
+func describeKeys(kr *keyring.Keyring, staged string) string {
+	ids := kr.IDs()
+	for i, id := range ids {
+		if id == staged {
+			ids[i] += " (staged)"
+		}
+	}
+	return strings.Join(ids, ", ")
 }
 
 // at is now + d, as status stores times.
@@ -382,7 +463,7 @@ func ceilSecond(t time.Time) time.Time {
 func validPhase(p mrtrv1alpha1.Phase) bool {
 	switch p {
 	case mrtrv1alpha1.PhaseStable, mrtrv1alpha1.PhaseAccepting, mrtrv1alpha1.PhaseSealingWithNew,
-		mrtrv1alpha1.PhaseWaitingTTL, mrtrv1alpha1.PhaseRemoving:
+		mrtrv1alpha1.PhaseWaitingTTL, mrtrv1alpha1.PhaseRemoving, mrtrv1alpha1.PhaseRevoking:
 		return true
 	}
 	return false

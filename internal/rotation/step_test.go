@@ -36,12 +36,13 @@ var now = time.Date(2026, 8, 6, 12, 0, 0, 0, time.UTC)
 // newID is the id Step gives a key made at now.
 const newID = "k20260806-120000"
 
-// settings are those of a keyring in Restart delivery: the tables of this file decide rollouts;
-// reload_test.go has those of Reload delivery.
+// settings are those of a keyring in Restart delivery with the next key made at rotation (three
+// rounds): the tables of this file decide rollouts; reload_test.go has those of Reload delivery,
+// staged_test.go those of a staged next key and of revocations.
 var settings = Settings{
 	RotationInterval: 720 * time.Hour, TokenTTL: 5 * time.Minute, ClockSkew: 30 * time.Second,
 	TerminationGracePeriod: 30 * time.Second, RolloutDeadline: 10 * time.Minute, PropagationDelay: 2 * time.Minute,
-	Delivery: mrtrv1alpha1.DeliveryRestart, ReloadDeadline: 2 * time.Minute,
+	Delivery: mrtrv1alpha1.DeliveryRestart, ReloadDeadline: 2 * time.Minute, NextKey: mrtrv1alpha1.NextKeyAtRotation,
 }
 
 // ring builds a keyring whose key bytes derive from the ids, so equal ids give equal fingerprints.
@@ -94,7 +95,7 @@ func deployment(name, stamp string, rolledOut bool) Workload {
 func input(st mrtrv1alpha1.MRTRKeyringStatus, sec SecretObservation, ws ...Workload) Input {
 	return Input{
 		Now: now, Generation: 1, Settings: settings, Status: st, SecretName: "payments", Secret: sec,
-		FreshKey: keyring.NewKey("ignored", bytes.Repeat([]byte{0xee}, 32)), Workloads: ws,
+		FreshKeys: [2]keyring.Key{keyring.NewKey("ignored", bytes.Repeat([]byte{0xee}, 32)), keyring.NewKey("ignored", bytes.Repeat([]byte{0xdd}, 32))}, Workloads: ws,
 	}
 }
 

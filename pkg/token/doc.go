@@ -10,10 +10,12 @@
 //
 // Errors come in three kinds that never mix. Every failure to open an untrusted token is ErrInvalid,
 // whatever the cause, so a client learns nothing from the error; the cause is for logs and metrics
-// only. Request params that Seal cannot bind (see Binding.Params) are an *InputError: the client's
-// mistake, to be answered as invalid params with a fixed message. A mistake of the server or its
-// configuration (bad options, a missing principal, state that is not JSON, a clock out of range)
-// is a *ConfigError.
+// only: Explain runs the same checks and names the first that fails (a *RejectError with its
+// Check), and Inspect reads what a token's text says (codec, format version, key id, a Signed
+// token's times) without keys. Request params that Seal cannot bind (see Binding.Params) are an
+// *InputError: the client's mistake, to be answered as invalid params with a fixed message. A
+// mistake of the server or its configuration (bad options, a missing principal, state that is not
+// JSON, a clock out of range) is a *ConfigError.
 //
 // Both codecs are configured the same way: required arguments are arguments, everything else a
 // functional option (SignedTTL, SealedTTL, ...) that keeps its default when it is not given and
@@ -79,21 +81,23 @@
 // client sends in _meta or in which order it writes members.
 //
 // Open. Every check that fails gives ErrInvalid, in this order (cheap before costly, and no
-// attacker-chosen work before authentication but the GCM open itself):
+// attacker-chosen work before authentication but the GCM open itself); Explain names the Check:
 //
-//  1. the token is at most 65536 bytes;
-//  2. the text before the first '.' is the id of a key in the current keyring;
-//  3. the rest is canonical B64 of at least 28 bytes;
+//  1. the token is at most 65536 bytes (CheckSize);
+//  2. the text before the first '.' (CheckFormat) is the id of a key in the current keyring
+//     (CheckKeyID);
+//  3. the rest is canonical B64 of at least 28 bytes (CheckFormat);
 //  4. AES-256-GCM opens it with that key and the associated data of this request: protocol version,
-//     method, server and kid are equal, and nothing was altered;
-//  5. the payload has the layout above and its principal is canonical(Binding.Principal);
-//  6. now < expires (expiry is exclusive); issued <= now + the clock skew (SealedClockSkew, default
-//     30s), so a sealing replica whose clock runs slightly ahead still has its fresh tokens
-//     accepted, and one far ahead cannot mint tokens that outlive TTL + skew; and expires - issued
-//     is at most the opener's TTL (the anonymous TTL for a null principal), so lowering a TTL caps
-//     tokens already issued;
-//  7. the digest recomputed from this request's method and params is equal (constant-time). Params
-//     that cannot be bound (see Binding.Params) fail here.
+//     method, server and kid are equal, and nothing was altered (CheckAuthTag);
+//  5. the payload has the layout above (CheckPayload) and its principal is
+//     canonical(Binding.Principal) (CheckPrincipal);
+//  6. now < expires (expiry is exclusive; CheckExpired); issued <= now + the clock skew
+//     (SealedClockSkew, default 30s; CheckNotYetValid), so a sealing replica whose clock runs
+//     slightly ahead still has its fresh tokens accepted, and one far ahead cannot mint tokens that
+//     outlive TTL + skew; and expires - issued is at most the opener's TTL (the anonymous TTL for a
+//     null principal; CheckLifetime), so lowering a TTL caps tokens already issued;
+//  7. the digest recomputed from this request's method and params is equal (constant-time;
+//     CheckBinding). Params that cannot be bound (see Binding.Params) fail here (CheckParams).
 //
 // Open then returns the canonical state. Time is whole Unix seconds, from SealedClock. Seal refuses
 // a clock before 1970, or one so late that the expiry would not fit an int64: it never writes a

@@ -257,40 +257,63 @@ func (s *Sealed) Seal(b Binding, state json.RawMessage) (string, error) {
 // Open returns the state of token if it was sealed for an equal binding, by this server, under a key
 // of the current keyring, and has not expired (the checks, in order, are in the package doc). Every
 // failure of the token or of the client's params is ErrInvalid; only a Binding the server itself got
-// wrong (no Method; a Principal that is empty or not JSON) is a *ConfigError.
+// wrong (no Method; a Principal that is empty or not JSON) is a *ConfigError. Explain says which
+// check failed.
 func (s *Sealed) Open(b Binding, token string) (json.RawMessage, error) {
-	if b.Method == "" {
-		return nil, &ConfigError{Field: fieldMethod, Reason: reasonEmpty}
-	}
 	sc := getScratch()
 	defer putScratch(sc)
+	r, err := s.open(sc, b, token)
+	if err != nil {
+		return nil, err
+	}
+	if r.check != "" {
+		return nil, ErrInvalid
+	}
+	return json.RawMessage(bytes.Clone(r.state)), nil
+}
+
+// sealedOpened is what open learnt of a token: the first check it failed ("" when it opens) and,
+// once a key authenticated it and its payload has the layout, its times.
+type sealedOpened struct {
+	check           Check
+	authentic       bool
+	issued, expires int64
+	state           []byte // in the scratch's memory
+}
+
+// open runs Open's checks in order and stops at the first that fails. It returns an error only for
+// the server's own mistakes (a *ConfigError), and never allocates for a token that is not authentic.
+func (s *Sealed) open(sc *scratch, b Binding, token string) (sealedOpened, error) {
+	if b.Method == "" {
+		return sealedOpened{}, &ConfigError{Field: fieldMethod, Reason: reasonEmpty}
+	}
 	// The principal comes from the server, not the client: a bad one is the caller's mistake,
 	// reported whatever the token.
 	if err := s.canonicalPrincipal(sc, b.Principal); err != nil {
-		return nil, err
+		return sealedOpened{}, err
 	}
 	// Cheapest checks first, the binding's canonical form (the costly part) only once the token is
 	// authentic: a forged token costs a failed GCM open at most.
 	if len(token) > MaxSealedTokenBytes {
-		return nil, ErrInvalid
+		return sealedOpened{check: CheckSize}, nil
 	}
 	kid, enc, ok := strings.Cut(token, ".")
 	if !ok {
-		return nil, ErrInvalid
+		return sealedOpened{check: CheckFormat}, nil
 	}
 	ring := s.src.Keyring()
 	if ring == nil {
-		return nil, ErrInvalid
+		return sealedOpened{check: CheckKeyID}, nil
 	}
 	key := s.keysFor(ring).lookup(kid)
 	if key == nil {
-		return nil, ErrInvalid
+		return sealedOpened{check: CheckKeyID}, nil
 	}
 
 	raw := grow(sc.raw[:0], sealedB64.DecodedLen(len(enc)))
 	n, err := sealedB64.Decode(raw, []byte(enc))
 	if err != nil || sealedB64.EncodedLen(n) != len(enc) || n < ivLen+tagLen {
-		return nil, ErrInvalid
+		return sealedOpened{check: CheckFormat}, nil
 	}
 	raw = raw[:n]
 	sc.raw = raw
@@ -301,35 +324,49 @@ func (s *Sealed) Open(b Binding, token string) (json.RawMessage, error) {
 	sc.aad = appendAAD(sc.aad[:0], kid, b.ProtocolVersion, b.Method, s.server)
 	p, err := key.aead.Open(box[:0], raw[:ivLen], box, sc.aad)
 	if err != nil {
-		return nil, ErrInvalid
+		return sealedOpened{check: CheckAuthTag}, nil
 	}
 
+	r := sealedOpened{authentic: true}
 	pl, ok := parsePayload(p)
 	if !ok {
-		return nil, ErrInvalid
+		r.check = CheckPayload
+		return r, nil
 	}
+	r.issued, r.expires = pl.issued, pl.expires
 	state, ok := pl.state(sc.principal)
 	if !ok {
-		return nil, ErrInvalid
+		r.check = CheckPrincipal
+		return r, nil
 	}
 	// Expiry is exclusive. The issue time may be ahead of now by the clock skew, no more: a replica
 	// whose clock runs a little ahead still has its fresh tokens accepted, and one that runs far
 	// ahead cannot mint tokens that live longer than TTL + skew here. expires-issued <= TTL bounds
 	// the lifetime, and the opener's TTL caps tokens sealed with a longer one.
-	now := s.now().Unix()
-	if now >= pl.expires || pl.issued-s.skew > now || pl.expires-pl.issued > s.ttlFor(sc.principal) {
-		return nil, ErrInvalid
+	switch now := s.now().Unix(); {
+	case now >= pl.expires:
+		r.check = CheckExpired
+	case pl.issued-s.skew > now:
+		r.check = CheckNotYetValid
+	case pl.expires-pl.issued > s.ttlFor(sc.principal):
+		r.check = CheckLifetime
+	}
+	if r.check != "" {
+		return r, nil
 	}
 	digest, err := s.digest(sc, b.Method, b.Params)
 	if err != nil {
-		return nil, ErrInvalid // the retry's params are untrusted input
+		r.check = CheckParams // the retry's params are untrusted input
+		return r, nil
 	}
 	var want [digestB64]byte
 	sealedB64.Encode(want[:], digest[:])
 	if subtle.ConstantTimeCompare(want[:], pl.digest) != 1 {
-		return nil, ErrInvalid
+		r.check = CheckBinding
+		return r, nil
 	}
-	return json.RawMessage(bytes.Clone(state)), nil
+	r.state = state
+	return r, nil
 }
 
 func (s *Sealed) ttlFor(canonicalPrincipal []byte) int64 {

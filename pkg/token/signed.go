@@ -371,79 +371,109 @@ func (s *Signed) Seal(b Binding, state json.RawMessage) (string, error) {
 // Open returns the state of a token sealed for an equal binding, in canonical form (see the package
 // comment). Every failure of the token is ErrInvalid, and so are params that cannot be bound (no
 // token can have been sealed for them). A binding without method or principal, or a bad clock, is
-// a *ConfigError.
+// a *ConfigError. Explain says which check failed.
 func (s *Signed) Open(b Binding, tok string) (json.RawMessage, error) {
-	now, err := s.unixNow()
+	sc := getSignedScratch()
+	defer putSignedScratch(sc)
+	r, err := s.openBound(sc, b, tok)
 	if err != nil {
 		return nil, err
 	}
-	sc := getSignedScratch()
-	defer putSignedScratch(sc)
-	if sc.principal, err = signedPrincipal(sc.principal[:0], b); err != nil {
-		return nil, err
-	}
-	if len(tok) > MaxSignedTokenBytes {
-		return nil, ErrInvalid
-	}
-	ks := s.keyset()
-	if ks == nil {
-		return nil, ErrInvalid
-	}
-	data, ok := s.open(ks, sc, now, tok)
-	if !ok {
-		return nil, ErrInvalid
-	}
-	// Only now, with the token authentic and current, is the request's binding worth its cost.
-	if sc.binding, err = appendSignedBinding(sc.binding[:0], b.Method, b.Params, sc.principal); err != nil {
-		return nil, ErrInvalid // params no token can have been sealed for
-	}
-	var want [signedMACLen]byte
-	data.signer.mac(&want, signedTagScope, sc.binding, nil)
-	if subtle.ConstantTimeCompare(want[:], sc.scope) != 1 {
+	if r.check != "" {
 		return nil, ErrInvalid
 	}
 	// Snodo returns the state as Elixir decodes it: the first of repeated names wins.
-	state, err := canonical.AppendFirstWins(make([]byte, 0, len(data.state)), data.state)
+	state, err := canonical.AppendFirstWins(make([]byte, 0, len(r.state)), r.state)
 	if err != nil {
 		return nil, ErrInvalid // SkipValue checked the syntax; unreachable but for a bug
 	}
 	return state, nil
 }
 
-// signedOpened is what open read of an authentic, current token.
-type signedOpened struct {
-	signer *signedKey
-	state  []byte // as written, in sc's memory
+// openBound runs every check of Open in order and stops at the first that fails. It returns an
+// error only for the server's own mistakes (a *ConfigError).
+func (s *Signed) openBound(sc *signedScratch, b Binding, tok string) (signedOpened, error) {
+	now, err := s.unixNow()
+	if err != nil {
+		return signedOpened{}, err
+	}
+	if sc.principal, err = signedPrincipal(sc.principal[:0], b); err != nil {
+		return signedOpened{}, err
+	}
+	if len(tok) > MaxSignedTokenBytes {
+		return signedOpened{check: CheckSize}, nil
+	}
+	ks := s.keyset()
+	if ks == nil {
+		return signedOpened{check: CheckKeyID}, nil
+	}
+	r := s.open(ks, sc, now, tok)
+	if r.check != "" {
+		return r, nil
+	}
+	// Only now, with the token authentic and current, is the request's binding worth its cost.
+	if sc.binding, err = appendSignedBinding(sc.binding[:0], b.Method, b.Params, sc.principal); err != nil {
+		r.check = CheckParams // params no token can have been sealed for
+		return r, nil
+	}
+	var want [signedMACLen]byte
+	r.signer.mac(&want, signedTagScope, sc.binding, nil)
+	if subtle.ConstantTimeCompare(want[:], sc.scope) != 1 {
+		r.check = CheckBinding
+	}
+	return r, nil
 }
 
-// open checks tok's MAC, payload and times, and returns the key that verified it and its state; the
-// scope is left in sc.scope for the caller to check against the request.
-func (s *Signed) open(ks *signedKeys, sc *signedScratch, now int64, tok string) (signedOpened, bool) {
+// signedOpened is what open learnt of a token: the first check it failed ("" when it passed them
+// all) and, once a key verified its MAC, that key and, if the checks pass, the state.
+type signedOpened struct {
+	check  Check
+	signer *signedKey // nil until the MAC verified
+	state  []byte     // as written, in sc's memory
+}
+
+// open checks tok's MAC, payload and times; the scope is left in sc.scope for the caller to check
+// against the request.
+func (s *Signed) open(ks *signedKeys, sc *signedScratch, now int64, tok string) signedOpened {
 	t := append(sc.tok[:0], tok...)
 	sc.tok = t
 
 	p, ok := splitSigned(t)
 	if !ok {
-		return signedOpened{}, false
+		return signedOpened{check: CheckFormat}
 	}
-	signer := ks.signer(&p)
-	if signer == nil {
-		return signedOpened{}, false
+	signer, tried := ks.signer(&p)
+	switch {
+	case signer == nil && tried == 0:
+		return signedOpened{check: CheckKeyID}
+	case signer == nil:
+		return signedOpened{check: CheckMAC}
 	}
+	r := signedOpened{signer: signer, check: CheckPayload}
 	payload, ok := decodeSignedB64(sc.payload[:0], p.enc)
 	sc.payload = payload
 	if !ok {
-		return signedOpened{}, false
+		return r
 	}
 	issued, expires, data, ok := readSignedPayload(sc, payload, p.version)
 	if !ok {
-		return signedOpened{}, false
+		return r
 	}
-	// Integers beyond int64 fail signedReadInt: each would fail one of these checks anyway.
-	if issued < 0 || issued > now || expires <= now || expires <= issued || expires-issued > s.ttl {
-		return signedOpened{}, false
+	// Integers beyond int64 failed signedReadInt above (CheckPayload): each would fail one of these
+	// checks anyway.
+	switch {
+	case issued < 0 || expires <= issued:
+		r.check = CheckPayload
+	case issued > now:
+		r.check = CheckNotYetValid
+	case expires <= now:
+		r.check = CheckExpired
+	case expires-issued > s.ttl:
+		r.check = CheckLifetime
+	default:
+		r.check, r.state = "", data
 	}
-	return signedOpened{signer: signer, state: data}, true
+	return r
 }
 
 // signedParts is a token split into its parts; every slice points into the token.
@@ -487,21 +517,22 @@ func splitSigned(t []byte) (signedParts, bool) {
 	return p, true
 }
 
-// signer returns the key whose MAC over p matches, or nil. Every candidate key is tried, so the
-// time taken does not tell which one matched.
-func (ks *signedKeys) signer(p *signedParts) *signedKey {
-	var signer *signedKey
+// signer returns the key whose MAC over p matches, or nil, and how many keys it tried (0: no key
+// has the token's kid). Every candidate key is tried, so the time taken does not tell which one
+// matched.
+func (ks *signedKeys) signer(p *signedParts) (signer *signedKey, tried int) {
 	var want [signedMACLen]byte
 	for _, k := range ks.keys {
 		if p.version == '2' && k.id != "" && k.id != string(p.kid) {
 			continue
 		}
+		tried++
 		k.mac(&want, p.tag, p.signed, nil)
 		if subtle.ConstantTimeCompare(want[:], p.mac) == 1 && signer == nil {
 			signer = k
 		}
 	}
-	return signer
+	return signer, tried
 }
 
 // readSignedPayload reads the verified payload [version, issued, expires, scope, state]: the scope

@@ -44,6 +44,18 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/test/e2e/harness"
 )
 
+// rejectedByKey sums the rejections the serving replicas counted, by the key id the rejected token
+// named.
+func rejectedByKey(env *harness.Env) map[string]uint64 {
+	out := map[string]uint64{}
+	for _, r := range env.ReplicaKeyrings() {
+		for id, n := range r.RejectedByKey {
+			out[id] += n
+		}
+	}
+	return out
+}
+
 // minRoundTrips is the least number of round trips the rotations must carry for the result to mean
 // something.
 const minRoundTrips = 300
@@ -169,14 +181,23 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 		events := env.Timeline.Events()
 		rotations := harness.Rotations(events[rotationAt:], env.Opts.TTLWait(), env.Timeline.TTLWaitUntils())
 		Expect(rotations).To(HaveLen(2))
+		staged := ""
 		for i, r := range rotations {
-			Expect(r.Phases).To(Equal(harness.RotationPhases), "rotation %d", i+1)
-			Expect(r.Secrets).To(HaveLen(3), "rotation %d: Secret writes %v", i+1, r.Secrets)
-			old, nu := r.Secrets[0][0], r.Secrets[0][1]
-			Expect(r.Secrets).To(Equal([][]string{{old, nu}, {nu, old}, {nu}}), "rotation %d", i+1)
+			By(fmt.Sprintf("rotation %d: the staged key seals at once, then the old key leaves and the next is staged: two rounds", i+1))
+			Expect(r.Phases).To(Equal(harness.StagedRotationPhases), "rotation %d", i+1)
+			Expect(r.Secrets).To(HaveLen(2), "rotation %d: Secret writes %v", i+1, r.Secrets)
+			nu, old := r.Secrets[0][0], r.Secrets[0][1]
+			Expect(r.Secrets[0]).To(HaveLen(2), "rotation %d", i+1)
+			Expect(r.Secrets[1]).To(HaveLen(2), "rotation %d", i+1)
+			Expect(r.Secrets[1][0]).To(Equal(nu), "rotation %d", i+1)
+			Expect(r.Secrets[1][1]).NotTo(BeElementOf(nu, old), "rotation %d: a fresh key is staged", i+1)
+			if staged != "" {
+				Expect(nu).To(Equal(staged), "rotation %d seals with the key rotation %d staged", i+1, i)
+			}
+			staged = r.Secrets[1][1]
 			Expect(r.PodsAdded).To(BeZero(), "rotation %d", i+1)
 			Expect(r.GateViolations(events)).To(BeEmpty(), "rotation %d", i+1)
-			Expect(r.AckToWrite).To(HaveLen(3), "rotation %d: every step waited for acknowledgements", i+1)
+			Expect(r.AckToWrite).To(HaveLen(2), "rotation %d: every step waited for acknowledgements", i+1)
 		}
 		Expect(env.Timeline.TTLWaitUntils()).To(HaveLen(2), "the TTL wait was restarted")
 		report("Reload delivery", c, elapsed, rotations)
@@ -251,8 +272,8 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 		events := env.Timeline.Events()
 		rotations := harness.Rotations(events[from:], env.Opts.TTLWait(), env.Timeline.TTLWaitUntils())
 		Expect(rotations).To(HaveLen(1))
-		Expect(rotations[0].Phases).To(Equal(harness.RotationPhases))
-		Expect(rotations[0].Secrets).To(HaveLen(3), "a Secret write was repeated or skipped: %v", rotations[0].Secrets)
+		Expect(rotations[0].Phases).To(Equal(harness.StagedRotationPhases))
+		Expect(rotations[0].Secrets).To(HaveLen(2), "a Secret write was repeated or skipped: %v", rotations[0].Secrets)
 		Expect(rotations[0].GateViolations(events)).To(BeEmpty())
 		Expect(env.Timeline.TTLWaitUntils()).To(HaveLen(waitsBefore+1), "the TTL wait was restarted")
 		AddReportEntry("two managers, leader killed", fmt.Sprintf("failover (SIGKILL to the standby leading): %v\nrotation: %s\nround trips: %s",
@@ -292,7 +313,72 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 		Expect(patch(self.Pod, key, st.SecretFingerprint)).To(Succeed())
 	})
 
-	It("rotates in Restart delivery, restarting the pods once per step, with zero rejected", func() {
+	It("revokes the primary key under live traffic: its tokens fail from then on, every other round trip completes, and the staged key seals after one round", func() {
+		st, err := env.Observe(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(st.Keys).To(HaveLen(2))
+		Expect(st.Keys[1].Role).To(Equal(mrtrv1alpha1.KeyStaged))
+		revoked, staged := st.Keys[0].ID, st.Keys[1].ID
+		before, err := env.PodUIDs(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		rejectedBefore := rejectedByKey(env)
+
+		load = startLoad()
+		Eventually(func() uint64 { return load.Counts().Completed }).Should(BeNumerically(">=", 50))
+		from := len(env.Timeline.Events())
+		By("revoking the primary key " + revoked)
+		Expect(env.Revoke(ctx, revoked)).To(Succeed())
+		Eventually(func(g Gomega) {
+			st, err := env.Observe(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(phasesSince(env.Timeline.Events(), from)).To(Equal([]mrtrv1alpha1.Phase{mrtrv1alpha1.PhaseRevoking, mrtrv1alpha1.PhaseStable}))
+			g.Expect(st.Keys).To(HaveLen(2))
+			g.Expect(st.Keys[0].ID).To(Equal(staged), "the staged key seals")
+		}).WithTimeout(2 * time.Minute).Should(Succeed())
+		Expect(env.WaitSettled(ctx, time.Minute)).To(Succeed())
+		completed := load.Counts().Completed
+		Eventually(func() uint64 { return load.Counts().Completed }).Should(BeNumerically(">=", completed+50), "round trips go on after the revocation")
+		endLoad()
+
+		By("counting the rejections: every one named the revoked key")
+		c := load.Counts()
+		Expect(c.Failed).To(BeZero(), "failed round trips: %s", load.Errors())
+		rejected := rejectedByKey(env)
+		for id, n := range rejected {
+			if id != revoked {
+				Expect(n).To(Equal(rejectedBefore[id]), "tokens naming key %q were rejected", id)
+			}
+		}
+		Expect(rejected[revoked] - rejectedBefore[revoked]).To(Equal(c.Rejected), "rejections the load saw but no replica counted for the revoked key")
+
+		By("one round, nothing restarted, and status, condition and event say what happened")
+		events := env.Timeline.Events()[from:]
+		var writes [][]string
+		for _, e := range events {
+			if e.Kind == harness.EventSecret {
+				writes = append(writes, e.KeyIDs)
+			}
+		}
+		Expect(writes).To(HaveLen(1), "Secret writes %v", writes)
+		Expect(writes[0][0]).To(Equal(staged))
+		Expect(writes[0]).NotTo(ContainElement(revoked))
+		after, err := env.PodUIDs(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(after).To(Equal(before))
+		var k mrtrv1alpha1.MRTRKeyring
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: env.Opts.Namespace, Name: env.Opts.Name}, &k)).To(Succeed())
+		Expect(k.Status.RevokedKeys).To(ContainElement(HaveField("ID", revoked)))
+		Expect(k.Status.Conditions).To(ContainElement(And(HaveField("Type", mrtrv1alpha1.ConditionKeyRevoked),
+			HaveField("Status", metav1.ConditionTrue), HaveField("Message", ContainSubstring(revoked)))))
+		var evs eventsv1.EventList
+		Expect(env.Client.List(ctx, &evs, client.InNamespace(env.Opts.Namespace))).To(Succeed())
+		Expect(evs.Items).To(ContainElement(And(HaveField("Type", corev1.EventTypeWarning),
+			HaveField("Reason", mrtrv1alpha1.EventKeyRevoked), HaveField("Note", ContainSubstring(revoked)))))
+		AddReportEntry("revocation of the primary", fmt.Sprintf("revoked %s; %s sealed at once\nround trips: %s (every rejection named %s)",
+			revoked, staged, c, revoked))
+	})
+
+	It("rotates in Restart delivery, restarting the pods once per round, with zero rejected", func() {
 		Expect(env.SetDelivery(ctx, mrtrv1alpha1.DeliveryRestart)).To(Succeed())
 		Expect(env.WaitSettled(ctx, 2*time.Minute)).To(Succeed()) // the template is stamped once: a rollout
 		load = startLoad()
@@ -303,9 +389,9 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 		rotations := harness.Rotations(env.Timeline.Events()[from:], env.Opts.TTLWait(), env.Timeline.TTLWaitUntils())
 		Expect(rotations).To(HaveLen(1))
 		r := rotations[0]
-		Expect(r.Phases).To(Equal(harness.RotationPhases))
-		Expect(r.Stamps).To(HaveLen(3), "stamps %v", r.Stamps)
-		Expect(r.PodsAdded).To(Equal(3*int(env.Opts.Replicas)), "every pod restarted once per step")
+		Expect(r.Phases).To(Equal(harness.StagedRotationPhases))
+		Expect(r.Stamps).To(HaveLen(2), "stamps %v", r.Stamps)
+		Expect(r.PodsAdded).To(Equal(2*int(env.Opts.Replicas)), "every pod restarted once per round")
 		report("Restart delivery", c, elapsed, rotations)
 	})
 

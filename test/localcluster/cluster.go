@@ -81,6 +81,9 @@ type Options struct {
 	BinDir string
 	// Nodes is the number of simulated nodes, named kwok-node-0, kwok-node-1, ...; 0 means 1.
 	Nodes int
+	// Audit makes kube-apiserver write an audit log (every request's user, verb, object and
+	// response code; no bodies) to AuditLogPath: how a test learns what an identity did.
+	Audit bool
 }
 
 // Cluster is a running local cluster. Its methods are safe to call from one goroutine at a time.
@@ -92,7 +95,21 @@ type Cluster struct {
 	kubeconfig string
 	procs      []*Process // in start order; stopped in reverse
 	logFiles   []*os.File // etcd's and kube-apiserver's logs, written by processes envtest starts
+	auditLog   string     // "" without Options.Audit
 }
+
+// auditPolicy records every request at the Metadata level (who, what, the response code) once it
+// is answered; no request or response bodies, so no Secret data.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+- level: Metadata
+`
+
+// AuditLogPath is the kube-apiserver's audit log, one JSON audit.k8s.io/v1 Event per line; "" when
+// the cluster was started without Options.Audit.
+func (c *Cluster) AuditLogPath() string { return c.auditLog }
 
 // BinDir returns the folder with etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok
 // and kwok's stage definitions, building whatever is missing first (about 10 minutes on a cold
@@ -176,7 +193,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		return c, err
 	}
 
-	if err := c.startAPIServer(binDir, opts.CRDDirectoryPaths); err != nil {
+	if err := c.startAPIServer(binDir, opts.CRDDirectoryPaths, opts.Audit); err != nil {
 		return c, err
 	}
 	if err := c.startComponents(binDir); err != nil {
@@ -190,7 +207,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 
 // startAPIServer starts etcd and kube-apiserver through envtest, installs the CRDs, and writes a
 // kubeconfig of a system:masters user for the other components and for the caller.
-func (c *Cluster) startAPIServer(binDir string, crdPaths []string) error {
+func (c *Cluster) startAPIServer(binDir string, crdPaths []string, audit bool) error {
 	etcdPath, err := c.guard(filepath.Join(binDir, "etcd"))
 	if err != nil {
 		return err
@@ -216,6 +233,14 @@ func (c *Cluster) startAPIServer(binDir string, crdPaths []string) error {
 	}
 	c.env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath, Out: etcdLog, Err: etcdLog}
 	c.env.ControlPlane.APIServer = &envtest.APIServer{Path: apiserverPath, Out: apiserverLog, Err: apiserverLog}
+	if audit {
+		policy := filepath.Join(c.workDir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+			return err
+		}
+		c.auditLog = filepath.Join(c.logDir, "kube-apiserver-audit.log")
+		c.env.ControlPlane.APIServer.Configure().Set("audit-policy-file", policy).Set("audit-log-path", c.auditLog)
+	}
 
 	if c.config, err = c.env.Start(); err != nil {
 		return fmt.Errorf("starting etcd and kube-apiserver (logs in %s): %w", c.logDir, err)

@@ -83,15 +83,15 @@ func run(ctx context.Context, delivery mrtrv1alpha1.Delivery) error {
 		c := load.Counts()
 		return fmt.Sprintf("  | round trips: %d completed, %d rejected, %d failed", c.Completed, c.Rejected, c.Failed)
 	}
-	rotating := false // set at the first Accepting: a Stable before it is the keyring's creation
+	rotating := false // set at the first phase after Stable: a Stable before it is the keyring's creation
 	onEvent := func(e harness.Event) {
 		switch e.Kind {
 		case harness.EventPhase:
 			meaning := phaseMeaning[e.Phase]
-			if e.Phase == mrtrv1alpha1.PhaseAccepting {
+			if e.Phase != mrtrv1alpha1.PhaseStable {
 				rotating = true
-			} else if e.Phase == mrtrv1alpha1.PhaseStable && !rotating {
-				meaning = "one key; keyring created"
+			} else if !rotating {
+				meaning = "keyring created: the primary key seals, the next one is staged"
 			}
 			p.printf("phase %-15s %s%s", e.Phase, meaning, counts())
 		case harness.EventSecret:
@@ -177,10 +177,11 @@ func run(ctx context.Context, delivery mrtrv1alpha1.Delivery) error {
 
 var phaseMeaning = map[mrtrv1alpha1.Phase]string{
 	mrtrv1alpha1.PhaseAccepting:      "new key added second: every replica learns to open it",
-	mrtrv1alpha1.PhaseSealingWithNew: "new key moved first: replicas start sealing with it",
+	mrtrv1alpha1.PhaseSealingWithNew: "new key moved first (every replica already opens it): replicas start sealing with it",
 	mrtrv1alpha1.PhaseWaitingTTL:     "waiting for tokens sealed with the old key to expire",
-	mrtrv1alpha1.PhaseRemoving:       "old key removed",
-	mrtrv1alpha1.PhaseStable:         "one key; rotation done",
+	mrtrv1alpha1.PhaseRemoving:       "old key removed, the next key staged",
+	mrtrv1alpha1.PhaseRevoking:       "revoked keys removed at once",
+	mrtrv1alpha1.PhaseStable:         "rotation done; the next key is staged",
 }
 
 func waitRotations(ctx context.Context, env *harness.Env, n int64, ticker *time.Ticker, p *printer) error {

@@ -349,11 +349,13 @@ func (e *Env) deploy(ctx context.Context) error {
 type State struct {
 	Phase              mrtrv1alpha1.Phase
 	RotationsCompleted int64
-	SecretKeyIDs       []string
-	SecretFingerprint  string
-	TemplateHash       string
-	RolledOut          bool
-	Serving            []ReplicaKeyring // what each serving replica has loaded, by pod name
+	// Keys are the keys status lists, with their roles.
+	Keys              []mrtrv1alpha1.KeyStatus
+	SecretKeyIDs      []string
+	SecretFingerprint string
+	TemplateHash      string
+	RolledOut         bool
+	Serving           []ReplicaKeyring // what each serving replica has loaded, by pod name
 }
 
 // ReplicaKeyring is what one replica reports on /debug/keyring.
@@ -366,6 +368,8 @@ type ReplicaKeyring struct {
 	Acknowledged string `json:"acknowledged"`
 	Completed    uint64 `json:"completed"`
 	Rejected     uint64 `json:"rejected"`
+	// RejectedByKey counts the rejections by the key id the rejected token names.
+	RejectedByKey map[string]uint64 `json:"rejectedByKey"`
 }
 
 // Observe reads the current State.
@@ -375,7 +379,7 @@ func (e *Env) Observe(ctx context.Context) (State, error) {
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: e.Opts.Namespace, Name: e.Opts.Name}, &k); err != nil {
 		return s, err
 	}
-	s.Phase, s.RotationsCompleted = k.Status.Phase, k.Status.RotationsCompleted
+	s.Phase, s.RotationsCompleted, s.Keys = k.Status.Phase, k.Status.RotationsCompleted, k.Status.Keys
 	var secret corev1.Secret
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: e.Opts.Namespace, Name: e.Opts.Name}, &secret); err == nil {
 		if r, err := keyring.Parse(secret.Data[mrtrv1alpha1.SecretDataKey]); err == nil {
@@ -411,12 +415,13 @@ func (e *Env) ReplicaKeyrings() []ReplicaKeyring {
 	return out
 }
 
-// Settled reports whether the keyring is Stable with one key, the Deployment is rolled out (in
-// Restart delivery, with that keyring's fingerprint), and exactly the desired replicas serve with
-// it (in Reload delivery, and have acknowledged it).
+// Settled reports whether the keyring is Stable with its primary key and at most a staged one,
+// the Deployment is rolled out (in Restart delivery, with that keyring's fingerprint), and exactly
+// the desired replicas serve with it (in Reload delivery, and have acknowledged it).
 func (s State) Settled(replicas int32, delivery mrtrv1alpha1.Delivery) bool {
 	restart := delivery == mrtrv1alpha1.DeliveryRestart
-	if s.Phase != mrtrv1alpha1.PhaseStable || len(s.SecretKeyIDs) != 1 || !s.RolledOut ||
+	staged := len(s.Keys) == 2 && s.Keys[1].Role == mrtrv1alpha1.KeyStaged
+	if s.Phase != mrtrv1alpha1.PhaseStable || len(s.SecretKeyIDs) != len(s.Keys) || (len(s.Keys) != 1 && !staged) || !s.RolledOut ||
 		(restart && s.TemplateHash != s.SecretFingerprint) || len(s.Serving) != int(replicas) {
 		return false
 	}
@@ -483,8 +488,18 @@ func (e *Env) PodUIDs(ctx context.Context) (map[string]types.UID, error) {
 
 // RequestRotation sets the mrtr.dev/rotate annotation to value, which starts one rotation.
 func (e *Env) RequestRotation(ctx context.Context, value string) error {
+	return e.annotate(ctx, mrtrv1alpha1.RotateAnnotation, value)
+}
+
+// Revoke asks the operator to revoke keys, as a user does: the mrtr.dev/revoke annotation set to
+// value (key ids, comma separated, or "*").
+func (e *Env) Revoke(ctx context.Context, value string) error {
+	return e.annotate(ctx, mrtrv1alpha1.RevokeAnnotation, value)
+}
+
+func (e *Env) annotate(ctx context.Context, key, value string) error {
 	k := &mrtrv1alpha1.MRTRKeyring{ObjectMeta: metav1.ObjectMeta{Namespace: e.Opts.Namespace, Name: e.Opts.Name}}
-	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, mrtrv1alpha1.RotateAnnotation, value)
+	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, key, value)
 	return e.Client.Patch(ctx, k, client.RawPatch("application/merge-patch+json", patch))
 }
 

@@ -106,17 +106,17 @@ func TestRotations(t *testing.T) {
 	phase := func(s float64, p mrtrv1alpha1.Phase) Event { return Event{At: at(s), Kind: EventPhase, Phase: p} }
 	events := []Event{
 		phase(-10, mrtrv1alpha1.PhaseStable),
-		{At: at(0), Kind: EventSecret, KeyIDs: []string{"a", "b"}}, // the operator writes, then sets the phase
+		{At: at(0), Kind: EventSecret, KeyIDs: []string{"a", "b"}, Phase: mrtrv1alpha1.PhaseAccepting}, // the operator writes, then sets the phase
 		phase(0.1, mrtrv1alpha1.PhaseAccepting),
 		{At: at(0.2), Kind: EventStamp, Fingerprint: "ab"},
 		{At: at(5.2), Kind: EventRolledOut, Fingerprint: "ab"},
 		phase(5.3, mrtrv1alpha1.PhaseSealingWithNew),
-		{At: at(5.4), Kind: EventSecret, KeyIDs: []string{"b", "a"}},
+		{At: at(5.4), Kind: EventSecret, KeyIDs: []string{"b", "a"}, Phase: mrtrv1alpha1.PhaseSealingWithNew},
 		{At: at(5.5), Kind: EventStamp, Fingerprint: "ba"},
 		{At: at(10.5), Kind: EventRolledOut, Fingerprint: "ba"},
 		phase(10.6, mrtrv1alpha1.PhaseWaitingTTL),
 		phase(17.6, mrtrv1alpha1.PhaseRemoving),
-		{At: at(17.7), Kind: EventSecret, KeyIDs: []string{"b"}},
+		{At: at(17.7), Kind: EventSecret, KeyIDs: []string{"b"}, Phase: mrtrv1alpha1.PhaseRemoving},
 		{At: at(17.8), Kind: EventStamp, Fingerprint: "b"},
 		{At: at(22.8), Kind: EventRolledOut, Fingerprint: "b"},
 		phase(23, mrtrv1alpha1.PhaseStable),
@@ -140,6 +140,43 @@ func TestRotations(t *testing.T) {
 	}
 }
 
+// A rotation with a staged key starts by sealing with it: two rounds, no Accepting; a
+// revocation between rotations is none.
+func TestStagedRotations(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	phase := func(s float64, p mrtrv1alpha1.Phase) Event { return Event{At: at(s), Kind: EventPhase, Phase: p} }
+	secret := func(s float64, p mrtrv1alpha1.Phase, ids ...string) Event {
+		return Event{At: at(s), Kind: EventSecret, KeyIDs: ids, Phase: p}
+	}
+	events := []Event{
+		phase(-10, mrtrv1alpha1.PhaseStable),
+		secret(-5, mrtrv1alpha1.PhaseRevoking, "a", "n"),
+		phase(-5, mrtrv1alpha1.PhaseRevoking),
+		phase(-3, mrtrv1alpha1.PhaseStable),
+		secret(0, mrtrv1alpha1.PhaseSealingWithNew, "n", "a"),
+		phase(0.1, mrtrv1alpha1.PhaseSealingWithNew),
+		phase(2, mrtrv1alpha1.PhaseWaitingTTL),
+		phase(9, mrtrv1alpha1.PhaseRemoving),
+		secret(9.3, mrtrv1alpha1.PhaseRemoving, "n", "m"),
+		phase(12, mrtrv1alpha1.PhaseStable),
+	}
+	rs := Rotations(events, 7*time.Second, []time.Time{at(9)})
+	if len(rs) != 1 {
+		t.Fatalf("got %d rotations, want 1: %+v", len(rs), rs)
+	}
+	r := rs[0]
+	if !slices.Equal(r.Phases, StagedRotationPhases) || r.Rounds() != 2 || !r.Start.Equal(at(0)) || len(r.RolloutToWrite) != 0 {
+		t.Errorf("rotation = %+v", r)
+	}
+	if len(r.TTLToWrite) != 1 || r.TTLToWrite[0] != 300*time.Millisecond {
+		t.Errorf("TTL to write = %v, want [300ms]", r.TTLToWrite)
+	}
+	if !strings.HasSuffix(r.String(), "(2 rounds)") {
+		t.Errorf("String() = %q, want it to end with the rounds", r.String())
+	}
+}
+
 // A Reload rotation: each write's wait ends with the operator's next step once every pod has
 // acknowledged; GateViolations finds a step taken before a pod that existed acknowledged, and
 // lets a pod created after the write pass without one.
@@ -150,15 +187,15 @@ func TestReloadRotationGates(t *testing.T) {
 	ev := func(s float64, e Event) Event { rv++; e.At, e.RV = at(s), rv; return e }
 	phase := func(s float64, p mrtrv1alpha1.Phase) Event { return ev(s, Event{Kind: EventPhase, Phase: p}) }
 	ackOf := func(s float64, pod, fp string) Event { return ev(s, Event{Kind: EventAck, Pod: pod, Fingerprint: fp}) }
-	secret := func(s float64, fp string, ids ...string) Event {
-		return ev(s, Event{Kind: EventSecret, Fingerprint: fp, KeyIDs: ids})
+	secret := func(s float64, fp string, ph mrtrv1alpha1.Phase, ids ...string) Event {
+		return ev(s, Event{Kind: EventSecret, Fingerprint: fp, KeyIDs: ids, Phase: ph})
 	}
 	build := func(late bool) []Event {
 		events := []Event{
 			ev(-20, Event{Kind: EventPodAdded, Pod: "p1"}),
 			ev(-20, Event{Kind: EventPodAdded, Pod: "p2"}),
 			phase(-10, mrtrv1alpha1.PhaseStable),
-			secret(0, "ab", "a", "b"),
+			secret(0, "ab", mrtrv1alpha1.PhaseAccepting, "a", "b"),
 			phase(0.1, mrtrv1alpha1.PhaseAccepting),
 			ackOf(0.8, "p1", "ab"),
 		}
@@ -166,14 +203,14 @@ func TestReloadRotationGates(t *testing.T) {
 			events = append(events, ackOf(1, "p2", "ab"))
 		}
 		events = append(events,
-			secret(1.1, "ba", "b", "a"), // p2 has not acknowledged "ab" yet when late
+			secret(1.1, "ba", mrtrv1alpha1.PhaseSealingWithNew, "b", "a"), // p2 has not acknowledged "ab" yet when late
 			phase(1.2, mrtrv1alpha1.PhaseSealingWithNew),
 			ev(1.5, Event{Kind: EventPodDeleted, Pod: "p2"}),
 			ev(1.6, Event{Kind: EventPodAdded, Pod: "p3"}), // created after the write: counts without acknowledging
 			ackOf(1.9, "p1", "ba"),
 			phase(2, mrtrv1alpha1.PhaseWaitingTTL),
 			phase(9, mrtrv1alpha1.PhaseRemoving),
-			secret(9.1, "b", "b"),
+			secret(9.1, "b", mrtrv1alpha1.PhaseRemoving, "b"),
 			ackOf(9.6, "p1", "b"),
 			ackOf(9.8, "p3", "b"),
 			phase(9.9, mrtrv1alpha1.PhaseStable),

@@ -25,13 +25,19 @@ import (
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 )
 
-// RotationPhases is the order in which one rotation must pass through the phases, ending Stable.
-var RotationPhases = []mrtrv1alpha1.Phase{
-	mrtrv1alpha1.PhaseAccepting, mrtrv1alpha1.PhaseSealingWithNew, mrtrv1alpha1.PhaseWaitingTTL,
-	mrtrv1alpha1.PhaseRemoving, mrtrv1alpha1.PhaseStable,
-}
+// The orders in which one rotation must pass through the phases, ending Stable: RotationPhases
+// when the new key is made at rotation (three rounds), StagedRotationPhases when it was staged
+// (two rounds).
+var (
+	RotationPhases = []mrtrv1alpha1.Phase{
+		mrtrv1alpha1.PhaseAccepting, mrtrv1alpha1.PhaseSealingWithNew, mrtrv1alpha1.PhaseWaitingTTL,
+		mrtrv1alpha1.PhaseRemoving, mrtrv1alpha1.PhaseStable,
+	}
+	StagedRotationPhases = RotationPhases[1:]
+)
 
-// Rotation is one rotation as the Timeline saw it: from the phase Accepting to the next Stable.
+// Rotation is one rotation as the Timeline saw it: from the phase Accepting (or SealingWithNew,
+// when the key was staged) to the next Stable.
 type Rotation struct {
 	Start, End time.Time
 	// Phases are the phases seen, in order.
@@ -45,7 +51,8 @@ type Rotation struct {
 	// TTLWait is the wait the keyring asks for (tokenTTL + clockSkew + terminationGracePeriod).
 	TTLWait time.Duration
 	// RolloutToWrite is the operator's delay between the Accepting rollout completing and its next
-	// Secret write ([new, old]), both as this process saw them through watches.
+	// Secret write ([new, old]), both as this process saw them through watches; none when the key
+	// was staged.
 	RolloutToWrite []time.Duration
 	// TTLToWrite is the delay between status.ttlWaitUntil and the Secret write that removes the old
 	// key. metav1.Time has whole seconds, so this is accurate to a second only.
@@ -69,6 +76,10 @@ type step struct {
 	lastAck     *Event
 }
 
+// Rounds is how many keyrings the rotation delivered to every pod (rollouts, or rounds of
+// acknowledgements): 3 when the key is made at rotation, 2 when it was staged.
+func (r Rotation) Rounds() int { return len(r.Secrets) }
+
 // Duration is how long the rotation took.
 func (r Rotation) Duration() time.Duration { return r.End.Sub(r.Start) }
 
@@ -88,11 +99,11 @@ func (r Rotation) Floor() time.Duration {
 
 func (r Rotation) String() string {
 	if len(r.Rollouts) == 0 {
-		return fmt.Sprintf("%v (floor %v: TTL wait %v + acknowledgement waits %v)", r.Duration().Round(100*time.Millisecond),
-			r.Floor().Round(100*time.Millisecond), r.TTLWait, roundAll(r.AckWaits))
+		return fmt.Sprintf("%v (floor %v: TTL wait %v + acknowledgement waits %v) (%d rounds)", r.Duration().Round(100*time.Millisecond),
+			r.Floor().Round(100*time.Millisecond), r.TTLWait, roundAll(r.AckWaits), r.Rounds())
 	}
-	return fmt.Sprintf("%v (floor %v: rollouts %v + TTL wait %v)", r.Duration().Round(100*time.Millisecond),
-		r.Floor().Round(100*time.Millisecond), roundAll(r.Rollouts), r.TTLWait)
+	return fmt.Sprintf("%v (floor %v: rollouts %v + TTL wait %v) (%d rounds)", r.Duration().Round(100*time.Millisecond),
+		r.Floor().Round(100*time.Millisecond), roundAll(r.Rollouts), r.TTLWait, r.Rounds())
 }
 
 func roundAll(ds []time.Duration) []time.Duration {
@@ -105,7 +116,8 @@ func roundAll(ds []time.Duration) []time.Duration {
 
 // Rotations splits a timeline into the rotations it holds; ttlWaitUntils are the Timeline's
 // status.ttlWaitUntil values. A rotation starts with the operator's first action for it (it writes
-// the Secret, then the phase Accepting) and ends with the next Stable. A rotation still under way at
+// the Secret, then the phase Accepting, or SealingWithNew when the key was staged) and ends with
+// the next Stable. A revocation (Revoking) is no rotation. A rotation still under way at
 // the end is returned with a zero End.
 func Rotations(events []Event, ttlWait time.Duration, ttlWaitUntils []time.Time) []Rotation {
 	var out []Rotation
@@ -122,12 +134,12 @@ func Rotations(events []Event, ttlWait time.Duration, ttlWaitUntils []time.Time)
 			}
 		case EventSecret:
 			cur.Secrets = append(cur.Secrets, e.KeyIDs)
-			switch len(cur.Secrets) {
-			case 2: // [new, old] follows the Accepting rollout
-				if !lastRolledOut.IsZero() {
+			switch e.Phase {
+			case mrtrv1alpha1.PhaseSealingWithNew: // [new, old] follows the Accepting rollout, if any
+				if len(cur.Secrets) > 1 && !lastRolledOut.IsZero() {
 					cur.RolloutToWrite = append(cur.RolloutToWrite, e.At.Sub(lastRolledOut))
 				}
-			case 3: // [new] follows the end of the TTL wait
+			case mrtrv1alpha1.PhaseRemoving: // [new] or [new, next] follows the end of the TTL wait
 				for _, u := range ttlWaitUntils {
 					if u.After(cur.Start.Add(-time.Second)) && !u.After(e.At) {
 						cur.TTLToWrite = append(cur.TTLToWrite, e.At.Sub(u))
@@ -148,11 +160,11 @@ func Rotations(events []Event, ttlWait time.Duration, ttlWaitUntils []time.Time)
 	}
 	for _, e := range events {
 		if cur == nil || !cur.End.IsZero() {
-			if e.Kind != EventPhase || e.Phase != mrtrv1alpha1.PhaseAccepting {
+			if e.Kind != EventPhase || (e.Phase != mrtrv1alpha1.PhaseAccepting && e.Phase != mrtrv1alpha1.PhaseSealingWithNew) {
 				between = append(between, e)
 				continue
 			}
-			// The Accepting write precedes the phase: take the Secret writes and stamps that came
+			// The write of the first phase precedes it: take the Secret writes and stamps that came
 			// after the last phase change into the new rotation.
 			first := len(between)
 			for first > 0 && between[first-1].Kind != EventPhase && between[first-1].Kind != EventRolledOut {
@@ -184,16 +196,16 @@ func byRV(events []Event) []Event {
 	return out
 }
 
-// endsWait reports whether e is the operator's step that ends the wait of the k-th write of a
-// rotation for its keyring to reach every pod: the next write after [A,B]; the phase WaitingTTL
-// after [B,A]; the phase Stable after [B].
-func endsWait(k int, e Event) bool {
-	switch k {
-	case 0:
+// endsWait reports whether e is the operator's step that ends the wait of a write of a rotation
+// for its keyring to reach every pod: the next write after [A,B] (Accepting); the phase WaitingTTL
+// after [B,A] (SealingWithNew); the phase Stable after [B] or [B,M] (Removing).
+func endsWait(write, e Event) bool {
+	switch write.Phase {
+	case mrtrv1alpha1.PhaseAccepting:
 		return e.Kind == EventSecret
-	case 1:
+	case mrtrv1alpha1.PhaseSealingWithNew:
 		return e.Kind == EventPhase && e.Phase == mrtrv1alpha1.PhaseWaitingTTL
-	case 2:
+	case mrtrv1alpha1.PhaseRemoving:
 		return e.Kind == EventPhase && e.Phase == mrtrv1alpha1.PhaseStable
 	}
 	return false
@@ -214,13 +226,13 @@ func (r *Rotation) measureAcks(events []Event) {
 			writes = append(writes, e)
 		}
 	}
-	for k, w := range writes {
+	for _, w := range writes {
 		s := step{write: w}
 		for _, e := range ordered {
 			if e.RV <= w.RV {
 				continue
 			}
-			if endsWait(k, e) {
+			if endsWait(w, e) {
 				s.next = e
 				break
 			}

@@ -41,7 +41,8 @@ type EventKind string
 const (
 	// EventPhase: the keyring's status.phase changed (Phase).
 	EventPhase EventKind = "phase"
-	// EventSecret: the Secret's keyring changed (KeyIDs, Fingerprint).
+	// EventSecret: the Secret's keyring changed (KeyIDs, Fingerprint; Phase, the phase the write
+	// entered).
 	EventSecret EventKind = "secret"
 	// EventStamp: the Deployment's pod template got a new fingerprint (Fingerprint, Generation).
 	EventStamp EventKind = "stamp"
@@ -224,7 +225,8 @@ func (t *Timeline) secretChanged(obj any) {
 	defer t.mu.Unlock()
 	if r.Fingerprint() != t.secretFP {
 		t.secretFP = r.Fingerprint()
-		t.record(Event{Kind: EventSecret, KeyIDs: r.IDs(), Fingerprint: r.Fingerprint(), RV: rv(s)})
+		t.record(Event{Kind: EventSecret, KeyIDs: r.IDs(), Fingerprint: r.Fingerprint(), RV: rv(s),
+			Phase: mrtrv1alpha1.Phase(s.Annotations[mrtrv1alpha1.PhaseAnnotation])})
 	}
 }
 

@@ -1,0 +1,107 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+)
+
+// action is a command that changes one keyring declaratively, with one JSON merge patch, as the API
+// defines: rotate, suspend, resume. The operator does the rest; the command says what it asked for
+// and how to follow it. A command with arguments after NAME (revoke NAME KEYID) sets args.
+type action struct {
+	use, short, long, example string
+	// args checks the arguments after NAME; none when nil.
+	args cobra.PositionalArgs
+	// patch is the merge patch for the keyring, given the arguments after NAME and the time now.
+	patch func(args []string, now time.Time) (map[string]any, error)
+	// report writes what was done to the patched keyring, as the API server returned it.
+	report func(w *textWriter, kr *mrtrv1alpha1.MRTRKeyring, args []string)
+}
+
+// actionCommand builds the cobra command of a: NAME, then a's own arguments.
+func (e *env) actionCommand(a action) *cobra.Command {
+	return &cobra.Command{
+		Use:     a.use,
+		Short:   a.short,
+		Long:    a.long,
+		Example: a.example,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("name the MRTRKeyring: %s", cmd.UseLine())
+			}
+			if a.args == nil {
+				return cobra.ExactArgs(1)(cmd, args)
+			}
+			return a.args(cmd, args[1:])
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ns, err := e.namespace()
+			if err != nil {
+				return err
+			}
+			now := e.now()
+			patch, err := a.patch(args[1:], now)
+			if err != nil {
+				return err
+			}
+			kr, err := e.patchKeyring(cmd, ns, args[0], patch)
+			if err != nil {
+				return err
+			}
+			w := &textWriter{out: e.streams.Out, now: now}
+			a.report(w, kr, args[1:])
+			return w.err
+		},
+	}
+}
+
+// patchKeyring applies a JSON merge patch to keyring name and returns the keyring as the API server
+// stored it.
+func (e *env) patchKeyring(cmd *cobra.Command, ns, name string, patch map[string]any) (*mrtrv1alpha1.MRTRKeyring, error) {
+	c, err := e.kube()
+	if err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return nil, fmt.Errorf("encode the patch: %w", err)
+	}
+	kr := &mrtrv1alpha1.MRTRKeyring{}
+	kr.Namespace, kr.Name = ns, name
+	if err := c.Patch(cmd.Context(), kr, client.RawPatch(types.MergePatchType, data)); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("MRTRKeyring %s not found in namespace %s", name, ns)
+		}
+		return nil, fmt.Errorf("patch MRTRKeyring %s/%s: %w", ns, name, err)
+	}
+	return kr, nil
+}
+
+// followHint tells how to watch the operator act on kr.
+func followHint(w *textWriter, kr *mrtrv1alpha1.MRTRKeyring) {
+	w.printf(0, "Follow it with: kubectl mrtr status %s -n %s\n", kr.Name, kr.Namespace)
+}

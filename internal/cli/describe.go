@@ -1,0 +1,268 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package cli
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+)
+
+// describe writes one keyring in words, kubectl describe's way: a field per line, then the keys,
+// the workloads with their pods, and the conditions as indented tables. It prints ids, roles and
+// fingerprints, which reveal nothing of a key; status holds no key bytes to print.
+func describe(out io.Writer, v keyringView, now time.Time) error {
+	kr, st := v.kr, v.kr.Status
+	d := &textWriter{out: out, now: now}
+
+	fields := []string{
+		"Name", kr.Name,
+		"Namespace", kr.Namespace,
+		"Secret", secretName(kr),
+		"Delivery", deliveryName(kr),
+		"Phase", phaseLine(kr, now),
+		"Waiting for", waitingFor(v, now),
+		"Fingerprints", fingerprints(st),
+		"TTL wait", ttlWaitLine(kr, now),
+		"Next rotation", nextRotationLine(kr, now),
+		"Last rotation", lastRotationLine(st, now),
+	}
+	if r, pending := pendingRotateRequest(kr); r != "" {
+		state := "handled"
+		if pending {
+			state = "pending"
+		}
+		fields = append(fields, "Rotate request", fmt.Sprintf("%s=%s (%s)", mrtrv1alpha1.RotateAnnotation, r, state))
+	}
+	if len(st.RestartedPods) > 0 {
+		fields = append(fields, "Restarted pods", list(st.RestartedPods, 10)+" (no acknowledgement within spec.reloadDeadline)")
+	}
+	d.fields(fields...)
+
+	if len(st.Keys) == 0 {
+		d.heading("Keys", "none in status yet")
+	} else {
+		d.heading("Keys", "")
+		rows := append(make([][]string, 0, 1+len(st.Keys)), []string{"ID", "ROLE", "CREATED"})
+		for _, k := range st.Keys {
+			rows = append(rows, []string{k.ID, string(k.Role), d.stampOrDash(k.CreatedAt.Time)})
+		}
+		d.table(1, rows)
+	}
+	if len(st.RevokedKeys) > 0 {
+		d.heading("Revoked keys", "tokens sealed with them fail (mrtr.dev/revoke)")
+		rows := append(make([][]string, 0, 1+len(st.RevokedKeys)), []string{"ID", "ROLE THEN", "REVOKED"})
+		for _, k := range st.RevokedKeys {
+			rows = append(rows, []string{k.ID, orDash(string(k.Role)), d.stampOrDash(k.RevokedAt.Time)})
+		}
+		d.table(1, rows)
+	}
+
+	d.workloads(v)
+	if v.selected != nil {
+		summary := "none"
+		if sp := st.SelectedPods; sp != nil {
+			summary = fmt.Sprintf("%d of %d acknowledged keyring %s", sp.PodsAcknowledged, sp.Pods, orDash(st.TargetFingerprint))
+		}
+		d.heading("Selected pods", summary+" (spec.podSelector)")
+		d.pods(1, v.selected, kr, nil)
+	}
+
+	if len(st.Conditions) == 0 {
+		d.heading("Conditions", "none yet")
+		return d.err
+	}
+	d.heading("Conditions", "")
+	rows := append(make([][]string, 0, 1+len(st.Conditions)), []string{"TYPE", "STATUS", "REASON", "SINCE", "MESSAGE"})
+	for _, c := range st.Conditions {
+		rows = append(rows, []string{c.Type, string(c.Status), c.Reason, age(c.LastTransitionTime.Time, now), oneLine(c.Message)})
+	}
+	d.table(1, rows)
+	return d.err
+}
+
+func (d *textWriter) stampOrDash(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return stamp(t, d.now)
+}
+
+// workloads writes each target workload's rollout and, when read, its pods.
+func (d *textWriter) workloads(v keyringView) {
+	st := v.kr.Status
+	switch {
+	case st.WorkloadCount == 0 && v.selected == nil:
+		d.heading("Workloads", "none: nothing acknowledges or rolls out, so each phase waits spec.propagationDelay")
+		return
+	case st.WorkloadCount == 0:
+		d.heading("Workloads", "none")
+		return
+	}
+	summary := fmt.Sprintf("%d of %d up to date", st.WorkloadsUpToDate, st.WorkloadCount)
+	if n := len(st.Workloads); int32(n) < st.WorkloadCount {
+		summary += fmt.Sprintf(" (status lists %d: those not up to date first)", n)
+	}
+	d.heading("Workloads", summary)
+	for _, w := range v.workloads {
+		d.printf(1, "%s/%s: %s\n", w.Kind, w.Name, rollout(v.kr, w.WorkloadStatus))
+		if w.Message != "" {
+			d.printf(2, "%s\n", oneLine(w.Message))
+		}
+		if w.pods != nil {
+			d.pods(2, w.pods, v.kr, w.Laggards)
+		}
+	}
+}
+
+// rollout is one workload's state: "up to date, 3/3 ready, 3 of 3 pods acknowledged".
+func rollout(kr *mrtrv1alpha1.MRTRKeyring, w mrtrv1alpha1.WorkloadStatus) string {
+	if !w.Found {
+		return "not found"
+	}
+	state := "not up to date"
+	if w.UpToDate {
+		state = "up to date"
+	}
+	state += fmt.Sprintf(", %d/%d ready", w.ReadyReplicas, w.DesiredReplicas)
+	if reload(kr) {
+		state += fmt.Sprintf(", %d of %d pods acknowledged", w.PodsAcknowledged, w.Pods)
+	}
+	return state
+}
+
+// pods writes a table of pods and what each acknowledged, indented by level; laggards the operator
+// names that are not among them (gone since, or not readable) are named after it.
+func (d *textWriter) pods(level int, pv *podsView, kr *mrtrv1alpha1.MRTRKeyring, laggards []string) {
+	if pv.err != nil {
+		d.printf(level, "pods: cannot read them: %v\n", pv.err)
+	}
+	if len(pv.pods) == 0 && pv.err == nil {
+		d.printf(level, "no pods\n")
+	}
+	if len(pv.pods) > 0 {
+		rows := append(make([][]string, 0, 1+len(pv.pods)), []string{"POD", "KEYRING", "AGE", "STATE"})
+		for _, p := range pv.pods {
+			rows = append(rows, []string{p.name, orDash(p.acknowledged), age(p.created, d.now), podState(p, kr)})
+		}
+		d.table(level, rows)
+	}
+	var missing []string
+	for _, l := range laggards {
+		if !slices.ContainsFunc(pv.pods, func(p podView) bool { return p.name == l }) {
+			missing = append(missing, l)
+		}
+	}
+	if len(missing) > 0 {
+		d.printf(level, "laggards in status, not among these pods: %s\n", list(missing, 10))
+	}
+}
+
+// podState says which keyring a pod acknowledged, against the one the phase rolls out.
+func podState(p podView, kr *mrtrv1alpha1.MRTRKeyring) string {
+	st := kr.Status
+	var s string
+	switch {
+	case p.acknowledged == "":
+		s = "no acknowledgement"
+		if st.PhaseStartedAt != nil && p.created.After(st.PhaseStartedAt.Time) {
+			s += ", created after this phase began"
+		}
+	case st.TargetFingerprint == "":
+		s = "acknowledged"
+	case p.acknowledged == st.TargetFingerprint:
+		s = "runs the target keyring"
+	case p.acknowledged == st.SecretFingerprint:
+		s = "runs the Secret's keyring, not the target"
+	default:
+		s = "behind: acknowledged another keyring"
+	}
+	if p.laggard {
+		s += ", laggard"
+	}
+	if p.terminating {
+		s += ", terminating"
+	}
+	return s
+}
+
+func deliveryName(kr *mrtrv1alpha1.MRTRKeyring) string {
+	if kr.Spec.Delivery == "" {
+		return string(mrtrv1alpha1.DeliveryReload) + " (the default)"
+	}
+	return string(kr.Spec.Delivery)
+}
+
+func phaseLine(kr *mrtrv1alpha1.MRTRKeyring, now time.Time) string {
+	st := kr.Status
+	switch {
+	case st.Phase == "":
+		return "- (no status yet)"
+	case st.PhaseStartedAt == nil:
+		return string(st.Phase)
+	}
+	return fmt.Sprintf("%s since %s", st.Phase, stamp(st.PhaseStartedAt.Time, now))
+}
+
+func fingerprints(st mrtrv1alpha1.MRTRKeyringStatus) string {
+	switch {
+	case st.SecretFingerprint == "" && st.TargetFingerprint == "":
+		return "-"
+	case st.SecretFingerprint == st.TargetFingerprint:
+		return "Secret and target " + st.TargetFingerprint
+	}
+	return fmt.Sprintf("Secret %s, target %s", orDash(st.SecretFingerprint), orDash(st.TargetFingerprint))
+}
+
+// ttlWaitLine says when the TTL wait ends, or how long the next one lasts.
+func ttlWaitLine(kr *mrtrv1alpha1.MRTRKeyring, now time.Time) string {
+	if until := kr.Status.TTLWaitUntil; until != nil {
+		if until.After(now) {
+			return fmt.Sprintf("until %s (%s left)", until.UTC().Format(time.RFC3339), duration.HumanDuration(until.Sub(now)))
+		}
+		return "ended " + stamp(until.Time, now)
+	}
+	s := kr.Spec
+	wait := s.TokenTTL.Duration + s.ClockSkew.Duration + s.TerminationGracePeriod.Duration
+	return fmt.Sprintf("none under way; %s once the old key stops sealing (tokenTTL %s + clockSkew %s + terminationGracePeriod %s)",
+		duration.HumanDuration(wait), s.TokenTTL.Duration, s.ClockSkew.Duration, s.TerminationGracePeriod.Duration)
+}
+
+func nextRotationLine(kr *mrtrv1alpha1.MRTRKeyring, now time.Time) string {
+	next, interval := kr.Status.NextRotationTime, duration.HumanDuration(kr.Spec.RotationInterval.Duration)
+	switch phase := kr.Status.Phase; {
+	case kr.Spec.Suspend:
+		return "suspended (spec.suspend): none starts until resumed"
+	case phase != "" && phase != mrtrv1alpha1.PhaseStable:
+		return fmt.Sprintf("%s after the rotation under way completes", interval)
+	case next == nil:
+		return "-"
+	}
+	return fmt.Sprintf("%s, every %s", stamp(next.Time, now), interval)
+}
+
+func lastRotationLine(st mrtrv1alpha1.MRTRKeyringStatus, now time.Time) string {
+	if st.LastRotationTime == nil {
+		return "never"
+	}
+	return fmt.Sprintf("%s; %d completed", stamp(st.LastRotationTime.Time, now), st.RotationsCompleted)
+}

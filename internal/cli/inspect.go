@@ -1,0 +1,302 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/pkg/token"
+)
+
+// inspectOptions are the flags of inspect: a keyring file, and the request the token came back
+// with, which the codecs bind.
+type inspectOptions struct {
+	keyringFile                  string
+	method, params, principal    string
+	protocolVersion, server      string
+	ttl, anonymousTTL, clockSkew time.Duration
+}
+
+// requestFlags are the flags that only mean something with --keyring.
+var requestFlags = []string{"method", "params", "principal", "protocol-version", "server", "ttl", "anonymous-ttl", "clock-skew"}
+
+// errRejected is inspect's failure when the token does not open; its report says why.
+var errRejected = errors.New("the token does not open")
+
+// newInspectCommand reads a request-state token offline: what its text says without keys, and,
+// given the keyring and the request, which of the codec's checks rejects it, or that it opens. It
+// prints neither key bytes nor the token's state, nor anything of a Sealed token it did not decrypt.
+func newInspectCommand(e *env) *cobra.Command {
+	o := inspectOptions{}
+	cmd := &cobra.Command{
+		Use:   "inspect TOKEN",
+		Short: "Read an MRTR request-state token offline and say whether, and why not, it opens",
+		Long: "inspect reads a request-state token of pkg/token without cluster access: its codec (Signed,\n" +
+			"Snodo's HMAC format, or Sealed, AES-256-GCM), format version, key id and, where the text shows them\n" +
+			"(Signed), its times. Given the keyring file (the Secret's keyring.json) and the request the token\n" +
+			"came back with, it runs the codec's checks and names the one that rejects the token, or says that\n" +
+			"it opens. TOKEN - reads the token from standard input. It never prints key bytes or the state.",
+		Example: "  kubectl mrtr inspect \"$TOKEN\"\n" +
+			"  kubectl get secret payments -n mcp -o jsonpath='{.data.keyring\\.json}' | base64 -d > keyring.json\n" +
+			"  kubectl mrtr inspect - --keyring keyring.json --method tools/call --params \"$PARAMS\" \\\n" +
+			"      --principal '\"user:ada\"' --server https://payments.example.com/mcp --protocol-version 2025-06-18 <token.txt",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			tok := args[0]
+			if tok == "-" {
+				b, err := io.ReadAll(io.LimitReader(cmd.InOrStdin(), token.MaxSealedTokenBytes+1))
+				if err != nil {
+					return fmt.Errorf("read the token from standard input: %w", err)
+				}
+				tok = string(b)
+			}
+			if o.keyringFile == "" {
+				for _, f := range requestFlags {
+					if cmd.Flags().Changed(f) {
+						return fmt.Errorf("--%s needs --keyring: without the keys nothing can be checked", f)
+					}
+				}
+			}
+			return o.run(e.streams.Out, strings.TrimSpace(tok), e.now())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.keyringFile, "keyring", "", "the keyring file (the Secret's keyring.json) to check the token with")
+	f.StringVar(&o.method, "method", "", "the request's JSON-RPC method, e.g. tools/call (required with --keyring)")
+	f.StringVar(&o.params, "params", "", "the request's params object as JSON (default: none, bound as {})")
+	f.StringVar(&o.principal, "principal", "null", "the authenticated caller as JSON, e.g. '\"user:ada\"'; null is anonymous")
+	f.StringVar(&o.protocolVersion, "protocol-version", "", "the request's MCP protocol version (Sealed binds it)")
+	f.StringVar(&o.server, "server", "", "the server identity Sealed binds, its NewSealed argument (required for Sealed)")
+	f.DurationVar(&o.ttl, "ttl", token.DefaultSealedTTL, "the opener's token TTL")
+	f.DurationVar(&o.anonymousTTL, "anonymous-ttl", 0, "Sealed: the opener's TTL of anonymous tokens (default 60s, or --ttl if shorter)")
+	f.DurationVar(&o.clockSkew, "clock-skew", token.DefaultSealedClockSkew, "Sealed: how far ahead of now an issue time may be")
+	return cmd
+}
+
+// inspection is one run of inspect: the options, and the writer with the clock.
+type inspection struct {
+	*inspectOptions
+	d *textWriter
+}
+
+func (o *inspectOptions) run(out io.Writer, tok string, now time.Time) error {
+	in := inspection{inspectOptions: o, d: &textWriter{out: out, now: now}}
+	info, err := token.Inspect(tok)
+	if o.keyringFile == "" {
+		fields := append(in.header(info, len(tok)), "Key id", keyIDLine(info, nil))
+		if err != nil {
+			in.d.fields(append(fields, "Result", rejection(err))...)
+			return errors.Join(in.d.err, errRejected)
+		}
+		in.d.fields(append(fields,
+			"Issued at", in.timeLine(info, info.Issued, false),
+			"Expires at", in.timeLine(info, info.Expires, true))...)
+		return in.d.err
+	}
+
+	ring, err := keyring.LoadFile(o.keyringFile)
+	if err != nil {
+		return err // it names the file and the entry, never key bytes
+	}
+	explain, err := o.explainer(info, ring, now)
+	if err != nil {
+		return err
+	}
+	b, err := o.binding()
+	if err != nil {
+		return err
+	}
+	info, err = explain(b, tok)
+	if token.IsConfigError(err) {
+		return flagError(err)
+	}
+	fields := append(in.header(info, len(tok)),
+		"Keyring", fmt.Sprintf("%s: keys %s; fingerprint %s", o.keyringFile, strings.Join(ring.IDs(), ", "), ring.Fingerprint()),
+		"Key id", keyIDLine(info, ring),
+		"Issued at", in.timeLine(info, info.Issued, false),
+		"Expires at", in.timeLine(info, info.Expires, true),
+		"Request", o.requestLine(info),
+	)
+	if err != nil {
+		in.d.fields(append(fields, "Result", rejection(err)+hint(err))...)
+		return errors.Join(in.d.err, errRejected)
+	}
+	in.d.fields(append(fields, "Result", "opens: authentic, current and bound to this request")...)
+	return in.d.err
+}
+
+// header is what the token's text says of its codec, and its size.
+func (in inspection) header(info token.Info, size int) []string {
+	codec := "unknown"
+	switch info.Codec {
+	case token.CodecSigned:
+		codec = fmt.Sprintf("Signed (HMAC-SHA256, Snodo's wire format), format version %d (mrtr%d)", info.Version, info.Version)
+	case token.CodecSealed:
+		codec = fmt.Sprintf("Sealed (AES-256-GCM), format version %d (mrtr-sealed-v%d)", info.Version, info.Version)
+	}
+	return []string{"Codec", codec, "Size", fmt.Sprintf("%d bytes", size)}
+}
+
+// timeLine shows a token's time and how far to trust it: a Sealed token's times are encrypted until
+// a key authenticates it; a Signed token's are readable, but unverified until a key verifies it.
+func (in inspection) timeLine(info token.Info, t time.Time, expiry bool) string {
+	if t.IsZero() {
+		switch {
+		case info.Codec != token.CodecSealed:
+			return "-"
+		case in.keyringFile == "":
+			return "encrypted: give --keyring and the request's --method, --server and --protocol-version to read it"
+		}
+		return "encrypted: no key of the keyring opened the token for this request"
+	}
+	s := stamp(t, in.d.now)
+	if expiry && t.After(in.d.now) {
+		s += ", not expired"
+	} else if expiry {
+		s += ", expired"
+	}
+	if !info.Verified {
+		s += ", unverified (no key verified the token)"
+	}
+	return s
+}
+
+// explainer returns the Explain of the token's codec over ring, with the flags' options.
+func (o *inspectOptions) explainer(info token.Info, ring *keyring.Keyring, now time.Time) (func(token.Binding, string) (token.Info, error), error) {
+	src := keyring.Static(ring)
+	clock := func() time.Time { return now }
+	if info.Codec == token.CodecSigned {
+		c, err := token.NewSigned(src, token.SignedTTL(o.ttl), token.SignedClock(clock))
+		if err != nil {
+			return nil, flagError(err)
+		}
+		return c.Explain, nil
+	}
+	if o.server == "" {
+		return nil, errors.New("--server is required for a Sealed token: the codec binds the server identity (NewSealed's argument)")
+	}
+	opts := []token.SealedOption{token.SealedTTL(o.ttl), token.SealedClockSkew(o.clockSkew), token.SealedClock(clock)}
+	if o.anonymousTTL != 0 {
+		opts = append(opts, token.SealedAnonymousTTL(o.anonymousTTL))
+	}
+	c, err := token.NewSealed(src, o.server, opts...)
+	if err != nil {
+		return nil, flagError(err)
+	}
+	return c.Explain, nil
+}
+
+// binding is the request of the flags.
+func (o *inspectOptions) binding() (token.Binding, error) {
+	if o.method == "" {
+		return token.Binding{}, errors.New("--method is required with --keyring: the codecs bind the request's method")
+	}
+	b := token.Binding{Method: o.method, Principal: json.RawMessage(o.principal), ProtocolVersion: o.protocolVersion}
+	if o.params != "" {
+		b.Params = json.RawMessage(o.params)
+	}
+	return b, nil
+}
+
+// requestLine names what the token was checked against: what the codec binds.
+func (o *inspectOptions) requestLine(info token.Info) string {
+	params := "none"
+	if o.params != "" {
+		params = fmt.Sprintf("%d bytes", len(o.params))
+	}
+	s := fmt.Sprintf("method %s, principal %s, params %s", o.method, o.principal, params)
+	if info.Codec == token.CodecSealed {
+		s += fmt.Sprintf(", protocol version %q, server %s", o.protocolVersion, o.server)
+	}
+	return s
+}
+
+// keyIDLine names the token's key id and, given the keyring, where it is in it.
+func keyIDLine(info token.Info, ring *keyring.Keyring) string {
+	if info.KeyID == "" {
+		if info.Codec == token.CodecSigned && info.Version == 1 {
+			return "none (mrtr1: any key of the keyring may have sealed it)"
+		}
+		return "-"
+	}
+	if ring == nil {
+		return info.KeyID
+	}
+	for i, id := range ring.IDs() {
+		if id == info.KeyID {
+			s := fmt.Sprintf("%s, key %d of %d in the keyring", id, i+1, ring.Len())
+			if i == 0 {
+				s += " (the primary)"
+			}
+			return s
+		}
+	}
+	return info.KeyID + ", not in the keyring"
+}
+
+// rejection says which check rejected the token: "Sealed token rejected by the expired check: ...".
+func rejection(err error) string { return strings.TrimPrefix(err.Error(), "token: ") }
+
+// checkHints say which flags to look at when a check that compares the token with the request fails.
+var checkHints = map[token.Check]string{
+	token.CheckAuthTag:     "; check --method, --protocol-version and --server (a Sealed token binds them), or the keyring",
+	token.CheckMAC:         "; the keyring's key of that id is not the one that sealed it",
+	token.CheckPrincipal:   "; check --principal",
+	token.CheckLifetime:    "; check --ttl (and --anonymous-ttl for a null principal)",
+	token.CheckNotYetValid: "; check the clocks (and --clock-skew)",
+	token.CheckParams:      "; check --params",
+}
+
+// hint points at the flags to check for err's check, if any.
+func hint(err error) string {
+	var re *token.RejectError
+	if !errors.As(err, &re) {
+		return ""
+	}
+	if re.Check == token.CheckBinding {
+		if re.Codec == token.CodecSealed {
+			return "; check --params"
+		}
+		return "; check --method, --params and --principal"
+	}
+	return checkHints[re.Check]
+}
+
+// flagError names the flag behind a codec's *ConfigError.
+func flagError(err error) error {
+	var ce *token.ConfigError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	flag := map[string]string{
+		"SealedTTL": "--ttl", "SignedTTL": "--ttl", "SealedAnonymousTTL": "--anonymous-ttl",
+		"SealedClockSkew": "--clock-skew", "server": "--server", "Binding.Method": "--method",
+		"Binding.Principal": "--principal",
+	}[ce.Field]
+	if flag == "" {
+		return err
+	}
+	return fmt.Errorf("%s %s", flag, ce.Reason)
+}

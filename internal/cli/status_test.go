@@ -1,0 +1,152 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package cli
+
+import (
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+)
+
+// fakeOptions are Options whose API client holds exactly the fixtures, so that the outputs are
+// deterministic: every time in them is the fixtures', relative to the tests' clock. The envtest
+// tests run the same commands against a real API server.
+func fakeOptions() Options {
+	objs := append([]client.Object{payments(), search(), weather(), broken(), paused(), fresh(), tools()}, paymentsObjects()...)
+	objs = append(objs, weatherObjects()...)
+	return Options{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()}
+}
+
+func TestStatusGolden(t *testing.T) {
+	o := fakeOptions()
+	for _, tc := range []struct {
+		golden string
+		args   []string
+	}{
+		{"status-table", []string{"status", "-n", "mcp"}},
+		{"status-table-all-namespaces", []string{"status", "-A"}},
+		{"status-payments", []string{"status", "payments", "-n", "mcp"}},
+		{"status-search", []string{"status", "search", "-n", "mcp"}},
+		{"status-weather", []string{"status", "weather", "-n", "mcp"}},
+		{"status-broken", []string{"status", "broken", "-n", "mcp"}},
+		{"status-paused", []string{"status", "paused", "-n", "mcp"}},
+		{"status-fresh", []string{"status", "fresh", "-n", "mcp"}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			r := run(t, o, "", tc.args...)
+			if r.err != nil || r.errOut != "" {
+				t.Fatalf("kubectl mrtr %s: %v, stderr %q", strings.Join(tc.args, " "), r.err, r.errOut)
+			}
+			golden(t, tc.golden, r.out)
+		})
+	}
+}
+
+// The pods shown are those the operator counts: the Deployment's selector's, and the podSelector's
+// apart from those; each with the fingerprint it acknowledged, against the target.
+func TestStatusShowsEachPodsAcknowledgement(t *testing.T) {
+	r := run(t, fakeOptions(), "", "status", "payments", "-n", "mcp")
+	assertOutput(t, r,
+		"payments-mcp-7d9f-a "+fpNew+" 2d runs the target keyring",
+		"payments-mcp-7d9f-c "+fpOld+" 2d behind: acknowledged another keyring, laggard",
+		"payments-mcp-7d9f-d "+fpOld+" 2d behind: acknowledged another keyring, terminating",
+		"payments-canary-0 - 30s no acknowledgement, created after this phase began, laggard",
+		"Waiting for: 2 of 4 pods to acknowledge keyring "+fpNew+" (laggards: payments-mcp-7d9f-c and payments-canary-0)",
+	)
+	if strings.Contains(r.out, "search-worker-0") {
+		t.Errorf("the output shows a pod that no target selects:\n%s", r.out)
+	}
+}
+
+// A pod list that cannot be read (a workload deleted since, or no permission) leaves the rest of
+// the picture.
+func TestStatusShowsWhatItCannotRead(t *testing.T) {
+	kr := weather()
+	o := Options{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(kr).Build()}
+	r := run(t, o, "", "status", "weather", "-n", "mcp")
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if want := `pods: cannot read them: get Deployment weather-mcp: deployments.apps "weather-mcp" not found`; !strings.Contains(r.out, want) {
+		t.Errorf("the output lacks %q:\n%s", want, r.out)
+	}
+	if !strings.Contains(r.out, "Conditions:") {
+		t.Errorf("the output stops at the error:\n%s", r.out)
+	}
+}
+
+// A newer operator may write phases and key roles this build does not know: status still reads
+// them, and says what the phase waits for from the counts and the operator's own messages.
+func TestStatusToleratesPhasesItDoesNotKnow(t *testing.T) {
+	kr := payments()
+	kr.Status.Phase = "Rebalancing"
+	kr.Status.Keys[1].Role = "Quarantined"
+	all := weather()
+	all.Status.Phase = "Rebalancing"
+	all.Status.Conditions[1].Message = "Rebalancing: every pod runs keyring " + fpNew
+	o := Options{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(append(paymentsObjects(), kr, all)...).Build()}
+
+	r := run(t, o, "", "status", "payments", "-n", "mcp")
+	assertOutput(t, r,
+		"Phase: Rebalancing since 2026-12-01T11:58:30Z (90s ago)",
+		"Waiting for: 2 of 4 pods to acknowledge keyring "+fpNew+" (laggards: payments-mcp-7d9f-c and payments-canary-0).",
+		"k20261101-120000 Quarantined 2026-11-01T12:00:00Z (30d ago)")
+	r = run(t, o, "", "status", "weather", "-n", "mcp")
+	assertOutput(t, r, "Waiting for: the operator's next pass: every pod runs keyring "+fpNew+
+		" (Rebalancing: every pod runs keyring "+fpNew+").")
+	r = run(t, o, "", "status", "-n", "mcp")
+	assertOutput(t, r, "payments Rebalancing k20261201-115800 2m 2/4 under way True")
+}
+
+// assertOutput fails unless r succeeded and its output holds each of want, spaces squashed.
+func assertOutput(t *testing.T, r result, want ...string) {
+	t.Helper()
+	if r.err != nil {
+		t.Fatalf("%v: %s", r.err, r.errOut)
+	}
+	out := squash(r.out)
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("the output lacks %q:\n%s", w, r.out)
+		}
+	}
+}
+
+func TestStatusErrors(t *testing.T) {
+	o := fakeOptions()
+	for name, tc := range map[string]struct {
+		args []string
+		want string
+	}{
+		"not found":       {[]string{"status", "missing", "-n", "mcp"}, "MRTRKeyring missing not found in namespace mcp"},
+		"name across all": {[]string{"status", "payments", "-A"}, "a keyring NAME cannot be combined with --all-namespaces"},
+		"two names":       {[]string{"status", "a", "b", "-n", "mcp"}, "accepts at most 1 arg(s), received 2"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := run(t, o, "", tc.args...)
+			if r.err == nil || !strings.Contains(r.err.Error(), tc.want) {
+				t.Fatalf("error %v; want one that says %q", r.err, tc.want)
+			}
+		})
+	}
+	r := run(t, o, "", "status", "-n", "empty")
+	if r.err != nil || r.out != "" || r.errOut != "No MRTRKeyrings found in namespace empty.\n" {
+		t.Fatalf("an empty namespace: %v, stdout %q, stderr %q", r.err, r.out, r.errOut)
+	}
+}
