@@ -89,8 +89,16 @@ test: manifests generate fmt vet envtest-assets ## Run unit and envtest suites (
 # The end-to-end tests, and the test of the local cluster itself, carry the e2e build tag: they need
 # the whole control plane, and they run processes of their own (see test/localcluster).
 .PHONY: test-e2e
-test-e2e: manifests generate fmt vet build e2e-assets ## Run the end-to-end tests on a local cluster.
-	go test -tags=e2e -p 1 -timeout 30m -v ./test/e2e/... ./test/localcluster/...
+test-e2e: manifests generate fmt vet build helm e2e-assets ## Run the end-to-end tests on a local cluster.
+	go test -tags=e2e -p 1 -timeout 30m -v ./test/e2e/... ./test/localcluster/... ./test/docs/...
+
+# The operator documentation's commands: test/docs runs every sh block of docs/*.md (but
+# benchmarks.md) with bash, in order, against a local cluster with the operator and the example
+# servers (the e2e harness, which installs the chart with bin/helm), with kubectl and a fresh
+# kubectl-mrtr on PATH. test-e2e runs it too.
+.PHONY: test-docs
+test-docs: helm e2e-assets ## Run every command of the operator docs (docs/*.md) against a local cluster.
+	go test -tags=e2e -count=1 -timeout 20m -v ./test/docs/...
 
 FUZZTIME ?= 10s
 .PHONY: fuzz
@@ -119,7 +127,8 @@ bench-token: ## Benchmark pkg/token's codecs against their floors and alternativ
 # (each with one Deployment) become Ready, then all rotate at once; hack/benchscale prints times,
 # the manager's API requests and CPU per keyring rotation, its steady-state traffic and memory, a
 # markdown table and one JSON line per size. SCALE_DELIVERY=Reload acknowledges on Pods instead of
-# rolling out; SCALE_MANAGER_ARGS are appended to the manager's flags.
+# rolling out; SCALE_NEXT_KEY=Staged rotates in two rounds (the default, AtRotation, in the three
+# the issue's baseline measured); SCALE_MANAGER_ARGS are appended to the manager's flags.
 SCALE_N ?= 100,1000
 .PHONY: bench-scale
 bench-scale: envtest-assets ## Benchmark the manager with SCALE_N keyrings (default 100,1000) on envtest: Ready, rotate all, cost per rotation.
@@ -159,7 +168,7 @@ run: manifests generate fmt vet ## Run a controller from your host against the c
 # cluster (test/localcluster), the operator as its own process, a 3-replica Deployment of the example
 # MCP server (one real process per Ready pod) and an MCP client, then walks two rotations and cleans up.
 .PHONY: demo
-demo: manifests e2e-assets ## Two key rotations under live MRTR traffic on a local cluster; cleans up (also on Ctrl-C).
+demo: manifests helm e2e-assets ## Two key rotations under live MRTR traffic on a local cluster; cleans up (also on Ctrl-C).
 	go run ./test/e2e/demo
 
 # The same local cluster with the CRDs and the manager, left running for you to explore with kubectl.

@@ -121,7 +121,8 @@ type MRTRKeyringSpec struct {
 	// pods that never run the library still rotate safely, with restarts.
 	//
 	// Restart: the keyring's fingerprint is stamped on every target's pod template (annotation
-	// mrtr.dev/keyring-hash), which restarts every pod three times per rotation; a phase ends when
+	// mrtr.dev/keyring-hash), which restarts every pod once per round (two rounds per rotation
+	// with a staged next key, three without); a phase ends when
 	// the rollout does. For consumers that read the keyring only at start (the MRTR_KEYRING
 	// environment variable).
 	// +optional
@@ -294,6 +295,18 @@ type KeyStatus struct {
 	// createdAt is when the operator generated (or adopted) the key.
 	// +optional
 	CreatedAt metav1.Time `json:"createdAt,omitzero"`
+	// sealingSince is, for the primary, when it began to seal: a staged key is created one
+	// rotation before it seals, so its age is not how long it has sealed.
+	// +optional
+	SealingSince *metav1.Time `json:"sealingSince,omitempty"`
+}
+
+// Sealing is when k began to seal: sealingSince, or createdAt in a status from before it.
+func (k KeyStatus) Sealing() metav1.Time {
+	if k.SealingSince != nil {
+		return *k.SealingSince
+	}
+	return k.CreatedAt
 }
 
 // WorkloadStatus is the rollout state of one target workload.
@@ -357,7 +370,8 @@ type MRTRKeyringStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// phase is the rotation phase: Stable, Accepting, SealingWithNew, WaitingTTL or Removing.
+	// phase is the rotation phase: Stable, Accepting, SealingWithNew, WaitingTTL, Removing or
+	// Revoking.
 	// +optional
 	Phase Phase `json:"phase,omitempty"`
 
@@ -540,7 +554,7 @@ const (
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Pods",type=integer,JSONPath=`.status.podCount`
 // +kubebuilder:printcolumn:name="Acknowledged",type=integer,JSONPath=`.status.podsAcknowledged`
-// +kubebuilder:printcolumn:name="Next Rotation",type=date,JSONPath=`.status.nextRotationTime`
+// +kubebuilder:printcolumn:name="Next Rotation",type=string,JSONPath=`.status.nextRotationTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="(has(oldSelf.spec.secretName) ? oldSelf.spec.secretName : oldSelf.metadata.name) == (has(self.spec.secretName) ? self.spec.secretName : self.metadata.name)",message="spec.secretName is immutable: the workloads mount the Secret by name",fieldPath=".spec.secretName"
 

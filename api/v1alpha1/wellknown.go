@@ -49,7 +49,9 @@ const (
 	// timestamp, a commit, anything) and one rotation starts; status.lastHandledRotateRequest
 	// records the value handled, so re-applying the same value (GitOps) does nothing.
 	RotateAnnotation = "mrtr.dev/rotate"
-	// RevokeAnnotation, on an MRTRKeyring, revokes keys at once: a comma-separated list of key
+	// RevokeAnnotation, on an MRTRKeyring, revokes keys at once, in any phase (suspended or stalled
+	// too, but not while the Secret is unusable, of another type or another keyring's: it waits
+	// for it to be fixed, since the operator never writes such a Secret): a comma-separated list of key
 	// ids, or RevokeAll for every key the keyring holds when the value is first seen (the whole
 	// Secret leaked). Handled once per value, like RotateAnnotation
 	// (status.lastHandledRevokeRequest): re-applying it (GitOps) revokes nothing more.

@@ -50,6 +50,7 @@ import (
 type config struct {
 	sizes         []int
 	delivery      mrtrv1alpha1.Delivery
+	nextKey       mrtrv1alpha1.NextKey
 	managerArgs   []string
 	readyTimeout  time.Duration
 	rotateTimeout time.Duration
@@ -91,6 +92,9 @@ func parseConfig(args []string) (config, error) {
 	sizes := fs.String("n", envOr("SCALE_N", "100,1000"), "comma-separated numbers of keyrings, one fresh envtest each (env SCALE_N)")
 	delivery := fs.String("delivery", envOr("SCALE_DELIVERY", string(mrtrv1alpha1.DeliveryRestart)),
 		"Restart (the harness rolls the Deployments out) or Reload (the harness acknowledges on Pods) (env SCALE_DELIVERY)")
+	nextKey := fs.String("next-key", envOr("SCALE_NEXT_KEY", string(mrtrv1alpha1.NextKeyAtRotation)),
+		"AtRotation (three rounds per rotation, as the issue's baseline measured) or Staged (two rounds; no Accepting, "+
+			"so no rollout -> next write step to time) (env SCALE_NEXT_KEY)")
 	managerArgs := fs.String("manager-args", os.Getenv("SCALE_MANAGER_ARGS"),
 		"space-separated extra arguments for the manager, appended to the harness's own (env SCALE_MANAGER_ARGS)")
 	readyTimeout := fs.Duration("ready-timeout", 10*time.Minute, "how long all keyrings may take to become Ready")
@@ -100,7 +104,7 @@ func parseConfig(args []string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
-	c := config{delivery: mrtrv1alpha1.Delivery(*delivery), managerArgs: strings.Fields(*managerArgs),
+	c := config{delivery: mrtrv1alpha1.Delivery(*delivery), nextKey: mrtrv1alpha1.NextKey(*nextKey), managerArgs: strings.Fields(*managerArgs),
 		readyTimeout: *readyTimeout, rotateTimeout: *rotateTimeout, steadyWindow: *steady, workers: *workers}
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -111,6 +115,9 @@ func parseConfig(args []string) (config, error) {
 	}
 	if c.delivery != mrtrv1alpha1.DeliveryRestart && c.delivery != mrtrv1alpha1.DeliveryReload {
 		return config{}, fmt.Errorf("-delivery / SCALE_DELIVERY: %q is neither Restart nor Reload", *delivery)
+	}
+	if c.nextKey != mrtrv1alpha1.NextKeyAtRotation && c.nextKey != mrtrv1alpha1.NextKeyStaged {
+		return config{}, fmt.Errorf("-next-key / SCALE_NEXT_KEY: %q is neither AtRotation nor Staged", *nextKey)
 	}
 	if c.workers < 1 {
 		return config{}, errors.New("-workers must be at least 1")

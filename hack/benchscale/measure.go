@@ -54,7 +54,7 @@ func measure(ctx context.Context, cfg config, root, bin string, n int) (res resu
 	if err != nil {
 		return res, err
 	}
-	progress("N=%d: %d namespace(s), delivery %s; starting envtest (files in %s)", n, res.namespaces, cfg.delivery, dir)
+	progress("N=%d: %d namespace(s), delivery %s, next key %s; starting envtest (files in %s)", n, res.namespaces, cfg.delivery, cfg.nextKey, dir)
 	cp, err := startControlPlane(root, dir)
 	if err != nil {
 		return res, err
@@ -132,7 +132,7 @@ func (b *bench) measureReady(ctx context.Context, res *result) (err error) {
 	progress("N=%d: creating %d keyrings", b.n, b.n)
 	t0 := time.Now()
 	if err := parallel(ctx, "keyrings created", b.n, b.cfg.workers, func(ctx context.Context, i int) error {
-		return b.c.Create(ctx, newKeyring(b.ts[i], b.cfg.delivery))
+		return b.c.Create(ctx, newKeyring(b.ts[i], b.cfg.delivery, b.cfg.nextKey))
 	}); err != nil {
 		return fmt.Errorf("create the keyrings: %w", err)
 	}

@@ -71,13 +71,14 @@ func targets(n int) (namespaces []string, ts []target) {
 
 // newKeyring is the keyring of t, unstructured: the typed spec omits zero durations (omitzero), so
 // clockSkew and terminationGracePeriod 0s would be sent as absent and defaulted to 30s each.
-func newKeyring(t target, delivery mrtrv1alpha1.Delivery) *unstructured.Unstructured {
+func newKeyring(t target, delivery mrtrv1alpha1.Delivery, nextKey mrtrv1alpha1.NextKey) *unstructured.Unstructured {
 	spec := map[string]any{
 		"rotationInterval":       rotationInterval,
 		"tokenTTL":               tokenTTL,
 		"clockSkew":              clockSkew,
 		"terminationGracePeriod": terminationGrace,
 		"delivery":               string(delivery),
+		"nextKey":                string(nextKey),
 		"workloads":              []any{map[string]any{"kind": "Deployment", "name": t.name}},
 	}
 	if delivery == mrtrv1alpha1.DeliveryReload {

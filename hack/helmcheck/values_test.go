@@ -281,7 +281,7 @@ func parseValues(t *testing.T, y string) map[string]any {
 func TestWrongValuesFail(t *testing.T) {
 	for _, tc := range []struct{ values, want string }{
 		{`scope: {watchNamespaces: [Team_A]}`, `scope.watchNamespaces: "Team_A" is not a namespace name`},
-		{`manager: {replicas: 0}`, `manager.replicas must be at least 1, not 0`},
+		{`manager: {replicas: -1}`, `manager.replicas must be 0 (no manager runs, e.g. while you upgrade by hand) or more, not -1`},
 		{`manager: {podAntiAffinity: sometimes}`, `manager.podAntiAffinity must be soft, hard or none, not "sometimes"`},
 		{`serviceAccount: {create: false}`, `serviceAccount.name must name the ServiceAccount to use`},
 		{`{metrics: {enable: false}, prometheus: {serviceMonitor: {enable: true}}}`, `prometheus.serviceMonitor.enable needs metrics.enable`},

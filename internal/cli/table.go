@@ -40,7 +40,7 @@ func writeTable(out io.Writer, items []mrtrv1alpha1.MRTRKeyring, namespaced bool
 		kr := &items[i]
 		primary, primaryAge := "-", "-"
 		if keys := kr.Status.Keys; len(keys) > 0 {
-			primary, primaryAge = keys[0].ID, age(keys[0].CreatedAt.Time, now)
+			primary, primaryAge = keys[0].ID, age(keys[0].Sealing().Time, now)
 		}
 		ready, message := "Unknown", ""
 		if c := meta.FindStatusCondition(kr.Status.Conditions, mrtrv1alpha1.ConditionReady); c != nil {

@@ -82,10 +82,13 @@ const DefaultConcurrency = 8
 //     names, labels, acknowledgements and Secret references, see workload.StripPod).
 //   - pods/eviction: create: restarting a pod that did not acknowledge in time. Never delete.
 //
-// +kubebuilder:rbac:groups=mrtr.dev,resources=mrtrkeyrings,verbs=get;list;watch
+// The manager reads keyrings and workloads from its cache only (list and watch); it reads keyring
+// Secrets live (get) when the cache may be behind its own write. The e2e suite checks, from the API
+// server's audit log, that the manager uses every permission it holds.
+// +kubebuilder:rbac:groups=mrtr.dev,resources=mrtrkeyrings,verbs=list;watch
 // +kubebuilder:rbac:groups=mrtr.dev,resources=mrtrkeyrings/status,verbs=update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
-// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=list;watch;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create

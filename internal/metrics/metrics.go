@@ -18,7 +18,7 @@ limitations under the License.
 // registry (served by the manager's metrics endpoint):
 //
 //	mrtr_keyring_phase{namespace,name,phase}                       1, for the current phase only
-//	mrtr_keyring_primary_key_age_seconds{namespace,name}           age of the sealing key, at scrape time
+//	mrtr_keyring_primary_key_age_seconds{namespace,name}           how long the sealing key has sealed, at scrape time
 //	mrtr_keyring_next_rotation_timestamp_seconds{namespace,name}   when the next rotation is due (Unix time)
 //	mrtr_keyring_rotation_interval_seconds{namespace,name}         spec.rotationInterval
 //	mrtr_keyring_stalled{namespace,name}                           1 while the Stalled condition is True
@@ -66,7 +66,7 @@ var (
 		"Rotation phase of the keyring: 1, with the current phase as its label.",
 		[]string{labelNamespace, labelName, labelPhase}, nil)
 	primaryAgeDesc = prometheus.NewDesc("mrtr_keyring_primary_key_age_seconds",
-		"Seconds since the keyring's primary (sealing) key was created or adopted.",
+		"Seconds since the keyring's primary key began to seal (status.keys[0].sealingSince).",
 		[]string{labelNamespace, labelName}, nil)
 	nextRotationDesc = prometheus.NewDesc("mrtr_keyring_next_rotation_timestamp_seconds",
 		"Unix time at which the keyring's next rotation is due.",
@@ -103,7 +103,7 @@ type Recorder struct {
 // snapshot is what Observe keeps of a keyring's status.
 type snapshot struct {
 	phase          mrtrv1alpha1.Phase
-	primaryCreated time.Time // zero: unknown
+	primarySealing time.Time // when the primary began to seal; zero: unknown
 	nextRotation   time.Time // zero: none scheduled
 	completed      int64
 	pods, acked    int32
@@ -163,9 +163,9 @@ func (r *Recorder) Collect(ch chan<- prometheus.Metric) {
 		if s.phase != "" {
 			ch <- prometheus.MustNewConstMetric(phaseDesc, prometheus.GaugeValue, 1, k.Namespace, k.Name, string(s.phase))
 		}
-		if !s.primaryCreated.IsZero() {
+		if !s.primarySealing.IsZero() {
 			ch <- prometheus.MustNewConstMetric(primaryAgeDesc, prometheus.GaugeValue,
-				now.Sub(s.primaryCreated).Seconds(), k.Namespace, k.Name)
+				now.Sub(s.primarySealing).Seconds(), k.Namespace, k.Name)
 		}
 		if !s.nextRotation.IsZero() {
 			ch <- prometheus.MustNewConstMetric(nextRotationDesc, prometheus.GaugeValue,
@@ -198,7 +198,7 @@ func (r *Recorder) Observe(kr *mrtrv1alpha1.MRTRKeyring) {
 	}
 	for _, k := range st.Keys {
 		if k.Role == mrtrv1alpha1.KeyPrimary {
-			s.primaryCreated = k.CreatedAt.Time
+			s.primarySealing = k.Sealing().Time
 			break
 		}
 	}

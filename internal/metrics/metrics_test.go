@@ -71,7 +71,7 @@ func TestObserveAndForget(t *testing.T) {
 # HELP mrtr_keyring_phase Rotation phase of the keyring: 1, with the current phase as its label.
 # TYPE mrtr_keyring_phase gauge
 mrtr_keyring_phase{name="payments",namespace="mcp",phase="SealingWithNew"} 1
-# HELP mrtr_keyring_primary_key_age_seconds Seconds since the keyring's primary (sealing) key was created or adopted.
+# HELP mrtr_keyring_primary_key_age_seconds Seconds since the keyring's primary key began to seal (status.keys[0].sealingSince).
 # TYPE mrtr_keyring_primary_key_age_seconds gauge
 mrtr_keyring_primary_key_age_seconds{name="payments",namespace="mcp"} 600
 # HELP mrtr_keyring_next_rotation_timestamp_seconds Unix time at which the keyring's next rotation is due.

@@ -72,7 +72,8 @@ func (p *pass) settle(kr *keyring.Keyring) {
 // key that every pod is likeliest to accept (the staged key, else a retiring one, else the one on
 // its way, else a fresh key, when every key is revoked); a revoked staged key by a fresh one. It
 // reports whether it wrote the Secret: the phase is then Revoking, and any rotation under way is
-// abandoned (the next one starts as usual, when due).
+// abandoned. The schedule stays: the next rotation starts when due, at once if it was (a revocation
+// is not a rotation: lastRotationTime and rotationsCompleted do not move).
 func (p *pass) revoke(kr *keyring.Keyring) bool {
 	var named []string
 	req := p.in.RevokeRequest
@@ -180,10 +181,6 @@ func (p *pass) revoke(kr *keyring.Keyring) bool {
 	}
 	if ph := p.st.Phase; ph != mrtrv1alpha1.PhaseStable && ph != mrtrv1alpha1.PhaseRevoking {
 		what += fmt.Sprintf("; the rotation under way (%s) is abandoned", ph)
-	}
-	if primaryRevoked || p.st.Phase == mrtrv1alpha1.PhaseSealingWithNew || p.st.Phase == mrtrv1alpha1.PhaseWaitingTTL || p.st.Phase == mrtrv1alpha1.PhaseRemoving {
-		// A key that has not sealed for long seals now: the schedule starts from here.
-		p.st.LastRotationTime = &p.now
 	}
 	p.event(corev1Warning, mrtrv1alpha1.EventKeyRevoked, "Revoke", "%s, at once, without the TTL wait; keyring %s (keys %s)",
 		what, next.Fingerprint(), describeKeys(next, staged))

@@ -108,6 +108,11 @@ func TestStagedStep(t *testing.T) {
 			in: stable(), edit: due,
 			want:  want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{n, a}, requeue: 10 * time.Minute, events: []string{"RotationStarted"}},
 			roles: []mrtrv1alpha1.KeyRole{primary, retiring},
+			check: func(t *testing.T, d Decision) {
+				if s := d.Status.Keys[0].SealingSince; s == nil || !s.Time.Equal(now) {
+					t.Errorf("sealingSince of the staged key now primary = %v, want now (it was created a rotation ago)", s)
+				}
+			},
 		},
 		"a requested rotation seals with the staged key too, and records the request": {
 			in: stable(), edit: func(in *Input) { in.RotateRequest = "now" },
@@ -139,6 +144,11 @@ func TestStagedStep(t *testing.T) {
 			edit:   func(in *Input) { in.Status.TTLWaitUntil, in.Status.PhaseStartedAt = at(-time.Second), at(-time.Hour) },
 			want:   want{phase: mrtrv1alpha1.PhaseRemoving, write: []string{n, newID}, requeue: 10 * time.Minute, events: []string{"KeyRemoved"}},
 			staged: newID, roles: []mrtrv1alpha1.KeyRole{primary, accepted},
+			check: func(t *testing.T, d Decision) {
+				if note := d.Events[0].Note; !strings.HasPrefix(note, "removed key(s) "+a+":") {
+					t.Errorf("KeyRemoved event %q does not name the old key %s", note, a)
+				}
+			},
 		},
 		"Removing rolled out completes the rotation: the staged key is now accepted everywhere": {
 			in:    in(mrtrv1alpha1.PhaseRemoving, m, []mrtrv1alpha1.KeyRole{primary, accepted}, n, m),
@@ -183,8 +193,11 @@ func TestStagedStep(t *testing.T) {
 				if got := d.Status.RevokedKeys; len(got) != 1 || got[0].ID != a || got[0].Role != primary || !got[0].RevokedAt.Time.Equal(now) {
 					t.Errorf("revokedKeys = %+v, want %s (Primary) at now", got, a)
 				}
-				if d.Status.LastHandledRevokeRequest != a || d.Status.LastRotationTime == nil || !d.Status.LastRotationTime.Time.Equal(now) {
-					t.Errorf("lastHandledRevokeRequest = %q, lastRotationTime = %v", d.Status.LastHandledRevokeRequest, d.Status.LastRotationTime)
+				if d.Status.LastHandledRevokeRequest != a || d.Status.LastRotationTime != nil {
+					t.Errorf("lastHandledRevokeRequest = %q, lastRotationTime = %v: a revocation is not a rotation", d.Status.LastHandledRevokeRequest, d.Status.LastRotationTime)
+				}
+				if s := d.Status.Keys[0].SealingSince; s == nil || !s.Time.Equal(now) {
+					t.Errorf("the new primary's sealingSince = %v, want now", s)
 				}
 				c := meta.FindStatusCondition(d.Status.Conditions, mrtrv1alpha1.ConditionKeyRevoked)
 				if c.Status != metav1.ConditionTrue || c.Reason != mrtrv1alpha1.ReasonKeyRevoked || !strings.Contains(c.Message, a+" (Primary)") ||
@@ -200,11 +213,6 @@ func TestStagedStep(t *testing.T) {
 			in: stable(), edit: func(in *Input) { in.RevokeRequest = n },
 			want:   want{phase: mrtrv1alpha1.PhaseRevoking, write: []string{a, newID}, requeue: 10 * time.Minute, events: []string{"KeyRevoked"}},
 			staged: newID,
-			check: func(t *testing.T, d Decision) {
-				if d.Status.LastRotationTime != nil {
-					t.Errorf("lastRotationTime = %v: the primary did not change", d.Status.LastRotationTime)
-				}
-			},
 		},
 		"revoking every key (the whole Secret leaked) writes fresh keys at once, and says tokens in flight fail": {
 			in: stable(), edit: func(in *Input) { in.RevokeRequest = "*incident-42" },
@@ -234,8 +242,8 @@ func TestStagedStep(t *testing.T) {
 			edit: func(in *Input) { in.RevokeRequest = a; in.Status.TTLWaitUntil = at(time.Hour) },
 			want: want{phase: mrtrv1alpha1.PhaseRevoking, write: []string{b, newID}, requeue: 10 * time.Minute, events: []string{"KeyRevoked"}},
 			check: func(t *testing.T, d Decision) {
-				if d.Status.TTLWaitUntil != nil || d.Status.LastRotationTime == nil {
-					t.Errorf("ttlWaitUntil = %v, lastRotationTime = %v; want none, now", d.Status.TTLWaitUntil, d.Status.LastRotationTime)
+				if d.Status.TTLWaitUntil != nil {
+					t.Errorf("ttlWaitUntil = %v; want none", d.Status.TTLWaitUntil)
 				}
 			},
 		},

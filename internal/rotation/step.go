@@ -87,7 +87,7 @@ func (p *pass) reconcileSecret() *keyring.Keyring {
 		if p.st.SecretFingerprint == "" {
 			p.event(corev1Normal, mrtrv1alpha1.EventSecretCreated, "Create", "created Secret %s with keys %s", name, describeKeys(kr, stagedID(keys)))
 		} else {
-			p.event(corev1Warning, mrtrv1alpha1.EventSecretRecreated, "Create", "Secret %s was deleted behind the operator's back; recreated with new keys %s and rolling them out (tokens sealed with the lost keys fail once their pod is replaced)", name, describeKeys(kr, stagedID(keys)))
+			p.event(corev1Warning, mrtrv1alpha1.EventSecretRecreated, "Create", "Secret %s was deleted behind the operator's back; recreated with new keys %s and rolling them out (tokens sealed with the lost keys fail on each pod once it runs the new keys)", name, describeKeys(kr, stagedID(keys)))
 		}
 		// A new keyring has nothing a pending revocation could name.
 		p.st.LastHandledRevokeRequest = p.in.RevokeRequest
@@ -181,7 +181,7 @@ func (p *pass) advance(kr *keyring.Keyring) {
 			return
 		}
 		keys := kr.Keys()
-		kept, staged := keys[:1], ""
+		kept, staged := []keyring.Key{keys[0]}, "" // a new slice: appending to keys[:1] would overwrite keys[1]
 		if s.Staged() {
 			kept = append(kept, p.freshKeys(kr, 1)...)
 			staged = kept[1].ID()
@@ -223,8 +223,8 @@ func (p *pass) advance(kr *keyring.Keyring) {
 // both directions, instead of at the time computed from the old one (up to a month away).
 func (p *pass) scheduleRotation() {
 	base := p.st.LastRotationTime
-	if base == nil && len(p.st.Keys) > 0 && !p.st.Keys[0].CreatedAt.IsZero() {
-		base = &p.st.Keys[0].CreatedAt
+	if since := p.primarySealing(); base == nil && !since.IsZero() {
+		base = &since
 	}
 	if base == nil {
 		if p.st.NextRotationTime == nil {
@@ -279,6 +279,14 @@ func (p *pass) extendTTLWait() {
 			p.retiringTTLWait(), until.UTC().Format(time.RFC3339), p.st.TTLWaitUntil.UTC().Format(time.RFC3339))
 		p.st.TTLWaitUntil = &until
 	}
+}
+
+// primarySealing is when the primary key in status began to seal, zero when unknown.
+func (p *pass) primarySealing() metav1.Time {
+	if len(p.st.Keys) == 0 {
+		return metav1.Time{}
+	}
+	return p.st.Keys[0].Sealing()
 }
 
 // rotationDue reports whether a rotation must start now, and why.
@@ -345,8 +353,12 @@ func (p *pass) transition(phase mrtrv1alpha1.Phase) {
 func (p *pass) keyStatuses(kr *keyring.Keyring, phase mrtrv1alpha1.Phase, staged string) []mrtrv1alpha1.KeyStatus {
 	created := make(map[string]metav1.Time, len(p.in.Status.Keys))
 	roles := make(map[string]mrtrv1alpha1.KeyRole, len(p.in.Status.Keys))
+	sealing := map[string]metav1.Time{}
 	for _, k := range p.in.Status.Keys {
 		created[k.ID], roles[k.ID] = k.CreatedAt, k.Role
+		if k.Role == mrtrv1alpha1.KeyPrimary {
+			sealing[k.ID] = k.Sealing()
+		}
 	}
 	arriving := phase == mrtrv1alpha1.PhaseRemoving || phase == mrtrv1alpha1.PhaseRevoking
 	ids := kr.IDs()
@@ -368,6 +380,13 @@ func (p *pass) keyStatuses(kr *keyring.Keyring, phase mrtrv1alpha1.Phase, staged
 			at = p.now
 		}
 		out[i] = mrtrv1alpha1.KeyStatus{ID: id, Role: role, CreatedAt: at}
+		if role == mrtrv1alpha1.KeyPrimary {
+			since, ok := sealing[id]
+			if !ok || since.IsZero() {
+				since = p.now
+			}
+			out[i].SealingSince = &since
+		}
 	}
 	return out
 }

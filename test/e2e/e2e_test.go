@@ -30,6 +30,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -39,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 	"github.com/mrtr-dev/mrtr-operator/test/e2e/harness"
@@ -239,8 +241,7 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 	It("hands over to a second manager when the leader is killed mid-rotation: it resumes the phase, restarts nothing and rejects nothing", func() {
 		By("running two managers with leader election, the first one leading")
 		Expect(env.Operator.Stop()).To(Succeed())
-		first := &harness.Operator{Binary: env.Operator.Binary, Start: env.Cluster.StartProcess, Name: "leader-a", LeaseNamespace: "default"}
-		second := &harness.Operator{Binary: env.Operator.Binary, Start: env.Cluster.StartProcess, Name: "leader-b", LeaseNamespace: "default"}
+		first, second := env.Operator.Replica("leader-a"), env.Operator.Replica("leader-b")
 		DeferCleanup(func() {
 			Expect(first.Stop()).To(Succeed())
 			Expect(second.Stop()).To(Succeed())
@@ -349,7 +350,7 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 				Expect(n).To(Equal(rejectedBefore[id]), "tokens naming key %q were rejected", id)
 			}
 		}
-		Expect(rejected[revoked] - rejectedBefore[revoked]).To(Equal(c.Rejected), "rejections the load saw but no replica counted for the revoked key")
+		Expect(rejected[revoked]-rejectedBefore[revoked]).To(Equal(c.Rejected), "rejections the load saw but no replica counted for the revoked key")
 
 		By("one round, nothing restarted, and status, condition and event say what happened")
 		events := env.Timeline.Events()[from:]
@@ -395,6 +396,56 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 		report("Restart delivery", c, elapsed, rotations)
 	})
 
+	It("rotates a StatefulSet and a DaemonSet too, stamping their pod templates (Restart delivery)", func() {
+		const ns = "batch"
+		Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		sts, ds := batchWorkloads(ns)
+		Expect(env.Client.Create(ctx, sts)).To(Succeed())
+		Expect(env.Client.Create(ctx, ds)).To(Succeed())
+		kr := &mrtrv1alpha1.MRTRKeyring{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "batch"},
+			Spec: mrtrv1alpha1.MRTRKeyringSpec{
+				RotationInterval: metav1.Duration{Duration: time.Hour}, TokenTTL: metav1.Duration{Duration: 5 * time.Second},
+				ClockSkew: metav1.Duration{Duration: time.Second}, TerminationGracePeriod: metav1.Duration{Duration: time.Second},
+				Delivery: mrtrv1alpha1.DeliveryRestart,
+				Workloads: []mrtrv1alpha1.WorkloadReference{
+					{Kind: mrtrv1alpha1.KindStatefulSet, Name: sts.Name}, {Kind: mrtrv1alpha1.KindDaemonSet, Name: ds.Name},
+				},
+			},
+		}
+		Expect(env.Client.Create(ctx, kr)).To(Succeed())
+		batch := func(g Gomega) *mrtrv1alpha1.MRTRKeyring {
+			var k mrtrv1alpha1.MRTRKeyring
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(kr), &k)).To(Succeed())
+			return &k
+		}
+		settled := func(g Gomega) {
+			k := batch(g)
+			g.Expect(k.Status.Phase).To(Equal(mrtrv1alpha1.PhaseStable))
+			g.Expect(k.Status.WorkloadsUpToDate).To(BeEquivalentTo(2), "%+v", k.Status.Workloads)
+		}
+		Eventually(settled).WithTimeout(2 * time.Minute).Should(Succeed())
+		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"batch-1"}}}`, mrtrv1alpha1.RotateAnnotation)
+		Expect(env.Client.Patch(ctx, kr, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+		Eventually(func(g Gomega) {
+			settled(g)
+			g.Expect(batch(g).Status.RotationsCompleted).To(BeEquivalentTo(1))
+		}).WithTimeout(3 * time.Minute).Should(Succeed())
+		k := batch(Default)
+		for _, obj := range []client.Object{sts, ds} {
+			Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+			Expect(workload.Fingerprint(obj)).To(Equal(k.Status.SecretFingerprint), "%s stamped with the keyring after the rotation", obj.GetName())
+		}
+	})
+
+	It("serves its metrics to a scraper the chart's metrics-reader role allows, and to no one else", func() {
+		token, err := env.MetricsScraperToken(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(env.ScrapeMetrics(ctx, token)).To(ContainSubstring("mrtr_keyring_phase"))
+		_, err = env.ScrapeMetrics(ctx, "")
+		Expect(err).To(MatchError(ContainSubstring("401")))
+	})
+
 	It("rejects request states when the keys are replaced in one step (control experiment)", func() {
 		By("stopping the operator, so that it does not repair the Secret")
 		Expect(env.Operator.Stop()).To(Succeed())
@@ -418,7 +469,44 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 		endLoad()
 		GinkgoWriter.Printf("control experiment: %s\n", load.Counts())
 	})
+
+	It("ran, installed from its chart, as the chart's ServiceAccount: never refused, and using every permission it holds", func() {
+		forbidden, unused, err := env.Permissions(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(forbidden).To(BeEmpty(), "requests the API server refused the operator")
+		Expect(unused).To(BeEmpty(), "permissions the chart grants the operator that it never used")
+		runs := "its image under runc as uid 65532, read-only root"
+		if env.Operator.Fallback != "" {
+			runs = "the binary (runc: " + env.Operator.Fallback + ")"
+		}
+		AddReportEntry("identity", fmt.Sprintf("ServiceAccount %s/%s, %s; every permission used, none refused",
+			harness.OperatorNamespace, harness.OperatorServiceAccount, runs))
+	})
 })
+
+// batchWorkloads are a StatefulSet and a DaemonSet that mount the keyring Secret "batch"; kwok
+// runs their pods (no process: Restart delivery needs none).
+func batchWorkloads(ns string) (*appsv1.StatefulSet, *appsv1.DaemonSet) {
+	labels := map[string]string{"app": "batch"}
+	tmpl := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "batch", Image: "example.com/batch:1",
+				VolumeMounts: []corev1.VolumeMount{{Name: "keyring", MountPath: "/etc/mrtr", ReadOnly: true}}}},
+			Volumes: []corev1.Volume{{Name: "keyring", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "batch"}}}},
+		},
+	}
+	sts := &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "batch"},
+		Spec: appsv1.StatefulSetSpec{Replicas: new(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels},
+			ServiceName: "batch", Template: tmpl},
+	}
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "batch"},
+		Spec:       appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl},
+	}
+	return sts, ds
+}
 
 func rotationsCompleted(env *harness.Env) func() (int64, error) {
 	return func() (int64, error) {

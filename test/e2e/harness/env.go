@@ -38,6 +38,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -48,6 +49,7 @@ import (
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/test/container"
 	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 )
 
@@ -136,16 +138,18 @@ type Env struct {
 func Scheme() *runtime.Scheme {
 	s := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(s)
+	_ = apiextensionsv1.AddToScheme(s)
 	_ = mrtrv1alpha1.AddToScheme(s)
 	return s
 }
 
-// Build compiles the operator (./cmd) and the example server (./examples/mcp-server) into dir.
+// Build compiles the operator (./cmd, static, as the image holds it) and the example server
+// (./examples/mcp-server) into dir.
 func Build(ctx context.Context, root, dir string) (operator, server string, err error) {
 	operator, server = filepath.Join(dir, "manager"), filepath.Join(dir, "mcp-server")
 	for out, pkg := range map[string]string{operator: "./cmd", server: "./examples/mcp-server"} {
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
-		cmd.Dir = root
+		cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return "", "", fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
 		}
@@ -153,9 +157,23 @@ func Build(ctx context.Context, root, dir string) (operator, server string, err 
 	return operator, server, nil
 }
 
-// Start builds the binaries, starts the cluster with the CRDs, the operator, the kubelet and the
-// balancer, creates the MRTRKeyring and the Deployment, and returns once the keyring is Stable and
-// every replica serves with the keyring's fingerprint.
+// imageRef is the name of the image BuildImage makes.
+const imageRef = "controller:latest"
+
+// BuildImage makes the manager's image of binary, as make image does (hack/image), into dir.
+func BuildImage(ctx context.Context, root, binary, dir string) (Image, error) {
+	cmd := exec.CommandContext(ctx, "go", "run", ".", "-binary", binary, "-out", dir, "-tag", imageRef)
+	cmd.Dir = filepath.Join(root, "hack", "image")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return Image{}, fmt.Errorf("building the image (hack/image): %w\n%s", err, b)
+	}
+	return Image{Layout: filepath.Join(dir, "oci"), Ref: imageRef}, nil
+}
+
+// Start builds the binaries and the image, starts the cluster (with an audit log), installs the
+// operator's Helm chart, starts the operator (see Operator), the kubelet and the balancer, creates
+// the MRTRKeyring and the Deployment, and returns once the keyring is Stable and every replica
+// serves with the keyring's fingerprint.
 func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	opts.defaults()
 	e := &Env{Opts: opts}
@@ -176,17 +194,26 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
+	opts.Logf("building the operator's image (hack/image)")
+	image, err := BuildImage(ctx, root, operatorBin, filepath.Join(e.workDir, "image"))
+	if err != nil {
+		return nil, err
+	}
 	opts.Logf("starting the local cluster (apiserver, etcd, controller-manager, scheduler, kwok)")
-	e.Cluster, err = localcluster.Start(ctx, localcluster.Options{
-		CRDDirectoryPaths: []string{filepath.Join(root, "config", "crd", "bases")},
-		LogDir:            opts.LogDir,
-	})
+	e.Cluster, err = localcluster.Start(ctx, localcluster.Options{LogDir: opts.LogDir, Audit: true})
 	if err != nil {
 		return nil, err
 	}
 	cfg := e.Cluster.RESTConfig()
 	if e.Client, err = client.New(cfg, client.Options{Scheme: Scheme()}); err != nil {
 		return nil, err
+	}
+	opts.Logf("installing the operator with Helm (dist/chart): CRDs, RBAC, ServiceAccount, what keyring consumers need")
+	if err := installChart(ctx, root, e.Cluster.KubeconfigPath()); err != nil {
+		return nil, err
+	}
+	if err := waitForCRDs(ctx, e.Client); err != nil {
+		return nil, fmt.Errorf("the chart's CRDs: %w", err)
 	}
 	if e.Cache, err = crcache.New(cfg, crcache.Options{
 		Scheme: Scheme(), DefaultNamespaces: map[string]crcache.Config{opts.Namespace: {}},
@@ -217,13 +244,17 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := e.Kubelet.Run(runCtx); err != nil {
 		return nil, err
 	}
-	e.Operator = &Operator{Binary: operatorBin, Start: e.Cluster.StartProcess}
-	opts.Logf("starting the operator")
-	if err := e.Operator.Launch(); err != nil {
+	if e.Operator, err = e.newOperator(ctx, operatorBin, image); err != nil {
 		return nil, err
 	}
-	opts.Logf("installing what keyring consumers need: config/consumer (their ClusterRole, the acknowledgement admission policy)")
-	if _, err := localcluster.ApplyKustomization(ctx, e.Client, filepath.Join(root, "config", "consumer")); err != nil {
+	if e.Operator.Fallback != "" {
+		opts.Logf("runc cannot run the image here (%s): running the manager binary instead, as the same ServiceAccount", e.Operator.Fallback)
+		opts.Logf("starting the operator (binary) as ServiceAccount %s/%s, with the chart's flags", OperatorNamespace, OperatorServiceAccount)
+	} else {
+		opts.Logf("starting the operator: its image under runc as uid 65532 on a read-only root, as ServiceAccount %s/%s, with the chart's flags",
+			OperatorNamespace, OperatorServiceAccount)
+	}
+	if err := e.Operator.Launch(); err != nil {
 		return nil, err
 	}
 	opts.Logf("deploying MRTRKeyring %s/%s (delivery %s) and Deployment %s with %d replicas", opts.Namespace, opts.Name, opts.Delivery, opts.Name, opts.Replicas)
@@ -234,6 +265,28 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// newOperator prepares the manager's runs: the chart's flags, its ServiceAccount mounted, the image
+// when runc can run it here.
+func (e *Env) newOperator(ctx context.Context, binary string, image Image) (*Operator, error) {
+	args, err := managerArgs(ctx, e.Client)
+	if err != nil {
+		return nil, err
+	}
+	cfg := e.Cluster.RESTConfig()
+	o := &Operator{Binary: binary, Image: image, Start: e.Cluster.StartProcess, WorkDir: filepath.Join(e.workDir, "operator"), LogDir: e.Cluster.LogDir(),
+		Args: args, ServiceAccountDir: filepath.Join(e.workDir, "operator", "serviceaccount"), Server: cfg.Host}
+	if err := writeServiceAccount(ctx, e.Client, cfg.CAData, OperatorNamespace, OperatorServiceAccount, nil, o.ServiceAccountDir); err != nil {
+		return nil, err
+	}
+	if err := container.Available(ctx, image.Layout, image.Ref); err != nil {
+		if !errors.Is(err, container.ErrUnavailable) {
+			return nil, err // the image is broken: that is a failure, not a reason to fall back
+		}
+		o.Image, o.Fallback = Image{}, err.Error()
+	}
+	return o, nil
 }
 
 func (e *Env) serveBalancer() error {
@@ -337,7 +390,8 @@ func (e *Env) deploy(ctx context.Context) error {
 	if err := e.Client.Create(ctx, ns); err != nil {
 		return err
 	}
-	for _, obj := range append(e.consumerObjects(), e.keyringObject(), e.deploymentObject()) {
+	// The Deployment first: a keyring created before its target reports it missing.
+	for _, obj := range append(e.consumerObjects(), e.deploymentObject(), e.keyringObject()) {
 		if err := e.Client.Create(ctx, obj); err != nil {
 			return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
 		}

@@ -30,7 +30,6 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
@@ -275,26 +274,12 @@ func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod) (*Replica, error) 
 // into dir: a token of the pod's ServiceAccount bound to the pod (so the API server knows which pod
 // speaks: userInfo.extra carries its name and uid), the cluster's CA and the namespace.
 func (k *Kubelet) mountServiceAccount(ctx context.Context, pod *corev1.Pod, dir string) error {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: pod.Namespace, Name: pod.Spec.ServiceAccountName}}
-	if sa.Name == "" {
-		sa.Name = "default"
+	sa := pod.Spec.ServiceAccountName
+	if sa == "" {
+		sa = "default"
 	}
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		ExpirationSeconds: new(int64(3600)),
-		BoundObjectRef:    &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID},
-	}}
-	if err := k.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
-		return fmt.Errorf("token of ServiceAccount %s for pod %s: %w", sa.Name, pod.Name, err)
-	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	for name, data := range map[string][]byte{"token": []byte(tr.Status.Token), "ca.crt": k.Config.CAData, "namespace": []byte(pod.Namespace)} {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			return err
-		}
-	}
-	return nil
+	return writeServiceAccount(ctx, k.Client, k.Config.CAData, pod.Namespace, sa,
+		&authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Pod", Name: pod.Name, UID: pod.UID}, dir)
 }
 
 // secretChanged schedules the update of every running pod folder that mounts the Secret.

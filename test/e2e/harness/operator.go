@@ -17,99 +17,229 @@ limitations under the License.
 package harness
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/mrtr-dev/mrtr-operator/test/container"
 	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 )
 
-// Operator runs the operator's manager binary as its own process against the cluster, as a Deployment
-// would, and can kill it without warning to prove that a restart resumes where it was.
+// Operator runs the manager as one pod of the chart's Deployment would: the Deployment's flags,
+// the chart's ServiceAccount mounted with the cluster's CA, and, when runc works here, the image
+// itself under runc (uid 65532, read-only root, the mount at the standard path, the in-cluster
+// environment); otherwise the binary as a process, speaking as the same ServiceAccount through a
+// kubeconfig (Fallback says why). It can kill the manager without warning, to prove that a restart
+// resumes where it was. Several Operators run at once elect one leader.
 type Operator struct {
+	// Binary is the static manager binary, Image the OCI layout and reference of the image made of
+	// it; Image empty runs the binary.
 	Binary string
+	Image  Image
 	Start  StartFunc
-	// Name prefixes its processes' names (and log files): "operator" when empty.
+	// WorkDir receives the containers' bundles, LogDir their logs (processes log where Start puts them).
+	WorkDir, LogDir string
+	// Args are the chart's manager flags (managerArgs); each run gets listeners of its own.
+	Args []string
+	// ServiceAccountDir holds the chart's ServiceAccount token, ca.crt and namespace; Server is the
+	// API server's URL.
+	ServiceAccountDir, Server string
+	// Name prefixes its runs' names (and log files): "operator" when empty.
 	Name string
-	// LeaseNamespace, when set, runs it with leader election, its Lease in that namespace: several
-	// Operators then run at once and one leads.
-	LeaseNamespace string
+	// Fallback, when set, says why the binary runs instead of the image.
+	Fallback string
 
-	proc  *localcluster.Process
-	procs []*localcluster.Process // every run, for their logs
+	run  instance
+	runs []instance // every run, for their logs
+	// MetricsAddr is the running manager's metrics listener (HTTPS, authenticated by the API server).
+	MetricsAddr string
 }
 
-// Launch starts a new operator process; the previous one must have been stopped or killed.
+// Image is an image in an OCI layout.
+type Image struct{ Layout, Ref string }
+
+// instance is one run of the manager: a container or a process.
+type instance interface {
+	kill() error // SIGKILL, then wait until it is gone
+	stop() error // SIGTERM, then wait
+	exited() error
+	LogPath() string
+}
+
+// Replica is another Operator like o (same image, flags and identity), named name: the second
+// replica of the Deployment.
+func (o *Operator) Replica(name string) *Operator {
+	return &Operator{Binary: o.Binary, Image: o.Image, Start: o.Start, WorkDir: o.WorkDir, LogDir: o.LogDir, Args: o.Args,
+		ServiceAccountDir: o.ServiceAccountDir, Server: o.Server, Name: name, Fallback: o.Fallback}
+}
+
+// Launch starts a new run; the previous one must have been stopped or killed.
 func (o *Operator) Launch() error {
-	if o.proc != nil {
-		return fmt.Errorf("operator already running (pid %d)", o.proc.PID())
+	if o.run != nil {
+		return fmt.Errorf("operator %s already running", o.name())
 	}
-	// No metrics, no probes (nothing scrapes them here).
-	args := []string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--leader-elect=false"}
-	if o.LeaseNamespace != "" {
-		args = append(args[:2], "--leader-elect", "--leader-election-namespace="+o.LeaseNamespace)
-	}
-	name := o.Name
-	if name == "" {
-		name = "operator"
-	}
-	p, err := o.Start(fmt.Sprintf("%s-%d", name, len(o.procs)+1), exec.Command(o.Binary, args...))
+	metrics, err := localcluster.FreePort()
 	if err != nil {
 		return err
 	}
-	o.proc = p
-	o.procs = append(o.procs, p)
-	return nil
-}
-
-// Kill sends SIGKILL, the way a node failure or an OOM kill ends the operator, and waits until the
-// process is gone.
-func (o *Operator) Kill() error {
-	if o.proc == nil {
-		return fmt.Errorf("operator not running")
-	}
-	if err := syscall.Kill(o.proc.PID(), syscall.SIGKILL); err != nil {
+	probes, err := localcluster.FreePort()
+	if err != nil {
 		return err
 	}
-	<-o.proc.Done()
-	o.proc = nil
+	o.MetricsAddr = "127.0.0.1:" + strconv.Itoa(metrics)
+	// The chart's flags, but listeners of its own: the runs share the host's network.
+	args := withFlag(o.Args, "--metrics-bind-address", o.MetricsAddr)
+	args = withFlag(args, "--health-probe-bind-address", "127.0.0.1:"+strconv.Itoa(probes))
+	name := fmt.Sprintf("%s-%d", o.name(), len(o.runs)+1)
+	var run instance
+	if o.Image.Layout != "" {
+		run, err = o.runContainer(name, args)
+	} else {
+		run, err = o.runProcess(name, args)
+	}
+	if err != nil {
+		return err
+	}
+	o.run = run
+	o.runs = append(o.runs, run)
 	return nil
 }
 
-// Stop stops the running operator gracefully, if any.
-func (o *Operator) Stop() error {
-	if o.proc == nil {
-		return nil
+func (o *Operator) runContainer(name string, args []string) (instance, error) {
+	env, err := inClusterEnv(o.Server)
+	if err != nil {
+		return nil, err
 	}
-	err := o.proc.Stop()
-	o.proc = nil
+	dir := filepath.Join(o.WorkDir, name)
+	c, err := container.Run(context.Background(), container.Spec{
+		Layout: o.Image.Layout, Ref: o.Image.Ref, Args: args, Env: env, ReadOnlyRoot: true,
+		Mounts:  []container.Mount{{Source: o.ServiceAccountDir, Destination: container.ServiceAccountDir, ReadOnly: true}},
+		WorkDir: dir, LogPath: filepath.Join(o.LogDir, name+".log"), Name: name,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return containerRun{c}, nil
+}
+
+func (o *Operator) runProcess(name string, args []string) (instance, error) {
+	kubeconfig, err := serviceAccountKubeconfig(o.Server, o.ServiceAccountDir)
+	if err != nil {
+		return nil, err
+	}
+	// A pod finds its namespace, where the Lease goes, in the mounted namespace file.
+	cmd := exec.Command(o.Binary, append(args, "--leader-election-namespace="+OperatorNamespace)...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	p, err := o.Start(name, cmd)
+	if err != nil {
+		return nil, err
+	}
+	return processRun{p}, nil
+}
+
+// withFlag returns args with flag set to value, replacing any value the chart gave it.
+func withFlag(args []string, flag, value string) []string {
+	out := make([]string, 0, len(args)+1)
+	for _, a := range args {
+		if a != flag && !strings.HasPrefix(a, flag+"=") {
+			out = append(out, a)
+		}
+	}
+	return append(out, flag+"="+value)
+}
+
+func (o *Operator) name() string {
+	if o.Name == "" {
+		return "operator"
+	}
+	return o.Name
+}
+
+// Kill sends SIGKILL, the way a node failure or an OOM kill ends the manager, and waits until it
+// is gone.
+func (o *Operator) Kill() error {
+	if o.run == nil {
+		return fmt.Errorf("operator %s not running", o.name())
+	}
+	err := o.run.kill()
+	o.run = nil
 	return err
 }
 
-// Err reports an operator that exited on its own.
-func (o *Operator) Err() error {
-	if o.proc == nil {
+// Stop stops the running manager gracefully, if any.
+func (o *Operator) Stop() error {
+	if o.run == nil {
 		return nil
 	}
-	return o.proc.Err()
+	err := o.run.stop()
+	o.run = nil
+	return err
+}
+
+// Err reports a manager that exited on its own.
+func (o *Operator) Err() error {
+	if o.run == nil {
+		return nil
+	}
+	return o.run.exited()
 }
 
 // LogPaths are the logs of every run, oldest first.
 func (o *Operator) LogPaths() []string {
-	paths := make([]string, len(o.procs))
-	for i, p := range o.procs {
-		paths[i] = p.LogPath()
+	paths := make([]string, len(o.runs))
+	for i, r := range o.runs {
+		paths[i] = r.LogPath()
 	}
 	return paths
 }
 
-// Leads reports whether the running process has acquired the leader election Lease (it logs it).
+// Leads reports whether the running manager has acquired the leader election Lease (it logs it).
 func (o *Operator) Leads() bool {
-	if o.proc == nil {
+	if o.run == nil {
 		return false
 	}
-	b, err := os.ReadFile(o.proc.LogPath())
-	return err == nil && strings.Contains(string(b), "Successfully acquired lease")
+	b, err := os.ReadFile(o.run.LogPath())
+	return err == nil && strings.Contains(strings.ToLower(string(b)), "successfully acquired lease")
 }
+
+type containerRun struct{ c *container.Container }
+
+func (r containerRun) kill() error {
+	if err := r.c.Kill(syscall.SIGKILL); err != nil {
+		return err
+	}
+	<-r.c.Done()
+	return r.c.Stop() // removes runc's state of the container
+}
+
+func (r containerRun) stop() error { return r.c.Stop() }
+
+func (r containerRun) exited() error {
+	select {
+	case <-r.c.Done():
+		return r.c.Wait()
+	default:
+		return nil
+	}
+}
+
+func (r containerRun) LogPath() string { return r.c.LogPath() }
+
+type processRun struct{ p *localcluster.Process }
+
+func (r processRun) kill() error {
+	if err := syscall.Kill(r.p.PID(), syscall.SIGKILL); err != nil {
+		return err
+	}
+	<-r.p.Done()
+	return nil
+}
+
+func (r processRun) stop() error     { return r.p.Stop() }
+func (r processRun) exited() error   { return r.p.Err() }
+func (r processRun) LogPath() string { return r.p.LogPath() }
