@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -30,6 +31,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -44,6 +46,7 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 	"github.com/mrtr-dev/mrtr-operator/test/e2e/harness"
+	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 )
 
 // rejectedByKey sums the rejections the serving replicas counted, by the key id the rejected token
@@ -481,6 +484,33 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 		}
 		AddReportEntry("identity", fmt.Sprintf("ServiceAccount %s/%s, %s; every permission used, none refused",
 			harness.OperatorNamespace, harness.OperatorServiceAccount, runs))
+	})
+
+	// Last: make undeploy removes the CRDs, and with them every keyring.
+	It("installs with make deploy and removes with make undeploy (kustomize, kubectl v1.37.2), as users without Helm do", func() {
+		root, err := localcluster.RepoRoot()
+		Expect(err).NotTo(HaveOccurred())
+		runMake := func(target string) {
+			GinkgoHelper()
+			cmd := exec.Command("make", "--no-print-directory", target, "ignore-not-found=true")
+			cmd.Dir, cmd.Env = root, append(os.Environ(), "KUBECONFIG="+env.Cluster.KubeconfigPath())
+			out, err := cmd.CombinedOutput()
+			Expect(err).NotTo(HaveOccurred(), "make %s:\n%s", target, out)
+		}
+		runMake("deploy")
+		var d appsv1.Deployment
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: harness.OperatorNamespace, Name: "mrtr-operator-controller-manager"}, &d)).To(Succeed())
+		Expect(d.Spec.Template.Spec.Containers).To(ContainElement(And(HaveField("Image", "controller:latest"),
+			HaveField("Args", ContainElement("--leader-elect")))))
+		Expect(d.Spec.Template.Spec.ServiceAccountName).To(Equal(harness.OperatorServiceAccount))
+		var vap admissionregistrationv1.ValidatingAdmissionPolicy
+		Expect(env.Client.Get(ctx, client.ObjectKey{Name: "mrtr-keyring-acknowledgements"}, &vap)).To(Succeed())
+		runMake("undeploy")
+		Eventually(func() bool {
+			var ns corev1.Namespace
+			err := env.Client.Get(ctx, client.ObjectKey{Name: harness.OperatorNamespace}, &ns)
+			return apierrors.IsNotFound(err) || (err == nil && ns.DeletionTimestamp != nil)
+		}).Should(BeTrue(), "make undeploy leaves the operator's namespace")
 	})
 })
 
