@@ -99,9 +99,9 @@ var _ = Describe("MRTRKeyring controller", func() {
 			g.Expect(next).To(BeNumerically("~", float64(fakeClock.Now().Add(testInterval).Unix()), 1))
 			age, ok := metricValue(g, "mrtr_keyring_primary_key_age_seconds", kr, nil)
 			g.Expect(ok).To(BeTrue())
-			// The new key was made when Accepting began; since then the fake clock moved on by the
-			// grace period in Accepting and the TTL wait.
-			g.Expect(age).To(BeNumerically("~", (testGrace + testTTLWait).Seconds(), 1))
+			// The new key began to seal when SealingWithNew began (it was made earlier, when
+			// Accepting began); since then the fake clock moved on by the TTL wait.
+			g.Expect(age).To(BeNumerically("~", testTTLWait.Seconds(), 1))
 			// Accepting, SealingWithNew and Removing each waited for a rollout (the histogram is over
 			// all keyrings).
 			var waits float64

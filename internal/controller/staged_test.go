@@ -139,8 +139,14 @@ var _ = Describe("A staged next key, and revocation", func() {
 		patch := client.RawPatch("application/merge-patch+json",
 			[]byte(`{"metadata":{"annotations":{"`+mrtrv1alpha1.RevokeAnnotation+`":"`+revoked+`"}}}`))
 		Expect(k8sClient.Patch(ctx, kr.DeepCopy(), patch)).To(Succeed())
-		after := inPhase(kr, mrtrv1alpha1.PhaseRevoking)
-		Expect(after.IDs()).NotTo(ContainElement(revoked))
+		// Waited for by the key's absence: the keyring may be Revoking already (an earlier revocation).
+		var after *keyring.Keyring
+		Eventually(func(g Gomega) {
+			g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseRevoking))
+			after = secretKeyring(g, kr.Namespace, kr.EffectiveSecretName())
+			g.Expect(after.IDs()).NotTo(ContainElement(revoked))
+			g.Expect(kr.Status.SecretFingerprint).To(Equal(after.Fingerprint()))
+		}).Should(Succeed())
 		k := getKeyring(Default, kr)
 		Expect(k.Status.RevokedKeys).To(ContainElement(And(HaveField("ID", revoked), HaveField("Role", mrtrv1alpha1.KeyPrimary))))
 		c := meta.FindStatusCondition(k.Status.Conditions, mrtrv1alpha1.ConditionKeyRevoked)
