@@ -75,7 +75,52 @@ func (p *pass) settle(kr *keyring.Keyring) {
 // abandoned. The schedule stays: the next rotation starts when due, at once if it was (a revocation
 // is not a rotation: lastRotationTime and rotationsCompleted do not move).
 func (p *pass) revoke(kr *keyring.Keyring) bool {
-	var named []string
+	drop, named, readded := p.revocations(kr)
+	if len(drop) == 0 {
+		return false
+	}
+	roles := make(map[string]mrtrv1alpha1.KeyRole, len(p.st.Keys))
+	for _, k := range p.st.Keys {
+		roles[k.ID] = k.Role
+	}
+	var gone []string
+	for _, id := range kr.IDs() {
+		if drop[id] {
+			gone = append(gone, id)
+			p.recordRevoked(id, roles[id])
+		}
+	}
+	next, staged, err := p.without(kr, drop, roles)
+	if err != nil { // unreachable: known keys and fresh ones under new ids
+		p.stall(mrtrv1alpha1.ReasonSecretInvalid, "cannot build the keyring without the revoked keys: %v", err)
+		return true
+	}
+
+	primaryRevoked := drop[kr.Primary().ID()]
+	var what string
+	switch {
+	case readded && len(named) == 0:
+		what = fmt.Sprintf("the Secret holds revoked key(s) %s again: removed", strings.Join(gone, ", "))
+	case len(gone) == kr.Len():
+		what = fmt.Sprintf("revoked every key (%s): new key %s seals; every token in flight fails", strings.Join(gone, ", "), next.Primary().ID())
+	case primaryRevoked:
+		what = fmt.Sprintf("revoked key(s) %s, the primary among them: %s seals from now on; tokens sealed with the revoked keys fail", strings.Join(gone, ", "), next.Primary().ID())
+	default:
+		what = fmt.Sprintf("revoked key(s) %s: tokens sealed with them fail", strings.Join(gone, ", "))
+	}
+	if ph := p.st.Phase; ph != mrtrv1alpha1.PhaseStable && ph != mrtrv1alpha1.PhaseRevoking {
+		what += fmt.Sprintf("; the rotation under way (%s) is abandoned", ph)
+	}
+	p.event(corev1Warning, mrtrv1alpha1.EventKeyRevoked, "Revoke", "%s, at once, without the TTL wait; keyring %s (keys %s)",
+		what, next.Fingerprint(), describeKeys(next, staged))
+	p.enter(mrtrv1alpha1.PhaseRevoking, next, true, staged)
+	return true
+}
+
+// revocations are the ids of kr to remove now: those a new mrtr.dev/revoke value names (named, all
+// of kr's for RevokeAll), and any revoked before that kr holds again (readded). A value naming no
+// key of kr is refused with an event, once.
+func (p *pass) revocations(kr *keyring.Keyring) (drop map[string]bool, named []string, readded bool) {
 	req := p.in.RevokeRequest
 	handled := req != "" && req != p.st.LastHandledRevokeRequest && req != p.in.Secret.HandledRevokeRequest
 	if handled {
@@ -89,7 +134,7 @@ func (p *pass) revoke(kr *keyring.Keyring) bool {
 	for _, k := range p.st.RevokedKeys {
 		revoked[k.ID] = true
 	}
-	drop := map[string]bool{}
+	drop = map[string]bool{}
 	var unknown []string
 	for _, id := range named {
 		if _, ok := kr.Lookup(id); ok {
@@ -106,25 +151,21 @@ func (p *pass) revoke(kr *keyring.Keyring) bool {
 		p.event(corev1Warning, mrtrv1alpha1.EventRevokeIgnored, "Revoke", "%s=%q: no key %s in keyring %s (keys %s); nothing revoked for it",
 			mrtrv1alpha1.RevokeAnnotation, req, strings.Join(unknown, ", "), kr.Fingerprint(), strings.Join(kr.IDs(), ", "))
 	}
-	readded := false
 	for _, id := range kr.IDs() {
 		if revoked[id] {
 			drop[id], readded = true, true
 		}
 	}
-	if len(drop) == 0 {
-		return false
-	}
+	return drop, named, readded
+}
 
-	roles := make(map[string]mrtrv1alpha1.KeyRole, len(p.st.Keys))
-	for _, k := range p.st.Keys {
-		roles[k.ID] = k.Role
-	}
-	var left, gone []keyring.Key
+// without is kr without the keys of drop, and its staged key: a revoked primary's successor seals,
+// fresh keys fill in for a keyring left empty and, when nextKey is Staged, for a staged key gone
+// (revoked, or the successor).
+func (p *pass) without(kr *keyring.Keyring, drop map[string]bool, roles map[string]mrtrv1alpha1.KeyRole) (*keyring.Keyring, string, error) {
+	var left []keyring.Key
 	for _, k := range kr.Keys() {
-		if drop[k.ID()] {
-			gone = append(gone, k)
-		} else {
+		if !drop[k.ID()] {
 			left = append(left, k)
 		}
 	}
@@ -132,26 +173,23 @@ func (p *pass) revoke(kr *keyring.Keyring) bool {
 	if drop[staged] {
 		staged = ""
 	}
-	primaryRevoked := drop[kr.Primary().ID()]
-	fresh := 0
-	if primaryRevoked {
+	if drop[kr.Primary().ID()] {
 		if i := successor(left, roles); i >= 0 {
 			left = moveFirst(left, i)
-		} else {
-			fresh++ // every key is revoked
 		}
 		if len(left) > 0 && left[0].ID() == staged {
 			staged = ""
 		}
 	}
+	fresh := 0
+	if len(left) == 0 {
+		fresh++ // every key is revoked: a new primary
+	}
 	if staged == "" && p.in.Settings.Staged() && len(left)+fresh < keyring.MaxKeys {
 		fresh++
 	}
-	for _, k := range gone {
-		p.recordRevoked(k.ID(), roles[k.ID()])
-	}
 	keys := p.freshKeys(kr, fresh)
-	if primaryRevoked && len(left) == 0 {
+	if len(left) == 0 {
 		left, keys = keys[:1], keys[1:]
 	}
 	if len(keys) > 0 {
@@ -159,33 +197,7 @@ func (p *pass) revoke(kr *keyring.Keyring) bool {
 		staged = keys[0].ID()
 	}
 	next, err := keyring.New(left...)
-	if err != nil { // unreachable: known keys and fresh ones under new ids
-		p.stall(mrtrv1alpha1.ReasonSecretInvalid, "cannot build the keyring without the revoked keys: %v", err)
-		return true
-	}
-
-	ids := make([]string, len(gone))
-	for i, k := range gone {
-		ids[i] = k.ID()
-	}
-	var what string
-	switch {
-	case readded && len(named) == 0:
-		what = fmt.Sprintf("the Secret holds revoked key(s) %s again: removed", strings.Join(ids, ", "))
-	case primaryRevoked && fresh > 0 && len(gone) == kr.Len():
-		what = fmt.Sprintf("revoked every key (%s): new key %s seals; every token in flight fails", strings.Join(ids, ", "), next.Primary().ID())
-	case primaryRevoked:
-		what = fmt.Sprintf("revoked key(s) %s, the primary among them: %s seals from now on; tokens sealed with the revoked keys fail", strings.Join(ids, ", "), next.Primary().ID())
-	default:
-		what = fmt.Sprintf("revoked key(s) %s: tokens sealed with them fail", strings.Join(ids, ", "))
-	}
-	if ph := p.st.Phase; ph != mrtrv1alpha1.PhaseStable && ph != mrtrv1alpha1.PhaseRevoking {
-		what += fmt.Sprintf("; the rotation under way (%s) is abandoned", ph)
-	}
-	p.event(corev1Warning, mrtrv1alpha1.EventKeyRevoked, "Revoke", "%s, at once, without the TTL wait; keyring %s (keys %s)",
-		what, next.Fingerprint(), describeKeys(next, staged))
-	p.enter(mrtrv1alpha1.PhaseRevoking, next, true, staged)
-	return true
+	return next, staged, err
 }
 
 // successor is the index in left of the key to seal after a revoked primary, -1 for none: the
