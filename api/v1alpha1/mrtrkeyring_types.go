@@ -523,11 +523,13 @@ const (
 	// ReasonSecretWrongType (Stalled=True, Ready=False): the Secret's type is not mrtr.dev/keyring.
 	// Secret types are immutable: delete it and the operator creates a new one.
 	ReasonSecretWrongType = "SecretWrongType"
-	// ReasonWorkloadNotFound (Ready=False; Stalled=True while Accepting): a named target does not
-	// exist. A rotation does not advance past Accepting without it.
+	// ReasonWorkloadNotFound (Ready=False; Stalled=True while Accepting, or in Stable once a rotation
+	// that would seal with the staged key has been due for spec.rolloutDeadline): a named target does
+	// not exist. A rotation does not start its first round without it.
 	ReasonWorkloadNotFound = "WorkloadNotFound"
 	// ReasonRolloutDeadlineExceeded (Stalled=True, Ready=False): a target has not rolled out within
-	// spec.rolloutDeadline. The rotation waits and resumes by itself when the rollout completes.
+	// spec.rolloutDeadline of the phase's start (in Stable, of a rotation falling due that the staged
+	// key's delivery holds back). The rotation waits and resumes by itself when the rollout completes.
 	ReasonRolloutDeadlineExceeded = "RolloutDeadlineExceeded"
 	// ReasonKeyringFull (Stalled=True, Ready=False): an adopted keyring already holds the maximum
 	// number of keys, so no key can be added; remove keys no replica seals with.

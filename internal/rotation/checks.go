@@ -84,6 +84,10 @@ func WaitsForRollout(ph mrtrv1alpha1.Phase) bool {
 // keyring that has not reached every pod within spec.rolloutDeadline.
 func (p *pass) checkBlocked() {
 	p.checkClaims()
+	if p.st.Phase == mrtrv1alpha1.PhaseStable && p.d.Secret == nil {
+		p.checkDueBlocked()
+		return
+	}
 	if !WaitsForRollout(p.st.Phase) || p.d.Secret != nil {
 		return
 	}
@@ -102,6 +106,40 @@ func (p *pass) checkBlocked() {
 		p.stall(mrtrv1alpha1.ReasonRolloutDeadlineExceeded, "keyring %s has not reached every pod within %s: %s; the rotation continues once it does",
 			p.st.TargetFingerprint, p.in.Settings.RolloutDeadline, s)
 	}
+}
+
+// checkDueBlocked stalls a rotation that fell due but cannot start: a staged key seals only once
+// every pod runs the keyring that staged it (sealWithStaged), so a target that does not roll it
+// out holds the rotation in Stable. The deadline counts from the due time, spec.rolloutDeadline,
+// as in the phases that wait for a rollout. (A requested rotation has no time of its own to count
+// from; its wait shows in Reconciling.)
+func (p *pass) checkDueBlocked() {
+	deadline, ok := p.dueDeadline()
+	if !ok || p.in.Now.Before(deadline) {
+		return
+	}
+	missing, pending := p.lagging()
+	switch {
+	case len(missing) > 0:
+		p.stall(mrtrv1alpha1.ReasonWorkloadNotFound, "the rotation due at %s does not start until these targets exist (or leave the spec): %s",
+			p.st.NextRotationTime.UTC().Format(time.RFC3339), refs(missing))
+	case len(pending) > 0:
+		p.stall(mrtrv1alpha1.ReasonRolloutDeadlineExceeded, "the rotation due at %s waits for %s to run keyring %s, which stages its next key: %s",
+			p.st.NextRotationTime.UTC().Format(time.RFC3339), refs(pending), p.st.TargetFingerprint, p.messages(pending))
+	case p.describeSelected() != "":
+		p.stall(mrtrv1alpha1.ReasonRolloutDeadlineExceeded, "the rotation due at %s waits for keyring %s to reach every pod: %s",
+			p.st.NextRotationTime.UTC().Format(time.RFC3339), p.st.TargetFingerprint, p.describeSelected())
+	}
+}
+
+// dueDeadline is, for a rotation due by the interval that a staged key holds back, when its wait
+// for delivery counts as stuck.
+func (p *pass) dueDeadline() (time.Time, bool) {
+	t := p.st.NextRotationTime
+	if t == nil || p.in.Settings.Suspend || p.in.Now.Before(t.Time) || p.in.Secret.State != SecretValid || p.stagedKey(p.in.Secret.Keyring) == "" {
+		return time.Time{}, false
+	}
+	return t.Add(p.in.Settings.RolloutDeadline), true
 }
 
 // checkClaims stalls on targets whose stamp belongs to another keyring, in Restart delivery: the
@@ -152,9 +190,11 @@ func (p *pass) nextDeadline() time.Duration {
 			at = p.st.NextRotationTime.Time
 		}
 		// A rotation due (or requested) that seals with a staged key first waits for the pods the
-		// last rollout replaced to stop (sealWithStaged).
+		// last rollout replaced to stop (sealWithStaged), and is stuck past its deadline.
 		if _, due := p.rotationDue(); due && p.st.RolledOutAt != nil && !p.in.Settings.Reload() {
 			at = p.st.RolledOutAt.Add(p.in.Settings.TerminationGracePeriod)
+		} else if d, ok := p.dueDeadline(); ok && d.After(p.in.Now) {
+			at = d
 		}
 	case ph == mrtrv1alpha1.PhaseWaitingTTL:
 		if p.st.TTLWaitUntil != nil {

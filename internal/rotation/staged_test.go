@@ -129,7 +129,21 @@ func TestStagedStep(t *testing.T) {
 		},
 		"a target that has not rolled out the staged keyring holds the rotation back": {
 			in: stable(), edit: func(in *Input) { due(in); in.Workloads[0].RolledOut = false },
-			want: want{phase: mrtrv1alpha1.PhaseStable},
+			want: want{phase: mrtrv1alpha1.PhaseStable, requeue: 10*time.Minute - time.Second},
+		},
+		"a due rotation a target holds back (it does not roll out the staged keyring) waits up to rolloutDeadline from the due time": {
+			in: stable(), edit: func(in *Input) { in.Status.NextRotationTime = at(-time.Minute); in.Workloads[0].RolledOut = false },
+			want: want{phase: mrtrv1alpha1.PhaseStable, requeue: 9 * time.Minute},
+		},
+		"past rolloutDeadline from the due time it is Stalled, naming the workload": {
+			in: stable(), edit: func(in *Input) { in.Status.NextRotationTime = at(-11 * time.Minute); in.Workloads[0].RolledOut = false },
+			want: want{phase: mrtrv1alpha1.PhaseStable, stalled: mrtrv1alpha1.ReasonRolloutDeadlineExceeded, events: []string{"RolloutDeadlineExceeded"}},
+			check: func(t *testing.T, d Decision) {
+				c := meta.FindStatusCondition(d.Status.Conditions, mrtrv1alpha1.ConditionStalled)
+				if !strings.Contains(c.Message, "Deployment/api") || !strings.Contains(c.Message, "the rotation due at") {
+					t.Errorf("Stalled message %q does not say what holds the rotation", c.Message)
+				}
+			},
 		},
 		"in Reload delivery the staged key seals as soon as every pod acknowledged it": {
 			in: stable(), edit: func(in *Input) {
