@@ -81,7 +81,7 @@ var _ = Describe("MRTRKeyring controller", func() {
 	})
 
 	It("exposes the keyring's metrics and forgets them when the keyring is deleted", func() {
-		web := createWorkload(workload.Deployment, ns, "web", 1, nil)
+		web := createWorkload(workload.Deployment, ns, "web", 2, nil) // 2: walkRotation rolls one replica out first
 		kr := createKeyring(ns, "measured", func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(web) })
 		a := settle(kr, []client.Object{web})
 		walkRotation(kr, []client.Object{web}, a, "measure", nil)

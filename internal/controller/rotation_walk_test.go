@@ -22,6 +22,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -136,6 +137,10 @@ func walkRotation(kr *mrtrv1alpha1.MRTRKeyring, ws []client.Object, from *keyrin
 
 	By("Accepting holds while any workload has not rolled out: accept before seal")
 	first := ws[0]
+	if d, ok := first.(*appsv1.Deployment); ok {
+		// One replica rolled out of one is a complete rollout: nothing would be partial.
+		Expect(*d.Spec.Replicas).To(BeNumerically(">=", 2), "walkRotation rolls out one replica of %s first: it needs two", d.Name)
+	}
 	rollOut(first, 1) // one pod of the first workload runs [A, B]; the rest still run [A]
 	for _, w := range ws[1:] {
 		rollOut(w, -1)
