@@ -378,15 +378,22 @@ func schedulable(node *corev1.Node) bool {
 	return false
 }
 
-// StartProcess runs cmd as part of the cluster: with KUBECONFIG pointing at the cluster (added to
-// cmd.Env, or to this process's environment if cmd.Env is nil), its output appended to
+// StartProcess runs cmd as part of the cluster: with KUBECONFIG pointing at the cluster as its
+// system:masters user (added to cmd.Env, or to this process's environment if cmd.Env is nil,
+// unless cmd.Env names a KUBECONFIG of its own: another identity), its output appended to
 // <LogDir>/<name>.log as well as to cmd.Stdout and cmd.Stderr if set, and stopped by Stop before the
 // control plane goes. Use it for the operator, or anything else that must not outlive the cluster.
 func (c *Cluster) StartProcess(name string, cmd *exec.Cmd) (*Process, error) {
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
+	} else if slices.ContainsFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "KUBECONFIG=") }) {
+		return c.start(name, cmd)
 	}
 	cmd.Env = append(cmd.Env, "KUBECONFIG="+c.kubeconfig)
+	return c.start(name, cmd)
+}
+
+func (c *Cluster) start(name string, cmd *exec.Cmd) (*Process, error) {
 	p, err := startProcess(name, c.logDir, cmd)
 	if err != nil {
 		return nil, err
