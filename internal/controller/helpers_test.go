@@ -164,6 +164,13 @@ func requestRotation(kr *mrtrv1alpha1.MRTRKeyring, value string) {
 	Expect(k8sClient.Patch(ctx, kr.DeepCopy(), client.RawPatch("application/merge-patch+json", []byte(patch)))).To(Succeed())
 }
 
+// requestRevocation sets the revocation annotation to value (key ids, or "*").
+func requestRevocation(kr *mrtrv1alpha1.MRTRKeyring, value string) {
+	GinkgoHelper()
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, mrtrv1alpha1.RevokeAnnotation, value)
+	Expect(k8sClient.Patch(ctx, kr.DeepCopy(), client.RawPatch("application/merge-patch+json", []byte(patch)))).To(Succeed())
+}
+
 // leaks remembers every key the tests saw in a Secret, for expectNoKeyBytes.
 var leaks = map[string][]byte{}
 

@@ -136,9 +136,7 @@ var _ = Describe("A staged next key, and revocation", func() {
 	revokePrimary := func(kr *mrtrv1alpha1.MRTRKeyring, web client.Object, cur *keyring.Keyring) {
 		GinkgoHelper()
 		revoked := cur.Primary().ID()
-		patch := client.RawPatch("application/merge-patch+json",
-			[]byte(`{"metadata":{"annotations":{"`+mrtrv1alpha1.RevokeAnnotation+`":"`+revoked+`"}}}`))
-		Expect(k8sClient.Patch(ctx, kr.DeepCopy(), patch)).To(Succeed())
+		requestRevocation(kr, revoked)
 		// Waited for by the key's absence: the keyring may be Revoking already (an earlier revocation).
 		var after *keyring.Keyring
 		Eventually(func(g Gomega) {
@@ -188,9 +186,7 @@ var _ = Describe("A staged next key, and revocation", func() {
 			case mrtrv1alpha1.PhaseRevoking:
 				revokePrimary(kr, web, cur) // then revoke the new primary while the first revocation rolls out
 				cur = secretKeyring(Default, ns, kr.EffectiveSecretName())
-				patch := client.RawPatch("application/merge-patch+json",
-					[]byte(`{"metadata":{"annotations":{"`+mrtrv1alpha1.RevokeAnnotation+`":"`+cur.IDs()[1]+`"}}}`))
-				Expect(k8sClient.Patch(ctx, kr.DeepCopy(), patch)).To(Succeed())
+				requestRevocation(kr, cur.IDs()[1])
 				cur = inPhase(kr, mrtrv1alpha1.PhaseRevoking)
 			case mrtrv1alpha1.PhaseSealingWithNew, mrtrv1alpha1.PhaseWaitingTTL, mrtrv1alpha1.PhaseRemoving:
 				cur = startStagedRotation(kr, "go")
@@ -220,9 +216,7 @@ var _ = Describe("A staged next key, and revocation", func() {
 		web := createWorkload(workload.Deployment, ns, "web", 1, nil)
 		kr := createKeyring(ns, "leaked", staged(web))
 		before := settle(kr, []client.Object{web})
-		patch := client.RawPatch("application/merge-patch+json",
-			[]byte(`{"metadata":{"annotations":{"`+mrtrv1alpha1.RevokeAnnotation+`":"*"}}}`))
-		Expect(k8sClient.Patch(ctx, kr.DeepCopy(), patch)).To(Succeed())
+		requestRevocation(kr, "*")
 		after := inPhase(kr, mrtrv1alpha1.PhaseRevoking)
 		Expect(after.Len()).To(Equal(2))
 		for _, id := range before.IDs() {
@@ -238,9 +232,7 @@ var _ = Describe("A staged next key, and revocation", func() {
 		kr := createKeyring(ns, "remembers", staged(web))
 		an := settle(kr, []client.Object{web})
 		revokedKey := an.Keys()[1] // the staged key: revoking it stages another
-		patch := client.RawPatch("application/merge-patch+json",
-			[]byte(`{"metadata":{"annotations":{"`+mrtrv1alpha1.RevokeAnnotation+`":"`+revokedKey.ID()+`"}}}`))
-		Expect(k8sClient.Patch(ctx, kr.DeepCopy(), patch)).To(Succeed())
+		requestRevocation(kr, revokedKey.ID())
 		inPhase(kr, mrtrv1alpha1.PhaseRevoking)
 		rollOut(web, -1)
 		inPhase(kr, mrtrv1alpha1.PhaseStable)

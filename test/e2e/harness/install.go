@@ -115,24 +115,34 @@ func managerArgs(ctx context.Context, c client.Client) ([]string, error) {
 // (TokenRequest, bound to the pod when bound is set, so that userInfo.extra names it), the
 // cluster's CA and the namespace.
 func writeServiceAccount(ctx context.Context, c client.Client, ca []byte, ns, name string, bound *authenticationv1.BoundObjectReference, dir string) error {
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		ExpirationSeconds: new(int64(2 * 3600)), BoundObjectRef: bound,
-	}}
-	if err := c.SubResource("token").Create(ctx, sa, tr); err != nil {
-		return fmt.Errorf("token of ServiceAccount %s/%s: %w", ns, name, err)
+	token, err := serviceAccountToken(ctx, c, ns, name, bound)
+	if err != nil {
+		return err
 	}
 	// World-readable, as a projected volume's files are by default (defaultMode 0644): the container
 	// runs as its image's user, not as root. (The folder is in the test's temporary directory.)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	for file, data := range map[string][]byte{"token": []byte(tr.Status.Token), "ca.crt": ca, "namespace": []byte(ns)} {
+	for file, data := range map[string][]byte{"token": []byte(token), "ca.crt": ca, "namespace": []byte(ns)} {
 		if err := os.WriteFile(filepath.Join(dir, file), data, 0o644); err != nil { //nolint:gosec // see above
 			return err
 		}
 	}
 	return nil
+}
+
+// serviceAccountToken requests a token of ServiceAccount ns/name for two hours, longer than a
+// suite runs (bound to a pod when bound is set).
+func serviceAccountToken(ctx context.Context, c client.Client, ns, name string, bound *authenticationv1.BoundObjectReference) (string, error) {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: new(int64(2 * 3600)), BoundObjectRef: bound,
+	}}
+	if err := c.SubResource("token").Create(ctx, sa, tr); err != nil {
+		return "", fmt.Errorf("token of ServiceAccount %s/%s: %w", ns, name, err)
+	}
+	return tr.Status.Token, nil
 }
 
 // serviceAccountKubeconfig writes a kubeconfig that speaks as the ServiceAccount mounted in dir
@@ -172,11 +182,7 @@ func (e *Env) MetricsScraperToken(ctx context.Context) (string, error) {
 			return "", err
 		}
 	}
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: new(int64(600))}}
-	if err := e.Client.SubResource("token").Create(ctx, sa, tr); err != nil {
-		return "", err
-	}
-	return tr.Status.Token, nil
+	return serviceAccountToken(ctx, e.Client, OperatorNamespace, name, nil)
 }
 
 // ScrapeMetrics GETs the running manager's /metrics with token ("" for none) and returns the body;
