@@ -43,6 +43,7 @@ type manager struct {
 	cmd        *exec.Cmd
 	logPath    string
 	metricsURL string
+	pprofURL   string        // the manager's /debug/pprof, when SCALE_PROFILE_DIR asks for profiles
 	done       chan struct{} // closed once the process has exited
 	err        error         // cmd.Wait's result; read after done is closed
 }
@@ -60,6 +61,14 @@ func startManager(ctx context.Context, bin, kubeconfig, dir string, extra []stri
 	}, extra...)
 	m := &manager{logPath: filepath.Join(dir, "manager.log"),
 		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), done: make(chan struct{})}
+	if os.Getenv("SCALE_PROFILE_DIR") != "" {
+		pport, err := localcluster.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, fmt.Sprintf("--pprof-bind-address=127.0.0.1:%d", pport))
+		m.pprofURL = fmt.Sprintf("http://127.0.0.1:%d/debug/pprof", pport)
+	}
 	log, err := os.Create(m.logPath)
 	if err != nil {
 		return nil, err

@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,15 +43,17 @@ type bench struct {
 	mgr   *manager
 	c     client.Client
 	cache cache.Cache
-	rec   *recorder
-	ts    []target
-	wait  waiter
+	// apiserver is the admin's config, for the API server's profile.
+	apiserver *rest.Config
+	rec       *recorder
+	ts        []target
+	wait      waiter
 }
 
 // measure runs the whole benchmark for n keyrings on a fresh control plane and manager, both gone
 // when it returns (also on error or interrupt).
 func measure(ctx context.Context, cfg config, root, bin string, n int) (res result, err error) {
-	res = result{n: n, namespaces: namespacesFor(n), delivery: cfg.delivery, steadyWindow: cfg.steadyWindow}
+	res = result{n: n, namespaces: namespacesFor(n), delivery: cfg.delivery, nextKey: cfg.nextKey, steadyWindow: cfg.steadyWindow}
 	dir, err := os.MkdirTemp("", fmt.Sprintf("benchscale-n%d-", n))
 	if err != nil {
 		return res, err
@@ -122,7 +126,7 @@ func startHarness(ctx context.Context, cfg config, cp *controlPlane, mgr *manage
 		return nil, fmt.Errorf("the harness's cache did not sync")
 	}
 	pl.run(ctx)
-	return &bench{cfg: cfg, n: n, mgr: mgr, c: c, cache: ca, rec: rec,
+	return &bench{cfg: cfg, n: n, mgr: mgr, c: c, cache: ca, apiserver: cp.config, rec: rec,
 		wait: waiter{cache: ca, mgr: mgr, n: n}}, nil
 }
 
@@ -177,6 +181,10 @@ func (b *bench) measureRotation(ctx context.Context, res *result) (err error) {
 		return fmt.Errorf("request the rotations: %w", err)
 	}
 	res.requested = time.Since(t1)
+	if dir := os.Getenv("SCALE_PROFILE_DIR"); dir != "" {
+		defer profileAPIServer(ctx, b.apiserver, 30*time.Second, filepath.Join(dir, fmt.Sprintf("apiserver-n%d.pprof", b.n)))()
+		defer saveObjects(ctx, b.apiserver, b.ts[0], dir)
+	}
 	if res.rotateAll, err = b.wait.wait(ctx, t1, b.cfg.rotateTimeout, "rotated (rotationsCompleted=1, Stable)", isRotated); err != nil {
 		return err
 	}
@@ -227,6 +235,9 @@ func (b *bench) measureSteady(ctx context.Context, res *result) (err error) {
 	res.steadyReconciles = steady.sum(metricReconciles) - res.after.sum(metricReconciles)
 	res.heapBytes = steady.sum(metricHeapInuse)
 	res.rssBytes, err = processRSS(b.mgr.pid())
+	if dir := os.Getenv("SCALE_PROFILE_DIR"); dir != "" {
+		profileManagerHeap(ctx, b.mgr, filepath.Join(dir, fmt.Sprintf("manager-heap-n%d.pprof", b.n)))
+	}
 	return err
 }
 

@@ -35,6 +35,7 @@ import (
 type result struct {
 	n, namespaces int
 	delivery      mrtrv1alpha1.Delivery
+	nextKey       mrtrv1alpha1.NextKey
 	logPath       string
 
 	created   time.Duration // creating the N keyrings (the harness's side)
@@ -44,7 +45,7 @@ type result struct {
 	requested time.Duration // requesting the N rotations (the harness's side)
 
 	// writeLatencies are, per keyring, the time from the harness completing the rollout of the
-	// rotation's first keyring ([old, new]) to the operator's next Secret write ([new, old]).
+	// rotation's first keyring to the operator's next Secret write (see writeLatencies).
 	writeLatencies []time.Duration
 	writeMissing   int // keyrings for which either end was not seen
 
@@ -68,10 +69,11 @@ type result struct {
 }
 
 // writeLatencies pairs, for every target, the rotation's first keyring with the operator's next
-// Secret write: the first keyring the Secret held after since with two keys (the new one appended,
-// Accepting), the time the harness completed its rollout, and the next keyring the Secret held,
-// which must be the same two keys reordered (SealingWithNew). Targets where any of that is missing
-// are counted in missing.
+// Secret write: the first keyring the Secret held after since with two keys, the time the harness
+// completed its rollout, and the next keyring the Secret held. In AtRotation that is Accepting's
+// [old, new] and SealingWithNew's [new, old], one reaction apart; in Staged, SealingWithNew's
+// [new, old] and Removing's [new, next], with the TTL wait between them. Targets where any of that
+// is missing are counted in missing.
 func writeLatencies(ts []target, secrets map[types.NamespacedName][]secretVersion,
 	completed map[types.NamespacedName]map[string]time.Time, since time.Time) (lat []time.Duration, missing int) {
 	for _, t := range ts {
@@ -94,11 +96,7 @@ func writeLatency(history []secretVersion, completed map[string]time.Time, since
 		if !ok || j+1 == len(history) {
 			return 0, false
 		}
-		next := history[j+1]
-		if !slices.Equal(next.ids, []string{v.ids[1], v.ids[0]}) {
-			return 0, false
-		}
-		return next.at.Sub(done), true
+		return history[j+1].at.Sub(done), true
 	}
 	return 0, false
 }
@@ -146,6 +144,15 @@ func (r result) perKeyring(d time.Duration) time.Duration { return d / time.Dura
 func (r result) requestsPerRotation() float64             { return r.rotateRequests / float64(r.n) }
 func (r result) cpuPerRotation() time.Duration            { return r.perKeyring(r.rotateCPU) }
 
+// ttlWaitNote says when the next write measured waits out the TTL wait first (Staged: the write after
+// the first rollout is Removing's).
+func (r result) ttlWaitNote() string {
+	if r.nextKey == mrtrv1alpha1.NextKeyStaged {
+		return fmt.Sprintf("; the TTL wait of %s included", tokenTTL)
+	}
+	return ""
+}
+
 // completionLabel is what "rollout complete" is in the delivery measured.
 func completionLabel(d mrtrv1alpha1.Delivery) string {
 	if d == mrtrv1alpha1.DeliveryReload {
@@ -165,9 +172,9 @@ func (r result) block() string {
 		fmtDur(r.ready), fmtDur(r.perKeyring(r.ready)), fmtDur(r.settled))
 	p("  rotation of all N at once     %s (%s per keyring); requesting them took %s", fmtDur(r.rotateAll),
 		fmtDur(r.perKeyring(r.rotateAll)), fmtDur(r.requested))
-	p("  %s -> next Secret write: p50 %s, p99 %s, max %s over %d keyrings (%d not measurable)",
+	p("  %s -> next Secret write: p50 %s, p99 %s, max %s over %d keyrings (%d not measurable)%s",
 		completionLabel(r.delivery), fmtDur(percentile(r.writeLatencies, 50)), fmtDur(percentile(r.writeLatencies, 99)),
-		fmtDur(percentile(r.writeLatencies, 100)), len(r.writeLatencies), r.writeMissing)
+		fmtDur(percentile(r.writeLatencies, 100)), len(r.writeLatencies), r.writeMissing, r.ttlWaitNote())
 	for _, line := range r.trace {
 		p("    %s", line)
 	}

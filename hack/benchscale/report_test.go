@@ -114,7 +114,7 @@ func TestParseStatCPU(t *testing.T) {
 	}
 }
 
-func TestWriteLatencyPairsAcceptingWithTheReorderedWrite(t *testing.T) {
+func TestWriteLatencyPairsTheFirstRolloutWithTheNextWrite(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 	key := types.NamespacedName{Namespace: "ns", Name: "kr-00000"}
@@ -132,11 +132,18 @@ func TestWriteLatencyPairsAcceptingWithTheReorderedWrite(t *testing.T) {
 		t.Errorf("latencies %v, missing %d; want [100ms] and 1 (kr-00001 has no history)", lat, missing)
 	}
 
-	// A next write that is not the two keys reordered is not the write measured.
-	odd := slices.Clone(history)
-	odd[2].ids = []string{"a", "b", "c"}
-	if _, ok := writeLatency(odd, completed, t0); ok {
-		t.Error("a write that did not reorder the keys was measured")
+	// A staged rotation measures from its first rollout to Removing's write, the TTL wait between.
+	staged := []secretVersion{
+		{at(-5000), "fAB", []string{"a", "b"}},
+		{at(100), "fBA", []string{"b", "a"}},
+		{at(1800), "fBC", []string{"b", "c"}},
+	}
+	if d, ok := writeLatency(staged, map[string]time.Time{"fBA": at(300)}, t0); !ok || d != 1500*time.Millisecond {
+		t.Errorf("staged: %v, %v; want 1.5s", d, ok)
+	}
+	// A rotation the operator has not written again since is not measured.
+	if _, ok := writeLatency(history[:2], completed, t0); ok {
+		t.Error("a rotation without a next write was measured")
 	}
 	// Nor is a rotation whose rollout the harness never completed.
 	if _, ok := writeLatency(history, map[string]time.Time{}, t0); ok {

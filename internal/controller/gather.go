@@ -267,7 +267,7 @@ func observeWorkloads(t workload.Targets, kr *mrtrv1alpha1.MRTRKeyring) []rotati
 		ro, _ := workload.RolloutStatus(obj)
 		out = append(out, rotation.Workload{
 			Kind: mrtrv1alpha1.WorkloadKind(ref.Kind), Name: ref.Name, Found: true,
-			Stamp: workload.FingerprintAt(obj, workload.StampKey(obj, kr.Name)), RolledOut: ro.Done, Ready: ro.Ready, Desired: ro.Desired, Message: ro.Message,
+			Stamp: workload.FingerprintAt(obj, workload.StampKey(obj, kr.Name)), RolledOut: ro.Done, Ready: ro.Ready, Desired: ro.Desired, Message: ro.Message, Unobserved: ro.Unobserved,
 			Outage: ro.Outage, Unreferenced: !slices.Contains(workload.ReferencedSecrets(obj), secret),
 		})
 	}

@@ -40,7 +40,8 @@ import (
 
 // MRTRKeyringReconciler observes a keyring, its Secret and its target workloads, asks
 // rotation.Step what to do, and does it: write the Secret, write status (once, only if changed),
-// emit events, stamp the workloads. It keeps nothing in memory between passes.
+// emit events, stamp the workloads. What it keeps in memory between passes (ownWrites) only spares
+// work; every decision comes from what it reads.
 //
 // The Secret carries the label mrtr.dev/keyring=<name> but no owner reference: like cert-manager's
 // Certificate Secrets, it outlives its MRTRKeyring, so deleting (or re-creating) the keyring never
@@ -60,6 +61,8 @@ type MRTRKeyringReconciler struct {
 	// MaxConcurrentReconciles is how many keyrings are reconciled at once; 0 means
 	// DefaultConcurrency. controller-runtime never runs two passes of one keyring at once.
 	MaxConcurrentReconciles int
+
+	written ownWrites
 }
 
 // DefaultConcurrency is the default MaxConcurrentReconciles. A pass spends most of its time
@@ -100,12 +103,19 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err := r.Get(ctx, req.NamespacedName, &kr); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.metrics().Forget(req.Namespace, req.Name)
+			r.written.forget(&mrtrv1alpha1.MRTRKeyring{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}})
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.written.behind(&kr) {
+		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
 	}
 	in, obs, err := r.gather(ctx, &kr)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if r.written.behind(obs.targets...) {
+		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
 	}
 	d := rotation.Step(in)
 
@@ -124,6 +134,7 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			// trigger a pass (the For predicate ignores them), so the requeue is what brings a fresh one.
 			return retryOnConflict(ctx, err)
 		}
+		r.written.wrote(&kr)
 		// Only after the write: a pass retried after a conflict must not count the same transition twice.
 		r.recordTransitions(&kr, previous)
 	}
@@ -134,8 +145,12 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	var stampErrs []error // and eviction errors
 	if d.Stamp != "" {
 		for _, obj := range obs.targets {
-			if _, err := workload.Stamp(ctx, r.Client, obj, d.Stamp, kr.Name); err != nil && !apierrors.IsNotFound(err) {
+			wrote, err := workload.Stamp(ctx, r.Client, obj, d.Stamp, kr.Name)
+			if err != nil && !apierrors.IsNotFound(err) {
 				stampErrs = append(stampErrs, err)
+			}
+			if wrote {
+				r.written.wrote(obj)
 			}
 		}
 	}
@@ -149,7 +164,7 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	log.V(1).Info("reconciled", "phase", d.Status.Phase, "fingerprint", d.Status.SecretFingerprint,
 		"target", d.Status.TargetFingerprint, "requeueAfter", requeue, "evicted", len(d.Evict))
-	return ctrl.Result{RequeueAfter: requeue}, errors.Join(stampErrs...)
+	return ctrl.Result{RequeueAfter: requeue, Priority: requeuePriority(d.Status.Phase)}, errors.Join(stampErrs...)
 }
 
 // conflictRetry is how soon a pass that lost an optimistic-concurrency race runs again.

@@ -126,10 +126,10 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 				DeleteFunc: func(event.DeleteEvent) bool { return true },
 			}))
 	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}} {
-		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(r.keyringsForWorkload),
+		b = b.Watches(obj, enqueueInFlight(r.keyringsForWorkload),
 			builder.WithPredicates(workloadChanged{}))
 	}
-	b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.keyringsForPod), builder.WithPredicates(podChanged{}))
+	b = b.Watches(&corev1.Pod{}, enqueueInFlight(r.keyringsForPod), builder.WithPredicates(podChanged{}))
 	workers := r.MaxConcurrentReconciles
 	if workers <= 0 {
 		workers = DefaultConcurrency

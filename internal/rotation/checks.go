@@ -259,6 +259,10 @@ func (p *pass) describe(w Workload) string {
 		return w.ref() + " not found"
 	case p.in.Settings.Reload():
 		return p.describePods(w)
+	case w.Stamp != fp && p.d.Stamp == fp && w.ClaimedBy == "", w.Stamp == fp && w.Unobserved:
+		// Stamped as this pass ends, or stamped and its controller yet to begin: one message for
+		// both, so that a pass that finds the stamp before the rollout has nothing new to write.
+		return w.ref() + ": rollout of keyring " + fp + " started"
 	case w.Stamp != fp:
 		return w.ref() + ": pod template not yet stamped with keyring " + fp
 	case w.RolledOut:

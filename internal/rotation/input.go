@@ -212,6 +212,8 @@ type Workload struct {
 	Ready, Desired int32
 	// Message says what the rollout waits for.
 	Message string
+	// Unobserved: its controller has not yet seen its latest spec; the rollout has not begun.
+	Unobserved bool
 	// Outage, when not empty, says why each restart of the workload takes all its pods down.
 	Outage string
 	// Unreferenced: a listed or selected target whose pod template does not reference the keyring

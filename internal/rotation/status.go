@@ -35,12 +35,12 @@ func (p *pass) finish() {
 	p.warnOutages()
 	p.st.ObservedGeneration = p.in.Generation
 	p.st.SecretName = p.in.SecretName
-	p.st.SelectedPods = p.selectedStatus()
-	p.st.Workloads = p.workloadStatuses()
 	if !p.conflict && !p.in.Settings.Reload() && (p.in.Secret.State == SecretValid || p.d.Secret != nil) {
 		// Only a keyring that is valid and ours is ever rolled out.
 		p.d.Stamp = p.st.TargetFingerprint
 	}
+	p.st.SelectedPods = p.selectedStatus()
+	p.st.Workloads = p.workloadStatuses()
 	p.setConditions()
 	p.d.RequeueAfter = p.nextDeadline()
 	p.d.Status = p.st

@@ -462,3 +462,25 @@ func TestManyWorkloadsStayWithinStatusLimits(t *testing.T) {
 		t.Errorf("Reconciling message does not count the workloads it leaves out: %s", r.Message)
 	}
 }
+
+// A pass that stamps a target says so in the target's status: the operator does not wake for its
+// own stamp, so status must not keep saying the template is unstamped until the rollout reports.
+func TestStampedTargetsReportTheirRollout(t *testing.T) {
+	a := "k20260101-000000"
+	in := input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true))
+	in.RotateRequest = "go"
+	d := Step(in)
+	if d.Stamp == "" || len(d.Status.Workloads) != 1 {
+		t.Fatalf("the rotation's first pass stamps nothing (stamp %q, workloads %+v)", d.Stamp, d.Status.Workloads)
+	}
+	if w := d.Status.Workloads[0]; w.UpToDate || w.Message != "Deployment/api: rollout of keyring "+d.Stamp+" started" {
+		t.Errorf("the stamped target reads %+v; want not up to date, its rollout started", w)
+	}
+
+	// One claimed by another keyring is not stamped, and says it is not.
+	in.Workloads[0].ClaimedBy = "other"
+	d = Step(in)
+	if w := d.Status.Workloads[0]; !strings.Contains(w.Message, "not yet stamped") {
+		t.Errorf("a target claimed by another keyring reads %q", w.Message)
+	}
+}

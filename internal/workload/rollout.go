@@ -35,6 +35,9 @@ type Rollout struct {
 	Ready, Desired int32
 	// Message says, naming the workload, what the rollout is waiting for.
 	Message string
+	// Unobserved: the workload's controller has not yet seen its latest spec (observedGeneration
+	// behind generation), so the rollout of that spec has not begun.
+	Unobserved bool
 	// Outage, when not empty, says why every restart of the workload is an outage: its update
 	// strategy stops every pod before it starts new ones.
 	Outage string
@@ -76,6 +79,7 @@ func deploymentRollout(d *appsv1.Deployment) Rollout {
 		r.Outage = "strategy Recreate stops every pod before it starts new ones"
 	}
 	if d.Generation > st.ObservedGeneration {
+		r.Unobserved = true
 		r.Message = fmt.Sprintf("%s: waiting for the deployment controller to observe generation %d", name, d.Generation)
 		return r
 	}
@@ -111,6 +115,7 @@ func statefulSetRollout(s *appsv1.StatefulSet) Rollout {
 	r := Rollout{Desired: replicas(s.Spec.Replicas), Ready: min(st.UpdatedReplicas, st.AvailableReplicas)}
 	// The StatefulSet controller leaves observedGeneration at 0 until it first sees the object.
 	if st.ObservedGeneration == 0 || s.Generation > st.ObservedGeneration {
+		r.Unobserved = true
 		r.Message = fmt.Sprintf("%s: waiting for the statefulset controller to observe generation %d", name, s.Generation)
 		return r
 	}
@@ -149,6 +154,7 @@ func daemonSetRollout(d *appsv1.DaemonSet) Rollout {
 	st := d.Status
 	r := Rollout{Desired: st.DesiredNumberScheduled, Ready: min(st.UpdatedNumberScheduled, st.NumberAvailable)}
 	if d.Generation > st.ObservedGeneration {
+		r.Unobserved = true
 		r.Message = fmt.Sprintf("%s: waiting for the daemonset controller to observe generation %d", name, d.Generation)
 		return r
 	}

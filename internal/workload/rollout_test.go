@@ -73,7 +73,7 @@ func TestRolloutStatus(t *testing.T) {
 		"deployment whose new generation the controller has not seen yet": {
 			obj: deployment(3, new(int32(3)), appsv1.DeploymentStatus{ObservedGeneration: 2,
 				Replicas: 3, UpdatedReplicas: 3, AvailableReplicas: 3}),
-			want:    Rollout{Ready: 3, Desired: 3},
+			want:    Rollout{Ready: 3, Desired: 3, Unobserved: true},
 			message: "observe generation 3",
 		},
 		"deployment with some replicas not updated": {
@@ -135,7 +135,7 @@ func TestRolloutStatus(t *testing.T) {
 
 		"statefulset never observed": {
 			obj:     statefulSet(1, 2, nil, appsv1.StatefulSetStatus{}),
-			want:    Rollout{Desired: 2},
+			want:    Rollout{Desired: 2, Unobserved: true},
 			message: "observe generation 1",
 		},
 		"statefulset halfway through a rolling update": {
@@ -188,7 +188,7 @@ func TestRolloutStatus(t *testing.T) {
 		"daemonset whose new generation is not observed": {
 			obj: daemonSet(appsv1.DaemonSetStatus{ObservedGeneration: 4, DesiredNumberScheduled: 2,
 				UpdatedNumberScheduled: 2, NumberAvailable: 2}),
-			want:    Rollout{Ready: 2, Desired: 2},
+			want:    Rollout{Ready: 2, Desired: 2, Unobserved: true},
 			message: "observe generation 5",
 		},
 		"daemonset with nodes not updated": {

@@ -1,0 +1,128 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+)
+
+// profileAPIServer records a CPU profile of kube-apiserver (its /debug/pprof, which envtest serves
+// to its admin) for the given time into path, in the background: where the API server's time goes
+// is what decides how fast a rotation of every keyring can be. The returned function waits for it.
+func profileAPIServer(ctx context.Context, cfg *rest.Config, d time.Duration, path string) func() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		hc, err := rest.HTTPClientFor(cfg)
+		if err == nil {
+			url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(cfg.Host, "/"), int(d.Seconds()))
+			err = fetchTo(ctx, hc, url, path)
+		}
+		if err != nil {
+			progress("warning: the API server's CPU profile: %v", err)
+			return
+		}
+		progress("the API server's CPU profile over %v: %s (go tool pprof -top %s)", d, path, path)
+	}()
+	return func() { <-done }
+}
+
+// profileManagerHeap saves the manager's heap profile (live objects, after a GC) into path.
+func profileManagerHeap(ctx context.Context, m *manager, path string) {
+	if m.pprofURL == "" {
+		return
+	}
+	if err := fetchTo(ctx, http.DefaultClient, m.pprofURL+"/heap?gc=1", path); err != nil {
+		progress("warning: the manager's heap profile: %v", err)
+		return
+	}
+	progress("the manager's heap profile: %s (go tool pprof -sample_index=inuse_space -top %s)", path, path)
+}
+
+// fetchTo saves what a GET of url answers into path.
+func fetchTo(ctx context.Context, hc *http.Client, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// saveObjects writes the first target's keyring and Secret, as the API server serves them (managed
+// fields included), into dir: what every status write and watch event of a keyring carries.
+func saveObjects(ctx context.Context, cfg *rest.Config, t target, dir string) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		progress("warning: %v", err)
+		return
+	}
+	host := strings.TrimSuffix(cfg.Host, "/")
+	for name, path := range map[string]string{
+		"keyring": fmt.Sprintf("/apis/%s/namespaces/%s/mrtrkeyrings/%s", mrtrv1alpha1.GroupVersion, t.namespace, t.name),
+		"secret":  fmt.Sprintf("/api/v1/namespaces/%s/secrets/%s", t.namespace, t.name),
+	} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, host+path, nil)
+		if err != nil {
+			progress("warning: %v", err)
+			return
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			progress("warning: GET %s: %v", path, err)
+			continue
+		}
+		body, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			progress("warning: GET %s: %s %v", path, resp.Status, err)
+			continue
+		}
+		file := filepath.Join(dir, name+".json")
+		if err := os.WriteFile(file, body, 0o600); err != nil {
+			progress("warning: %v", err)
+			continue
+		}
+		progress("one %s as served: %d bytes of JSON, in %s", name, len(body), file)
+	}
+}
