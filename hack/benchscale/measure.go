@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -170,6 +171,10 @@ func (b *bench) measureRotation(ctx context.Context, res *result) (err error) {
 	if err != nil {
 		return err
 	}
+	servedBefore, err := apiServerMetrics(ctx, b.apiserver)
+	if err != nil {
+		return err
+	}
 	progress("N=%d: requesting a rotation of all %d keyrings", b.n, b.n)
 	request := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, mrtrv1alpha1.RotateAnnotation,
 		fmt.Sprintf("benchscale-%d", time.Now().UnixNano()))
@@ -200,12 +205,25 @@ func (b *bench) measureRotation(ctx context.Context, res *result) (err error) {
 	if err != nil {
 		return err
 	}
+	servedAfter, err := apiServerMetrics(ctx, b.apiserver)
+	if err != nil {
+		return err
+	}
 	progress("N=%d: all %d keyrings rotated after %s", b.n, b.n, fmtDur(res.rotateAll))
 	res.after = after
 	res.rotateRequests = after.sum(metricRequests) - before.sum(metricRequests)
 	res.rotateReconciles = after.sum(metricReconciles) - before.sum(metricReconciles)
 	res.requestsBy = diff(after.sumBy(metricRequests, "method", "code"), before.sumBy(metricRequests, "method", "code"))
 	res.rotateCPU = cpuAfter - cpuBefore
+	for k, v := range diff(servedAfter.sumBy(metricServed, "verb", "resource", "subresource"), servedBefore.sumBy(metricServed, "verb", "resource", "subresource")) {
+		if mutating(strings.Fields(k)[0]) {
+			res.served += v
+			if res.writesBy == nil {
+				res.writesBy = map[string]float64{}
+			}
+			res.writesBy[strings.TrimSpace(k)] = v
+		}
+	}
 	res.cpuBy = map[string]time.Duration{}
 	for name, d := range allAfter {
 		res.cpuBy[name] = d - allBefore[name]

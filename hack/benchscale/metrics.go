@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"k8s.io/client-go/rest"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -39,6 +40,9 @@ const (
 	metricRequests   = "rest_client_requests_total"
 	metricReconciles = "controller_runtime_reconcile_total"
 	metricHeapInuse  = "go_memstats_heap_inuse_bytes"
+	// metricServed counts what the API server served, from every client (the harness's requests
+	// too), by verb, resource and subresource.
+	metricServed = "apiserver_request_total"
 	// The sums and counts of two histograms that say where a keyring's time goes: waiting in the
 	// controller's work queue, and inside Reconcile.
 	metricQueueWait     = "workqueue_queue_duration_seconds"
@@ -57,13 +61,18 @@ type metrics []sample
 
 // scrape reads the manager's /metrics.
 func scrape(ctx context.Context, url string) (metrics, error) {
+	return scrapeWith(ctx, http.DefaultClient, url)
+}
+
+// scrapeWith reads /metrics at url with hc (the API server's, with the admin's credentials).
+func scrapeWith(ctx context.Context, hc *http.Client, url string) (metrics, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return nil, err
 	}
@@ -233,4 +242,22 @@ func processRSS(pid int) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
+
+// apiServerMetrics scrapes the API server's own /metrics with the admin's credentials.
+func apiServerMetrics(ctx context.Context, cfg *rest.Config) (metrics, error) {
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return scrapeWith(ctx, hc, strings.TrimSuffix(cfg.Host, "/")+"/metrics")
+}
+
+// mutating is whether an apiserver_request_total verb writes.
+func mutating(verb string) bool {
+	switch verb {
+	case "POST", "PUT", "PATCH", "DELETE", "APPLY", "CREATE", "UPDATE":
+		return true
+	}
+	return false
 }

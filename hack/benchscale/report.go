@@ -54,6 +54,8 @@ type result struct {
 	rotateReconciles float64
 	rotateCPU        time.Duration            // the manager's CPU (user+system) during the rotation window
 	cpuBy            map[string]time.Duration // CPU per process during the rotation window (cpuByProcess)
+	served           float64                  // the writes the API server served in that window, from every client
+	writesBy         map[string]float64       // the same by "verb resource subresource"
 	queueWait        time.Duration            // mean time a request waited in the manager's work queue, same window
 	reconcileTime    time.Duration            // mean time of one Reconcile, same window
 
@@ -180,6 +182,11 @@ func (r result) block() string {
 	}
 	p("  manager CPU during rotation   %s (%s per keyring rotation)", fmtDur(r.rotateCPU), fmtDur(r.cpuPerRotation()))
 	p("  CPU during rotation, all      %s of %d cores x %s", formatCPU(r.cpuBy), runtime.NumCPU(), fmtDur(r.rotateAll))
+	if r.served > 0 {
+		p("  API server writes, all clients %.0f (%.1f per keyring), %s of its CPU each", r.served, r.served/float64(r.n),
+			fmtDur(r.cpuBy["kube-apiserver"]/time.Duration(r.served)))
+		p("    by verb and resource:       %s", formatCounts(r.writesBy))
+	}
 	p("  manager API requests          %.0f during rotation (%.1f per keyring rotation), %.0f reconciles (%.1f per keyring)",
 		r.rotateRequests, r.requestsPerRotation(), r.rotateReconciles, r.rotateReconciles/float64(r.n))
 	p("    by method and code:         %s", formatCounts(r.requestsBy))

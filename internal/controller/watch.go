@@ -287,13 +287,18 @@ func acknowledgementsEqual(a, b *corev1.Pod) bool {
 //     included, so that a pass reads its Secret without a request; managed fields but the time of
 //     the operator's own write dropped;
 //   - Pods stripped to names, labels, acknowledgements and Secret references (workload.StripPod);
+//   - Deployments, StatefulSets and DaemonSets stripped to their metadata, status, rollout
+//     settings and the pod template's annotations and Secret references (workload.StripWorkload);
 //   - everything else without managed fields and kubectl's last-applied-configuration annotation,
 //     which repeats the whole object (a Secret's data too, for Secrets applied with kubectl).
 func CacheOptions(namespaces ...string) cache.Options {
 	opts := cache.Options{
 		DefaultTransform: stripApplied,
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Transform: workload.StripPod},
+			&corev1.Pod{}:         {Transform: workload.StripPod},
+			&appsv1.Deployment{}:  {Transform: stripWorkload},
+			&appsv1.StatefulSet{}: {Transform: stripWorkload},
+			&appsv1.DaemonSet{}:   {Transform: stripWorkload},
 			&corev1.Secret{}: {
 				Field:     fields.OneTermEqualSelector("type", keyring.SecretType),
 				Transform: stripSecret,
@@ -321,6 +326,16 @@ func stripApplied(obj any) (any, error) {
 		}
 	}
 	return obj, nil
+}
+
+// stripWorkload is stripApplied, then workload.StripWorkload (a transform of its own replaces the
+// default one).
+func stripWorkload(obj any) (any, error) {
+	obj, err := stripApplied(obj)
+	if err != nil {
+		return nil, err
+	}
+	return workload.StripWorkload(obj)
 }
 
 // stripSecret is stripApplied for a keyring Secret, but it keeps the time of mrtrv1alpha1.FieldManager's last

@@ -231,6 +231,11 @@ func TestRolloutStatus(t *testing.T) {
 			if err != nil {
 				t.Fatalf("RolloutStatus: %v", err)
 			}
+			// The cache holds workloads stripped; they must judge the same.
+			stripped, _ := StripWorkload(tc.obj)
+			if fromCache, err := RolloutStatus(stripped.(client.Object)); err != nil || fromCache != got {
+				t.Errorf("stripped for the cache: RolloutStatus = %+v, %v; want %+v", fromCache, err, got)
+			}
 			if !strings.Contains(got.Message, tc.message) {
 				t.Errorf("message %q does not contain %q", got.Message, tc.message)
 			}
