@@ -38,6 +38,7 @@ import (
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/controller"
+	"github.com/mrtr-dev/mrtr-operator/internal/memlimit"
 )
 
 var (
@@ -84,6 +85,12 @@ func main() {
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	switch limit, err := memlimit.Set(); {
+	case err != nil:
+		setupLog.Error(err, "Not setting a soft memory limit")
+	case limit > 0:
+		setupLog.Info("soft memory limit set from the container's", "bytes", limit, "fraction", memlimit.Fraction)
+	}
 
 	var tlsOpts []func(*tls.Config)
 	if !enableHTTP2 {

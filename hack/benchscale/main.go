@@ -52,6 +52,7 @@ type config struct {
 	delivery      mrtrv1alpha1.Delivery
 	nextKey       mrtrv1alpha1.NextKey
 	managerArgs   []string
+	managerEnv    []string
 	readyTimeout  time.Duration
 	rotateTimeout time.Duration
 	steadyWindow  time.Duration
@@ -97,6 +98,9 @@ func parseConfig(args []string) (config, error) {
 			"so no rollout -> next write step to time) (env SCALE_NEXT_KEY)")
 	managerArgs := fs.String("manager-args", os.Getenv("SCALE_MANAGER_ARGS"),
 		"space-separated extra arguments for the manager, appended to the harness's own (env SCALE_MANAGER_ARGS)")
+	managerEnv := fs.String("manager-env", os.Getenv("SCALE_MANAGER_ENV"),
+		"space-separated NAME=value environment variables for the manager, e.g. GOMEMLIMIT=230MiB to run it as in a container "+
+			"whose memory limit is 256Mi (env SCALE_MANAGER_ENV)")
 	readyTimeout := fs.Duration("ready-timeout", 10*time.Minute, "how long all keyrings may take to become Ready")
 	rotateTimeout := fs.Duration("rotate-timeout", 20*time.Minute, "how long the rotation of all keyrings may take")
 	steady := fs.Duration("steady", 10*time.Second, "the window, once everything is Stable, over which steady-state traffic is counted")
@@ -104,7 +108,7 @@ func parseConfig(args []string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
-	c := config{delivery: mrtrv1alpha1.Delivery(*delivery), nextKey: mrtrv1alpha1.NextKey(*nextKey), managerArgs: strings.Fields(*managerArgs),
+	c := config{delivery: mrtrv1alpha1.Delivery(*delivery), nextKey: mrtrv1alpha1.NextKey(*nextKey), managerArgs: strings.Fields(*managerArgs), managerEnv: strings.Fields(*managerEnv),
 		readyTimeout: *readyTimeout, rotateTimeout: *rotateTimeout, steadyWindow: *steady, workers: *workers}
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))

@@ -48,9 +48,9 @@ type manager struct {
 	err        error         // cmd.Wait's result; read after done is closed
 }
 
-// startManager starts bin with the kubeconfig and the harness's flags (plus extra), its output in
+// startManager starts bin with the kubeconfig, the harness's flags (plus extra) and env, its output in
 // dir/manager.log, and waits until its controller runs.
-func startManager(ctx context.Context, bin, kubeconfig, dir string, extra []string) (*manager, error) {
+func startManager(ctx context.Context, bin, kubeconfig, dir string, extra, env []string) (*manager, error) {
 	port, err := localcluster.FreePort()
 	if err != nil {
 		return nil, err
@@ -74,7 +74,7 @@ func startManager(ctx context.Context, bin, kubeconfig, dir string, extra []stri
 		return nil, err
 	}
 	m.cmd = exec.Command(bin, args...)
-	m.cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	m.cmd.Env = append(append(os.Environ(), env...), "KUBECONFIG="+kubeconfig)
 	m.cmd.Stdout, m.cmd.Stderr = log, log
 	// Its own process group, so that a Ctrl-C in the terminal reaches only benchscale (which then
 	// kills it), and the kernel kills it if benchscale dies without cleaning up.

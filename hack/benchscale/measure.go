@@ -54,7 +54,7 @@ type bench struct {
 // measure runs the whole benchmark for n keyrings on a fresh control plane and manager, both gone
 // when it returns (also on error or interrupt).
 func measure(ctx context.Context, cfg config, root, bin string, n int) (res result, err error) {
-	res = result{n: n, namespaces: namespacesFor(n), delivery: cfg.delivery, nextKey: cfg.nextKey, steadyWindow: cfg.steadyWindow}
+	res = result{n: n, namespaces: namespacesFor(n), delivery: cfg.delivery, nextKey: cfg.nextKey, managerEnv: cfg.managerEnv, steadyWindow: cfg.steadyWindow}
 	dir, err := os.MkdirTemp("", fmt.Sprintf("benchscale-n%d-", n))
 	if err != nil {
 		return res, err
@@ -65,7 +65,7 @@ func measure(ctx context.Context, cfg config, root, bin string, n int) (res resu
 		return res, err
 	}
 	defer cp.stop()
-	mgr, err := startManager(ctx, bin, cp.kubeconfig, dir, cfg.managerArgs)
+	mgr, err := startManager(ctx, bin, cp.kubeconfig, dir, cfg.managerArgs, cfg.managerEnv)
 	if err != nil {
 		return res, err
 	}

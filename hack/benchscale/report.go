@@ -36,6 +36,7 @@ type result struct {
 	n, namespaces int
 	delivery      mrtrv1alpha1.Delivery
 	nextKey       mrtrv1alpha1.NextKey
+	managerEnv    []string // what SCALE_MANAGER_ENV gave the manager
 	logPath       string
 
 	created   time.Duration // creating the N keyrings (the harness's side)
@@ -169,6 +170,9 @@ func (r result) block() string {
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	p("")
 	p("N=%d (%d namespace(s), delivery %s), manager log %s", r.n, r.namespaces, r.delivery, r.logPath)
+	if len(r.managerEnv) > 0 {
+		p("  manager environment           %s", strings.Join(r.managerEnv, " "))
+	}
 	p("  keyrings created in           %s (harness side)", fmtDur(r.created))
 	p("  all Ready after creation      %s (%s per keyring); idle (Reconciling=False) after %s",
 		fmtDur(r.ready), fmtDur(r.perKeyring(r.ready)), fmtDur(r.settled))

@@ -1,0 +1,80 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package memlimit gives the Go runtime a soft memory limit below the container's: the garbage
+// collector then works harder as the heap nears the limit, instead of letting it grow to twice
+// what is live (GOGC=100) and the kernel kill the manager. With thousands of keyrings the heap is
+// mostly the caches' objects, live for good, so twice that is most of what a manager's memory
+// limit must cover; with the soft limit it need cover little more than what is live.
+package memlimit
+
+import (
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+)
+
+// Fraction of the container's limit given to the Go runtime: the rest is for what the runtime does
+// not count (the binary, thread stacks outside the heap, the kernel's page cache of the process).
+const Fraction = 0.9
+
+// cgroupFiles hold the memory limit of the process's cgroup: v2 first, then v1.
+var cgroupFiles = []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
+
+// Set gives the runtime Fraction of the container's memory limit as its soft limit, unless
+// GOMEMLIMIT already set one (the runtime has read it) or there is no limit. It returns the limit
+// set, 0 when none.
+func Set() (int64, error) {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return 0, nil
+	}
+	for _, f := range cgroupFiles {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		limit, ok, err := parse(string(b))
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", f, err)
+		}
+		if !ok {
+			return 0, nil
+		}
+		soft := int64(float64(limit) * Fraction)
+		debug.SetMemoryLimit(soft)
+		return soft, nil
+	}
+	return 0, nil
+}
+
+// parse reads a cgroup memory limit: a number of bytes, or "max" (v2) or a value past any real
+// machine's memory (v1's unlimited) for none.
+func parse(s string) (limit int64, ok bool, err error) {
+	s = strings.TrimSpace(s)
+	if s == "max" {
+		return 0, false, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n <= 0 {
+		return 0, false, fmt.Errorf("memory limit %q is not a positive number of bytes", s)
+	}
+	if n >= 1<<62 { // cgroup v1 writes 9223372036854771712 for no limit
+		return 0, false, nil
+	}
+	return n, true, nil
+}
