@@ -250,7 +250,7 @@ func apiServerMetrics(ctx context.Context, cfg *rest.Config) (metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	return scrapeWith(ctx, hc, strings.TrimSuffix(cfg.Host, "/")+"/metrics")
+	return scrapeWith(ctx, hc, apiURL(cfg, "/metrics"))
 }
 
 // mutating is whether an apiserver_request_total verb writes.

@@ -40,8 +40,7 @@ func profileAPIServer(ctx context.Context, cfg *rest.Config, d time.Duration, pa
 		defer close(done)
 		hc, err := rest.HTTPClientFor(cfg)
 		if err == nil {
-			url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", strings.TrimSuffix(cfg.Host, "/"), int(d.Seconds()))
-			err = fetchTo(ctx, hc, url, path)
+			err = fetchTo(ctx, hc, apiURL(cfg, fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds()))), path)
 		}
 		if err != nil {
 			progress("warning: the API server's CPU profile: %v", err)
@@ -63,6 +62,9 @@ func profileManagerHeap(ctx context.Context, m *manager, path string) {
 	}
 	progress("the manager's heap profile: %s (go tool pprof -sample_index=inuse_space -top %s)", path, path)
 }
+
+// apiURL is the URL of path on the API server of cfg.
+func apiURL(cfg *rest.Config, path string) string { return strings.TrimSuffix(cfg.Host, "/") + path }
 
 // fetchTo saves what a GET of url answers into path.
 func fetchTo(ctx context.Context, hc *http.Client, url, path string) error {
@@ -97,32 +99,17 @@ func saveObjects(ctx context.Context, cfg *rest.Config, t target, dir string) {
 		progress("warning: %v", err)
 		return
 	}
-	host := strings.TrimSuffix(cfg.Host, "/")
 	for name, path := range map[string]string{
 		"keyring": fmt.Sprintf("/apis/%s/namespaces/%s/mrtrkeyrings/%s", mrtrv1alpha1.GroupVersion, t.namespace, t.name),
 		"secret":  fmt.Sprintf("/api/v1/namespaces/%s/secrets/%s", t.namespace, t.name),
 	} {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, host+path, nil)
-		if err != nil {
-			progress("warning: %v", err)
-			return
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			progress("warning: GET %s: %v", path, err)
-			continue
-		}
-		body, err := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			progress("warning: GET %s: %s %v", path, resp.Status, err)
-			continue
-		}
 		file := filepath.Join(dir, name+".json")
-		if err := os.WriteFile(file, body, 0o600); err != nil {
+		if err := fetchTo(ctx, hc, apiURL(cfg, path), file); err != nil {
 			progress("warning: %v", err)
 			continue
 		}
-		progress("one %s as served: %d bytes of JSON, in %s", name, len(body), file)
+		if fi, err := os.Stat(file); err == nil {
+			progress("one %s as served: %d bytes of JSON, in %s", name, fi.Size(), file)
+		}
 	}
 }

@@ -463,8 +463,10 @@ func TestManyWorkloadsStayWithinStatusLimits(t *testing.T) {
 	}
 }
 
-// A pass that stamps a target says so in the target's status: the operator does not wake for its
-// own stamp, so status must not keep saying the template is unstamped until the rollout reports.
+// A pass that stamps a target says so in the target's status, and a pass that finds the stamp
+// before the workload's controller has seen it says the same: a pass in between (woken by the
+// operator's own writes) then has nothing to write, which with thousands of keyrings is thousands
+// of status updates.
 func TestStampedTargetsReportTheirRollout(t *testing.T) {
 	a := "k20260101-000000"
 	in := input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), deployment("api", fp(t, a), true))
@@ -475,6 +477,19 @@ func TestStampedTargetsReportTheirRollout(t *testing.T) {
 	}
 	if w := d.Status.Workloads[0]; w.UpToDate || w.Message != "Deployment/api: rollout of keyring "+d.Stamp+" started" {
 		t.Errorf("the stamped target reads %+v; want not up to date, its rollout started", w)
+	}
+
+	// Stable on keyring a: a target not yet stamped with it is stamped by this pass, and one stamped
+	// whose controller has not seen the stamp yet reads the same.
+	stable := func(w Workload) mrtrv1alpha1.WorkloadStatus {
+		d := Step(input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), ours(t, mrtrv1alpha1.PhaseStable, a), w))
+		return d.Status.Workloads[0]
+	}
+	unstamped := deployment("api", "0000000000000000", true)
+	observing := deployment("api", fp(t, a), false)
+	observing.Unobserved = true
+	if got, want := stable(observing), stable(unstamped); got.Message != want.Message || got.Message != "Deployment/api: rollout of keyring "+fp(t, a)+" started" {
+		t.Errorf("stamped, not yet observed: %q; being stamped: %q; want both to say the rollout started", got.Message, want.Message)
 	}
 
 	// One claimed by another keyring is not stamped, and says it is not.
