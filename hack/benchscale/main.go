@@ -53,6 +53,7 @@ type config struct {
 	nextKey       mrtrv1alpha1.NextKey
 	managerArgs   []string
 	managerEnv    []string
+	profileDir    string // where profiles go; "" takes none
 	readyTimeout  time.Duration
 	rotateTimeout time.Duration
 	steadyWindow  time.Duration
@@ -101,6 +102,9 @@ func parseConfig(args []string) (config, error) {
 	managerEnv := fs.String("manager-env", os.Getenv("SCALE_MANAGER_ENV"),
 		"space-separated NAME=value environment variables for the manager, e.g. GOMEMLIMIT=230MiB to run it as in a container "+
 			"whose memory limit is 256Mi (env SCALE_MANAGER_ENV)")
+	profileDir := fs.String("profile-dir", os.Getenv("SCALE_PROFILE_DIR"),
+		"a folder for a CPU profile of the API server during the rotation, one keyring and Secret as served, and the manager's heap "+
+			"profile after the run; empty takes none (env SCALE_PROFILE_DIR)")
 	readyTimeout := fs.Duration("ready-timeout", 10*time.Minute, "how long all keyrings may take to become Ready")
 	rotateTimeout := fs.Duration("rotate-timeout", 20*time.Minute, "how long the rotation of all keyrings may take")
 	steady := fs.Duration("steady", 10*time.Second, "the window, once everything is Stable, over which steady-state traffic is counted")
@@ -108,7 +112,7 @@ func parseConfig(args []string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
-	c := config{delivery: mrtrv1alpha1.Delivery(*delivery), nextKey: mrtrv1alpha1.NextKey(*nextKey), managerArgs: strings.Fields(*managerArgs), managerEnv: strings.Fields(*managerEnv),
+	c := config{delivery: mrtrv1alpha1.Delivery(*delivery), nextKey: mrtrv1alpha1.NextKey(*nextKey), managerArgs: strings.Fields(*managerArgs), managerEnv: strings.Fields(*managerEnv), profileDir: *profileDir,
 		readyTimeout: *readyTimeout, rotateTimeout: *rotateTimeout, steadyWindow: *steady, workers: *workers}
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))

@@ -43,14 +43,15 @@ type manager struct {
 	cmd        *exec.Cmd
 	logPath    string
 	metricsURL string
-	pprofURL   string        // the manager's /debug/pprof, when SCALE_PROFILE_DIR asks for profiles
+	pprofURL   string        // the manager's /debug/pprof, when profiles are asked for
 	done       chan struct{} // closed once the process has exited
 	err        error         // cmd.Wait's result; read after done is closed
 }
 
-// startManager starts bin with the kubeconfig, the harness's flags (plus extra) and env, its output in
+// startManager starts bin with the kubeconfig, the harness's flags (plus extra, and its profiling
+// endpoints if pprof) and env, its output in
 // dir/manager.log, and waits until its controller runs.
-func startManager(ctx context.Context, bin, kubeconfig, dir string, extra, env []string) (*manager, error) {
+func startManager(ctx context.Context, bin, kubeconfig, dir string, extra, env []string, pprof bool) (*manager, error) {
 	port, err := localcluster.FreePort()
 	if err != nil {
 		return nil, err
@@ -61,7 +62,7 @@ func startManager(ctx context.Context, bin, kubeconfig, dir string, extra, env [
 	}, extra...)
 	m := &manager{logPath: filepath.Join(dir, "manager.log"),
 		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), done: make(chan struct{})}
-	if os.Getenv("SCALE_PROFILE_DIR") != "" {
+	if pprof {
 		pport, err := localcluster.FreePort()
 		if err != nil {
 			return nil, err

@@ -44,7 +44,7 @@ type bench struct {
 	mgr   *manager
 	c     client.Client
 	cache cache.Cache
-	// apiserver is the admin's config, for the API server's profile.
+	// apiserver is the admin's config, for the API server's own metrics and profile.
 	apiserver *rest.Config
 	rec       *recorder
 	ts        []target
@@ -65,7 +65,7 @@ func measure(ctx context.Context, cfg config, root, bin string, n int) (res resu
 		return res, err
 	}
 	defer cp.stop()
-	mgr, err := startManager(ctx, bin, cp.kubeconfig, dir, cfg.managerArgs, cfg.managerEnv)
+	mgr, err := startManager(ctx, bin, cp.kubeconfig, dir, cfg.managerArgs, cfg.managerEnv, cfg.profileDir != "")
 	if err != nil {
 		return res, err
 	}
@@ -186,7 +186,7 @@ func (b *bench) measureRotation(ctx context.Context, res *result) (err error) {
 		return fmt.Errorf("request the rotations: %w", err)
 	}
 	res.requested = time.Since(t1)
-	if dir := os.Getenv("SCALE_PROFILE_DIR"); dir != "" {
+	if dir := b.cfg.profileDir; dir != "" {
 		defer profileAPIServer(ctx, b.apiserver, 30*time.Second, filepath.Join(dir, fmt.Sprintf("apiserver-n%d.pprof", b.n)))()
 		defer saveObjects(ctx, b.apiserver, b.ts[0], dir)
 	}
@@ -253,7 +253,7 @@ func (b *bench) measureSteady(ctx context.Context, res *result) (err error) {
 	res.steadyReconciles = steady.sum(metricReconciles) - res.after.sum(metricReconciles)
 	res.heapBytes = steady.sum(metricHeapInuse)
 	res.rssBytes, err = processRSS(b.mgr.pid())
-	if dir := os.Getenv("SCALE_PROFILE_DIR"); dir != "" {
+	if dir := b.cfg.profileDir; dir != "" {
 		profileManagerHeap(ctx, b.mgr, filepath.Join(dir, fmt.Sprintf("manager-heap-n%d.pprof", b.n)))
 	}
 	return err
