@@ -253,6 +253,10 @@ func (b *bench) measureSteady(ctx context.Context, res *result) (err error) {
 	res.steadyReconciles = steady.sum(metricReconciles) - res.after.sum(metricReconciles)
 	res.heapBytes = steady.sum(metricHeapInuse)
 	res.rssBytes, err = processRSS(b.mgr.pid())
+	if err != nil {
+		return err
+	}
+	res.rssFileBytes, err = processStatus(b.mgr.pid(), "RssFile")
 	if dir := b.cfg.profileDir; dir != "" {
 		profileManagerHeap(ctx, b.mgr, filepath.Join(dir, fmt.Sprintf("manager-heap-n%d.pprof", b.n)))
 	}

@@ -226,13 +226,16 @@ func cpuByProcess() (map[string]time.Duration, error) {
 }
 
 // processRSS is the resident set size of the process (VmRSS of /proc/<pid>/status), in bytes.
-func processRSS(pid int) (float64, error) {
+func processRSS(pid int) (float64, error) { return processStatus(pid, "VmRSS") }
+
+// processStatus reads one "kB" field of /proc/pid/status, in bytes.
+func processStatus(pid int, field string) (float64, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
 			f := strings.Fields(rest) // "12345 kB"
 			if len(f) != 2 || f[1] != "kB" {
 				break
@@ -241,7 +244,7 @@ func processRSS(pid int) (float64, error) {
 			return kb * 1024, err
 		}
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, pid)
 }
 
 // apiServerMetrics scrapes the API server's own /metrics with the admin's credentials.

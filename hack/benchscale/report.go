@@ -66,6 +66,7 @@ type result struct {
 	steadyReconciles float64
 	heapBytes        float64 // go_memstats_heap_inuse_bytes after the steady window
 	rssBytes         float64 // VmRSS after the steady window
+	rssFileBytes     float64 // the part of it that maps files (the binary's text): the kernel reclaims it under a memory limit
 
 	// trace is the first keyring's rotation as the harness saw it, to show where its time went.
 	trace []string
@@ -196,7 +197,7 @@ func (r result) block() string {
 	p("    by method and code:         %s", formatCounts(r.requestsBy))
 	p("  mean work-queue wait          %s, mean Reconcile %s (during rotation)", fmtDur(r.queueWait), fmtDur(r.reconcileTime))
 	p("  steady state (%v):            %.0f requests, %.0f reconciles", r.steadyWindow, r.steadyRequests, r.steadyReconciles)
-	p("  steady heap in use / RSS      %.1f MB / %.1f MB", r.heapBytes/1e6, r.rssBytes/1e6)
+	p("  steady heap in use / RSS      %.1f MB / %.1f MB (%.1f MB of it files: the binary's text)", r.heapBytes/1e6, r.rssBytes/1e6, r.rssFileBytes/1e6)
 	return b.String()
 }
 
