@@ -17,7 +17,7 @@ limitations under the License.
 package controller
 
 import (
-	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -44,12 +44,12 @@ type ownWrites struct {
 
 // objectKey names an object across kinds: the Go type of the cached object and its name.
 type objectKey struct {
-	kind string
+	kind reflect.Type
 	types.NamespacedName
 }
 
 func keyOf(obj client.Object) objectKey {
-	return objectKey{kind: fmt.Sprintf("%T", obj), NamespacedName: client.ObjectKeyFromObject(obj)}
+	return objectKey{kind: reflect.TypeOf(obj), NamespacedName: client.ObjectKeyFromObject(obj)}
 }
 
 // wrote records obj, as the API server returned it from the operator's write.
