@@ -256,10 +256,11 @@ func apiServerMetrics(ctx context.Context, cfg *rest.Config) (metrics, error) {
 	return scrapeWith(ctx, hc, apiURL(cfg, "/metrics"))
 }
 
-// mutating is whether an apiserver_request_total verb writes.
+// mutating is whether an apiserver_request_total verb writes: the HTTP verbs, and the API server's
+// own names for a server-side apply and a collection delete.
 func mutating(verb string) bool {
 	switch verb {
-	case "POST", "PUT", "PATCH", "DELETE", "APPLY", "CREATE", "UPDATE":
+	case "POST", "PUT", "PATCH", "DELETE", "APPLY", "DELETECOLLECTION":
 		return true
 	}
 	return false
