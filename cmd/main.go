@@ -137,11 +137,11 @@ func main() {
 	}
 
 	// Wired here, where a reader sees them: the cached client, the live reader for the few reads the
-	// cache cannot answer (see MRTRKeyringReconciler.APIReader), and the events.k8s.io recorder.
+	// cache cannot answer (see MRTRKeyringReconciler.APIReader). SetupWithManager adds the events
+	// recorder (internal/events).
 	if err := (&controller.MRTRKeyringReconciler{
 		Client:                  mgr.GetClient(),
 		APIReader:               mgr.GetAPIReader(),
-		Recorder:                mgr.GetEventRecorder("mrtr-operator"),
 		MaxConcurrentReconciles: concurrency,
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "Failed to create controller", "controller", "mrtrkeyring")

@@ -318,8 +318,8 @@ func condition(kr *mrtrv1alpha1.MRTRKeyring, typ string) metav1.Condition {
 	return metav1.Condition{}
 }
 
-// events returns "Reason: note" of the namespace's events about kr, oldest first.
-func events(g Gomega, kr *mrtrv1alpha1.MRTRKeyring) []string {
+// keyringEvents returns "Reason: note" of the namespace's events about kr, oldest first.
+func keyringEvents(g Gomega, kr *mrtrv1alpha1.MRTRKeyring) []string {
 	var evs eventsv1.EventList
 	g.Expect(k8sClient.List(ctx, &evs, client.InNamespace(kr.Namespace))).To(Succeed())
 	var out []string

@@ -51,7 +51,9 @@ type MRTRKeyringReconciler struct {
 	// APIReader reads the Secret live when the cache cannot be trusted to hold it (readSecret): the
 	// manager caches keyring Secrets only, and a copy may be a moment behind the operator's write.
 	APIReader client.Reader
-	Recorder  clientevents.EventRecorder
+	// Recorder emits the events of each decision; nil means an events.Recorder that SetupWithManager
+	// adds to the manager.
+	Recorder clientevents.EventRecorder
 	// Clock is the time source; nil means the real clock.
 	Clock kclock.PassiveClock
 	// Metrics receives the keyring metrics; nil means metrics.Default (the manager's registry).
@@ -80,7 +82,8 @@ const DefaultConcurrency = 8
 //     resourceVersion read. Never patch, never delete: a Secret outlives its keyring.
 //   - deployments, statefulsets, daemonsets: get, list, watch: the informers behind the target
 //     reads; patch: the stamp (a merge patch of two annotations). Never update or delete.
-//   - events.k8s.io events: create, patch: the event recorder (patch for repeated events).
+//   - events.k8s.io events: create: the event recorder (internal/events), one object per event;
+//     never patch, as it folds no repeats into a series.
 //   - pods: list, watch: the informer behind the pod reads of Reload delivery (stripped to
 //     names, labels, acknowledgements and Secret references, see workload.StripPod).
 //   - pods/eviction: create: restarting a pod that did not acknowledge in time. Never delete.
@@ -92,7 +95,7 @@ const DefaultConcurrency = 8
 // +kubebuilder:rbac:groups=mrtr.dev,resources=mrtrkeyrings/status,verbs=update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=list;watch;patch
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 

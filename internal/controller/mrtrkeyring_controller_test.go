@@ -52,20 +52,20 @@ var _ = Describe("MRTRKeyring controller", func() {
 		a := settle(kr, []client.Object{web})
 		Expect(a.Len()).To(Equal(1))
 		Eventually(func(g Gomega) {
-			g.Expect(events(g, kr)).To(ContainElement(HavePrefix("SecretCreated:")))
+			g.Expect(keyringEvents(g, kr)).To(ContainElement(HavePrefix("SecretCreated:")))
 		}).Should(Succeed())
 
 		b := walkRotation(kr, []client.Object{web}, a, "first", nil)
 		Expect(b.Primary().ID()).NotTo(Equal(a.Primary().ID()))
 		Eventually(func(g Gomega) {
-			evs := events(g, kr)
+			evs := keyringEvents(g, kr)
 			g.Expect(evs).To(ContainElement(HavePrefix("RotationStarted:")))
 			g.Expect(evs).To(ContainElement(HavePrefix("KeySealing:")))
 			g.Expect(evs).To(ContainElement(HavePrefix("KeyRemoved:")))
 			g.Expect(evs).To(ContainElement(HavePrefix("RotationCompleted:")))
 		}).Should(Succeed())
 		// One event per step that means something, not one per phase and detail: four per rotation.
-		Expect(events(Default, kr)).To(HaveLen(5), "SecretCreated and the rotation's four")
+		Expect(keyringEvents(Default, kr)).To(HaveLen(5), "SecretCreated and the rotation's four")
 
 		By("re-applying the same rotation request does nothing (GitOps)")
 		offset := len(logs.String())
@@ -77,7 +77,16 @@ var _ = Describe("MRTRKeyring controller", func() {
 		Expect(k.Status.RotationsCompleted).To(Equal(int64(1)))
 
 		By("a new value requests the next rotation")
-		walkRotation(kr, []client.Object{web}, b, "second", nil)
+		c := walkRotation(kr, []client.Object{web}, b, "second", nil)
+
+		By("each rotation's events are objects of their own, with their own key ids")
+		Eventually(func(g Gomega) {
+			evs := keyringEvents(g, kr)
+			g.Expect(evs).To(HaveLen(9), "SecretCreated and each rotation's four")
+			for _, k := range []*keyring.Keyring{b, c} {
+				g.Expect(evs).To(ContainElement(And(HavePrefix("RotationStarted:"), ContainSubstring("created key "+k.Primary().ID()+","))))
+			}
+		}).Should(Succeed())
 	})
 
 	It("exposes the keyring's metrics and forgets them when the keyring is deleted", func() {
@@ -188,7 +197,7 @@ var _ = Describe("MRTRKeyring controller", func() {
 			g.Expect(secretKeyring(g, ns, kr.EffectiveSecretName()).Fingerprint()).To(Equal(ab.Fingerprint()))
 			h, _ := stampOf(g, web)
 			g.Expect(h).To(Equal(ab.Fingerprint()))
-			evs := events(g, kr)
+			evs := keyringEvents(g, kr)
 			g.Expect(evs).To(ContainElement(HavePrefix("Resumed:")))
 			g.Expect(evs).NotTo(ContainElement(HavePrefix("SecretChanged:")), "our own write is not a change behind our back")
 		}).Should(Succeed())
@@ -263,7 +272,7 @@ var _ = Describe("MRTRKeyring controller", func() {
 		Eventually(func(g Gomega) {
 			k := getKeyring(g, kr)
 			g.Expect(k.Status.TTLWaitUntil.Time).To(BeTemporally("==", until.Add(raise)))
-			g.Expect(events(g, kr)).To(ContainElement(HavePrefix("TTLWaitExtended: ")))
+			g.Expect(keyringEvents(g, kr)).To(ContainElement(HavePrefix("TTLWaitExtended: ")))
 			// The servers learn the new lifetime from the Secret, beside keyring.json.
 			var sec corev1.Secret
 			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: kr.EffectiveSecretName()}, &sec)).To(Succeed())
@@ -324,7 +333,7 @@ var _ = Describe("MRTRKeyring controller", func() {
 		Eventually(func(g Gomega) {
 			k := getKeyring(g, kr)
 			g.Expect(k.Status.NextRotationTime.Time).To(BeTemporally("==", k.Status.Keys[0].CreatedAt.Add(time.Hour)))
-			g.Expect(events(g, kr)).To(ContainElement(HavePrefix("RotationRescheduled: ")))
+			g.Expect(keyringEvents(g, kr)).To(ContainElement(HavePrefix("RotationRescheduled: ")))
 		}).Should(Succeed())
 		advance(kr, time.Hour)
 		eventuallyInPhase(kr, mrtrv1alpha1.PhaseAccepting)
@@ -340,7 +349,7 @@ var _ = Describe("MRTRKeyring controller", func() {
 		Eventually(func(g Gomega) {
 			k := getKeyring(g, kr)
 			g.Expect(condition(k, mrtrv1alpha1.ConditionReady).Message).To(ContainSubstring("every restart is an outage for Deployment/recreate"))
-			g.Expect(events(g, kr)).To(ContainElement(HavePrefix("RestartIsOutage: ")))
+			g.Expect(keyringEvents(g, kr)).To(ContainElement(HavePrefix("RestartIsOutage: ")))
 		}).Should(Succeed())
 	})
 
@@ -618,7 +627,7 @@ var _ = Describe("MRTRKeyring controller", func() {
 		Expect(k.Status.Keys[0].Role).To(Equal(mrtrv1alpha1.KeyPrimary))
 		Expect(k.Status.Keys[1].Role).To(Equal(mrtrv1alpha1.KeyRetiring))
 		Eventually(func(g Gomega) {
-			g.Expect(events(g, kr)).To(ContainElement(HavePrefix("SecretAdopted:")))
+			g.Expect(keyringEvents(g, kr)).To(ContainElement(HavePrefix("SecretAdopted:")))
 		}).Should(Succeed())
 
 		walkRotation(kr, []client.Object{web}, a, "take-over", nil)
@@ -667,7 +676,7 @@ var _ = Describe("MRTRKeyring controller", func() {
 			b = secretKeyring(g, ns, kr.EffectiveSecretName())
 			g.Expect(b.Fingerprint()).NotTo(Equal(a.Fingerprint()))
 			g.Expect(getKeyring(g, kr).Status.SecretFingerprint).To(Equal(b.Fingerprint()))
-			g.Expect(events(g, kr)).To(ContainElement(HavePrefix("SecretRecreated:")))
+			g.Expect(keyringEvents(g, kr)).To(ContainElement(HavePrefix("SecretRecreated:")))
 		}).Should(Succeed())
 		settle(kr, []client.Object{web})
 	})
@@ -684,7 +693,7 @@ var _ = Describe("MRTRKeyring controller", func() {
 		Eventually(func(g Gomega) {
 			k := getKeyring(g, kr)
 			g.Expect(k.Status.SecretFingerprint).To(Equal(edited.Fingerprint()))
-			g.Expect(events(g, kr)).To(ContainElement(HavePrefix("SecretChanged:")))
+			g.Expect(keyringEvents(g, kr)).To(ContainElement(HavePrefix("SecretChanged:")))
 			h, _ := stampOf(g, web)
 			g.Expect(h).To(Equal(edited.Fingerprint()))
 		}).Should(Succeed())

@@ -190,7 +190,7 @@ var _ = Describe("Reload delivery", func() {
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(good), &corev1.Pod{})).To(Succeed(), "the pod that acknowledged was restarted too")
 		Eventually(func(g Gomega) {
 			g.Expect(getKeyring(g, kr).Status.RestartedPods).To(Equal([]string{"api-stuck"}))
-			g.Expect(events(g, kr)).To(ContainElement(ContainSubstring("api-stuck did not acknowledge keyring")))
+			g.Expect(keyringEvents(g, kr)).To(ContainElement(ContainSubstring("api-stuck did not acknowledge keyring")))
 			restarted, ok := metricValue(g, "mrtr_keyring_pods_restarted_total", kr, nil)
 			g.Expect(ok).To(BeTrue())
 			g.Expect(restarted).To(BeEquivalentTo(1))

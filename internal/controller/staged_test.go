@@ -125,7 +125,7 @@ var _ = Describe("A staged next key, and revocation", func() {
 		Expect(k.Status.RotationsCompleted).To(Equal(int64(1)))
 		_, after := stampOf(Default, web)
 		Expect(after-gen).To(Equal(int64(2)), "two rounds: the workload is stamped twice")
-		evs := events(Default, kr)
+		evs := keyringEvents(Default, kr)
 		Expect(evs).NotTo(ContainElement(HavePrefix("KeySealing:")), "no Accepting phase to end")
 		Expect(evs).To(ContainElement(HavePrefix("RotationStarted:")))
 		Expect(evs).To(ContainElement(HavePrefix("RotationCompleted:")))
@@ -152,7 +152,7 @@ var _ = Describe("A staged next key, and revocation", func() {
 		Expect(c.Status).To(Equal(metav1.ConditionTrue))
 		Expect(c.Message).To(ContainSubstring(revoked))
 		Eventually(func(g Gomega) {
-			g.Expect(events(g, kr)).To(ContainElement(And(HavePrefix("KeyRevoked:"), ContainSubstring(revoked))))
+			g.Expect(keyringEvents(g, kr)).To(ContainElement(And(HavePrefix("KeyRevoked:"), ContainSubstring(revoked))))
 		}).Should(Succeed())
 		eventuallyStamped(web, after)
 		rollOut(web, -1)
@@ -223,7 +223,7 @@ var _ = Describe("A staged next key, and revocation", func() {
 			Expect(after.IDs()).NotTo(ContainElement(id))
 		}
 		Eventually(func(g Gomega) {
-			g.Expect(events(g, kr)).To(ContainElement(And(HavePrefix("KeyRevoked:"), ContainSubstring("every token in flight fails"))))
+			g.Expect(keyringEvents(g, kr)).To(ContainElement(And(HavePrefix("KeyRevoked:"), ContainSubstring("every token in flight fails"))))
 		}).Should(Succeed())
 	})
 
@@ -262,7 +262,7 @@ var _ = Describe("A staged next key, and revocation", func() {
 		Expect(k8sClient.Update(ctx, &s)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(secretKeyring(g, ns, again.EffectiveSecretName()).IDs()).NotTo(ContainElement(revokedKey.ID()))
-			g.Expect(events(g, again)).To(ContainElement(And(HavePrefix("KeyRevoked:"), ContainSubstring("again"))))
+			g.Expect(keyringEvents(g, again)).To(ContainElement(And(HavePrefix("KeyRevoked:"), ContainSubstring("again"))))
 		}).Should(Succeed())
 		Expect(slices.Contains(secretKeyring(Default, ns, again.EffectiveSecretName()).IDs(), cur.Primary().ID())).To(BeTrue(),
 			"the primary is kept")

@@ -40,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/events"
 	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
@@ -111,7 +112,11 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.Recorder == nil {
-		r.Recorder = mgr.GetEventRecorder("mrtr-operator")
+		rec := events.NewRecorder(mgr.GetClient(), mgr.GetScheme(), "mrtr-operator")
+		if err := mgr.Add(rec); err != nil {
+			return err
+		}
+		r.Recorder = rec
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&mrtrv1alpha1.MRTRKeyring{}, builder.WithPredicates(predicate.Or(
