@@ -55,7 +55,7 @@ const (
 	// workers, which each write status at about the rate an event is written.
 	writers = 4
 	// maxTries and firstRetry: an event whose write fails for a reason that may pass (the API
-	// server unreachable or overloaded) is retried with doubling waits, 0.5 s to 16 s.
+	// server unreachable or overloaded) is retried with doubling waits from 0.5 s, 15.5 s in all.
 	maxTries   = 6
 	firstRetry = 500 * time.Millisecond
 	// flushTimeout is how long, once the manager stops, the events still queued may take to be
