@@ -33,12 +33,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/controller"
 	"github.com/mrtr-dev/mrtr-operator/internal/memlimit"
+	"github.com/mrtr-dev/mrtr-operator/internal/metricsauth"
 )
 
 var (
@@ -106,7 +106,7 @@ func main() {
 	if secureMetrics {
 		// Only callers that the API server authenticates and authorizes for GET /metrics
 		// (config/rbac/metrics_reader_role.yaml) read the metrics.
-		metricsServerOptions.FilterProvider = filters.WithAuthenticationAndAuthorization
+		metricsServerOptions.FilterProvider = metricsauth.FilterProvider
 	}
 	if metricsCertPath != "" {
 		setupLog.Info("serving metrics with the certificate given", "metrics-cert-path", metricsCertPath,

@@ -250,6 +250,7 @@ func (b *bench) measureSteady(ctx context.Context, res *result) (err error) {
 		return err
 	}
 	res.steadyRequests = steady.sum(metricRequests) - res.after.sum(metricRequests)
+	res.steadyBy = diff(steady.sumBy(metricRequests, "method", "code"), res.after.sumBy(metricRequests, "method", "code"))
 	res.steadyReconciles = steady.sum(metricReconciles) - res.after.sum(metricReconciles)
 	res.heapBytes = steady.sum(metricHeapInuse)
 	res.rssBytes, err = processRSS(b.mgr.pid())

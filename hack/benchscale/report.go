@@ -63,6 +63,7 @@ type result struct {
 	after            metrics // the scrape at the end of the rotation window, where the steady window starts
 	steadyWindow     time.Duration
 	steadyRequests   float64
+	steadyBy         map[string]float64 // the same by "method code"
 	steadyReconciles float64
 	heapBytes        float64 // go_memstats_heap_inuse_bytes after the steady window
 	rssBytes         float64 // VmRSS after the steady window
@@ -197,6 +198,11 @@ func (r result) block() string {
 	p("    by method and code:         %s", formatCounts(r.requestsBy))
 	p("  mean work-queue wait          %s, mean Reconcile %s (during rotation)", fmtDur(r.queueWait), fmtDur(r.reconcileTime))
 	p("  steady state (%v):            %.0f requests, %.0f reconciles", r.steadyWindow, r.steadyRequests, r.steadyReconciles)
+	if r.steadyRequests > 0 {
+		// A reflector renews its watch every 5 to 10 minutes: a GET in a long run's window is that,
+		// not the manager polling (which the reconciles would show).
+		p("    by method and code:         %s (a GET may be an informer renewing its watch)", formatCounts(r.steadyBy))
+	}
 	p("  steady heap in use / RSS      %.1f MB / %.1f MB (%.1f MB of it files: the binary's text)", r.heapBytes/1e6, r.rssBytes/1e6, r.rssFileBytes/1e6)
 	return b.String()
 }

@@ -132,7 +132,7 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if !equality.Semantic.DeepEqual(kr.Status, d.Status) {
 		previous := kr.Status
 		kr.Status = d.Status
-		if err := r.Status().Update(ctx, &kr); err != nil {
+		if err := r.Status().Update(ctx, &kr, client.FieldOwner(mrtrv1alpha1.FieldManager)); err != nil {
 			// A conflict means this pass decided from a stale copy. Our own status writes do not
 			// trigger a pass (the For predicate ignores them), so the requeue is what brings a fresh one.
 			return retryOnConflict(ctx, err)

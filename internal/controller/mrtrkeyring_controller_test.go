@@ -51,6 +51,9 @@ var _ = Describe("MRTRKeyring controller", func() {
 		By("creating the Secret with one key and stamping the workload with its fingerprint")
 		a := settle(kr, []client.Object{web})
 		Expect(a.Len()).To(Equal(1))
+		Expect(getKeyring(Default, kr).ManagedFields).To(ContainElement(And(
+			HaveField("Manager", mrtrv1alpha1.FieldManager), HaveField("Subresource", "status"))),
+			"status is written as the operator's field manager")
 		Eventually(func(g Gomega) {
 			g.Expect(keyringEvents(g, kr)).To(ContainElement(HavePrefix("SecretCreated:")))
 		}).Should(Succeed())

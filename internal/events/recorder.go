@@ -44,6 +44,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 )
 
 const (
@@ -207,7 +209,7 @@ func (r *Recorder) write(ctx context.Context, ev *eventsv1.Event) {
 	log := logf.FromContext(ctx).WithName("events")
 	wait := r.firstRetry
 	for try := 1; ; try++ {
-		err := r.client.Create(ctx, ev.DeepCopy())
+		err := r.client.Create(ctx, ev.DeepCopy(), client.FieldOwner(mrtrv1alpha1.FieldManager))
 		switch {
 		case err == nil:
 			return

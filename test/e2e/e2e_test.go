@@ -447,6 +447,10 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 		Expect(env.ScrapeMetrics(ctx, token)).To(ContainSubstring("mrtr_keyring_phase"))
 		_, err = env.ScrapeMetrics(ctx, "")
 		Expect(err).To(MatchError(ContainSubstring("401")))
+		stranger, err := env.StrangerToken(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = env.ScrapeMetrics(ctx, stranger)
+		Expect(err).To(MatchError(ContainSubstring("403")), "authenticated, but not allowed")
 	})
 
 	It("rejects request states when the keys are replaced in one step (control experiment)", func() {

@@ -185,6 +185,17 @@ func (e *Env) MetricsScraperToken(ctx context.Context) (string, error) {
 	return serviceAccountToken(ctx, e.Client, OperatorNamespace, name, nil)
 }
 
+// StrangerToken returns a token of a ServiceAccount no role is bound to: the API server
+// authenticates it, and the metrics endpoint must still refuse it.
+func (e *Env) StrangerToken(ctx context.Context) (string, error) {
+	const name = "metrics-stranger"
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: OperatorNamespace, Name: name}}
+	if err := e.Client.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+		return "", err
+	}
+	return serviceAccountToken(ctx, e.Client, OperatorNamespace, name, nil)
+}
+
 // ScrapeMetrics GETs the running manager's /metrics with token ("" for none) and returns the body;
 // a status other than 200 is an error naming it. The manager's serving certificate is
 // self-signed (no cert-manager here), so it is not verified: what this checks is who may read.

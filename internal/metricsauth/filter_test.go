@@ -1,0 +1,248 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package metricsauth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
+	authzclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+)
+
+// countingTokens and countingReviews count the reviews that reach the API server, and fail them
+// while fail is set.
+type countingTokens struct {
+	authnclient.TokenReviewInterface
+	calls atomic.Int32
+	fail  atomic.Bool
+}
+
+func (c *countingTokens) Create(ctx context.Context, r *authnv1.TokenReview, o metav1.CreateOptions) (*authnv1.TokenReview, error) {
+	c.calls.Add(1)
+	if c.fail.Load() {
+		return nil, errors.New("connection refused")
+	}
+	return c.TokenReviewInterface.Create(ctx, r, o)
+}
+
+type countingReviews struct {
+	authzclient.SubjectAccessReviewInterface
+	calls atomic.Int32
+}
+
+func (c *countingReviews) Create(ctx context.Context, r *authzv1.SubjectAccessReview, o metav1.CreateOptions) (*authzv1.SubjectAccessReview, error) {
+	c.calls.Add(1)
+	return c.SubjectAccessReviewInterface.Create(ctx, r, o)
+}
+
+// TestAgainstTheAPIServer runs the filter in front of a handler, with ServiceAccount tokens that a
+// real kube-apiserver (envtest) authenticates and its RBAC authorizes.
+func TestAgainstTheAPIServer(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/build-controlplane.sh envtest | tail -1)")
+	}
+	g := NewWithT(t)
+	env := &envtest.Environment{}
+	cfg, err := env.Start()
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = env.Stop() })
+	cs, err := kubernetes.NewForConfig(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx := context.Background()
+
+	tokenOf := func(name string) string {
+		t.Helper()
+		_, err := cs.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		tr, err := cs.CoreV1().ServiceAccounts("default").CreateToken(ctx, name, &authnv1.TokenRequest{}, metav1.CreateOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		return tr.Status.Token
+	}
+	bind := func(name string) {
+		t.Helper()
+		_, err := cs.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-metrics-reader"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "metrics-reader"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "default", Name: name}},
+		}, metav1.CreateOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	// The chart's metrics-reader role (config/rbac/metrics_reader_role.yaml).
+	_, err = cs.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "metrics-reader"},
+		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+	}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	scraper, stranger := tokenOf("scraper"), tokenOf("stranger")
+	bind("scraper")
+
+	tokens := &countingTokens{TokenReviewInterface: cs.AuthenticationV1().TokenReviews()}
+	reviews := &countingReviews{SubjectAccessReviewInterface: cs.AuthorizationV1().SubjectAccessReviews()}
+	a := New(tokens, reviews)
+	var elapsed atomic.Int64 // the Authorizer's clock, moved on by the test
+	start := time.Now()
+	a.now = func() time.Time { return start.Add(time.Duration(elapsed.Load())) }
+	h, err := a.Filter(logr.Discard(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "the metrics")
+	}))
+	g.Expect(err).NotTo(HaveOccurred())
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+
+	do := func(method, path, authorization string) (int, string) {
+		req, err := http.NewRequest(method, srv.URL+path, nil)
+		g.Expect(err).NotTo(HaveOccurred())
+		if authorization != "" {
+			req.Header.Set("Authorization", authorization)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer func() { _ = resp.Body.Close() }()
+		body, err := io.ReadAll(resp.Body)
+		g.Expect(err).NotTo(HaveOccurred())
+		return resp.StatusCode, string(body)
+	}
+	type answer struct {
+		code int
+		body string
+	}
+	ask := func(method, path, authorization string) answer {
+		code, body := do(method, path, authorization)
+		return answer{code, body}
+	}
+
+	t.Run("a scraper the role allows reads the metrics", func(t *testing.T) {
+		// RBAC's informers see the new binding a moment after it is created.
+		g.Eventually(func() answer { elapsed.Add(int64(deniedTTL)); return ask("GET", "/metrics", "Bearer "+scraper) }).
+			WithTimeout(30 * time.Second).Should(Equal(answer{200, "the metrics"}))
+		g.Expect(ask("GET", "/metrics", "bearer  "+scraper)).To(Equal(answer{200, "the metrics"}), "the scheme in any case")
+	})
+	t.Run("no one else does", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, method, path, authorization string
+			code                              int
+			says                              string
+		}{
+			{"no token", "GET", "/metrics", "", 401, "a bearer token is required"},
+			{"another scheme", "GET", "/metrics", "Basic " + scraper, 401, "a bearer token is required"},
+			{"an empty token", "GET", "/metrics", "Bearer ", 401, "a bearer token is required"},
+			{"a token the API server does not know", "GET", "/metrics", "Bearer not-a-token", 401, "Unauthorized"},
+			{"a ServiceAccount without the role", "GET", "/metrics", "Bearer " + stranger, 403, `user "system:serviceaccount:default:stranger" may not get /metrics`},
+			{"another path", "GET", "/debug/pprof", "Bearer " + scraper, 403, "may not get /debug/pprof"},
+			{"another verb", "POST", "/metrics", "Bearer " + scraper, 403, "may not post /metrics"},
+		} {
+			code, body := do(tc.method, tc.path, tc.authorization)
+			if code != tc.code || !strings.Contains(body, tc.says) {
+				t.Errorf("%s: %d %q, want %d and %q", tc.name, code, body, tc.code, tc.says)
+			}
+			if strings.Contains(body, "the metrics") {
+				t.Errorf("%s: the handler ran", tc.name)
+			}
+		}
+	})
+	t.Run("answers are reused for their lifetime, then asked again", func(t *testing.T) {
+		elapsed.Add(int64(allowedTTL)) // everything cached so far has expired
+		g.Expect(ask("GET", "/metrics", "Bearer "+scraper).code).To(Equal(200))
+		authn, authz := tokens.calls.Load(), reviews.calls.Load()
+		g.Expect(ask("GET", "/metrics", "Bearer "+scraper).code).To(Equal(200))
+		g.Expect([]int32{tokens.calls.Load(), reviews.calls.Load()}).To(Equal([]int32{authn, authz}), "a second scrape asks nothing")
+
+		elapsed.Add(int64(authenticatedTTL))
+		g.Expect(ask("GET", "/metrics", "Bearer "+scraper).code).To(Equal(200))
+		g.Expect([]int32{tokens.calls.Load(), reviews.calls.Load()}).To(Equal([]int32{authn + 1, authz}),
+			"after a minute the token is reviewed again, the access (5 minutes) is not")
+		elapsed.Add(int64(allowedTTL))
+		g.Expect(ask("GET", "/metrics", "Bearer "+scraper).code).To(Equal(200))
+		g.Expect([]int32{tokens.calls.Load(), reviews.calls.Load()}).To(Equal([]int32{authn + 2, authz + 1}))
+	})
+	t.Run("a denial lasts 30 s: a new binding takes effect after it", func(t *testing.T) {
+		elapsed.Add(int64(deniedTTL)) // the denials cached above have expired
+		g.Expect(ask("GET", "/metrics", "Bearer "+stranger).code).To(Equal(403))
+		bind("stranger")
+		asked := reviews.calls.Load()
+		g.Expect(ask("GET", "/metrics", "Bearer "+stranger).code).To(Equal(403))
+		g.Expect(reviews.calls.Load()).To(Equal(asked), "the denial is reused")
+		g.Eventually(func() int {
+			elapsed.Add(int64(deniedTTL)) // each try asks again, until RBAC has seen the binding
+			return ask("GET", "/metrics", "Bearer "+stranger).code
+		}).WithTimeout(30 * time.Second).Should(Equal(200))
+	})
+	t.Run("an API server that cannot say is a 500, and not remembered", func(t *testing.T) {
+		elapsed.Add(int64(allowedTTL))
+		tokens.fail.Store(true)
+		code, body := do("GET", "/metrics", "Bearer "+scraper)
+		g.Expect(code).To(Equal(500))
+		g.Expect(body).NotTo(ContainSubstring(scraper), "the token is never echoed")
+		tokens.fail.Store(false)
+		g.Expect(ask("GET", "/metrics", "Bearer "+scraper).code).To(Equal(200))
+	})
+}
+
+func TestBearerToken(t *testing.T) {
+	for header, want := range map[string]string{
+		"Bearer abc":    "abc",
+		"bearer abc":    "abc",
+		"BEARER   abc ": "abc",
+		"Bearer":        "",
+		"Bearer ":       "",
+		"Basic abc":     "",
+		"Bearer a b":    "",
+		"Bearerabc":     "",
+		"":              "",
+	} {
+		got, ok := bearerToken(header)
+		if got != want || ok != (want != "") {
+			t.Errorf("bearerToken(%q) = %q, %v; want %q", header, got, ok, want)
+		}
+	}
+}
+
+func TestTheCacheIsBounded(t *testing.T) {
+	var c cache[string, bool]
+	now := time.Now()
+	for i := range maxCached + 10 {
+		c.put(fmt.Sprint(i), true, now, time.Minute)
+		if len(c.entries) > maxCached {
+			t.Fatalf("%d entries after %d puts, want at most %d", len(c.entries), i+1, maxCached)
+		}
+	}
+	if _, ok := c.get(fmt.Sprint(maxCached+9), now); !ok {
+		t.Error("the last answer put is not kept")
+	}
+	if _, ok := c.get(fmt.Sprint(maxCached+9), now.Add(time.Minute)); ok {
+		t.Error("an answer is kept past its lifetime")
+	}
+}
