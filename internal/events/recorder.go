@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -173,10 +174,9 @@ func (r *Recorder) NeedLeaderElection() bool { return false }
 // Start writes queued events until ctx is done, then writes what is still queued for at most
 // flushTimeout: the manager stops its reconcilers before this.
 func (r *Recorder) Start(ctx context.Context) error {
-	done := make(chan struct{})
+	var wg sync.WaitGroup
 	for range writers {
-		go func() {
-			defer func() { done <- struct{}{} }()
+		wg.Go(func() {
 			for {
 				select {
 				case <-ctx.Done():
@@ -185,12 +185,9 @@ func (r *Recorder) Start(ctx context.Context) error {
 					r.write(ctx, ev)
 				}
 			}
-		}()
+		})
 	}
-	<-ctx.Done()
-	for range writers {
-		<-done
-	}
+	wg.Wait() // the writers return once ctx is done
 	flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
 	defer cancel()
 	for {

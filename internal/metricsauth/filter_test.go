@@ -122,7 +122,11 @@ func TestAgainstTheAPIServer(t *testing.T) {
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 
-	do := func(method, path, authorization string) (int, string) {
+	type answer struct {
+		code int
+		body string
+	}
+	ask := func(method, path, authorization string) answer {
 		req, err := http.NewRequest(method, srv.URL+path, nil)
 		g.Expect(err).NotTo(HaveOccurred())
 		if authorization != "" {
@@ -133,15 +137,7 @@ func TestAgainstTheAPIServer(t *testing.T) {
 		defer func() { _ = resp.Body.Close() }()
 		body, err := io.ReadAll(resp.Body)
 		g.Expect(err).NotTo(HaveOccurred())
-		return resp.StatusCode, string(body)
-	}
-	type answer struct {
-		code int
-		body string
-	}
-	ask := func(method, path, authorization string) answer {
-		code, body := do(method, path, authorization)
-		return answer{code, body}
+		return answer{resp.StatusCode, string(body)}
 	}
 
 	t.Run("a scraper the role allows reads the metrics", func(t *testing.T) {
@@ -164,11 +160,11 @@ func TestAgainstTheAPIServer(t *testing.T) {
 			{"another path", "GET", "/debug/pprof", "Bearer " + scraper, 403, "may not get /debug/pprof"},
 			{"another verb", "POST", "/metrics", "Bearer " + scraper, 403, "may not post /metrics"},
 		} {
-			code, body := do(tc.method, tc.path, tc.authorization)
-			if code != tc.code || !strings.Contains(body, tc.says) {
-				t.Errorf("%s: %d %q, want %d and %q", tc.name, code, body, tc.code, tc.says)
+			got := ask(tc.method, tc.path, tc.authorization)
+			if got.code != tc.code || !strings.Contains(got.body, tc.says) {
+				t.Errorf("%s: %d %q, want %d and %q", tc.name, got.code, got.body, tc.code, tc.says)
 			}
-			if strings.Contains(body, "the metrics") {
+			if strings.Contains(got.body, "the metrics") {
 				t.Errorf("%s: the handler ran", tc.name)
 			}
 		}
@@ -203,9 +199,9 @@ func TestAgainstTheAPIServer(t *testing.T) {
 	t.Run("an API server that cannot say is a 500, and not remembered", func(t *testing.T) {
 		elapsed.Add(int64(allowedTTL))
 		tokens.fail.Store(true)
-		code, body := do("GET", "/metrics", "Bearer "+scraper)
-		g.Expect(code).To(Equal(500))
-		g.Expect(body).NotTo(ContainSubstring(scraper), "the token is never echoed")
+		got := ask("GET", "/metrics", "Bearer "+scraper)
+		g.Expect(got.code).To(Equal(500))
+		g.Expect(got.body).NotTo(ContainSubstring(scraper), "the token is never echoed")
 		tokens.fail.Store(false)
 		g.Expect(ask("GET", "/metrics", "Bearer "+scraper).code).To(Equal(200))
 	})

@@ -35,10 +35,6 @@ type Permission struct{ Resource, Verb string }
 
 func (p Permission) String() string { return p.Verb + " " + p.Resource }
 
-// UnusedInARun are the permissions the operator needs that a test run does not reach, and why.
-// None today: every permission is used by the runs of the e2e suite.
-var UnusedInARun = map[Permission]string{}
-
 // Permissions compares what the operator's ServiceAccount did, by the API server's audit log,
 // with what the RBAC bound to it grants: the requests refused (403), and the permissions granted
 // but never used.
@@ -53,7 +49,7 @@ func (e *Env) Permissions(ctx context.Context) (forbidden []string, unused []Per
 		return nil, nil, err
 	}
 	for _, p := range granted {
-		if _, expected := UnusedInARun[p]; !used[p] && !expected {
+		if !used[p] {
 			unused = append(unused, p)
 		}
 	}
