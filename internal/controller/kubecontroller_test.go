@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 )
 
@@ -67,6 +68,18 @@ func createWorkload(kind workload.Kind, namespace, name string, replicas int32, 
 	Expect(k8sClient.Create(ctx, obj)).To(Succeed())
 	rollOut(obj, -1)
 	return obj
+}
+
+// rollOutTarget completes w's rollout once w carries kr's status.targetFingerprint. The operator
+// stamps a workload after the status write that enters a phase, so a rollout right after that
+// write is seen could roll out the template from before the stamp, and prove nothing.
+func rollOutTarget(kr *mrtrv1alpha1.MRTRKeyring, w client.Object) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		fp, _ := stampOf(g, w)
+		g.Expect(fp).To(Equal(getKeyring(g, kr).Status.TargetFingerprint))
+	}).Should(Succeed())
+	rollOut(w, -1)
 }
 
 // rollOut plays the workload's controller up to `updated` pods running the current template

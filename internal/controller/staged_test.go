@@ -191,7 +191,7 @@ var _ = Describe("A staged next key, and revocation", func() {
 			case mrtrv1alpha1.PhaseSealingWithNew, mrtrv1alpha1.PhaseWaitingTTL, mrtrv1alpha1.PhaseRemoving:
 				cur = startStagedRotation(kr, "go")
 				if phase != mrtrv1alpha1.PhaseSealingWithNew {
-					rollOut(web, -1)
+					rollOutTarget(kr, web)
 					cur = inPhase(kr, mrtrv1alpha1.PhaseWaitingTTL)
 				}
 				if phase == mrtrv1alpha1.PhaseRemoving {
@@ -234,7 +234,7 @@ var _ = Describe("A staged next key, and revocation", func() {
 		revokedKey := an.Keys()[1] // the staged key: revoking it stages another
 		requestRevocation(kr, revokedKey.ID())
 		inPhase(kr, mrtrv1alpha1.PhaseRevoking)
-		rollOut(web, -1)
+		rollOutTarget(kr, web)
 		inPhase(kr, mrtrv1alpha1.PhaseStable)
 
 		By("deleting the keyring and creating it again, with the same request: the Secret remembers")
