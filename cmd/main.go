@@ -76,9 +76,11 @@ func main() {
 	flag.StringVar(&leaderElectionNamespace, "leader-election-namespace", "",
 		"The namespace of the leader election Lease; empty: the namespace the manager runs in, which outside a cluster must be given.")
 	flag.IntVar(&concurrency, "max-concurrent-reconciles", controller.DefaultConcurrency,
-		"How many keyrings are reconciled at once (never two passes of one keyring): each pass waits on a few API requests, so a few workers keep thousands of keyrings moving.")
+		"How many keyrings are reconciled at once (never two passes of one keyring): each pass waits on a few API requests, "+
+			"so a few workers keep thousands of keyrings moving.")
 	flag.StringVar(&namespaces, "namespaces", "",
-		"Comma-separated namespaces to watch (keyrings, their Secrets, workloads and pods), with a Role in each instead of a ClusterRole; empty watches every namespace.")
+		"Comma-separated namespaces to watch (keyrings, their Secrets, workloads and pods), with a Role in each instead of a ClusterRole; "+
+			"empty watches every namespace.")
 	// Production logging by default: JSON at info level (one line per change, none per pass). The
 	// zap flags change it: --zap-devel, --zap-log-level=debug, --zap-encoder=console.
 	opts := zap.Options{Development: false}
@@ -167,7 +169,7 @@ func main() {
 // splitNamespaces parses --namespaces: comma-separated names, blanks ignored.
 func splitNamespaces(list string) []string {
 	var out []string
-	for _, ns := range strings.Split(list, ",") {
+	for ns := range strings.SplitSeq(list, ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {
 			out = append(out, ns)
 		}

@@ -18,10 +18,13 @@ import (
 	"strings"
 )
 
+// signed and sealed are pkg/token's two codecs, the benchmarks every ratio is about.
+const signed, sealed = "Signed", "Sealed"
+
 // required are the benchmarks of pkg/token the ratios need, in the order of the table; optional ones
 // are used when present.
 var (
-	required = []string{"Signed", "FloorSigned", "Sealed", "FloorSealed", "FloorAEAD",
+	required = []string{signed, "FloorSigned", sealed, "FloorSealed", "FloorAEAD",
 		"JOSE", "JOSEJWS", "JOSEJWE", "GolangJWT"}
 	optional = []string{"Tink"}
 )
@@ -29,7 +32,7 @@ var (
 // The ratios, numerator over denominator, of cpu-ns/op: the codecs over their floors, then over
 // every alternative.
 var (
-	floorRatios  = [][2]string{{"Signed", "FloorSigned"}, {"Sealed", "FloorSealed"}, {"Sealed", "FloorAEAD"}}
+	floorRatios  = [][2]string{{signed, "FloorSigned"}, {sealed, "FloorSealed"}, {sealed, "FloorAEAD"}}
 	alternatives = []string{"JOSE", "JOSEJWS", "JOSEJWE", "GolangJWT", "Tink"}
 )
 
@@ -115,7 +118,7 @@ func format(v float64) string {
 	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
-func run(r io.Reader, w io.Writer) error {
+func run(r io.Reader, out io.Writer) error {
 	benches, cpu, err := parse(r)
 	if err != nil {
 		return err
@@ -135,10 +138,12 @@ func run(r io.Reader, w io.Writer) error {
 			"`go test ./token/ -run '^$' -bench . -benchmem` in pkg, and did it pass?)",
 			cpuUnit, strings.Join(missing, ", "))
 	}
-	if len(byName["Signed"].values["B/op"]) == 0 {
+	if len(byName[signed].values["B/op"]) == 0 {
 		return errors.New("no B/op in the input: run go test with -benchmem")
 	}
 
+	// Written out whole at the end: a failed write is one error, and no half table is printed.
+	w := &strings.Builder{}
 	// The table: the known benchmarks in their order, then any others as they came.
 	var rows []*bench
 	for _, n := range append(slices.Clone(required), optional...) {
@@ -198,12 +203,13 @@ func run(r io.Reader, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "| %s over | %s |\n", cpuUnit, strings.Join(alts, " | "))
 	fmt.Fprintf(w, "|---|%s\n", strings.Repeat("---:|", len(alts)))
-	for _, c := range []string{"Signed", "Sealed"} {
+	for _, c := range []string{signed, sealed} {
 		cells := make([]string, len(alts))
 		for i, a := range alts {
 			cells[i] = ratio(c, a)
 		}
 		fmt.Fprintf(w, "| %s | %s |\n", c, strings.Join(cells, " | "))
 	}
-	return nil
+	_, err = io.WriteString(out, w.String())
+	return err
 }

@@ -69,7 +69,7 @@ func TestRun(t *testing.T) {
 
 func TestRunWithoutTink(t *testing.T) {
 	var in []string
-	for _, l := range strings.Split(sample, "\n") {
+	for l := range strings.SplitSeq(sample, "\n") {
 		if !strings.HasPrefix(l, "BenchmarkTink") {
 			in = append(in, l)
 		}
@@ -86,7 +86,7 @@ func TestRunWithoutTink(t *testing.T) {
 
 func TestRunMissing(t *testing.T) {
 	var in []string
-	for _, l := range strings.Split(sample, "\n") {
+	for l := range strings.SplitSeq(sample, "\n") {
 		if !strings.HasPrefix(l, "BenchmarkFloorAEAD") && !strings.HasPrefix(l, "BenchmarkGolangJWT") {
 			in = append(in, l)
 		}

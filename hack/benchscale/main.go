@@ -112,9 +112,10 @@ func parseConfig(args []string) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
-	c := config{delivery: mrtrv1alpha1.Delivery(*delivery), nextKey: mrtrv1alpha1.NextKey(*nextKey), managerArgs: strings.Fields(*managerArgs), managerEnv: strings.Fields(*managerEnv), profileDir: *profileDir,
+	c := config{delivery: mrtrv1alpha1.Delivery(*delivery), nextKey: mrtrv1alpha1.NextKey(*nextKey),
+		managerArgs: strings.Fields(*managerArgs), managerEnv: strings.Fields(*managerEnv), profileDir: *profileDir,
 		readyTimeout: *readyTimeout, rotateTimeout: *rotateTimeout, steadyWindow: *steady, workers: *workers}
-	for _, s := range strings.Split(*sizes, ",") {
+	for s := range strings.SplitSeq(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
 			return config{}, fmt.Errorf("-n / SCALE_N: %q is not a positive number", s)
@@ -161,7 +162,7 @@ func run(ctx context.Context, cfg config) ([]result, error) {
 	for _, n := range cfg.sizes {
 		r, err := measure(ctx, cfg, root, bin, n)
 		if err != nil {
-			return results, fmt.Errorf("N=%d: %w", n, err)
+			return results, fmt.Errorf("with %d keyrings: %w", n, err)
 		}
 		results = append(results, r)
 		fmt.Print(r.block())

@@ -21,12 +21,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 )
 
 // managerStartTimeout bounds the wait for the manager's controller to start its workers (its

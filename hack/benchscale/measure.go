@@ -54,12 +54,14 @@ type bench struct {
 // measure runs the whole benchmark for n keyrings on a fresh control plane and manager, both gone
 // when it returns (also on error or interrupt).
 func measure(ctx context.Context, cfg config, root, bin string, n int) (res result, err error) {
-	res = result{n: n, namespaces: namespacesFor(n), delivery: cfg.delivery, nextKey: cfg.nextKey, managerEnv: cfg.managerEnv, steadyWindow: cfg.steadyWindow}
+	res = result{n: n, namespaces: namespacesFor(n), delivery: cfg.delivery, nextKey: cfg.nextKey,
+		managerEnv: cfg.managerEnv, steadyWindow: cfg.steadyWindow}
 	dir, err := os.MkdirTemp("", fmt.Sprintf("benchscale-n%d-", n))
 	if err != nil {
 		return res, err
 	}
-	progress("N=%d: %d namespace(s), delivery %s, next key %s; starting envtest (files in %s)", n, res.namespaces, cfg.delivery, cfg.nextKey, dir)
+	progress("N=%d: %d namespace(s), delivery %s, next key %s; starting envtest (files in %s)",
+		n, res.namespaces, cfg.delivery, cfg.nextKey, dir)
 	cp, err := startControlPlane(root, dir)
 	if err != nil {
 		return res, err
@@ -215,7 +217,8 @@ func (b *bench) measureRotation(ctx context.Context, res *result) (err error) {
 	res.rotateReconciles = after.sum(metricReconciles) - before.sum(metricReconciles)
 	res.requestsBy = diff(after.sumBy(metricRequests, "method", "code"), before.sumBy(metricRequests, "method", "code"))
 	res.rotateCPU = cpuAfter - cpuBefore
-	for k, v := range diff(servedAfter.sumBy(metricServed, "verb", "resource", "subresource"), servedBefore.sumBy(metricServed, "verb", "resource", "subresource")) {
+	byVerb := []string{"verb", "resource", "subresource"}
+	for k, v := range diff(servedAfter.sumBy(metricServed, byVerb...), servedBefore.sumBy(metricServed, byVerb...)) {
 		if mutating(strings.Fields(k)[0]) {
 			res.served += v
 			if res.writesBy == nil {

@@ -20,7 +20,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"k8s.io/client-go/rest"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -30,6 +29,7 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"k8s.io/client-go/rest"
 )
 
 // The manager's metrics benchscale reads: client-go's count of the requests the manager sent (labels
@@ -209,7 +209,7 @@ func cpuByProcess() (map[string]time.Duration, error) {
 		if err != nil {
 			continue // the thread ended
 		}
-		for _, f := range strings.Fields(string(b)) {
+		for f := range strings.FieldsSeq(string(b)) {
 			pid, err := strconv.Atoi(f)
 			if err != nil {
 				continue
@@ -234,9 +234,9 @@ func processStatus(pid int, field string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, field+":"); ok {
-			f := strings.Fields(rest) // "12345 kB"
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if value, ok := strings.CutPrefix(line, field+":"); ok {
+			f := strings.Fields(value) // "12345 kB"
 			if len(f) != 2 || f[1] != "kB" {
 				break
 			}

@@ -44,6 +44,8 @@ const (
 	reloadDeadline = "1h"
 	// mountPath is where the pods mount the keyring Secret, as a server would.
 	mountPath = "/etc/mrtr"
+	// volumeName is the pods' volume of the keyring Secret.
+	volumeName = "keyring"
 )
 
 // target names one keyring and what it rotates: the keyring, its Secret, its Deployment (and in
@@ -95,8 +97,8 @@ func newKeyring(t target, delivery mrtrv1alpha1.Delivery, nextKey mrtrv1alpha1.N
 func podSpec(t target) corev1.PodSpec {
 	return corev1.PodSpec{
 		Containers: []corev1.Container{{Name: "mcp", Image: "example.com/mcp:1",
-			VolumeMounts: []corev1.VolumeMount{{Name: "keyring", MountPath: mountPath, ReadOnly: true}}}},
-		Volumes: []corev1.Volume{{Name: "keyring",
+			VolumeMounts: []corev1.VolumeMount{{Name: volumeName, MountPath: mountPath, ReadOnly: true}}}},
+		Volumes: []corev1.Volume{{Name: volumeName,
 			VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: t.name}}}},
 	}
 }

@@ -19,6 +19,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -113,9 +114,7 @@ func (r *recorder) snapshot() (map[types.NamespacedName][]secretVersion, map[typ
 	c := make(map[types.NamespacedName]map[string]time.Time, len(r.completed))
 	for k, v := range r.completed {
 		m := make(map[string]time.Time, len(v))
-		for fp, at := range v {
-			m[fp] = at
-		}
+		maps.Copy(m, v)
 		c[k] = m
 	}
 	return s, c

@@ -127,7 +127,8 @@ func timeline(t target, history []secretVersion, completed map[string]time.Time,
 		}
 	}
 	slices.SortStableFunc(evs, func(a, b event) int { return a.at.Compare(b.at) })
-	out := []string{fmt.Sprintf("%s: rotation requested at +0", t.key())}
+	out := make([]string, 0, 1+len(evs))
+	out = append(out, fmt.Sprintf("%s: rotation requested at +0", t.key()))
 	for _, e := range evs {
 		out = append(out, fmt.Sprintf("%s: +%s %s", t.key(), fmtDur(e.at.Sub(since)), e.what))
 	}
@@ -203,7 +204,8 @@ func (r result) block() string {
 		// not the manager polling (which the reconciles would show).
 		p("    by method and code:         %s (a GET may be an informer renewing its watch)", formatCounts(r.steadyBy))
 	}
-	p("  steady heap in use / RSS      %.1f MB / %.1f MB (%.1f MB of it files: the binary's text)", r.heapBytes/1e6, r.rssBytes/1e6, r.rssFileBytes/1e6)
+	p("  steady heap in use / RSS      %.1f MB / %.1f MB (%.1f MB of it files: the binary's text)",
+		r.heapBytes/1e6, r.rssBytes/1e6, r.rssFileBytes/1e6)
 	return b.String()
 }
 

@@ -18,6 +18,7 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -187,11 +188,7 @@ func TestJSONLineHasExactlyTheKeys(t *testing.T) {
 	}
 	want := []string{"n", "namespaces", "ready_s", "rotate_all_s", "write_p50_s", "write_p99_s",
 		"requests_per_rotation", "cpu_ms_per_rotation", "steady_requests", "heap_mb", "rss_mb"}
-	var keys []string
-	for k := range got {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
+	keys := slices.Sorted(maps.Keys(got))
 	slices.Sort(want)
 	if !slices.Equal(keys, want) {
 		t.Errorf("keys %v, want %v", keys, want)

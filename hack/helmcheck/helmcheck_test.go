@@ -173,10 +173,11 @@ func agreeManager(g, w object) error {
 			return err
 		}
 	}
-	if err := covers(g.get("spec", "template", "spec", "securityContext"), w.get("spec", "template", "spec", "securityContext"), "pod securityContext"); err != nil {
+	podSecurity := []string{"spec", "template", "spec", "securityContext"}
+	if err := covers(g.get(podSecurity...), w.get(podSecurity...), "pod securityContext"); err != nil {
 		return err
 	}
-	gc, wc := container(g, "manager"), container(w, "manager")
+	gc, wc := managerOf(g), managerOf(w)
 	if gc == nil || wc == nil {
 		return fmt.Errorf("no container manager (chart: %v, kustomize: %v)", gc != nil, wc != nil)
 	}
@@ -304,7 +305,7 @@ func TestNamespaceScoped(t *testing.T) {
 	got := r.objects
 	watched := []string{"team-a", "team-b", releaseNS}
 
-	manager := container(got.must(t, "Deployment", releaseNS, managerName), "manager")
+	manager := managerOf(got.must(t, "Deployment", releaseNS, managerName))
 	if want := "--namespaces=" + strings.Join(watched, ","); !hasArg(manager, want) {
 		t.Errorf("manager args %v lack %s", strs(manager, "args"), want)
 	}

@@ -19,10 +19,10 @@ package helmcheck
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"testing"
 
@@ -76,12 +76,7 @@ func objectKey(kind, namespace, name string) string {
 type objects map[string]object
 
 func (objs objects) keys() []string {
-	keys := make([]string, 0, len(objs))
-	for k := range objs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	return slices.Sorted(maps.Keys(objs))
 }
 
 // ofKind lists the objects of a kind, by key.
@@ -261,18 +256,19 @@ func list(v any, path ...string) []any {
 }
 
 func strs(v any, path ...string) []string {
-	var out []string
-	for _, e := range list(v, path...) {
+	l := list(v, path...)
+	out := make([]string, 0, len(l))
+	for _, e := range l {
 		s, _ := e.(string)
 		out = append(out, s)
 	}
 	return out
 }
 
-// container is the pod template's container of that name, nil if there is none.
-func container(deployment object, name string) map[string]any {
+// managerOf is the pod template's container "manager", nil if there is none.
+func managerOf(deployment object) map[string]any {
 	for _, c := range list(deployment.fields, "spec", "template", "spec", "containers") {
-		if str(c, "name") == name {
+		if str(c, "name") == "manager" {
 			return c.(map[string]any)
 		}
 	}

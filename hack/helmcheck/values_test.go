@@ -32,7 +32,7 @@ import (
 
 func managerContainer(t *testing.T, objs objects) map[string]any {
 	t.Helper()
-	c := container(objs.must(t, "Deployment", releaseNS, managerName), "manager")
+	c := managerOf(objs.must(t, "Deployment", releaseNS, managerName))
 	if c == nil {
 		t.Fatal("the manager Deployment has no container manager")
 	}
@@ -55,17 +55,19 @@ func TestDefaults(t *testing.T) {
 	if !selects(pdb.get("spec", "selector", "matchLabels"), d.get("spec", "template", "metadata", "labels")) {
 		t.Error("the PodDisruptionBudget does not select the manager's pods")
 	}
-	term := list(d.fields, "spec", "template", "spec", "affinity", "podAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution")
+	affinity := d.get("spec", "template", "spec", "affinity")
+	term := list(affinity, "podAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution")
 	if len(term) != 1 || str(term[0], "podAffinityTerm", "topologyKey") != "kubernetes.io/hostname" ||
 		!selects(lookup(term[0], "podAffinityTerm", "labelSelector", "matchLabels"), d.get("spec", "template", "metadata", "labels")) {
-		t.Errorf("affinity = %s, want a preferred anti-affinity of the manager's pods by hostname", asJSON(d.get("spec", "template", "spec", "affinity")))
+		t.Errorf("affinity = %s, want a preferred anti-affinity of the manager's pods by hostname", asJSON(affinity))
 	}
 
 	c := managerContainer(t, got)
 	if img, want := str(c, "image"), "controller:"+loadChart(t).Metadata.AppVersion; img != want {
 		t.Errorf("image = %q, want %q (the chart's appVersion)", img, want)
 	}
-	for _, arg := range []string{"--leader-elect", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081", "--zap-log-level=info"} {
+	for _, arg := range []string{"--leader-elect", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081",
+		"--zap-log-level=info"} {
 		if !hasArg(c, arg) {
 			t.Errorf("args %v lack %s", strs(c, "args"), arg)
 		}
@@ -131,8 +133,9 @@ func TestValues(t *testing.T) {
 			}
 		},
 	}, {
-		name:   "image, log level and extra args",
-		values: `manager: {image: {repository: example.com/mrtr, tag: v1.2.3, pullPolicy: Always}, logLevel: debug, extraArgs: [--max-concurrent-reconciles=16]}`,
+		name: "image, log level and extra args",
+		values: `manager: {image: {repository: example.com/mrtr, tag: v1.2.3, pullPolicy: Always}, logLevel: debug, ` +
+			`extraArgs: [--max-concurrent-reconciles=16]}`,
 		check: func(t *testing.T, objs objects) {
 			c := managerContainer(t, objs)
 			if img := str(c, "image"); img != "example.com/mrtr:v1.2.3" {

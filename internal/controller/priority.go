@@ -20,7 +20,6 @@ import (
 	"context"
 
 	"k8s.io/client-go/util/workqueue"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -66,7 +65,7 @@ func enqueueInFlight(fn handler.MapFunc) handler.EventHandler {
 // duplicates into one item (at the highest priority asked for).
 func addAt(q workqueue.TypedRateLimitingInterface[reconcile.Request], priority int, reqs []reconcile.Request) {
 	if pq, ok := q.(priorityqueue.PriorityQueue[reconcile.Request]); ok {
-		pq.AddWithOpts(priorityqueue.AddOpts{Priority: ptr.To(priority)}, reqs...)
+		pq.AddWithOpts(priorityqueue.AddOpts{Priority: new(priority)}, reqs...)
 		return
 	}
 	for _, r := range reqs {
@@ -79,7 +78,7 @@ func addAt(q workqueue.TypedRateLimitingInterface[reconcile.Request], priority i
 // where the next pass starts new work (the next scheduled rotation).
 func requeuePriority(phase mrtrv1alpha1.Phase) *int {
 	if phase == mrtrv1alpha1.PhaseStable || phase == "" {
-		return ptr.To(0)
+		return new(0)
 	}
-	return ptr.To(inFlightPriority)
+	return new(inFlightPriority)
 }

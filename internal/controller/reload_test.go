@@ -75,14 +75,13 @@ func acknowledge(pod *corev1.Pod, secret, fp string) {
 }
 
 // acknowledgeAll makes every pod acknowledge the keyring the Secret holds now.
-func acknowledgeAll(kr *mrtrv1alpha1.MRTRKeyring, pods ...*corev1.Pod) string {
+func acknowledgeAll(kr *mrtrv1alpha1.MRTRKeyring, pods ...*corev1.Pod) {
 	GinkgoHelper()
 	var fp string
 	Eventually(func(g Gomega) { fp = secretKeyring(g, kr.Namespace, kr.EffectiveSecretName()).Fingerprint() }).Should(Succeed())
 	for _, p := range pods {
 		acknowledge(p, kr.EffectiveSecretName(), fp)
 	}
-	return fp
 }
 
 // waitPastWrite waits until the API server's clock (this machine's) is a second past the operator's

@@ -200,13 +200,13 @@ func matches(sel *metav1.LabelSelector, obj client.Object) bool {
 	return err == nil && s.Matches(labels.Set(obj.GetLabels()))
 }
 
-// list returns requests for the cached keyrings in namespace that match fields and keep. keep
-// must only read: the keyrings are the cache's own objects, not copies (a copy of each per event
-// was most of the operator's CPU with thousands of keyrings).
-func (r *MRTRKeyringReconciler) list(ctx context.Context, namespace string, fields client.MatchingFields, keep func(*mrtrv1alpha1.MRTRKeyring) bool) []reconcile.Request {
+// list returns requests for the cached keyrings in namespace that match (an index lookup; nil for
+// all) and keep selects. keep must only read: the keyrings are the cache's own objects, not copies
+// (a copy of each per event was most of the operator's CPU with thousands of keyrings).
+func (r *MRTRKeyringReconciler) list(ctx context.Context, namespace string, match client.MatchingFields, keep func(*mrtrv1alpha1.MRTRKeyring) bool) []reconcile.Request {
 	opts := []client.ListOption{client.InNamespace(namespace), client.UnsafeDisableDeepCopy}
-	if fields != nil {
-		opts = append(opts, fields)
+	if match != nil {
+		opts = append(opts, match)
 	}
 	var krs mrtrv1alpha1.MRTRKeyringList
 	if err := r.List(ctx, &krs, opts...); err != nil {

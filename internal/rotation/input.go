@@ -173,7 +173,7 @@ func (d Decision) SecretAnnotations() map[string]string {
 // splitIDs splits a comma-separated list of key ids, dropping blanks.
 func splitIDs(s string) []string {
 	var ids []string
-	for _, id := range strings.Split(s, ",") {
+	for id := range strings.SplitSeq(s, ",") {
 		if id = strings.TrimSpace(id); id != "" {
 			ids = append(ids, id)
 		}

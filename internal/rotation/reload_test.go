@@ -51,9 +51,9 @@ func acked(name, loaded string) Pod {
 	return Pod{Name: name, Loaded: loaded, CreatedAt: now.Add(-time.Hour)}
 }
 
-// withPods is a found Deployment with pods, all of them counted by its controller.
-func withPods(name string, pods ...Pod) Workload {
-	w := deployment(name, "", false) // stamp and rollout mean nothing in Reload delivery
+// withPods is the found Deployment "api" with pods, all of them counted by its controller.
+func withPods(pods ...Pod) Workload {
+	w := deployment("api", "", false) // stamp and rollout mean nothing in Reload delivery
 	w.Pods, w.CountedPods = pods, int32(len(pods))
 	return w
 }
@@ -75,29 +75,29 @@ func TestReloadStep(t *testing.T) {
 		laggards []string
 	}{
 		"Accepting ends once every pod acknowledged the keyring; nothing is stamped and no grace is waited": {
-			in:   reloadInput(accepting(), secAB, withPods("api", acked("p1", ab), acked("p2", ab))),
+			in:   reloadInput(accepting(), secAB, withPods(acked("p1", ab), acked("p2", ab))),
 			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, requeue: 2 * time.Minute, events: []string{"KeySealing"}},
 			// Behind the keyring just written, until they acknowledge it.
 			laggards: []string{"p1", "p2"},
 		},
 		"Accepting waits for a pod that still runs the old keyring until its reload deadline": {
-			in:       reloadInput(accepting(), secAB, withPods("api", acked("p1", ab), acked("p2", fp(t, a)))),
+			in:       reloadInput(accepting(), secAB, withPods(acked("p1", ab), acked("p2", fp(t, a)))),
 			want:     want{phase: mrtrv1alpha1.PhaseAccepting, requeue: time.Minute},
 			laggards: []string{"p2"},
 		},
 		"a pod that acknowledges nothing runs the keyring when it was created after the write": {
-			in: reloadInput(accepting(), secAB, withPods("api", acked("p1", ab),
+			in: reloadInput(accepting(), secAB, withPods(acked("p1", ab),
 				Pod{Name: "env-consumer", CreatedAt: writtenAt.Add(time.Second)})),
 			want:     want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, requeue: 2 * time.Minute, events: []string{"KeySealing"}},
 			laggards: []string{"p1", "env-consumer"},
 		},
 		"a pod created in the second of the write must acknowledge: whole seconds do not order them": {
-			in:       reloadInput(accepting(), secAB, withPods("api", acked("p1", ab), Pod{Name: "p2", CreatedAt: writtenAt})),
+			in:       reloadInput(accepting(), secAB, withPods(acked("p1", ab), Pod{Name: "p2", CreatedAt: writtenAt})),
 			want:     want{phase: mrtrv1alpha1.PhaseAccepting, requeue: time.Minute},
 			laggards: []string{"p2"},
 		},
 		"without the write's time no pod passes unacknowledged": {
-			in: reloadInput(accepting(), secAB, withPods("api", acked("p1", ab), Pod{Name: "p2", CreatedAt: now})),
+			in: reloadInput(accepting(), secAB, withPods(acked("p1", ab), Pod{Name: "p2", CreatedAt: now})),
 			edit: func(in *Input) {
 				in.Secret.WrittenAt = time.Time{}
 			},
@@ -105,20 +105,20 @@ func TestReloadStep(t *testing.T) {
 			laggards: []string{"p2"},
 		},
 		"a Secret changed behind our back is no write of ours: its pods must acknowledge it": {
-			in: reloadInput(accepting(), foreign(t, "hand", "made"), withPods("api", Pod{Name: "p1", CreatedAt: now})),
+			in: reloadInput(accepting(), foreign(t, "hand", "made"), withPods(Pod{Name: "p1", CreatedAt: now})),
 			want: want{phase: mrtrv1alpha1.PhaseStable, write: []string{"hand", "made"}, requeue: 2 * time.Minute,
 				events: []string{"SecretChanged"}},
 			laggards: []string{"p1"},
 		},
 		"a partial view proves nothing: the controller counts a pod the cache has not shown": {
-			in: reloadInput(accepting(), secAB, withPods("api", acked("p1", ab))),
+			in: reloadInput(accepting(), secAB, withPods(acked("p1", ab))),
 			edit: func(in *Input) {
 				in.Workloads[0].CountedPods = 2
 			},
 			want: want{phase: mrtrv1alpha1.PhaseAccepting, requeue: 9 * time.Minute},
 		},
 		"a terminating pod counts until it is gone, and is not evicted again": {
-			in: reloadInput(accepting(), secAB, withPods("api", acked("p1", ab),
+			in: reloadInput(accepting(), secAB, withPods(acked("p1", ab),
 				Pod{Name: "old", Loaded: fp(t, a), CreatedAt: now.Add(-time.Hour), Terminating: true})),
 			edit: func(in *Input) {
 				in.Status.PhaseStartedAt = at(-5 * time.Minute)
@@ -127,7 +127,7 @@ func TestReloadStep(t *testing.T) {
 			laggards: []string{"old"},
 		},
 		"a pod past its reload deadline is restarted, alone, and named": {
-			in: reloadInput(accepting(), secAB, withPods("api", acked("p1", ab), acked("stuck", fp(t, a)))),
+			in: reloadInput(accepting(), secAB, withPods(acked("p1", ab), acked("stuck", fp(t, a)))),
 			edit: func(in *Input) {
 				in.Status.PhaseStartedAt = at(-2 * time.Minute)
 			},
@@ -136,7 +136,7 @@ func TestReloadStep(t *testing.T) {
 			laggards: []string{"stuck"},
 		},
 		"an eviction asked before (a PodDisruptionBudget refused it) is asked again without another event": {
-			in: reloadInput(accepting(), secAB, withPods("api", acked("p1", ab), acked("stuck", fp(t, a)))),
+			in: reloadInput(accepting(), secAB, withPods(acked("p1", ab), acked("stuck", fp(t, a)))),
 			edit: func(in *Input) {
 				in.Status.PhaseStartedAt = at(-3 * time.Minute)
 				in.Status.RestartedPods = []string{"stuck"}
@@ -146,7 +146,7 @@ func TestReloadStep(t *testing.T) {
 			laggards: []string{"stuck"},
 		},
 		"a pod's reload deadline counts from its creation when it started after the phase": {
-			in: reloadInput(accepting(), secAB, withPods("api", acked("p1", ab),
+			in: reloadInput(accepting(), secAB, withPods(acked("p1", ab),
 				Pod{Name: "late", Loaded: fp(t, a), CreatedAt: now.Add(-30 * time.Second)})),
 			edit: func(in *Input) {
 				in.Status.PhaseStartedAt = at(-5 * time.Minute)
@@ -155,7 +155,7 @@ func TestReloadStep(t *testing.T) {
 			laggards: []string{"late"},
 		},
 		"selected pods are gated by their acknowledgement alone and never restarted": {
-			in: reloadInput(accepting(), secAB, withPods("api", acked("p1", ab))),
+			in: reloadInput(accepting(), secAB, withPods(acked("p1", ab))),
 			edit: func(in *Input) {
 				in.Status.PhaseStartedAt = at(-5 * time.Minute)
 				in.SelectedPods = []Pod{acked("bare-1", ab), {Name: "bare-2", CreatedAt: now}}
@@ -171,11 +171,11 @@ func TestReloadStep(t *testing.T) {
 			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{b, a}, requeue: 10 * time.Minute, events: []string{"KeySealing"}},
 		},
 		"SealingWithNew ends once every pod acknowledged it: the TTL wait begins": {
-			in:   reloadInput(status(t, mrtrv1alpha1.PhaseSealingWithNew, time.Minute, b, a), ours(t, mrtrv1alpha1.PhaseSealingWithNew, b, a), withPods("api", acked("p1", ba))),
+			in:   reloadInput(status(t, mrtrv1alpha1.PhaseSealingWithNew, time.Minute, b, a), ours(t, mrtrv1alpha1.PhaseSealingWithNew, b, a), withPods(acked("p1", ba))),
 			want: want{phase: mrtrv1alpha1.PhaseWaitingTTL, requeue: 6 * time.Minute},
 		},
 		"a workload whose stamp another keyring claimed is no conflict: nothing is stamped": {
-			in: reloadInput(accepting(), secAB, withPods("api", acked("p1", ab))),
+			in: reloadInput(accepting(), secAB, withPods(acked("p1", ab))),
 			edit: func(in *Input) {
 				in.Workloads[0].ClaimedBy = "other"
 			},
@@ -183,12 +183,12 @@ func TestReloadStep(t *testing.T) {
 			laggards: []string{"p1"},
 		},
 		"a missing target still holds Accepting": {
-			in: reloadInput(accepting(), secAB, withPods("api", acked("p1", ab)), Workload{Kind: mrtrv1alpha1.KindDeployment, Name: "gone"}),
+			in: reloadInput(accepting(), secAB, withPods(acked("p1", ab)), Workload{Kind: mrtrv1alpha1.KindDeployment, Name: "gone"}),
 			want: want{phase: mrtrv1alpha1.PhaseAccepting, requeue: 9 * time.Minute, stalled: mrtrv1alpha1.ReasonWorkloadNotFound,
 				events: []string{mrtrv1alpha1.ReasonWorkloadNotFound}},
 		},
 		"not every pod within rolloutDeadline stalls, naming the laggards": {
-			in: reloadInput(accepting(), secAB, withPods("api", Pod{Name: "frozen", Loaded: fp(t, a), CreatedAt: now.Add(-time.Hour), Terminating: true})),
+			in: reloadInput(accepting(), secAB, withPods(Pod{Name: "frozen", Loaded: fp(t, a), CreatedAt: now.Add(-time.Hour), Terminating: true})),
 			edit: func(in *Input) {
 				in.Status.PhaseStartedAt = at(-10 * time.Minute)
 			},
@@ -223,7 +223,7 @@ func TestReloadStatusCountsPods(t *testing.T) {
 	a, b := "k20260101-000000", "k20260806-120000"
 	ab := fp(t, a, b)
 	in := reloadInput(status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b),
-		withPods("api", acked("p1", ab), acked("p2", fp(t, a)), acked("p3", ab)))
+		withPods(acked("p1", ab), acked("p2", fp(t, a)), acked("p3", ab)))
 	in.SelectedPods = []Pod{acked("bare", "")}
 	st := Step(in).Status
 	w := st.Workloads[0]
@@ -282,13 +282,12 @@ func checkDecision(t *testing.T, in Input, d Decision, w want) {
 // it acknowledged, and whether it ever acknowledges (a consumer of the MRTR_KEYRING variable
 // does not; nor does a pod whose reload is stuck).
 type reloadPod struct {
-	name     string
-	created  time.Time
-	keys     []string
-	ack      string
-	silent   bool      // never acknowledges, never reloads
-	stopAt   time.Time // zero while running; set when evicted
-	rejected bool
+	name    string
+	created time.Time
+	keys    []string
+	ack     string
+	silent  bool      // never acknowledges, never reloads
+	stopAt  time.Time // zero while running; set when evicted
 }
 
 // reloadWorld is TestRotationSequences's world in Reload delivery: pods reload the Secret at
@@ -306,7 +305,6 @@ type reloadWorld struct {
 	writtenAt  time.Time
 	status     mrtrv1alpha1.MRTRKeyringStatus
 	pods       []*reloadPod
-	replicas   int
 	serial     int
 	lastSealed map[string]time.Time
 	log        []string

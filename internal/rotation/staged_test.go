@@ -149,7 +149,7 @@ func TestStagedStep(t *testing.T) {
 			in: stable(), edit: func(in *Input) {
 				due(in)
 				in.Settings.Delivery, in.Status.RolledOutAt = mrtrv1alpha1.DeliveryReload, nil
-				in.Workloads = []Workload{withPods("api", acked("p1", fp(t, a, n)))}
+				in.Workloads = []Workload{withPods(acked("p1", fp(t, a, n)))}
 			},
 			want: want{phase: mrtrv1alpha1.PhaseSealingWithNew, write: []string{n, a}, requeue: 2 * time.Minute, events: []string{"RotationStarted"}},
 		},

@@ -432,7 +432,7 @@ func TestOutageStrategiesAreWarned(t *testing.T) {
 // with thousands of targets stays well inside what the API server accepts.
 func TestManyWorkloadsStayWithinStatusLimits(t *testing.T) {
 	a, b := "k20260101-000000", "k20260806-120000"
-	var ws []Workload
+	ws := make([]Workload, 0, 1000)
 	for i := range 1000 {
 		stamp := fp(t, a, b)
 		if i%10 == 3 { // 100 of them have not rolled out the keyring yet

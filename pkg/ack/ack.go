@@ -125,7 +125,8 @@ func New(c Config) (*Reporter, error) {
 		return nil, errors.New("ack: no secret: set Config.Secret to the name of the keyring Secret the pod mounts")
 	}
 	if len(c.Secret) > 253 || !secretName.MatchString(c.Secret) {
-		return nil, fmt.Errorf("ack: secret %q is not a Secret name (a DNS subdomain: at most 253 lowercase letters, digits, '-' and '.')", c.Secret)
+		return nil, fmt.Errorf("ack: secret %q is not a Secret name "+
+			"(a DNS subdomain: at most 253 lowercase letters, digits, '-' and '.')", c.Secret)
 	}
 	dir := cmp.Or(c.ServiceAccountDir, defaultServiceAccountDir)
 	pod := cmp.Or(c.PodName, os.Getenv("POD_NAME"))
@@ -190,7 +191,8 @@ func namespace(ns, dir string) (string, error) {
 		return "", fmt.Errorf("ack: no namespace: set Config.Namespace or $POD_NAMESPACE (the downward API's metadata.namespace): %w", err)
 	}
 	if ns = strings.TrimSpace(string(b)); ns == "" {
-		return "", fmt.Errorf("ack: no namespace: set Config.Namespace or $POD_NAMESPACE (the downward API's metadata.namespace); %s is missing or empty", path)
+		return "", fmt.Errorf("ack: no namespace: set Config.Namespace or $POD_NAMESPACE "+
+			"(the downward API's metadata.namespace); %s is missing or empty", path)
 	}
 	return ns, nil
 }

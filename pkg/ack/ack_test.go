@@ -282,7 +282,8 @@ func TestNewErrors(t *testing.T) {
 		{"no API server", func(c *Config) { c.APIServer = "" }, "ack: no API server: set Config.APIServer or $KUBERNETES_SERVICE_HOST"},
 		{"http API server", func(c *Config) { c.APIServer = "http://10.0.0.1" }, `ack: API server "http://10.0.0.1": not an https:// URL`},
 		{"no CA", func(c *Config) { c.ServiceAccountDir = noCA }, "ack: API server CA: open " + filepath.Join(noCA, "ca.crt")},
-		{"bad CA", func(c *Config) { c.ServiceAccountDir = badCA }, "ack: API server CA: no PEM certificate in " + filepath.Join(badCA, "ca.crt")},
+		{"bad CA", func(c *Config) { c.ServiceAccountDir = badCA },
+			"ack: API server CA: no PEM certificate in " + filepath.Join(badCA, "ca.crt")},
 		{"backoffs", func(c *Config) { c.MinBackoff, c.MaxBackoff = time.Second, time.Millisecond }, "ack: MinBackoff 1s exceeds MaxBackoff 1ms"},
 		{"negative backoff", func(c *Config) { c.MinBackoff = -time.Second }, "negative"},
 		{"negative timeout", func(c *Config) { c.Timeout = -time.Second }, "negative"},
@@ -506,7 +507,8 @@ func TestRetriesUntilAccepted(t *testing.T) {
 
 	for _, want := range []string{
 		"ack: patch pod mcp/weather-0: 500 Internal Server Error: etcdserver: request timed out",
-		`ack: patch pod mcp/weather-0: 403 Forbidden: pods "weather-0" is forbidden: User "system:serviceaccount:mcp:weather" cannot patch resource "pods" (is the ClusterRole mrtr-keyring-consumer bound`,
+		`ack: patch pod mcp/weather-0: 403 Forbidden: pods "weather-0" is forbidden: ` +
+			`User "system:serviceaccount:mcp:weather" cannot patch resource "pods" (is the ClusterRole mrtr-keyring-consumer bound`,
 		`ack: patch pod mcp/weather-0: 404 Not Found: pods "weather-0" not found (no such pod`,
 	} {
 		if err := log.next(t); !strings.HasPrefix(err.Error(), want) {
@@ -537,7 +539,9 @@ func TestReportCutsBackoffShort(t *testing.T) {
 	run(t, r)
 
 	r.Report("f1")
-	log.next(t) // now backing off for an hour
+	if err := log.next(t); !strings.Contains(err.Error(), "403") { // now backing off for an hour
+		t.Errorf("OnError got %v, want the 403", err)
+	}
 	s.next(t)
 	s.setRespond(nil)
 	r.Report("f2")
@@ -558,7 +562,9 @@ func TestCancelDuringBackoff(t *testing.T) {
 	cancel, done := run(t, r)
 
 	r.Report("f1")
-	log.next(t)
+	if err := log.next(t); !strings.Contains(err.Error(), "500") { // now backing off for an hour
+		t.Errorf("OnError got %v, want the 500", err)
+	}
 	cancel()
 	returnsPromptly(t, done)
 }

@@ -28,7 +28,8 @@ import (
 
 func ExampleAnnotationKey() {
 	fmt.Println(ack.AnnotationKey("weather"))
-	fmt.Println(ack.AnnotationKey("weather-keyring-of-the-production-cluster-in-europe-west4-and-north1")) // over 63 characters: cut and hashed
+	// Over 63 characters: cut and hashed.
+	fmt.Println(ack.AnnotationKey("weather-keyring-of-the-production-cluster-in-europe-west4-and-north1"))
 	// Output:
 	// loaded.mrtr.dev/weather
 	// loaded.mrtr.dev/weather-keyring-of-the-production-cluster-in-e-9e9190002525a62d

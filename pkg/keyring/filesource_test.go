@@ -579,7 +579,9 @@ func TestFileSourceOutputShowsNoKeyMaterial(t *testing.T) {
 			}
 		}
 	}
-	if got, want := outputs["json source"], `{"path":"`+path+`","keyring":{"ids":["c","a"],"fingerprint":"`+next.Fingerprint()+`"},"reloads":1,"changes":1,"errors":0}`; got != want {
+	want := `{"path":"` + path + `","keyring":{"ids":["c","a"],"fingerprint":"` + next.Fingerprint() +
+		`"},"reloads":1,"changes":1,"errors":0}`
+	if got := outputs["json source"]; got != want {
 		t.Errorf("json source = %s\nwant %s", got, want)
 	}
 	if got := fmt.Sprint((*FileSource)(nil)); got != "FileSource(nil)" {
@@ -687,7 +689,8 @@ func TestFileSourceReportsAFileThatStaysMissing(t *testing.T) {
 	if !s.Keyring().Equal(good) {
 		t.Errorf("serving %v, want the last good %v", s.Keyring(), good)
 	}
-	if total := s.pauses.total(); s.reads < 4 || total < 100*time.Millisecond || total >= time.Second || slices.Max(s.pauses.d) > 100*time.Millisecond {
+	if total := s.pauses.total(); s.reads < 4 || total < 100*time.Millisecond || total >= time.Second ||
+		slices.Max(s.pauses.d) > 100*time.Millisecond {
 		t.Errorf("%d reads with pauses %v (%v in all): want a few retries, at most 100 ms apart, well under a second in all",
 			s.reads, s.pauses.d, total)
 	}

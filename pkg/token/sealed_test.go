@@ -242,6 +242,7 @@ func TestSealedTamper(t *testing.T) {
 }
 
 func TestSealedExpiry(t *testing.T) {
+	custom := []SealedOption{SealedTTL(90 * time.Second), SealedAnonymousTTL(10 * time.Second)}
 	cases := map[string]struct {
 		opts      []SealedOption
 		principal json.RawMessage
@@ -250,8 +251,8 @@ func TestSealedExpiry(t *testing.T) {
 		"default TTL":             {[]SealedOption{}, json.RawMessage(`"user:ada"`), 5 * time.Minute},
 		"anonymous default":       {[]SealedOption{}, Anonymous, 60 * time.Second},
 		"anonymous spelled apart": {[]SealedOption{}, json.RawMessage(" null\n"), 60 * time.Second},
-		"custom TTL":              {[]SealedOption{SealedTTL(90 * time.Second), SealedAnonymousTTL(10 * time.Second)}, json.RawMessage(`7`), 90 * time.Second},
-		"custom anonymous":        {[]SealedOption{SealedTTL(90 * time.Second), SealedAnonymousTTL(10 * time.Second)}, Anonymous, 10 * time.Second},
+		"custom TTL":              {custom, json.RawMessage(`7`), 90 * time.Second},
+		"custom anonymous":        {custom, Anonymous, 10 * time.Second},
 		"anonymous capped by TTL": {[]SealedOption{SealedTTL(30 * time.Second)}, Anonymous, 30 * time.Second},
 	}
 	for name, tc := range cases {
@@ -457,6 +458,7 @@ func TestSealedWithoutKeyring(t *testing.T) {
 
 func TestNewSealedOptions(t *testing.T) {
 	src := keyring.Static(testRing(t, testKey("a", 1, 32)))
+	anonymous2m := SealedAnonymousTTL(2 * time.Minute)
 	cases := map[string]struct {
 		src    keyring.Source
 		server string
@@ -473,8 +475,8 @@ func TestNewSealedOptions(t *testing.T) {
 		"TTL negative":                   {src, "s", []SealedOption{SealedTTL(-time.Second)}, "SealedTTL"},
 		"TTL under a second":             {src, "s", []SealedOption{SealedTTL(time.Millisecond)}, "SealedTTL"},
 		"TTL in fractions":               {src, "s", []SealedOption{SealedTTL(1500 * time.Millisecond)}, "SealedTTL"},
-		"anonymous above TTL":            {src, "s", []SealedOption{SealedTTL(time.Minute), SealedAnonymousTTL(2 * time.Minute)}, "SealedAnonymousTTL"},
-		"anonymous above TTL, any order": {src, "s", []SealedOption{SealedAnonymousTTL(2 * time.Minute), SealedTTL(time.Minute)}, "SealedAnonymousTTL"},
+		"anonymous above TTL":            {src, "s", []SealedOption{SealedTTL(time.Minute), anonymous2m}, "SealedAnonymousTTL"},
+		"anonymous above TTL, any order": {src, "s", []SealedOption{anonymous2m, SealedTTL(time.Minute)}, "SealedAnonymousTTL"},
 		"anonymous negative":             {src, "s", []SealedOption{SealedAnonymousTTL(-time.Second)}, "SealedAnonymousTTL"},
 		"anonymous equal to TTL":         {src, "s", []SealedOption{SealedTTL(time.Minute), SealedAnonymousTTL(time.Minute)}, ""},
 		"anonymous default capped":       {src, "s", []SealedOption{SealedTTL(10 * time.Second)}, ""},

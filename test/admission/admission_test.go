@@ -136,14 +136,14 @@ var _ = Describe("the keyring acknowledgement policy", Ordered, func() {
 
 	Context("as pod A, with a token bound to it", func() {
 		It("acknowledges on its own pod, and acknowledges again", func() {
-			Expect(mergePatch(asA, podA, setAck(ackKey, "fp-1"))).To(Succeed())
+			Expect(mergePatch(asA, podA, setAck("fp-1"))).To(Succeed())
 			Expect(get(podA).Annotations).To(HaveKeyWithValue(ackKey, "fp-1"))
-			Expect(mergePatch(asA, podA, setAck(ackKey, "fp-2"))).To(Succeed())
+			Expect(mergePatch(asA, podA, setAck("fp-2"))).To(Succeed())
 			Expect(get(podA).Annotations).To(HaveKeyWithValue(ackKey, "fp-2"))
 		})
 
 		It("may not acknowledge for pod B", func() {
-			expectDenied(mergePatch(asA, podB, setAck(ackKey, "fp-2")), ownAckMessage("b"))
+			expectDenied(mergePatch(asA, podB, setAck("fp-2")), ownAckMessage("b"))
 			Expect(get(podB).Annotations).NotTo(HaveKey(ackKey))
 		})
 
@@ -177,14 +177,14 @@ var _ = Describe("the keyring acknowledgement policy", Ordered, func() {
 		It("removes its own acknowledgement, and acknowledges again", func() {
 			Expect(mergePatch(asA, podA, `{"metadata":{"annotations":{"`+ackKey+`":null}}}`)).To(Succeed())
 			Expect(get(podA).Annotations).NotTo(HaveKey(ackKey))
-			Expect(mergePatch(asA, podA, setAck(ackKey, "fp-3"))).To(Succeed())
+			Expect(mergePatch(asA, podA, setAck("fp-3"))).To(Succeed())
 			Expect(get(podA).Annotations).To(HaveKeyWithValue(ackKey, "fp-3"))
 		})
 	})
 
 	Context("as the same ServiceAccount, with a token bound to no pod", func() {
 		It("may not acknowledge for pod A", func() {
-			expectDenied(mergePatch(asUnbound, podA, setAck(ackKey, "fp-4")), ownAckMessage("a"))
+			expectDenied(mergePatch(asUnbound, podA, setAck("fp-4")), ownAckMessage("a"))
 			Expect(get(podA).Annotations).To(HaveKeyWithValue(ackKey, "fp-3"))
 		})
 
@@ -196,7 +196,7 @@ var _ = Describe("the keyring acknowledgement policy", Ordered, func() {
 
 	Context("as the admin, who is no consumer", func() {
 		It("may not acknowledge for pod A, nor remove its acknowledgement", func() {
-			expectDenied(mergePatch(admin, podA, setAck(ackKey, "fp-5")), ownAckMessage("a"))
+			expectDenied(mergePatch(admin, podA, setAck("fp-5")), ownAckMessage("a"))
 			expectDenied(mergePatch(admin, podA, `{"metadata":{"annotations":{"`+ackKey+`":null}}}`), ownAckMessage("a"))
 			Expect(get(podA).Annotations).To(HaveKeyWithValue(ackKey, "fp-3"))
 		})
@@ -226,9 +226,9 @@ var _ = Describe("the keyring acknowledgement policy", Ordered, func() {
 		})
 
 		It("acknowledges on its own pod, but not for another", func() {
-			Expect(mergePatch(asC, podC, setAck(ackKey, "fp-1"))).To(Succeed())
+			Expect(mergePatch(asC, podC, setAck("fp-1"))).To(Succeed())
 			Expect(get(podC).Annotations).To(HaveKeyWithValue(ackKey, "fp-1"))
-			expectDenied(mergePatch(asC, podA, setAck(ackKey, "fp-6")), ownAckMessage("a"))
+			expectDenied(mergePatch(asC, podA, setAck("fp-6")), ownAckMessage("a"))
 			Expect(get(podA).Annotations).To(HaveKeyWithValue(ackKey, "fp-3"))
 		})
 	})
@@ -244,8 +244,9 @@ func newPod(namespace, name, serviceAccount string) *corev1.Pod {
 	}
 }
 
-func setAck(key, fingerprint string) string {
-	return fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, key, fingerprint)
+// setAck is the merge patch of ackKey to fingerprint.
+func setAck(fingerprint string) string {
+	return fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ackKey, fingerprint)
 }
 
 // mergePatch sends a JSON merge patch of pod as c, as pkg/ack's Reporter does.

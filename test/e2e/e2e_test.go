@@ -150,7 +150,8 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 		}).WithTimeout(time.Minute).Should(Succeed())
 	})
 
-	It("rotates twice in Reload delivery without restarting a pod or rejecting a request state, each step gated on every pod's acknowledgement, resuming after the operator is killed mid-rotation", func() {
+	It("rotates twice in Reload delivery without restarting a pod or rejecting a request state, each step gated on every pod's "+
+		"acknowledgement, resuming after the operator is killed mid-rotation", func() {
 		rotationAt = len(env.Timeline.Events())
 		before, err := env.PodUIDs(ctx)
 		Expect(err).NotTo(HaveOccurred())
@@ -241,7 +242,8 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 			rotations[0], c, frozen))
 	})
 
-	It("hands over to a second manager when the leader is killed mid-rotation: it resumes the phase, restarts nothing and rejects nothing", func() {
+	It("hands over to a second manager when the leader is killed mid-rotation: "+
+		"it resumes the phase, restarts nothing and rejects nothing", func() {
 		By("running two managers with leader election, the first one leading")
 		Expect(env.Operator.Stop()).To(Succeed())
 		first, second := env.Operator.Replica("leader-a"), env.Operator.Replica("leader-b")
@@ -317,7 +319,8 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 		Expect(patch(self.Pod, key, st.SecretFingerprint)).To(Succeed())
 	})
 
-	It("revokes the primary key under live traffic: its tokens fail from then on, every other round trip completes, and the staged key seals after one round", func() {
+	It("revokes the primary key under live traffic: its tokens fail from then on, every other round trip completes, "+
+		"and the staged key seals after one round", func() {
 		st, err := env.Observe(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(st.Keys).To(HaveLen(2))
@@ -341,7 +344,8 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 		Expect(env.WaitSettled(ctx, time.Minute)).To(Succeed())
 		completed := load.Counts().Completed
-		Eventually(func() uint64 { return load.Counts().Completed }).Should(BeNumerically(">=", completed+50), "round trips go on after the revocation")
+		Eventually(func() uint64 { return load.Counts().Completed }).Should(BeNumerically(">=", completed+50),
+			"round trips go on after the revocation")
 		endLoad()
 
 		By("counting the rejections: every one named the revoked key")
@@ -353,7 +357,8 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 				Expect(n).To(Equal(rejectedBefore[id]), "tokens naming key %q were rejected", id)
 			}
 		}
-		Expect(rejected[revoked]-rejectedBefore[revoked]).To(Equal(c.Rejected), "rejections the load saw but no replica counted for the revoked key")
+		Expect(rejected[revoked]-rejectedBefore[revoked]).To(Equal(c.Rejected),
+			"rejections the load saw but no replica counted for the revoked key")
 
 		By("one round, nothing restarted, and status, condition and event say what happened")
 		events := env.Timeline.Events()[from:]
@@ -503,7 +508,8 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 		}
 		runMake("deploy")
 		var d appsv1.Deployment
-		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: harness.OperatorNamespace, Name: "mrtr-operator-controller-manager"}, &d)).To(Succeed())
+		key := client.ObjectKey{Namespace: harness.OperatorNamespace, Name: "mrtr-operator-controller-manager"}
+		Expect(env.Client.Get(ctx, key, &d)).To(Succeed())
 		Expect(d.Spec.Template.Spec.Containers).To(ContainElement(And(HaveField("Image", "controller:latest"),
 			HaveField("Args", ContainElement("--leader-elect")))))
 		Expect(d.Spec.Template.Spec.ServiceAccountName).To(Equal(harness.OperatorServiceAccount))
@@ -573,19 +579,19 @@ func stamps(events []harness.Event) []string {
 // report prints the numbers of the run: throughput, rotation durations against their floor, pod
 // restarts, and the operator's latency from a rollout or the last acknowledgement to its next write.
 func report(title string, c harness.Counts, elapsed time.Duration, rotations []harness.Rotation) {
-	var lat, ack, ttl []time.Duration
+	var lat, acks, ttl []time.Duration
 	restarts := 0
 	lines := []string{title,
 		fmt.Sprintf("round trips: %s in %v = %.0f/s", c, elapsed.Round(time.Second), float64(c.Completed)/elapsed.Seconds())}
 	for i, r := range rotations {
 		lines = append(lines, fmt.Sprintf("rotation %d: %s", i+1, r))
-		lat, ack, ttl = append(lat, r.RolloutToWrite...), append(ack, r.AckToWrite...), append(ttl, r.TTLToWrite...)
+		lat, acks, ttl = append(lat, r.RolloutToWrite...), append(acks, r.AckToWrite...), append(ttl, r.TTLToWrite...)
 		restarts += r.PodsAdded
 	}
 	lines = append(lines, fmt.Sprintf("pod restarts during rotations: %d", restarts))
-	if len(ack) > 0 {
+	if len(acks) > 0 {
 		lines = append(lines, fmt.Sprintf("operator latency, last acknowledgement -> next write: median %v, max %v (n=%d)",
-			median(ack), harness.Max(ack).Round(time.Millisecond), len(ack)))
+			median(acks), harness.Max(acks).Round(time.Millisecond), len(acks)))
 	}
 	if len(lat) > 0 {
 		lines = append(lines, fmt.Sprintf("operator latency, rollout complete -> Secret write: median %v, max %v (n=%d)",

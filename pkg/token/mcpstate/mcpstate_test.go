@@ -329,12 +329,12 @@ func TestPrincipalFromTokenInfo(t *testing.T) {
 	}
 }
 
-// bearerClient sends every request with the bearer token that token holds at the time: a test
+// bearerClient sends every request with the bearer token that current holds at the time: a test
 // switches callers between rounds by storing another.
-func bearerClient(token *atomic.Value) *http.Client {
+func bearerClient(current *atomic.Value) *http.Client {
 	return &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		r = r.Clone(r.Context())
-		r.Header.Set("Authorization", "Bearer "+token.Load().(string))
+		r.Header.Set("Authorization", "Bearer "+current.Load().(string))
 		return http.DefaultTransport.RoundTrip(r)
 	})}
 }

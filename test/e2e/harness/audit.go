@@ -29,6 +29,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// kindClusterRole is a RoleRef's kind for a ClusterRole (the rbac API has no constant for it).
+const kindClusterRole = "ClusterRole"
+
 // Permission is one verb on one resource ("group/resource" or "group/resource/subresource"; the
 // core group is ""), as RBAC grants it and as the audit log records its use.
 type Permission struct{ Resource, Verb string }
@@ -143,17 +146,17 @@ func grantedTo(ctx context.Context, c client.Client, ns, name string) ([]Permiss
 		}
 	}
 	for _, b := range bindings {
-		if b.ref.Kind == "ClusterRole" {
+		if b.ref.Kind == kindClusterRole {
 			var r rbacv1.ClusterRole
 			if err := c.Get(ctx, client.ObjectKey{Name: b.ref.Name}, &r); err != nil {
-				return nil, fmt.Errorf("ClusterRole %s: %w", b.ref.Name, err)
+				return nil, fmt.Errorf("get ClusterRole %s: %w", b.ref.Name, err)
 			}
 			rules = append(rules, r.Rules...)
 			continue
 		}
 		var r rbacv1.Role
 		if err := c.Get(ctx, client.ObjectKey{Namespace: b.ns, Name: b.ref.Name}, &r); err != nil {
-			return nil, fmt.Errorf("Role %s/%s: %w", b.ns, b.ref.Name, err)
+			return nil, fmt.Errorf("get Role %s/%s: %w", b.ns, b.ref.Name, err)
 		}
 		rules = append(rules, r.Rules...)
 	}

@@ -257,7 +257,8 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := e.Operator.Launch(); err != nil {
 		return nil, err
 	}
-	opts.Logf("deploying MRTRKeyring %s/%s (delivery %s) and Deployment %s with %d replicas", opts.Namespace, opts.Name, opts.Delivery, opts.Name, opts.Replicas)
+	opts.Logf("deploying MRTRKeyring %s/%s (delivery %s) and Deployment %s with %d replicas",
+		opts.Namespace, opts.Name, opts.Delivery, opts.Name, opts.Replicas)
 	if err := e.deploy(ctx); err != nil {
 		return nil, err
 	}
@@ -275,8 +276,9 @@ func (e *Env) newOperator(ctx context.Context, binary string, image Image) (*Ope
 		return nil, err
 	}
 	cfg := e.Cluster.RESTConfig()
-	o := &Operator{Binary: binary, Image: image, Start: e.Cluster.StartProcess, WorkDir: filepath.Join(e.workDir, "operator"), LogDir: e.Cluster.LogDir(),
-		Args: args, ServiceAccountDir: filepath.Join(e.workDir, "operator", "serviceaccount"), Server: cfg.Host}
+	o := &Operator{Binary: binary, Image: image, Start: e.Cluster.StartProcess, Args: args, Server: cfg.Host,
+		WorkDir: filepath.Join(e.workDir, "operator"), LogDir: e.Cluster.LogDir(),
+		ServiceAccountDir: filepath.Join(e.workDir, "operator", "serviceaccount")}
 	if err := writeServiceAccount(ctx, e.Client, cfg.CAData, OperatorNamespace, OperatorServiceAccount, nil, o.ServiceAccountDir); err != nil {
 		return nil, err
 	}
@@ -384,7 +386,7 @@ func (e *Env) consumerObjects() []client.Object {
 		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name}},
 		&rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name + "-keyring-consumer"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: ConsumerClusterRole},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kindClusterRole, Name: ConsumerClusterRole},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: o.Namespace, Name: o.Name}},
 		},
 	}

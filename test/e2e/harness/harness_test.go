@@ -106,7 +106,8 @@ func TestRotations(t *testing.T) {
 	phase := func(s float64, p mrtrv1alpha1.Phase) Event { return Event{At: at(s), Kind: EventPhase, Phase: p} }
 	events := []Event{
 		phase(-10, mrtrv1alpha1.PhaseStable),
-		{At: at(0), Kind: EventSecret, KeyIDs: []string{"a", "b"}, Phase: mrtrv1alpha1.PhaseAccepting}, // the operator writes, then sets the phase
+		// The operator writes, then sets the phase.
+		{At: at(0), Kind: EventSecret, KeyIDs: []string{"a", "b"}, Phase: mrtrv1alpha1.PhaseAccepting},
 		phase(0.1, mrtrv1alpha1.PhaseAccepting),
 		{At: at(0.2), Kind: EventStamp, Fingerprint: "ab"},
 		{At: at(5.2), Kind: EventRolledOut, Fingerprint: "ab"},

@@ -114,7 +114,8 @@ func managerArgs(ctx context.Context, c client.Client) ([]string, error) {
 // /var/run/secrets/kubernetes.io/serviceaccount for a pod of ServiceAccount ns/name: a token
 // (TokenRequest, bound to the pod when bound is set, so that userInfo.extra names it), the
 // cluster's CA and the namespace.
-func writeServiceAccount(ctx context.Context, c client.Client, ca []byte, ns, name string, bound *authenticationv1.BoundObjectReference, dir string) error {
+func writeServiceAccount(ctx context.Context, c client.Client, ca []byte, ns, name string,
+	bound *authenticationv1.BoundObjectReference, dir string) error {
 	token, err := serviceAccountToken(ctx, c, ns, name, bound)
 	if err != nil {
 		return err
@@ -134,7 +135,8 @@ func writeServiceAccount(ctx context.Context, c client.Client, ca []byte, ns, na
 
 // serviceAccountToken requests a token of ServiceAccount ns/name for two hours, longer than a
 // suite runs (bound to a pod when bound is set).
-func serviceAccountToken(ctx context.Context, c client.Client, ns, name string, bound *authenticationv1.BoundObjectReference) (string, error) {
+func serviceAccountToken(ctx context.Context, c client.Client, ns, name string,
+	bound *authenticationv1.BoundObjectReference) (string, error) {
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
 		ExpirationSeconds: new(int64(2 * 3600)), BoundObjectRef: bound,
@@ -174,7 +176,7 @@ func (e *Env) MetricsScraperToken(ctx context.Context) (string, error) {
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: OperatorNamespace, Name: name}}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: MetricsReaderRole},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kindClusterRole, Name: MetricsReaderRole},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: OperatorNamespace, Name: name}},
 	}
 	for _, obj := range []client.Object{sa, binding} {

@@ -366,9 +366,9 @@ func podReady(p *corev1.Pod) bool {
 func waitServing(ctx context.Context, r *Replica) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	url := "http://" + r.Addr + "/healthz"
+	healthz := "http://" + r.Addr + "/healthz"
 	for {
-		if resp, err := http.Get(url); err == nil {
+		if resp, err := http.Get(healthz); err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
 				return nil

@@ -3,6 +3,7 @@ package canonical
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -86,10 +87,5 @@ func hasFoldedSiblings(v Value) bool {
 			return true
 		}
 	}
-	for _, e := range v.Elems {
-		if hasFoldedSiblings(e) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(v.Elems, hasFoldedSiblings)
 }
