@@ -27,6 +27,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
+// managerProcess is the manager binary's name, and so its command name in cpuByProcess.
+const managerProcess = "manager"
+
 // buildManager builds the manager binary once for every size, as `make build` would, into a
 // temporary folder that cleanup removes.
 func buildManager(ctx context.Context, root string) (bin string, cleanup func(), err error) {
@@ -35,7 +38,7 @@ func buildManager(ctx context.Context, root string) (bin string, cleanup func(),
 		return "", nil, err
 	}
 	cleanup = func() { _ = os.RemoveAll(dir) }
-	bin = filepath.Join(dir, "manager")
+	bin = filepath.Join(dir, managerProcess)
 	progress("building the manager (go build -o %s ./cmd)", bin)
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd")
 	cmd.Dir = root

@@ -160,6 +160,17 @@ func testResult(n int) result {
 		steadyWindow: 10 * time.Second, steadyRequests: 3, heapBytes: 14.3e6, rssBytes: 71.3e6}
 }
 
+func TestFloorWithoutManagerLeavesOnlyTheManagerOut(t *testing.T) {
+	cpu := map[string]time.Duration{"kube-apiserver": 100 * time.Second, "etcd": 12 * time.Second,
+		"harness": 8 * time.Second, managerProcess: 16 * time.Second}
+	if got, want := floorWithoutManager(cpu, 2), 60*time.Second; got != want {
+		t.Errorf("floor on 2 cores = %v, want %v: the others' 120 s over 2 cores", got, want)
+	}
+	if got := floorWithoutManager(map[string]time.Duration{managerProcess: time.Minute}, 2); got != 0 {
+		t.Errorf("floor with the manager alone = %v, want 0", got)
+	}
+}
+
 func TestMarkdownTableHasAColumnPerSize(t *testing.T) {
 	table := markdownTable([]result{testResult(100), testResult(1000)})
 	for _, want := range []string{
