@@ -306,7 +306,6 @@ func fmtDur(d time.Duration) string {
 	}
 }
 
-// formatCPU prints CPU times per process, largest first: "kube-apiserver 41.20 s, etcd 9.10 s".
 // floorWithoutManager is the least time the rotation could have taken on cores cores had the
 // manager cost no CPU: what the others (API server, etcd, the harness) spent for the same writes,
 // spread over every core. The rest of rotate_all_s is the manager's own CPU and idle time.
@@ -320,6 +319,7 @@ func floorWithoutManager(cpuBy map[string]time.Duration, cores int) time.Duratio
 	return others / time.Duration(cores)
 }
 
+// formatCPU prints CPU times per process, largest first: "kube-apiserver 41.20 s, etcd 9.10 s".
 func formatCPU(m map[string]time.Duration) string {
 	names := make([]string, 0, len(m))
 	for k := range m {
