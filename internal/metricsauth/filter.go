@@ -33,13 +33,13 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/cache"
 	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authzclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
@@ -56,7 +56,8 @@ const (
 	deniedTTL          = 30 * time.Second
 	// reviewTimeout bounds each review call, so a slow API server cannot hold scrapes for long.
 	reviewTimeout = 10 * time.Second
-	// maxCached bounds each cache: tokens are the caller's to choose, so their number is not ours.
+	// maxCached bounds each cache (the least recently used answer leaves first): tokens are the
+	// caller's to choose, so their number is not ours.
 	maxCached = 1024
 )
 
@@ -77,15 +78,24 @@ func FilterProvider(config *rest.Config, httpClient *http.Client) (metricsserver
 type Authorizer struct {
 	tokens  authnclient.TokenReviewInterface
 	reviews authzclient.SubjectAccessReviewInterface
-	users   cache[[sha256.Size]byte, *authnv1.UserInfo] // by the token's hash: the token itself is never kept
-	allowed cache[string, bool]                         // by user and request (accessKey)
-	now     func() time.Time
+	// users holds a *authnv1.UserInfo (nil: not authenticated) by the token's SHA-256, so that the
+	// token itself is never kept; allowed holds a bool by the review's spec, as JSON.
+	users, allowed *cache.LRUExpireCache
 }
 
 // New returns an Authorizer that reviews with the given clients.
 func New(tokens authnclient.TokenReviewInterface, reviews authzclient.SubjectAccessReviewInterface) *Authorizer {
-	return &Authorizer{tokens: tokens, reviews: reviews, now: time.Now}
+	return newWithClock(tokens, reviews, realClock{})
 }
+
+func newWithClock(tokens authnclient.TokenReviewInterface, reviews authzclient.SubjectAccessReviewInterface, clock cache.Clock) *Authorizer {
+	return &Authorizer{tokens: tokens, reviews: reviews,
+		users: cache.NewLRUExpireCacheWithClock(maxCached, clock), allowed: cache.NewLRUExpireCacheWithClock(maxCached, clock)}
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
 
 // Filter is a metricsserver.Filter: it answers 401 to a caller without a valid token, 403 to one
 // not allowed the request, 500 when the API server cannot say, and passes the rest to next.
@@ -137,8 +147,8 @@ func bearerToken(header string) (string, bool) {
 // authenticate returns who token belongs to, or nil when the API server does not authenticate it.
 func (a *Authorizer) authenticate(ctx context.Context, token string) (*authnv1.UserInfo, error) {
 	key := sha256.Sum256([]byte(token))
-	if user, ok := a.users.get(key, a.now()); ok {
-		return user, nil
+	if user, ok := a.users.Get(key); ok {
+		return user.(*authnv1.UserInfo), nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
 	defer cancel()
@@ -147,11 +157,11 @@ func (a *Authorizer) authenticate(ctx context.Context, token string) (*authnv1.U
 		return nil, err
 	}
 	if !review.Status.Authenticated {
-		a.users.put(key, nil, a.now(), unauthenticatedTTL)
+		a.users.Add(key, (*authnv1.UserInfo)(nil), unauthenticatedTTL)
 		return nil, nil
 	}
 	user := &review.Status.User
-	a.users.put(key, user, a.now(), authenticatedTTL)
+	a.users.Add(key, user, authenticatedTTL)
 	return user, nil
 }
 
@@ -173,8 +183,8 @@ func (a *Authorizer) authorize(ctx context.Context, user *authnv1.UserInfo, verb
 	if err != nil {
 		return false, err
 	}
-	if allowed, ok := a.allowed.get(string(key), a.now()); ok {
-		return allowed, nil
+	if allowed, ok := a.allowed.Get(string(key)); ok {
+		return allowed.(bool), nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
 	defer cancel()
@@ -187,49 +197,6 @@ func (a *Authorizer) authorize(ctx context.Context, user *authnv1.UserInfo, verb
 	if allowed {
 		ttl = allowedTTL
 	}
-	a.allowed.put(string(key), allowed, a.now(), ttl)
+	a.allowed.Add(string(key), allowed, ttl)
 	return allowed, nil
-}
-
-// cache is a map of answers that expire, of at most maxCached entries.
-type cache[K comparable, V any] struct {
-	mu      sync.Mutex
-	entries map[K]entry[V]
-}
-
-type entry[V any] struct {
-	value V
-	until time.Time
-}
-
-func (c *cache[K, V]) get(k K, now time.Time) (V, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[k]
-	if !ok || !now.Before(e.until) {
-		var zero V
-		return zero, false
-	}
-	return e.value, true
-}
-
-func (c *cache[K, V]) put(k K, v V, now time.Time, ttl time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.entries == nil {
-		c.entries = map[K]entry[V]{}
-	}
-	if len(c.entries) >= maxCached {
-		// Full: drop what expired, and if nothing did, everything (callers with many tokens are
-		// not the scrapers this is for; the next scrape of each just reviews again).
-		for key, e := range c.entries {
-			if !now.Before(e.until) {
-				delete(c.entries, key)
-			}
-		}
-		if len(c.entries) >= maxCached {
-			clear(c.entries)
-		}
-	}
-	c.entries[k] = entry[V]{value: v, until: now.Add(ttl)}
 }

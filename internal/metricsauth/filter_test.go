@@ -18,6 +18,7 @@ package metricsauth
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -111,10 +112,11 @@ func TestAgainstTheAPIServer(t *testing.T) {
 
 	tokens := &countingTokens{TokenReviewInterface: cs.AuthenticationV1().TokenReviews()}
 	reviews := &countingReviews{SubjectAccessReviewInterface: cs.AuthorizationV1().SubjectAccessReviews()}
-	a := New(tokens, reviews)
 	var elapsed atomic.Int64 // the Authorizer's clock, moved on by the test
 	start := time.Now()
-	a.now = func() time.Time { return start.Add(time.Duration(elapsed.Load())) }
+	a := newWithClock(tokens, reviews, clockFunc(func() time.Time { return start.Add(time.Duration(elapsed.Load())) }))
+	// past moves the clock just past d: an answer is reused up to the end of its lifetime included.
+	past := func(d time.Duration) { elapsed.Add(int64(d + time.Nanosecond)) }
 	h, err := a.Filter(logr.Discard(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "the metrics")
 	}))
@@ -142,7 +144,7 @@ func TestAgainstTheAPIServer(t *testing.T) {
 
 	t.Run("a scraper the role allows reads the metrics", func(t *testing.T) {
 		// RBAC's informers see the new binding a moment after it is created.
-		g.Eventually(func() answer { elapsed.Add(int64(deniedTTL)); return ask("GET", "/metrics", "Bearer "+scraper) }).
+		g.Eventually(func() answer { past(deniedTTL); return ask("GET", "/metrics", "Bearer "+scraper) }).
 			WithTimeout(30 * time.Second).Should(Equal(answer{200, "the metrics"}))
 		g.Expect(ask("GET", "/metrics", "bearer  "+scraper)).To(Equal(answer{200, "the metrics"}), "the scheme in any case")
 	})
@@ -170,34 +172,34 @@ func TestAgainstTheAPIServer(t *testing.T) {
 		}
 	})
 	t.Run("answers are reused for their lifetime, then asked again", func(t *testing.T) {
-		elapsed.Add(int64(allowedTTL)) // everything cached so far has expired
+		past(allowedTTL) // everything cached so far has expired
 		g.Expect(ask("GET", "/metrics", "Bearer "+scraper).code).To(Equal(200))
 		authn, authz := tokens.calls.Load(), reviews.calls.Load()
 		g.Expect(ask("GET", "/metrics", "Bearer "+scraper).code).To(Equal(200))
 		g.Expect([]int32{tokens.calls.Load(), reviews.calls.Load()}).To(Equal([]int32{authn, authz}), "a second scrape asks nothing")
 
-		elapsed.Add(int64(authenticatedTTL))
+		past(authenticatedTTL)
 		g.Expect(ask("GET", "/metrics", "Bearer "+scraper).code).To(Equal(200))
 		g.Expect([]int32{tokens.calls.Load(), reviews.calls.Load()}).To(Equal([]int32{authn + 1, authz}),
 			"after a minute the token is reviewed again, the access (5 minutes) is not")
-		elapsed.Add(int64(allowedTTL))
+		past(allowedTTL)
 		g.Expect(ask("GET", "/metrics", "Bearer "+scraper).code).To(Equal(200))
 		g.Expect([]int32{tokens.calls.Load(), reviews.calls.Load()}).To(Equal([]int32{authn + 2, authz + 1}))
 	})
 	t.Run("a denial lasts 30 s: a new binding takes effect after it", func(t *testing.T) {
-		elapsed.Add(int64(deniedTTL)) // the denials cached above have expired
+		past(deniedTTL) // the denials cached above have expired
 		g.Expect(ask("GET", "/metrics", "Bearer "+stranger).code).To(Equal(403))
 		bind("stranger")
 		asked := reviews.calls.Load()
 		g.Expect(ask("GET", "/metrics", "Bearer "+stranger).code).To(Equal(403))
 		g.Expect(reviews.calls.Load()).To(Equal(asked), "the denial is reused")
 		g.Eventually(func() int {
-			elapsed.Add(int64(deniedTTL)) // each try asks again, until RBAC has seen the binding
+			past(deniedTTL) // each try asks again, until RBAC has seen the binding
 			return ask("GET", "/metrics", "Bearer "+stranger).code
 		}).WithTimeout(30 * time.Second).Should(Equal(200))
 	})
 	t.Run("an API server that cannot say is a 500, and not remembered", func(t *testing.T) {
-		elapsed.Add(int64(allowedTTL))
+		past(allowedTTL)
 		tokens.fail.Store(true)
 		got := ask("GET", "/metrics", "Bearer "+scraper)
 		g.Expect(got.code).To(Equal(500))
@@ -226,19 +228,25 @@ func TestBearerToken(t *testing.T) {
 	}
 }
 
-func TestTheCacheIsBounded(t *testing.T) {
-	var c cache[string, bool]
+func TestTheCachesAreBounded(t *testing.T) {
 	now := time.Now()
+	a := newWithClock(nil, nil, clockFunc(func() time.Time { return now }))
 	for i := range maxCached + 10 {
-		c.put(fmt.Sprint(i), true, now, time.Minute)
-		if len(c.entries) > maxCached {
-			t.Fatalf("%d entries after %d puts, want at most %d", len(c.entries), i+1, maxCached)
+		a.allowed.Add(fmt.Sprint(i), true, time.Minute)
+		a.users.Add(sha256.Sum256([]byte(fmt.Sprint(i))), (*authnv1.UserInfo)(nil), time.Minute)
+		if n, m := len(a.allowed.Keys()), len(a.users.Keys()); n > maxCached || m > maxCached {
+			t.Fatalf("%d and %d entries after %d puts, want at most %d", n, m, i+1, maxCached)
 		}
 	}
-	if _, ok := c.get(fmt.Sprint(maxCached+9), now); !ok {
+	if _, ok := a.allowed.Get(fmt.Sprint(maxCached + 9)); !ok {
 		t.Error("the last answer put is not kept")
 	}
-	if _, ok := c.get(fmt.Sprint(maxCached+9), now.Add(time.Minute)); ok {
+	now = now.Add(time.Minute + time.Nanosecond)
+	if _, ok := a.allowed.Get(fmt.Sprint(maxCached + 9)); ok {
 		t.Error("an answer is kept past its lifetime")
 	}
 }
+
+type clockFunc func() time.Time
+
+func (f clockFunc) Now() time.Time { return f() }
