@@ -61,8 +61,8 @@ const (
 	// server unreachable or overloaded) is retried with doubling waits from 0.5 s, 15.5 s in all.
 	maxTries   = 6
 	firstRetry = 500 * time.Millisecond
-	// flushTimeout is how long, once the manager stops, the events still queued may take to be
-	// written: the reconcilers have stopped by then, so the queue holds their last events.
+	// flushTimeout is how long, once the manager stops, the events in flight or still queued may
+	// take to be written: the reconcilers have stopped by then, so the queue holds their last events.
 	flushTimeout = 5 * time.Second
 
 	// The events.k8s.io/v1 limits (k8s.io/kubernetes/pkg/apis/core/validation).
@@ -76,11 +76,12 @@ const (
 	DropInvalid   = "invalid"
 	DropRejected  = "rejected"
 	DropRetries   = "retries_exhausted"
+	DropShutdown  = "shutdown"
 )
 
 var dropped = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "mrtr_events_dropped_total",
-	Help: "Events the operator did not write, by reason: queue_full (more queued than QueueSize), invalid (not an event the API accepts), rejected (refused by the API server), retries_exhausted.",
+	Help: "Events the operator did not write, by reason: queue_full (more queued than QueueSize), invalid (not an event the API accepts), rejected (refused by the API server), retries_exhausted, shutdown (still queued when the manager's flush on stopping ended).",
 }, []string{"reason"})
 
 func init() {
@@ -97,6 +98,7 @@ type Recorder struct {
 	queue      chan *eventsv1.Event
 	now        func() time.Time
 	firstRetry time.Duration
+	flushFor   time.Duration
 }
 
 // NewRecorder returns a Recorder that reports as controller; add it to the manager to start it.
@@ -110,6 +112,7 @@ func NewRecorder(c client.Client, scheme *runtime.Scheme, controller string) *Re
 		queue:      make(chan *eventsv1.Event, QueueSize),
 		now:        time.Now,
 		firstRetry: firstRetry,
+		flushFor:   flushTimeout,
 	}
 }
 
@@ -171,33 +174,52 @@ func (r *Recorder) event(regarding, related runtime.Object, eventtype, reason, a
 // NeedLeaderElection is false: the writers start with the manager, before any reconciler can queue.
 func (r *Recorder) NeedLeaderElection() bool { return false }
 
-// Start writes queued events until ctx is done, then writes what is still queued for at most
-// flushTimeout: the manager stops its reconcilers before this.
+// Start writes queued events until ctx is done, then what is still queued: the manager stops its
+// reconcilers before this. The writes outlive ctx by flushFor, so that an event in flight when the
+// manager stops is still written rather than failed at once, and the whole stop takes at most
+// flushFor more.
 func (r *Recorder) Start(ctx context.Context) error {
+	writeCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancel()
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(r.flushFor, cancel) })()
 	var wg sync.WaitGroup
 	for range writers {
 		wg.Go(func() {
 			for {
+				select { // a stop first: once ctx is done, the queue is the flush's
+				case <-ctx.Done():
+					return
+				default:
+				}
 				select {
 				case <-ctx.Done():
 					return
 				case ev := <-r.queue:
-					r.write(ctx, ev)
+					r.write(writeCtx, ev)
 				}
 			}
 		})
 	}
-	wg.Wait() // the writers return once ctx is done
-	flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
-	defer cancel()
-	for {
+	wg.Wait() // the writers return once ctx is done and their last write ended
+	for writeCtx.Err() == nil {
 		select {
 		case ev := <-r.queue:
-			r.write(flush, ev)
+			r.write(writeCtx, ev)
 		default:
 			return nil
 		}
 	}
+	// Out of time: what is left is counted with one log line, not tried and logged one by one.
+	left := 0
+	for len(r.queue) > 0 {
+		<-r.queue
+		left++
+	}
+	if left > 0 {
+		dropped.WithLabelValues(DropShutdown).Add(float64(left))
+		logf.FromContext(ctx).WithName("events").Info("events not written: the flush on stopping ended", "left", left)
+	}
+	return nil
 }
 
 // write creates ev, retrying what may pass. Events are best effort: a failure is logged and

@@ -254,6 +254,28 @@ func TestANameTakenIsTakenAgain(t *testing.T) {
 	}
 }
 
+func TestAFlushOutOfTimeCountsWhatIsLeft(t *testing.T) {
+	unavailable := func(int, func() error) error { return apierrors.NewServiceUnavailable("down") }
+	r, _ := newTestRecorder(t, unavailable)
+	r.flushFor = 10 * time.Millisecond // less than one event's retries (31 ms)
+	retried, left := testutil.ToFloat64(dropped.WithLabelValues(DropRetries)), testutil.ToFloat64(dropped.WithLabelValues(DropShutdown))
+	for range 20 {
+		r.Eventf(pod, nil, corev1.EventTypeNormal, "R", "A", "n")
+	}
+	// Started stopped, so that the writers take nothing: every event is the flush's.
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gotRetried := testutil.ToFloat64(dropped.WithLabelValues(DropRetries)) - retried
+	gotLeft := testutil.ToFloat64(dropped.WithLabelValues(DropShutdown)) - left
+	if gotRetried != 1 || gotLeft != 19 {
+		t.Errorf("dropped %v after retries and %v left at shutdown, want 1 and 19: the flush tries one event until it ends, "+
+			"and counts the rest", gotRetried, gotLeft)
+	}
+}
+
 func TestStopWritesWhatIsStillQueued(t *testing.T) {
 	r, written := newTestRecorder(t, nil)
 	for range 20 {
