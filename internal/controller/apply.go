@@ -89,6 +89,10 @@ func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1al
 			s.Annotations[k] = v
 		}
 	}
+	// A Secret made with kubectl apply repeats its first keys in this annotation: a key the
+	// rotation removes, or a revoked one, must leave the Secret entirely. (The cached copy has
+	// it stripped already; this says so where the write is.)
+	delete(s.Annotations, lastAppliedAnnotation)
 	// Only our key: other data an adopted Secret carries is kept, never lost.
 	if s.Data == nil {
 		s.Data = map[string][]byte{}

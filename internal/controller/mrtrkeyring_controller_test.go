@@ -18,6 +18,8 @@ package controller
 
 import (
 	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -617,7 +619,17 @@ var _ = Describe("MRTRKeyring controller", func() {
 
 	It("adopts an existing valid Secret without changing its keys, and retires them at the next rotation", func() {
 		old := keyringOf("handmade-1", "handmade-2")
-		createSecret(ns, "adopted", keyring.SecretType, mustMarshal(old))
+		// Made with kubectl apply: its last-applied-configuration annotation repeats the keys.
+		handmade := corev1.Secret{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "adopted"},
+			Type:       keyring.SecretType,
+			Data:       map[string][]byte{keyring.SecretDataKey: mustMarshal(old)},
+		}
+		applied, err := json.Marshal(handmade)
+		Expect(err).NotTo(HaveOccurred())
+		handmade.Annotations = map[string]string{lastAppliedAnnotation: string(applied), "team": "payments"}
+		Expect(k8sClient.Create(ctx, &handmade)).To(Succeed())
 		web := createWorkload(workload.Deployment, ns, "web", 2, nil)
 		kr := createKeyring(ns, "adopter", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
 			s.SecretName = "adopted"
@@ -634,6 +646,17 @@ var _ = Describe("MRTRKeyring controller", func() {
 		}).Should(Succeed())
 
 		walkRotation(kr, []client.Object{web}, a, "take-over", nil)
+
+		By("the retired keys are gone from the whole Secret, kubectl's copy of them included")
+		var s corev1.Secret
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "adopted"}, &s)).To(Succeed())
+		Expect(s.Annotations).NotTo(HaveKey(lastAppliedAnnotation))
+		Expect(s.Annotations).To(HaveKeyWithValue("team", "payments"), "the user's other annotations are kept")
+		served, err := json.Marshal(s)
+		Expect(err).NotTo(HaveOccurred())
+		for _, k := range old.Keys() {
+			Expect(string(served)).NotTo(ContainSubstring(base64.StdEncoding.EncodeToString(k.Secret())), "key %s", k.ID())
+		}
 	})
 
 	DescribeTable("refuses a Secret that holds something else, and never overwrites it",
