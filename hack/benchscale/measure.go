@@ -189,7 +189,7 @@ func (b *bench) measureRotation(ctx context.Context, res *result) (err error) {
 	}
 	res.requested = time.Since(t1)
 	if dir := b.cfg.profileDir; dir != "" {
-		defer profileAPIServer(ctx, b.apiserver, 30*time.Second, filepath.Join(dir, fmt.Sprintf("apiserver-n%d.pprof", b.n)))()
+		defer profileCPU(ctx, b.apiserver, b.mgr, 30*time.Second, dir, b.n)()
 		defer saveObjects(ctx, b.apiserver, b.ts[0], dir)
 	}
 	if res.rotateAll, err = b.wait.wait(ctx, t1, b.cfg.rotateTimeout, "rotated (rotationsCompleted=1, Stable)", isRotated); err != nil {

@@ -24,6 +24,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -31,24 +32,34 @@ import (
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 )
 
-// profileAPIServer records a CPU profile of kube-apiserver (its /debug/pprof, which envtest serves
-// to its admin) for the given time into path, in the background: where the API server's time goes
-// is what decides how fast a rotation of every keyring can be. The returned function waits for it.
-func profileAPIServer(ctx context.Context, cfg *rest.Config, d time.Duration, path string) func() {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		hc, err := rest.HTTPClientFor(cfg)
-		if err == nil {
-			err = fetchTo(ctx, hc, apiURL(cfg, fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds()))), path)
-		}
-		if err != nil {
-			progress("warning: the API server's CPU profile: %v", err)
+// profileCPU records CPU profiles of kube-apiserver (its /debug/pprof, which envtest serves to its
+// admin) and of the manager (when it serves pprof) over the same time d, into dir, in the
+// background: where the API server's time goes is what decides how fast a rotation of every
+// keyring can be, and the manager's is what the operator can change. The returned function waits
+// for both.
+func profileCPU(ctx context.Context, cfg *rest.Config, m *manager, d time.Duration, dir string, n int) func() {
+	query := fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds()))
+	var wg sync.WaitGroup
+	record := func(who string, hc *http.Client, url string) {
+		defer wg.Done()
+		path := filepath.Join(dir, fmt.Sprintf("%s-n%d.pprof", who, n))
+		if err := fetchTo(ctx, hc, url, path); err != nil {
+			progress("warning: the %s's CPU profile: %v", who, err)
 			return
 		}
-		progress("the API server's CPU profile over %v: %s (go tool pprof -top %s)", d, path, path)
-	}()
-	return func() { <-done }
+		progress("the %s's CPU profile over %v: %s (go tool pprof -top %s)", who, d, path, path)
+	}
+	if hc, err := rest.HTTPClientFor(cfg); err != nil {
+		progress("warning: the apiserver's CPU profile: %v", err)
+	} else {
+		wg.Add(1)
+		go record("apiserver", hc, apiURL(cfg, query))
+	}
+	if m.pprofURL != "" {
+		wg.Add(1)
+		go record("manager-cpu", http.DefaultClient, strings.TrimSuffix(m.pprofURL, "/debug/pprof")+query)
+	}
+	return wg.Wait
 }
 
 // profileManagerHeap saves the manager's heap profile (live objects, after a GC) into path.
