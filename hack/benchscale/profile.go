@@ -40,24 +40,24 @@ import (
 func profileCPU(ctx context.Context, cfg *rest.Config, m *manager, d time.Duration, dir string, n int) func() {
 	query := fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds()))
 	var wg sync.WaitGroup
-	record := func(who string, hc *http.Client, url string) {
+	record := func(who, file string, hc *http.Client, url string) {
 		defer wg.Done()
-		path := filepath.Join(dir, fmt.Sprintf("%s-n%d.pprof", who, n))
+		path := filepath.Join(dir, fmt.Sprintf("%s-n%d.pprof", file, n))
 		if err := fetchTo(ctx, hc, url, path); err != nil {
-			progress("warning: the %s's CPU profile: %v", who, err)
+			progress("warning: %s's CPU profile: %v", who, err)
 			return
 		}
-		progress("the %s's CPU profile over %v: %s (go tool pprof -top %s)", who, d, path, path)
+		progress("%s's CPU profile over %v: %s (go tool pprof -top %s)", who, d, path, path)
 	}
 	if hc, err := rest.HTTPClientFor(cfg); err != nil {
-		progress("warning: the apiserver's CPU profile: %v", err)
+		progress("warning: the API server's CPU profile: %v", err)
 	} else {
 		wg.Add(1)
-		go record("apiserver", hc, apiURL(cfg, query))
+		go record("the API server", "apiserver", hc, apiURL(cfg, query))
 	}
 	if m.pprofURL != "" {
 		wg.Add(1)
-		go record("manager-cpu", http.DefaultClient, strings.TrimSuffix(m.pprofURL, "/debug/pprof")+query)
+		go record("the manager", "manager-cpu", http.DefaultClient, strings.TrimSuffix(m.pprofURL, "/debug/pprof")+query)
 	}
 	return wg.Wait
 }
