@@ -90,8 +90,8 @@ func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1al
 		}
 	}
 	// A Secret made with kubectl apply repeats its first keys in this annotation: a key the
-	// rotation removes, or a revoked one, must leave the Secret entirely. (The cached copy has
-	// it stripped already; this says so where the write is.)
+	// rotation removes, or a revoked one, must leave the Secret entirely. The cached copy has it
+	// stripped, but one read live (readSecret: adopted, or changed behind our back) does not.
 	delete(s.Annotations, lastAppliedAnnotation)
 	// Only our key: other data an adopted Secret carries is kept, never lost.
 	if s.Data == nil {
