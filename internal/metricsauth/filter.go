@@ -43,6 +43,7 @@ import (
 	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authzclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 )
 
@@ -85,17 +86,13 @@ type Authorizer struct {
 
 // New returns an Authorizer that reviews with the given clients.
 func New(tokens authnclient.TokenReviewInterface, reviews authzclient.SubjectAccessReviewInterface) *Authorizer {
-	return newWithClock(tokens, reviews, realClock{})
+	return newWithClock(tokens, reviews, clock.RealClock{})
 }
 
-func newWithClock(tokens authnclient.TokenReviewInterface, reviews authzclient.SubjectAccessReviewInterface, clock cache.Clock) *Authorizer {
+func newWithClock(tokens authnclient.TokenReviewInterface, reviews authzclient.SubjectAccessReviewInterface, c cache.Clock) *Authorizer {
 	return &Authorizer{tokens: tokens, reviews: reviews,
-		users: cache.NewLRUExpireCacheWithClock(maxCached, clock), allowed: cache.NewLRUExpireCacheWithClock(maxCached, clock)}
+		users: cache.NewLRUExpireCacheWithClock(maxCached, c), allowed: cache.NewLRUExpireCacheWithClock(maxCached, c)}
 }
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
 
 // Filter is a metricsserver.Filter: it answers 401 to a caller without a valid token, 403 to one
 // not allowed the request, 500 when the API server cannot say, and passes the rest to next.

@@ -40,6 +40,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authzclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
@@ -112,11 +113,10 @@ func TestAgainstTheAPIServer(t *testing.T) {
 
 	tokens := &countingTokens{TokenReviewInterface: cs.AuthenticationV1().TokenReviews()}
 	reviews := &countingReviews{SubjectAccessReviewInterface: cs.AuthorizationV1().SubjectAccessReviews()}
-	var elapsed atomic.Int64 // the Authorizer's clock, moved on by the test
-	start := time.Now()
-	a := newWithClock(tokens, reviews, clockFunc(func() time.Time { return start.Add(time.Duration(elapsed.Load())) }))
+	fake := clocktesting.NewFakeClock(time.Now()) // the Authorizer's clock, moved on by the test
+	a := newWithClock(tokens, reviews, fake)
 	// past moves the clock just past d: an answer is reused up to the end of its lifetime included.
-	past := func(d time.Duration) { elapsed.Add(int64(d + time.Nanosecond)) }
+	past := func(d time.Duration) { fake.Step(d + time.Nanosecond) }
 	h, err := a.Filter(logr.Discard(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "the metrics")
 	}))
@@ -229,8 +229,8 @@ func TestBearerToken(t *testing.T) {
 }
 
 func TestTheCachesAreBounded(t *testing.T) {
-	now := time.Now()
-	a := newWithClock(nil, nil, clockFunc(func() time.Time { return now }))
+	fake := clocktesting.NewFakeClock(time.Now())
+	a := newWithClock(nil, nil, fake)
 	for i := range maxCached + 10 {
 		a.allowed.Add(fmt.Sprint(i), true, time.Minute)
 		a.users.Add(sha256.Sum256([]byte(fmt.Sprint(i))), (*authnv1.UserInfo)(nil), time.Minute)
@@ -241,12 +241,8 @@ func TestTheCachesAreBounded(t *testing.T) {
 	if _, ok := a.allowed.Get(fmt.Sprint(maxCached + 9)); !ok {
 		t.Error("the last answer put is not kept")
 	}
-	now = now.Add(time.Minute + time.Nanosecond)
+	fake.Step(time.Minute + time.Nanosecond)
 	if _, ok := a.allowed.Get(fmt.Sprint(maxCached + 9)); ok {
 		t.Error("an answer is kept past its lifetime")
 	}
 }
-
-type clockFunc func() time.Time
-
-func (f clockFunc) Now() time.Time { return f() }
