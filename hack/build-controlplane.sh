@@ -6,6 +6,8 @@
 #   hack/build-controlplane.sh envtest   etcd + kube-apiserver (what envtest needs)
 #   hack/build-controlplane.sh all       the above + kube-controller-manager, kube-scheduler, kwok and
 #                                        kwok's stage definitions (what the end-to-end cluster needs)
+#   hack/build-controlplane.sh node      the above + kubelet and kube-proxy (a real node for the demo
+#                                        and the e2e suite, where the machine can run containerd)
 #   hack/build-controlplane.sh kubectl   kubectl at the API server's version (make install, deploy, ...):
 #                                        the machine's kubectl may be outside the supported skew
 #
@@ -18,9 +20,9 @@ KWOK_VERSION=v0.8.0
 
 what=${1:-envtest}
 case "$what" in
-envtest | all | kubectl) ;;
+envtest | all | node | kubectl) ;;
 *)
-	echo "usage: $0 [envtest|all|kubectl]" >&2
+	echo "usage: $0 [envtest|all|node|kubectl]" >&2
 	exit 2
 	;;
 esac
@@ -62,7 +64,7 @@ fi
 build etcd . "$here/etcd"
 build kube-apiserver k8s.io/kubernetes/cmd/kube-apiserver "$here/controlplane" "$kube_ldflags"
 
-if [ "$what" = all ]; then
+if [ "$what" = all ] || [ "$what" = node ]; then
 	build kube-controller-manager k8s.io/kubernetes/cmd/kube-controller-manager "$here/controlplane" "$kube_ldflags"
 	build kube-scheduler k8s.io/kubernetes/cmd/kube-scheduler "$here/controlplane" "$kube_ldflags"
 	if [ ! -x "$dir/kwok" ]; then
@@ -88,6 +90,11 @@ if [ "$what" = all ]; then
 		} >"$dir/.kwok-stages.yaml.tmp"
 		mv "$dir/.kwok-stages.yaml.tmp" "$dir/kwok-stages.yaml"
 	fi
+fi
+
+if [ "$what" = node ]; then
+	build kubelet k8s.io/kubernetes/cmd/kubelet "$here/controlplane" "$kube_ldflags"
+	build kube-proxy k8s.io/kubernetes/cmd/kube-proxy "$here/controlplane" "$kube_ldflags"
 fi
 
 echo "$dir"
