@@ -183,6 +183,9 @@ func (s *Sealed) Seal(b Binding, state json.RawMessage) (string, error) {
 	if b.Method == "" {
 		return "", &ConfigError{Field: fieldMethod, Reason: reasonEmpty}
 	}
+	if err := checkParamsObject(b.Params); err != nil {
+		return "", err
+	}
 	ring := s.src.Keyring()
 	if ring == nil {
 		return "", &ConfigError{Field: "keyring", Reason: "the source has no keyring: nothing can be sealed"}
@@ -286,6 +289,9 @@ type sealedOpened struct {
 func (s *Sealed) open(sc *scratch, b Binding, token string) (sealedOpened, error) {
 	if b.Method == "" {
 		return sealedOpened{}, &ConfigError{Field: fieldMethod, Reason: reasonEmpty}
+	}
+	if err := checkParamsObject(b.Params); err != nil {
+		return sealedOpened{}, err
 	}
 	// The principal comes from the server, not the client: a bad one is the caller's mistake,
 	// reported whatever the token.

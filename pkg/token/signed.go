@@ -259,10 +259,13 @@ func putSignedScratch(sc *signedScratch) {
 	signedScratchPool.Put(sc)
 }
 
-// signedPrincipal appends the canonical principal of b to dst. It also checks the method: the
-// method and the principal are the server's, so a mistake in them is a *ConfigError whatever the
-// params or the token.
+// signedPrincipal appends the canonical principal of b to dst. It also checks the method and the
+// shape of the params: the method, the principal and which bytes are the params are the server's,
+// so a mistake in them is a *ConfigError whatever the params' content or the token.
 func signedPrincipal(dst []byte, b Binding) ([]byte, error) {
+	if err := checkParamsObject(b.Params); err != nil {
+		return dst, err
+	}
 	if b.Method == "" {
 		return dst, &ConfigError{Field: fieldMethod, Reason: reasonEmpty}
 	}

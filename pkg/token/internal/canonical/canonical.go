@@ -30,7 +30,8 @@
 // Decoder, so canonicalizing a request costs no allocation beyond the output.
 //
 // The files: scan.go is the scanner (lexical rules, the Decoder's primitives), encode.go the
-// canonical encoder, float.go Erlang's float layout, and tree.go a tree decoder for tests only.
+// canonical encoder, float.go Erlang's float layout; tree_test.go holds a tree decoder for
+// the tests.
 package canonical
 
 import (
@@ -51,7 +52,7 @@ const MaxParamsDepth = 1000
 var (
 	strict    = rules{maxDepth: MaxDepth}
 	firstWins = rules{maxDepth: MaxDepth, firstWins: true}
-	params    = rules{maxDepth: MaxParamsDepth, noFolded: true}
+	params    = rules{maxDepth: MaxParamsDepth}
 )
 
 // Append appends the canonical form of the single JSON value in src to dst. A repeated member name
@@ -73,8 +74,8 @@ func AppendFirstWins(dst, src []byte) ([]byte, error) {
 
 // AppendParams appends the canonical form of the JSON object of a request's params in src to dst,
 // leaving out its top-level members named in omit (nested members of the same names stay; omitted
-// members are still checked). Beyond Append's rules it refuses nesting deeper than MaxParamsDepth
-// and sibling names that encoding/json reads as one struct field (equal under bytes.EqualFold).
+// members are still checked). Beyond Append's rules it refuses nesting deeper than MaxParamsDepth.
+// Names that differ only by case are distinct members, as they are to Snodo.
 func AppendParams(dst, src []byte, omit ...string) ([]byte, error) {
 	d := get(src)
 	defer put(d)
@@ -100,8 +101,7 @@ func get(src []byte) *Decoder {
 
 func put(d *Decoder) {
 	// Do not keep scratch space grown by an unusual input alive forever.
-	if cap(d.keys) > 64<<10 || cap(d.tmp) > 64<<10 || cap(d.folded) > 64<<10 || cap(d.nodes) > 4096 || cap(d.mems) > 4096 ||
-		cap(d.stack) > 4096 || cap(d.folds) > 4096 {
+	if cap(d.keys) > 64<<10 || cap(d.tmp) > 64<<10 || cap(d.nodes) > 4096 || cap(d.mems) > 4096 || cap(d.stack) > 4096 {
 		return
 	}
 	d.Reset(nil)
