@@ -40,21 +40,41 @@
 //
 // # Repeated and case-folded member names
 //
-// Go's encoding/json matches object member names to struct fields case-insensitively ("LOCATION"
-// and "location" both fill the field Location, and so do "ſ" for "s" and the Kelvin sign for "k")
-// and keeps the last of the members that land on one field. A binding of JSON values, blind to
-// member order, that kept both members would let a state sealed for
-// {"location":"Paris","LOCATION":"Pyongyang"} (the handler reads Pyongyang) open for
-// {"LOCATION":"Pyongyang","location":"Paris"} (the handler reads Paris). So the codecs refuse
-// params in which an object, at any depth, repeats a member name or has two sibling names that
-// encoding/json reads as one; they refuse as well strings with invalid UTF-8 or a lone surrogate
-// escape ("\ud800"), numbers beyond the float64 range (1e400) and params nested deeper than 1000
-// (a limit the SDK's transports never let a request reach: SDK v1.8.0 refuses any message nested
-// deeper than 1000, and the message and its params are two levels of it). Seal, and so CallToolInputRequired and its
-// siblings, answer such params with InvalidParams; Open answers them with InvalidRequestState, since
-// no state can have been sealed for them. A handler may therefore decode the bound arguments with
-// encoding/json, case-insensitive matching included, and act on exactly what the state was sealed
-// for. Clients must send arguments whose member names are distinct, even ignoring case.
+// The codecs bind params as Snodo does: as JSON values, members in any order, names compared by
+// their bytes. Names that differ only by case or Unicode case folding ("Accept" and "accept", "k"
+// and the Kelvin sign U+212A, "s" and the long s U+017F) are distinct members, each bound with its
+// value, and a state sealed by Snodo for such params opens here. The codecs refuse what Snodo
+// refuses: an object that repeats a name, strings with invalid UTF-8 or a lone surrogate escape
+// ("\ud800"), numbers beyond the float64 range (1e400), and params nested deeper than 1000 (a limit
+// the SDK's transports never let a request reach: SDK v1.8.0 refuses any message nested deeper than
+// 1000, and the message and its params are two levels of it).
+//
+// Whether distinct is safe depends on the handler's decoder, which only the server knows. Go's
+// encoding/json matches a member to a struct field without regard to case (bytes.EqualFold) and
+// keeps the last member that lands on a field. So a handler that decodes the arguments with
+// encoding/json, given {"amount":1,"AMOUNT":1000}, pays 1000, and given the same members in the other
+// order, {"AMOUNT":1000,"amount":1}, pays 1; a binding blind to member order binds both alike. A
+// client that got a state sealed after confirming the first (round 1: "pay 1000?") could complete
+// round 2 with the second, and the handler would act on what nobody confirmed. The SDK's typed tool
+// inputs (mcp.AddTool with an input type) are not exposed: the SDK decodes them case-sensitively
+// (its internal/json), so "amount" fills the field and "AMOUNT" is ignored, whatever the order.
+//
+// Choose, then, by the handlers:
+//
+//   - By default the Guard refuses a request whose bound params hold, in any object at any depth,
+//     two sibling names that encoding/json folds together (exactly as encoding/json folds them).
+//     Seal, and so CallToolInputRequired and its siblings, answers InvalidParams; Open answers
+//     InvalidRequestState, since no state was sealed for such params. Names inside the top-level
+//     _meta, which is never bound, are not refused. The check runs before any token is
+//     authenticated, in time linear in the params' size. Keep the default if any handler decodes
+//     params with encoding/json (json.Unmarshal into a struct, directly or through a library), or
+//     if you do not know: clients must then send arguments whose names are distinct even ignoring
+//     case, and a state sealed by Snodo for params with folded names does not open.
+//   - CaseSensitiveDecoding binds folded names as distinct members, as Snodo does. Give it when
+//     every handler takes the SDK's typed input or decodes the arguments case-sensitively (into a
+//     map, or with a decoder that matches names exactly): realistic maps keyed by user data (HTTP
+//     headers, environment variables, file names) then pass, and states interoperate with Snodo
+//     for every params.
 //
 // # Errors
 //
@@ -214,6 +234,9 @@ type Guard struct {
 	codec           token.Codec
 	principal       PrincipalFunc
 	onInvalidParams func(req mcp.Request, cause error)
+	// caseSensitive: the handlers decode bound params case-sensitively, so folded names are
+	// distinct arguments and not refused (CaseSensitiveDecoding).
+	caseSensitive bool
 }
 
 // Option configures a Guard.
@@ -226,6 +249,16 @@ type Option func(*Guard)
 // safe for concurrent use; a nil f calls nothing.
 func OnInvalidParams(f func(req mcp.Request, cause error)) Option {
 	return func(g *Guard) { g.onInvalidParams = f }
+}
+
+// CaseSensitiveDecoding tells the Guard that every handler it serves decodes the bound params
+// case-sensitively, as the SDK's typed tool inputs do (mcp.AddTool with an input type: the SDK
+// decodes the arguments with its internal/json, which matches member names to fields exactly). The
+// Guard then binds member names that differ only by case as distinct members, as Snodo does,
+// instead of refusing them. Do not give it if any handler decodes params with encoding/json (see the
+// package doc for the attack).
+func CaseSensitiveDecoding() Option {
+	return func(g *Guard) { g.caseSensitive = true }
 }
 
 // New returns a Guard sealing with codec and binding state to the principal that principal returns.
@@ -262,14 +295,18 @@ func (g *Guard) Bind(req mcp.Request) (token.Binding, error) {
 
 // Seal returns a request state carrying state (a JSON value) bound to req.
 //
-// Params of the client that cannot be bound (a *token.InputError: repeated or case-folded member
-// names, a lone surrogate, a number out of range, nesting too deep, arguments that are not JSON) give
+// Params of the client that cannot be bound (a *token.InputError: repeated member names, folded ones
+// unless CaseSensitiveDecoding, a lone surrogate, a number out of range, nesting too deep, arguments
+// that are not JSON) give
 // the *jsonrpc.Error of InvalidParams, for the handler to return unchanged; the cause goes to the
 // OnInvalidParams function only. Every other error is the server's own (configuration, no keyring,
 // state that is not JSON, no principal), returned as the codec or the PrincipalFunc gave it.
 func (g *Guard) Seal(req mcp.Request, state json.RawMessage) (string, error) {
 	b, err := g.Bind(req)
 	if err != nil {
+		return "", g.clientError(req, err)
+	}
+	if err := g.checkFolded(b); err != nil {
 		return "", g.clientError(req, err)
 	}
 	tok, err := g.codec.Seal(b, state)
@@ -281,13 +318,16 @@ func (g *Guard) Seal(req mcp.Request, state json.RawMessage) (string, error) {
 
 // Open returns the state of the request's requestState. A state that does not open (missing,
 // malformed, tampered, sealed for another request or principal, under a removed key, expired), also
-// when the params repeat or case-fold member names, gives the *jsonrpc.Error of InvalidRequestState;
+// when the params repeat member names or (unless CaseSensitiveDecoding) fold them, gives the *jsonrpc.Error of InvalidRequestState;
 // arguments that are not JSON give that of InvalidParams. The handler returns either unchanged.
 // Other errors are the server's own.
 func (g *Guard) Open(req mcp.Request) (json.RawMessage, error) {
 	b, err := g.Bind(req)
 	if err != nil {
 		return nil, g.clientError(req, err)
+	}
+	if g.checkFolded(b) != nil {
+		return nil, InvalidRequestState() // Seal refused these params: no state was sealed for them
 	}
 	state, err := g.codec.Open(b, requestState(req))
 	switch {
@@ -298,6 +338,19 @@ func (g *Guard) Open(req mcp.Request) (json.RawMessage, error) {
 	}
 	return state, nil
 }
+
+// checkFolded refuses, unless the handlers decode case-sensitively, bound params in which an object
+// has two member names that encoding/json matches to one struct field (see the package doc).
+func (g *Guard) checkFolded(b token.Binding) error {
+	if g.caseSensitive {
+		return nil
+	}
+	return checkFoldedNames(b.Params, unboundParams)
+}
+
+// unboundParams are the top-level params members that neither codec binds: they change between the
+// rounds of one request.
+var unboundParams = []string{"_meta", "requestState", "inputResponses"}
 
 // clientError returns InvalidParams for an error of the client's params, after handing the cause to
 // the OnInvalidParams function, and any other error unchanged.
