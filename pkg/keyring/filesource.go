@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -69,6 +68,12 @@ const (
 //     os.WriteFile does, is in practice safe; a writer that can stall between two writes (a slow or
 //     network file system, a stopped or starved process) is not: rename a new file instead.
 //   - A subPath mount is not followed at all: the kubelet never updates those.
+//
+// The token-ttl file beside keyring.json (TokenTTLDataKey), if there is one, is read with it, as part
+// of every read: in a Secret volume both come from the one timestamped directory that ..data names,
+// and a read during which ..data moved is retried, so a keyring never goes into service with another
+// snapshot's token-ttl. Each file is read with a size limit (MaxDocumentBytes, and a few bytes for
+// token-ttl).
 //
 // A FileSource is safe for concurrent use; Keyring never blocks.
 //
@@ -168,37 +173,12 @@ func NewFileSource(path string, opts ...FileOption) (*FileSource, error) {
 	return s, nil
 }
 
-// readFiles reads keyring.json (settled, see readSettled) and, if it is there, the token-ttl file
-// beside it (TokenTTLDataKey), and returns them as one content: keyring.json, a NUL byte (which
-// JSON text never holds), token-ttl.
-func (s *FileSource) readFiles() ([]byte, error) {
-	data, err := s.readSettled()
-	if err != nil {
-		return nil, err
-	}
-	ttl, err := os.ReadFile(filepath.Join(s.dir, TokenTTLDataKey))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return data, nil
-	case err != nil:
-		return nil, fmt.Errorf("keyring: %w", err)
-	}
-	return slices.Concat(data, []byte{0}, ttl), nil
-}
+// readFiles reads keyring.json and token-ttl from one snapshot (see readSnapshot), settled (see
+// readSettled).
+func (s *FileSource) readFiles() ([]byte, error) { return s.readSettled() }
 
 // parseFiles builds the keyring from what readFiles returned.
-func (s *FileSource) parseFiles(content []byte) (*Keyring, error) {
-	data, ttl, hasTTL := bytes.Cut(content, []byte{0})
-	r, err := parseFile(s.path, data)
-	if err != nil || !hasTTL {
-		return r, err
-	}
-	d, err := ParseTokenTTL(ttl)
-	if err != nil {
-		return nil, fmt.Errorf("keyring: %s: %w", filepath.Join(s.dir, TokenTTLDataKey), err)
-	}
-	return r.WithMaxTokenTTL(d), nil
-}
+func (s *FileSource) parseFiles(content []byte) (*Keyring, error) { return parseSnapshot(s.path, content) }
 
 // Keyring returns the keyring in service. It never blocks and never returns nil.
 func (s *FileSource) Keyring() *Keyring { return s.current.Load() }
@@ -279,10 +259,10 @@ func (s *FileSource) Reload() error {
 	return nil
 }
 
-// readSettled reads the file until two reads in a row return the same bytes, and returns them: one
-// read may catch an in-place rewrite half done, and a half-written keyring can be valid. A read that
-// finds no file is retried too: during a ..data swap, a read that followed the old ..data finds the
-// old directory removed. Any other read error is returned at once, as waiting would not help. If the
+// readSettled reads the files (readSnapshot) until two reads in a row return the same bytes, and
+// returns them: one read may catch an in-place rewrite half done, and a half-written keyring can be
+// valid. A read that finds no file is retried too: during a ..data swap, a read that followed the
+// old ..data finds the old directory removed. Any other read error is returned at once, as waiting would not help. If the
 // reads never settle, the error is the last read's (the file is still missing) or says that the
 // file kept changing.
 func (s *FileSource) readSettled() ([]byte, error) {
@@ -299,7 +279,7 @@ func (s *FileSource) readSettled() ([]byte, error) {
 			paused += pause
 			pause = min(2*pause, settleMaxWait)
 		}
-		data, rerr := s.read(s.path)
+		data, rerr := readSnapshot(s.path, s.read)
 		if rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			return nil, rerr
 		}
