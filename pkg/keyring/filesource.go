@@ -178,7 +178,9 @@ func NewFileSource(path string, opts ...FileOption) (*FileSource, error) {
 func (s *FileSource) readFiles() ([]byte, error) { return s.readSettled() }
 
 // parseFiles builds the keyring from what readFiles returned.
-func (s *FileSource) parseFiles(content []byte) (*Keyring, error) { return parseSnapshot(s.path, content) }
+func (s *FileSource) parseFiles(content []byte) (*Keyring, error) {
+	return parseSnapshot(s.path, content)
+}
 
 // Keyring returns the keyring in service. It never blocks and never returns nil.
 func (s *FileSource) Keyring() *Keyring { return s.current.Load() }
