@@ -721,8 +721,12 @@ func TestErrorsNeverContainTheToken(t *testing.T) {
 
 func TestStatusMessage(t *testing.T) {
 	for _, tc := range []struct{ body, want string }{
-		{`{"kind":"Status","message":"pods \"p\" not found"}`, `pods "p" not found`},
-		{`{"kind":"Status","message":"echo \u0074ok"}`, `echo [token]`}, // an escaped token is decoded, then redacted
+		{`{"kind":"Status","message":"pods \"p\" not found"}`, `"pods \"p\" not found"`},
+		{`{"kind":"Status","message":"echo \u0074ok"}`, `"echo [token]"`}, // an escaped token is decoded, then redacted
+		// A message that would forge a log line and recolour a terminal comes out quoted.
+		{`{"kind":"Status","message":"x\nlevel=info msg=\"forged\" \u001b[31m"}`, `"x\nlevel=info msg=\"forged\" \x1b[31m"`},
+		{`{"message":"` + strings.Repeat("é", 150) + `"}`, `"` + strings.Repeat("é", 100) + `"…`},
+		{strings.Repeat("a\n", 150), `"` + strings.Repeat(`a\n`, 100) + `"…`},
 		{"", "no message"},
 		{" \n\t", "no message"},
 		{"plain tok text", `"plain [token] text"`},
