@@ -786,3 +786,22 @@ func TestFollow(t *testing.T) {
 	}
 	eventually(t, "the new keyring acknowledged", func() bool { return r.Acknowledged() == second })
 }
+
+// Follow(nil) is the caller's mistake, which it cannot return: no panic, nothing reported, and an
+// error saying so on OnError.
+func TestFollowNil(t *testing.T) {
+	s := newFakeAPI(t)
+	log := newErrorLog()
+	c := s.config()
+	c.OnError = log.onError
+	r := mustNew(t, c)
+	r.Follow(nil)
+	if err := log.next(t); !strings.Contains(err.Error(), "Follow(nil)") {
+		t.Errorf("OnError got %v, want an error naming Follow(nil)", err)
+	}
+	if r.pending() != "" {
+		t.Errorf("Follow(nil) reported %q", r.pending())
+	}
+	c.OnError = nil
+	mustNew(t, c).Follow(nil) // without OnError too
+}

@@ -72,7 +72,15 @@ func (r *Reporter) Acknowledged() string {
 }
 
 // Follow reports src's current keyring and every keyring it changes to (src.OnChange), and returns.
+// A nil src is a mistake of the caller that Follow cannot return: it reports nothing and hands an
+// error saying so to OnError.
 func (r *Reporter) Follow(src *keyring.FileSource) {
+	if src == nil {
+		if r.onError != nil {
+			r.onError(errors.New("ack: Follow(nil): no keyring source to follow; pass the server's *keyring.FileSource"))
+		}
+		return
+	}
 	src.OnChange(func(k *keyring.Keyring) { r.Report(k.Fingerprint()) })
 	// The listener is registered first so that no change is missed. A reload may still put a new
 	// keyring in service, and report it, between our read of Keyring and our Report of it, which

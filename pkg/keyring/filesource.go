@@ -152,6 +152,9 @@ func NewFileSource(path string, opts ...FileOption) (*FileSource, error) {
 		wait:     time.Sleep,
 	}
 	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("keyring: file source %s: nil FileOption", path)
+		}
 		o(s)
 	}
 	if s.debounce < 0 {
@@ -182,8 +185,15 @@ func (s *FileSource) parseFiles(content []byte) (*Keyring, error) {
 	return parseSnapshot(s.path, content)
 }
 
-// Keyring returns the keyring in service. It never blocks and never returns nil.
-func (s *FileSource) Keyring() *Keyring { return s.current.Load() }
+// Keyring returns the keyring in service. It never blocks and never returns nil, except for a nil
+// source (a nil *FileSource stored in a Source), so that a codec given one refuses it as a
+// configuration error instead of crashing.
+func (s *FileSource) Keyring() *Keyring {
+	if s == nil {
+		return nil
+	}
+	return s.current.Load()
+}
 
 // Path is the file the source reads.
 func (s *FileSource) Path() string { return s.path }
@@ -191,8 +201,11 @@ func (s *FileSource) Path() string { return s.path }
 // OnChange registers f to be called with each new keyring after it is put in service: only when the
 // keyring changed, not for the one in service at registration (read that with Keyring). Listeners
 // run one at a time, in registration order, on the goroutine that reloads; they must return quickly
-// and must not call Reload.
+// and must not call Reload. A nil f is ignored.
 func (s *FileSource) OnChange(f func(*Keyring)) {
+	if f == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.listeners = append(s.listeners, f)

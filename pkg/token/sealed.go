@@ -145,6 +145,9 @@ func NewSealed(src keyring.Source, server string, opts ...SealedOption) (*Sealed
 	}
 	c := sealedConfig{ttl: DefaultSealedTTL, skew: DefaultSealedClockSkew, now: time.Now}
 	for _, o := range opts {
+		if o == nil {
+			return nil, &ConfigError{Field: "SealedOption", Reason: "is nil"}
+		}
 		o(&c)
 	}
 	if len(c.errors) > 0 {

@@ -157,6 +157,9 @@ func NewSignedSecret(secret []byte, opts ...SignedOption) (*Signed, error) {
 func newSigned(opts []SignedOption) (*Signed, error) {
 	c := signedConfig{ttl: DefaultSignedTTL, now: time.Now}
 	for _, o := range opts {
+		if o == nil {
+			return nil, &ConfigError{Field: "SignedOption", Reason: "is nil"}
+		}
 		o(&c)
 	}
 	if len(c.errors) > 0 {

@@ -142,6 +142,7 @@ package mcpstate
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -237,6 +238,8 @@ type Guard struct {
 	// caseSensitive: the handlers decode bound params case-sensitively, so folded names are
 	// distinct arguments and not refused (CaseSensitiveDecoding).
 	caseSensitive bool
+	// err is the *token.ConfigError of a nil argument to New, returned by every method.
+	err error
 }
 
 // Option configures a Guard.
@@ -262,15 +265,21 @@ func CaseSensitiveDecoding() Option {
 }
 
 // New returns a Guard sealing with codec and binding state to the principal that principal returns.
-// It panics on a nil argument, a programming error.
+// A nil argument (codec, principal or an Option) is a mistake of the server that New cannot return:
+// every method of the Guard then returns it as a *token.ConfigError naming the argument.
 func New(codec token.Codec, principal PrincipalFunc, opts ...Option) *Guard {
-	if codec == nil || principal == nil {
-		panic("mcpstate: New needs a codec and a PrincipalFunc")
-	}
 	g := &Guard{codec: codec, principal: principal}
+	switch {
+	case codec == nil:
+		g.err = &token.ConfigError{Field: "mcpstate.New codec", Reason: "is nil: pass the token codec to seal with"}
+	case principal == nil:
+		g.err = &token.ConfigError{Field: "mcpstate.New principal",
+			Reason: "is nil: pass a PrincipalFunc (FromTokenInfo, or Anonymous for a server that authenticates nobody)"}
+	}
 	for _, opt := range opts {
 		if opt == nil {
-			panic("mcpstate: New: nil Option")
+			g.err = cmp.Or(g.err, error(&token.ConfigError{Field: "mcpstate.New Option", Reason: "is nil"}))
+			continue
 		}
 		opt(g)
 	}
@@ -282,6 +291,9 @@ func New(codec token.Codec, principal PrincipalFunc, opts ...Option) *Guard {
 // *token.InputError, the client's mistake; any other request, one without params, or an error of the
 // PrincipalFunc is the server's.
 func (g *Guard) Bind(req mcp.Request) (token.Binding, error) {
+	if g.err != nil {
+		return token.Binding{}, g.err
+	}
 	method, params, version, err := salient(req)
 	if err != nil {
 		return token.Binding{}, err
@@ -409,7 +421,7 @@ func (g *Guard) GetPromptInputRequired(
 func salient(req mcp.Request) (method string, params json.RawMessage, version string, err error) {
 	switch r := req.(type) {
 	case *mcp.CallToolRequest:
-		if r.Params == nil {
+		if r == nil || r.Params == nil {
 			return "", nil, "", errors.New("mcpstate: tools/call request without params")
 		}
 		// The members in canonical order ("arguments" sorts before "name"), so that arguments a
@@ -431,7 +443,7 @@ func salient(req mcp.Request) (method string, params json.RawMessage, version st
 		buf.WriteByte('}')
 		return MethodCallTool, buf.Bytes(), r.ProtocolVersion(), nil
 	case *mcp.ReadResourceRequest:
-		if r.Params == nil {
+		if r == nil || r.Params == nil {
 			return "", nil, "", errors.New("mcpstate: resources/read request without params")
 		}
 		p, err := marshal(struct {
@@ -439,7 +451,7 @@ func salient(req mcp.Request) (method string, params json.RawMessage, version st
 		}{r.Params.URI})
 		return MethodReadResource, p, r.ProtocolVersion(), err
 	case *mcp.GetPromptRequest:
-		if r.Params == nil {
+		if r == nil || r.Params == nil {
 			return "", nil, "", errors.New("mcpstate: prompts/get request without params")
 		}
 		p, err := marshal(struct {
@@ -447,6 +459,8 @@ func salient(req mcp.Request) (method string, params json.RawMessage, version st
 			Arguments map[string]string `json:"arguments,omitempty"`
 		}{r.Params.Name, r.Params.Arguments})
 		return MethodGetPrompt, p, r.ProtocolVersion(), err
+	case nil:
+		return "", nil, "", &token.ConfigError{Field: "mcpstate request", Reason: "is nil"}
 	default:
 		return "", nil, "", fmt.Errorf(
 			"mcpstate: %T is not a tools/call, resources/read or prompts/get request received by a server", req)
