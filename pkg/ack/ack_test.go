@@ -506,10 +506,11 @@ func TestRetriesUntilAccepted(t *testing.T) {
 	r.Report("f1")
 
 	for _, want := range []string{
-		"ack: patch pod mcp/weather-0: 500 Internal Server Error: etcdserver: request timed out",
-		`ack: patch pod mcp/weather-0: 403 Forbidden: pods "weather-0" is forbidden: ` +
-			`User "system:serviceaccount:mcp:weather" cannot patch resource "pods" (is the ClusterRole mrtr-keyring-consumer bound`,
-		`ack: patch pod mcp/weather-0: 404 Not Found: pods "weather-0" not found (no such pod`,
+		// The server's message quoted: it cannot forge a log line.
+		`ack: patch pod mcp/weather-0: 500 Internal Server Error: "etcdserver: request timed out"`,
+		`ack: patch pod mcp/weather-0: 403 Forbidden: "pods \"weather-0\" is forbidden: ` +
+			`User \"system:serviceaccount:mcp:weather\" cannot patch resource \"pods\"" (is the ClusterRole mrtr-keyring-consumer bound`,
+		`ack: patch pod mcp/weather-0: 404 Not Found: "pods \"weather-0\" not found" (no such pod`,
 	} {
 		if err := log.next(t); !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("OnError(%q), want it to start with %q", err, want)
