@@ -22,12 +22,18 @@
 // (Bind returns them as a token.Binding):
 //
 //   - The method: tools/call, resources/read or prompts/get.
-//   - The salient params. For tools/call the tool name and the arguments exactly as received on the
-//     wire (the SDK keeps them raw, req.Params.Arguments); for resources/read the URI; for
-//     prompts/get the name and the arguments as the SDK decoded them (a map of strings). They are
-//     compared as JSON values: member order and whitespace do not matter, types do (1 and 1.0
-//     differ). "_meta", "inputResponses" and "requestState" are not bound: they change between the
-//     rounds of one request.
+//   - The params, as Snodo binds them: every member but the top-level "_meta", "inputResponses" and
+//     "requestState", which change between the rounds of one request. They are compared as JSON
+//     values: member order and whitespace do not matter, types do (1 and 1.0 differ). The SDK
+//     (v1.8.0) keeps no raw bytes of the params and its request types carry only some members: for
+//     tools/call the tool name and the arguments exactly as received on the wire
+//     (req.Params.Arguments), for resources/read the URI, for prompts/get the name and the
+//     arguments as it decoded them (a map of strings). Any other member a client sends (a "task", a
+//     "cursor", a member of a later protocol version) is dropped by the SDK when it decodes the
+//     request, so the Guard cannot bind it: it binds the members the SDK's types carry. A state
+//     Snodo sealed for params with such a member then does not open here, nor one sealed here on
+//     Snodo. A server that has the params as received gives them with WholeParams, and the Guard
+//     binds every member, exactly as Snodo does.
 //   - The principal that the Guard's PrincipalFunc derives from the request (see Principals).
 //   - The MCP protocol version of the request, with the Sealed codec; the Signed codec (Snodo's wire
 //     format) has no place for it. The Sealed codec also binds its server identity, so the state of
@@ -240,6 +246,8 @@ type Guard struct {
 	caseSensitive bool
 	// err is the *token.ConfigError of a nil argument to New, returned by every method.
 	err error
+	// rawParams returns the whole params of a request as received (WholeParams).
+	rawParams func(req mcp.Request) (json.RawMessage, bool)
 }
 
 // Option configures a Guard.
@@ -262,6 +270,18 @@ func OnInvalidParams(f func(req mcp.Request, cause error)) Option {
 // package doc for the attack).
 func CaseSensitiveDecoding() Option {
 	return func(g *Guard) { g.caseSensitive = true }
+}
+
+// WholeParams gives the Guard the params of each request exactly as the client sent them, for a
+// server that has them (its own JSON-RPC layer, or a transport that keeps each request's bytes):
+// params(req) returns the params object the SDK decoded req from, byte for byte, and true, or false
+// to bind what the SDK's types carry (see the package doc). The Guard then binds what Snodo binds,
+// every member of the params but the top-level _meta, requestState and inputResponses, members the
+// SDK's types cannot carry (task, cursor, ...) included, so that states interoperate with Snodo for
+// every request. The bytes must be those the SDK decoded: bytes of another request would bind what
+// the handler does not read.
+func WholeParams(params func(req mcp.Request) (json.RawMessage, bool)) Option {
+	return func(g *Guard) { g.rawParams = params }
 }
 
 // New returns a Guard sealing with codec and binding state to the principal that principal returns.
@@ -297,6 +317,11 @@ func (g *Guard) Bind(req mcp.Request) (token.Binding, error) {
 	method, params, version, err := salient(req)
 	if err != nil {
 		return token.Binding{}, err
+	}
+	if g.rawParams != nil {
+		if raw, ok := g.rawParams(req); ok {
+			params = raw
+		}
 	}
 	principal, err := g.principal(req)
 	if err != nil {

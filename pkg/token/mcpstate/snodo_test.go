@@ -1,0 +1,190 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package mcpstate_test
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/pkg/token"
+	"github.com/mrtr-dev/mrtr-operator/pkg/token/mcpstate"
+)
+
+// snodoVector is the part of a vector of pkg/token/testdata/snodo that a Guard needs.
+type snodoVector struct {
+	ID        string `json:"id"`
+	Mode      string `json:"mode"`
+	SecretHex string `json:"secret_hex"`
+	Keys      []struct {
+		ID        string `json:"id"`
+		SecretHex string `json:"secret_hex"`
+	} `json:"keys"`
+	Principal string `json:"principal_json"`
+	Method    string `json:"method"`
+	Params    string `json:"params_json"`
+	Clock     int64  `json:"clock"`
+	Data      string `json:"data_json"`
+	Token     string `json:"token"`
+	Expected  struct {
+		Token string `json:"token"`
+		OK    *bool  `json:"ok"`
+	} `json:"expected"`
+}
+
+func loadSnodoVectors(t *testing.T) map[string]snodoVector {
+	t.Helper()
+	raw, err := os.ReadFile("../testdata/snodo/vectors-casefold.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Seal []snodoVector `json:"seal_vectors"`
+		Open []snodoVector `json:"open_vectors"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]snodoVector{}
+	for _, v := range append(f.Seal, f.Open...) {
+		byID[v.ID] = v
+	}
+	return byID
+}
+
+// signedFor is the Signed codec of the vector's keys at its clock.
+func signedFor(t *testing.T, v snodoVector) token.Codec {
+	t.Helper()
+	clock := token.SignedClock(func() time.Time { return time.Unix(v.Clock, 0) })
+	mustHex := func(s string) []byte {
+		b, err := hex.DecodeString(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	var c *token.Signed
+	var err error
+	if v.Mode == "secret" {
+		c, err = token.NewSignedSecret(mustHex(v.SecretHex), clock)
+	} else {
+		keys := make([]keyring.Key, len(v.Keys))
+		for i, k := range v.Keys {
+			keys[i] = keyring.NewKey(k.ID, mustHex(k.SecretHex))
+		}
+		r, rerr := keyring.New(keys...)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		c, err = token.NewSigned(keyring.Static(r), clock)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// sdkRequest is the request the SDK hands a handler for these params: decoded into its types, which
+// keep only the members they have fields for.
+func sdkRequest(t *testing.T, method, params, state string) mcp.Request {
+	t.Helper()
+	switch method {
+	case mcpstate.MethodCallTool:
+		var p mcp.CallToolParamsRaw
+		if err := json.Unmarshal([]byte(params), &p); err != nil {
+			t.Fatal(err)
+		}
+		p.RequestState = state
+		return &mcp.CallToolRequest{Params: &p}
+	case mcpstate.MethodReadResource:
+		var p mcp.ReadResourceParams
+		if err := json.Unmarshal([]byte(params), &p); err != nil {
+			t.Fatal(err)
+		}
+		p.RequestState = state
+		return &mcp.ReadResourceRequest{Params: &p}
+	}
+	t.Fatalf("no request type for %s", method)
+	return nil
+}
+
+// A Guard given the whole params (WholeParams) binds what Snodo binds, members the SDK's types
+// cannot carry included: the states the real Snodo sealed for params with a task and a cursor open,
+// for the same members in any order, and not without them; and the Guard seals, for those params,
+// byte for byte the token Snodo sealed, which Snodo therefore opens. Without WholeParams the Guard
+// binds only what the SDK's types carry, and Snodo's state does not open: the documented limit.
+func TestWholeParamsInteroperateWithSnodo(t *testing.T) {
+	vectors := loadSnodoVectors(t)
+	for _, tc := range []struct {
+		seal  string
+		opens []string // open vectors based on seal
+		opts  []mcpstate.Option
+	}{
+		{"f10-other-members", []string{"g16-ok-other-members-reordered", "g17-other-members-dropped", "g18-cursor-changed"}, nil},
+		{"f11-other-members-secret", []string{"g19-ok-resource-cursor", "g20-resource-no-cursor"}, nil},
+		// Folded names too, for a server whose handlers decode case-sensitively.
+		{"f02-arguments-headers", []string{"g03-ok-headers-reordered", "g04-headers-one-dropped", "g05-headers-swapped"},
+			[]mcpstate.Option{mcpstate.CaseSensitiveDecoding()}},
+	} {
+		t.Run(tc.seal, func(t *testing.T) {
+			sv := vectors[tc.seal]
+			if sv.ID == "" {
+				t.Fatalf("no vector %s", tc.seal)
+			}
+			params := map[mcp.Request]json.RawMessage{}
+			whole := mcpstate.WholeParams(func(req mcp.Request) (json.RawMessage, bool) {
+				p, ok := params[req]
+				return p, ok
+			})
+			principal := func(mcp.Request) (json.RawMessage, error) { return json.RawMessage(sv.Principal), nil }
+			guard := mcpstate.New(signedFor(t, sv), principal, append([]mcpstate.Option{whole}, tc.opts...)...)
+			sdkOnly := mcpstate.New(signedFor(t, sv), principal, tc.opts...)
+
+			req := sdkRequest(t, sv.Method, sv.Params, "")
+			params[req] = json.RawMessage(sv.Params)
+			tok, err := guard.Seal(req, json.RawMessage(sv.Data))
+			if err != nil || tok != sv.Expected.Token {
+				t.Fatalf("Seal = %s, %v\nSnodo sealed %s", tok, err, sv.Expected.Token)
+			}
+			for _, id := range tc.opens {
+				ov := vectors[id]
+				if ov.ID == "" || ov.Expected.OK == nil {
+					t.Fatalf("no open vector %s", id)
+				}
+				retry := sdkRequest(t, ov.Method, ov.Params, ov.Token)
+				params[retry] = json.RawMessage(ov.Params)
+				got, err := guard.Open(retry)
+				if *ov.Expected.OK != (err == nil) {
+					t.Errorf("%s: Open = %s, %v; Snodo opens it: %v", id, got, err, *ov.Expected.OK)
+				}
+				if err != nil && !mcpstate.IsInvalidRequestState(err) {
+					t.Errorf("%s: %v, want the invalid request state error", id, err)
+				}
+			}
+			if tc.seal != "f02-arguments-headers" {
+				if _, err := sdkOnly.Open(sdkRequest(t, sv.Method, sv.Params, sv.Expected.Token)); !mcpstate.IsInvalidRequestState(err) {
+					t.Errorf("without WholeParams, Snodo's state opened (%v): the SDK's types carry all the members?", err)
+				}
+			}
+		})
+	}
+}
