@@ -41,6 +41,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"syscall"
 	"testing"
@@ -55,30 +56,18 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/pkg/token"
 )
 
-// benchBinding and benchState are pkg/token's benchmark fixture.
-var benchBinding, benchState = loadBenchFixture()
-
-// loadBenchFixture reads the fixture from pkg/token's testdata, as pkg/token's benchmarks do. It
-// panics if the file is missing or malformed, a mistake of the tree that no benchmark could run
-// without.
-func loadBenchFixture() (token.Binding, json.RawMessage) {
-	raw, err := os.ReadFile("../../pkg/token/testdata/bench/fixture.json")
-	if err != nil {
-		panic(err)
-	}
+// benchBinding and benchState are pkg/token's benchmark fixture, read as pkg/token reads it. A file
+// that does not read is a mistake of the tree that no benchmark can run without.
+var benchBinding, benchState = func() (token.Binding, json.RawMessage) {
 	var f struct {
-		Method          string `json:"method"`
-		Params          string `json:"params_json"`
-		Principal       string `json:"principal_json"`
-		ProtocolVersion string `json:"protocol_version"`
-		State           string `json:"state_json"`
+		Binding token.Binding
+		State   json.RawMessage
 	}
-	if err := json.Unmarshal(raw, &f); err != nil {
-		panic(err)
+	if raw, err := os.ReadFile("../../pkg/token/testdata/bench/fixture.json"); err != nil || json.Unmarshal(raw, &f) != nil {
+		panic(fmt.Sprint("the benchmark fixture: ", err))
 	}
-	return token.Binding{Method: f.Method, Params: json.RawMessage(f.Params), Principal: json.RawMessage(f.Principal),
-		ProtocolVersion: f.ProtocolVersion}, json.RawMessage(f.State)
-}
+	return f.Binding, f.State
+}()
 
 // benchCodec runs one seal and one open of the fixture per op, reporting allocations and cpu-ns/op
 // (the CPU time of the whole process, GC included) as pkg/token's benchmarks do.

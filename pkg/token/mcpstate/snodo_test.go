@@ -35,10 +35,7 @@ type snodoVector struct {
 	ID        string `json:"id"`
 	Mode      string `json:"mode"`
 	SecretHex string `json:"secret_hex"`
-	Keys      []struct {
-		ID        string `json:"id"`
-		SecretHex string `json:"secret_hex"`
-	} `json:"keys"`
+	Keys      []map[string]string `json:"keys"` // id, secret_hex
 	Principal string `json:"principal_json"`
 	Method    string `json:"method"`
 	Params    string `json:"params_json"`
@@ -89,7 +86,7 @@ func signedFor(t *testing.T, v snodoVector) token.Codec {
 	} else {
 		keys := make([]keyring.Key, len(v.Keys))
 		for i, k := range v.Keys {
-			keys[i] = keyring.NewKey(k.ID, mustHex(k.SecretHex))
+			keys[i] = keyring.NewKey(k["id"], mustHex(k["secret_hex"]))
 		}
 		r, rerr := keyring.New(keys...)
 		if rerr != nil {
