@@ -32,16 +32,16 @@ import (
 
 // snodoVector is the part of a vector of pkg/token/testdata/snodo that a Guard needs.
 type snodoVector struct {
-	ID        string `json:"id"`
-	Mode      string `json:"mode"`
-	SecretHex string `json:"secret_hex"`
+	ID        string              `json:"id"`
+	Mode      string              `json:"mode"`
+	SecretHex string              `json:"secret_hex"`
 	Keys      []map[string]string `json:"keys"` // id, secret_hex
-	Principal string `json:"principal_json"`
-	Method    string `json:"method"`
-	Params    string `json:"params_json"`
-	Clock     int64  `json:"clock"`
-	Data      string `json:"data_json"`
-	Token     string `json:"token"`
+	Principal string              `json:"principal_json"`
+	Method    string              `json:"method"`
+	Params    string              `json:"params_json"`
+	Clock     int64               `json:"clock"`
+	Data      string              `json:"data_json"`
+	Token     string              `json:"token"`
 	Expected  struct {
 		Token string `json:"token"`
 		OK    *bool  `json:"ok"`
