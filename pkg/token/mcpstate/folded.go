@@ -19,6 +19,7 @@ package mcpstate
 import (
 	"bytes"
 	"fmt"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -36,8 +37,16 @@ import (
 // size: each name is folded once, an object of up to foldPairwise members compares its folded names
 // pairwise, and a larger one looks them up in a map.
 func checkFoldedNames(params []byte, omit []string) error {
-	w := foldWalker{d: canonical.GetDecoder(params), src: params}
-	defer canonical.PutDecoder(w.d)
+	w := walkers.Get().(*foldWalker)
+	w.d, w.src = canonical.GetDecoder(params), params
+	defer func() {
+		canonical.PutDecoder(w.d)
+		w.d, w.src = nil, nil
+		// Do not keep scratch space grown by an unusual request alive forever.
+		if cap(w.name) <= 4<<10 && cap(w.folded) <= 64<<10 && cap(w.spans) <= 4096 {
+			walkers.Put(w)
+		}
+	}()
 	if err := w.value(0, omit); err != nil {
 		return err
 	}
@@ -50,6 +59,9 @@ func checkFoldedNames(params []byte, omit []string) error {
 // foldPairwise is the most members an object may have for its folded names to be compared pairwise:
 // at most 28 comparisons of short names, cheaper than a map.
 const foldPairwise = 8
+
+// walkers keeps the scratch space of the check between requests.
+var walkers = sync.Pool{New: func() any { return new(foldWalker) }}
 
 type foldWalker struct {
 	d      *canonical.Decoder
