@@ -67,9 +67,10 @@ const dataLink = "..data"
 const maxTokenTTLFileBytes = 16
 
 // readSnapshot reads the keyring file at path with read and, if it is there, the token-ttl file
-// beside it, and returns them as one content (see snapshotContent). If the file is a symlink and its directory has the atomic writer's ..data link, both
-// are read from the directory that link names, and the link is read again afterwards: if it changed, a swap happened between the reads
-// and the result is an fs.ErrNotExist error, to retry. So the two files always come from one
+// beside it, and returns them as one content (see snapshotContent). If the file is a symlink and its
+// directory has the atomic writer's ..data link, both are read from the directory that link names,
+// and the link is read again afterwards: if it changed, a swap happened between the reads and the
+// result is an fs.ErrNotExist error, to retry. So the two files always come from one
 // snapshot: never the old keyring with the new token-ttl. Each read is bounded (MaxDocumentBytes+1,
 // maxTokenTTLFileBytes+1 bytes).
 func readSnapshot(path string, read func(string) ([]byte, error)) ([]byte, error) {

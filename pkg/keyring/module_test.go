@@ -59,7 +59,7 @@ func TestModuleHasNoBenchmarkDependency(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list -test -deps: %v", err)
 	}
-	for _, p := range strings.Fields(string(out)) {
+	for p := range strings.FieldsSeq(string(out)) {
 		if isForbidden(p) {
 			t.Errorf("a package of pkg, or its tests, imports %s", p)
 		}

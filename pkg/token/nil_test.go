@@ -37,8 +37,8 @@ func TestNilArgumentsAreConfigErrors(t *testing.T) {
 		"NewSealed(nil)":                      func() error { _, err := NewSealed(nil, "s"); return err },
 		"NewSealed(src, nil option)":          func() error { _, err := NewSealed(src, "s", nil); return err },
 		"NewSealed(src, SealedClock(nil))":    func() error { _, err := NewSealed(src, "s", SealedClock(nil)); return err },
-		"Sealed over Static(nil), Seal":       func() error { return sealWith(t, keyring.Static(nil)) },
-		"Sealed over a nil *FileSource, Seal": func() error { return sealWith(t, nilFileSource) },
+		"Sealed over Static(nil), Seal":       func() error { return sealWith(keyring.Static(nil)) },
+		"Sealed over a nil *FileSource, Seal": func() error { return sealWith(nilFileSource) },
 		"Seal with nil params and principal": func() error {
 			s, err := NewSealed(src, "s")
 			if err != nil {
@@ -56,7 +56,7 @@ func TestNilArgumentsAreConfigErrors(t *testing.T) {
 	}
 }
 
-func sealWith(t *testing.T, src keyring.Source) error {
+func sealWith(src keyring.Source) error {
 	s, err := NewSealed(src, "s")
 	if err != nil {
 		return err

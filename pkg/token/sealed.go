@@ -113,7 +113,7 @@ func SealedClockSkew(d time.Duration) SealedOption {
 func SealedClock(now func() time.Time) SealedOption {
 	return func(c *sealedConfig) {
 		if now == nil {
-			c.fail("SealedClock", "is nil")
+			c.fail("SealedClock", reasonNil)
 			return
 		}
 		c.now = now
@@ -146,7 +146,7 @@ func NewSealed(src keyring.Source, server string, opts ...SealedOption) (*Sealed
 	c := sealedConfig{ttl: DefaultSealedTTL, skew: DefaultSealedClockSkew, now: time.Now}
 	for _, o := range opts {
 		if o == nil {
-			return nil, &ConfigError{Field: "SealedOption", Reason: "is nil"}
+			return nil, &ConfigError{Field: "SealedOption", Reason: reasonNil}
 		}
 		o(&c)
 	}

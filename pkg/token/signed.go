@@ -102,7 +102,7 @@ func SignedTTL(d time.Duration) SignedOption {
 func SignedClock(now func() time.Time) SignedOption {
 	return func(c *signedConfig) {
 		if now == nil {
-			c.errors = append(c.errors, &ConfigError{Field: "SignedClock", Reason: "is nil"})
+			c.errors = append(c.errors, &ConfigError{Field: "SignedClock", Reason: reasonNil})
 			return
 		}
 		c.now = now
@@ -125,7 +125,7 @@ var _ Codec = (*Signed)(nil)
 // any key.
 func NewSigned(src keyring.Source, opts ...SignedOption) (*Signed, error) {
 	if src == nil {
-		return nil, &ConfigError{Field: fieldSrc, Reason: "is nil"}
+		return nil, &ConfigError{Field: fieldSrc, Reason: reasonNil}
 	}
 	if src.Keyring() == nil {
 		return nil, &ConfigError{Field: fieldSrc, Reason: "has no keyring"}
@@ -158,7 +158,7 @@ func newSigned(opts []SignedOption) (*Signed, error) {
 	c := signedConfig{ttl: DefaultSignedTTL, now: time.Now}
 	for _, o := range opts {
 		if o == nil {
-			return nil, &ConfigError{Field: "SignedOption", Reason: "is nil"}
+			return nil, &ConfigError{Field: "SignedOption", Reason: reasonNil}
 		}
 		o(&c)
 	}

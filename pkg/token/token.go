@@ -34,6 +34,7 @@ const (
 	fieldParams    = "Binding.Params"
 
 	reasonEmpty = "is empty"
+	reasonNil   = "is nil"
 )
 
 func (e *ConfigError) Error() string { return fmt.Sprintf("token: %s: %s", e.Field, e.Reason) }

@@ -298,7 +298,7 @@ func New(codec token.Codec, principal PrincipalFunc, opts ...Option) *Guard {
 	}
 	for _, opt := range opts {
 		if opt == nil {
-			g.err = cmp.Or(g.err, error(&token.ConfigError{Field: "mcpstate.New Option", Reason: "is nil"}))
+			g.err = cmp.Or(g.err, error(&token.ConfigError{Field: "mcpstate.New Option", Reason: reasonNil}))
 			continue
 		}
 		opt(g)
@@ -384,6 +384,9 @@ func (g *Guard) checkFolded(b token.Binding) error {
 	}
 	return checkFoldedNames(b.Params, unboundParams)
 }
+
+// reasonNil is the ConfigError.Reason of a nil argument.
+const reasonNil = "is nil"
 
 // unboundParams are the top-level params members that neither codec binds: they change between the
 // rounds of one request.
@@ -485,7 +488,7 @@ func salient(req mcp.Request) (method string, params json.RawMessage, version st
 		}{r.Params.Name, r.Params.Arguments})
 		return MethodGetPrompt, p, r.ProtocolVersion(), err
 	case nil:
-		return "", nil, "", &token.ConfigError{Field: "mcpstate request", Reason: "is nil"}
+		return "", nil, "", &token.ConfigError{Field: "mcpstate request", Reason: reasonNil}
 	default:
 		return "", nil, "", fmt.Errorf(
 			"mcpstate: %T is not a tools/call, resources/read or prompts/get request received by a server", req)

@@ -58,7 +58,7 @@ func PrincipalFromTokenInfo(opts ...PrincipalOption) PrincipalFunc {
 	var o principalOptions
 	for _, opt := range opts {
 		if opt == nil {
-			err := &token.ConfigError{Field: "mcpstate.PrincipalFromTokenInfo PrincipalOption", Reason: "is nil"}
+			err := &token.ConfigError{Field: "mcpstate.PrincipalFromTokenInfo PrincipalOption", Reason: reasonNil}
 			return func(mcp.Request) (json.RawMessage, error) { return nil, err }
 		}
 		opt(&o)
