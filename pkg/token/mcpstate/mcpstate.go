@@ -355,8 +355,8 @@ func (g *Guard) Seal(req mcp.Request, state json.RawMessage) (string, error) {
 
 // Open returns the state of the request's requestState. A state that does not open (missing,
 // malformed, tampered, sealed for another request or principal, under a removed key, expired), also
-// when the params repeat member names or (unless CaseSensitiveDecoding) fold them, gives the *jsonrpc.Error of InvalidRequestState;
-// arguments that are not JSON give that of InvalidParams. The handler returns either unchanged.
+// when the params repeat member names or (unless CaseSensitiveDecoding) fold them, gives the
+// *jsonrpc.Error of InvalidRequestState; arguments that are not JSON give that of InvalidParams. The handler returns either unchanged.
 // Other errors are the server's own.
 func (g *Guard) Open(req mcp.Request) (json.RawMessage, error) {
 	b, err := g.Bind(req)
