@@ -48,6 +48,15 @@ type snodoVectors struct {
 	Open    []snodoCase `json:"open_vectors"`
 	Crafted []snodoCase `json:"crafted_vectors"`
 	Errors  []snodoCase `json:"seal_error_vectors"`
+	// Decode are params and whether Snodo.JSONValue.decode, how Snodo reads a request, accepts them.
+	Decode []struct {
+		ID        string `json:"id"`
+		Params    string `json:"params_json"`
+		ParamsHex string `json:"params_hex"`
+		Expected  struct {
+			OK bool `json:"ok"`
+		} `json:"expected"`
+	} `json:"params_decode_vectors"`
 }
 
 type snodoCase struct {
@@ -137,6 +146,19 @@ func TestSnodoVectors(t *testing.T) {
 			}
 			for _, c := range v.Errors {
 				t.Run("seal-error/"+c.ID, func(t *testing.T) { checkSealErrorVector(t, c) })
+			}
+			for _, c := range v.Decode {
+				t.Run("params-decode/"+c.ID, func(t *testing.T) {
+					params := []byte(c.Params)
+					if c.ParamsHex != "" {
+						params = mustHex(t, c.ParamsHex)
+					}
+					// Params Snodo refuses to read are the client's mistake here: an *InputError.
+					_, err := signedBindingOf(Binding{Method: "tools/call", Params: params, Principal: Anonymous})
+					if c.Expected.OK != (err == nil) || err != nil && !IsInputError(err) {
+						t.Fatalf("binding: %v; Snodo reads the params: %v", err, c.Expected.OK)
+					}
+				})
 			}
 		})
 	}

@@ -46,7 +46,8 @@ func IsConfigError(err error) bool {
 }
 
 // InputError reports request params that Seal cannot bind: a repeated member name, invalid UTF-8 or
-// a lone surrogate, a number out of range, nesting deeper than MaxParamsDepth (see Binding.Params). Params come from the client, so this is
+// a lone surrogate, a number out of range, an integer of more than 64 digits, nesting deeper than
+// MaxParamsDepth (see Binding.Params). Params come from the client, so this is
 // the client's mistake, not the server's: answer it as invalid params with a fixed message and never
 // send Reason back (it quotes the client's member names and offsets; it is for the server's logs).
 // mcpstate.Guard does exactly that.
@@ -123,8 +124,9 @@ type Binding struct {
 	// names are compared by their bytes, so names that differ only by case or Unicode case folding
 	// ("Accept" and "accept", "k" and the Kelvin sign) are distinct members, each bound with its
 	// value. Seal refuses (with an *InputError) what Snodo refuses: an object that repeats a member
-	// name, invalid UTF-8 or a lone surrogate escape, a number beyond the float64 range, and nesting
-	// deeper than MaxParamsDepth. Open answers such params with ErrInvalid: no token can have been
+	// name, invalid UTF-8 or a lone surrogate escape, a number beyond the float64 range, an integer
+	// of more than 64 digits (Snodo.JSONValue.decode's limit), and nesting deeper than
+	// MaxParamsDepth. Open answers such params with ErrInvalid: no token can have been
 	// sealed for them.
 	//
 	// A handler that decodes bound params with Go's encoding/json, which matches member names to

@@ -51,9 +51,10 @@
 // and the Kelvin sign U+212A, "s" and the long s U+017F) are distinct members, each bound with its
 // value, and a state sealed by Snodo for such params opens here. The codecs refuse what Snodo
 // refuses: an object that repeats a name, strings with invalid UTF-8 or a lone surrogate escape
-// ("\ud800"), numbers beyond the float64 range (1e400), and params nested deeper than 1000 (a limit
-// the SDK's transports never let a request reach: SDK v1.8.0 refuses any message nested deeper than
-// 1000, and the message and its params are two levels of it).
+// ("\ud800"), numbers beyond the float64 range (1e400), integers of more than 64 digits, and params
+// nested deeper than 1000 (a limit the SDK's transports never let a request reach: SDK v1.8.0
+// refuses any message nested deeper than 1000, and the message and its params are two levels of
+// it).
 //
 // Whether distinct is safe depends on the handler's decoder, which only the server knows. Go's
 // encoding/json matches a member to a struct field without regard to case (bytes.EqualFold) and

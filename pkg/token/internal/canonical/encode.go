@@ -29,6 +29,8 @@ type rules struct {
 	// firstWins keeps the first of repeated member names, as Elixir's JSON.decode does (Snodo's
 	// open); otherwise a repeated name is an error.
 	firstWins bool
+	// maxIntDigits, if not zero, is the most digits an integer may have.
+	maxIntDigits int
 }
 
 type kind uint8

@@ -298,13 +298,23 @@ func (d *Decoder) scanNumber() (isFloat bool, err error) {
 	return isFloat, nil
 }
 
-// scanNumberValue moves past a number and returns its literal, checking that a float is in range.
+// scanNumberValue moves past a number and returns its literal, checking that a float is in range
+// and, if the rules limit them, that an integer has at most rules.maxIntDigits digits.
 func (d *Decoder) scanNumberValue() (lit []byte, isFloat bool, err error) {
 	start := d.pos
 	if isFloat, err = d.scanNumber(); err != nil {
 		return nil, false, err
 	}
 	lit = d.src[start:d.pos]
+	if !isFloat && d.rules.maxIntDigits > 0 {
+		digits := len(lit)
+		if lit[0] == '-' {
+			digits--
+		}
+		if digits > d.rules.maxIntDigits {
+			return nil, false, d.errorf(start, "integer of %d digits: at most %d are accepted", digits, d.rules.maxIntDigits)
+		}
+	}
 	if isFloat {
 		if _, err := parseFloat(lit); err != nil {
 			return nil, false, d.errorf(start, "%v", err)
