@@ -153,6 +153,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -321,6 +323,11 @@ func (g *Guard) Bind(req mcp.Request) (token.Binding, error) {
 	}
 	if g.rawParams != nil {
 		if raw, ok := g.rawParams(req); ok {
+			if !sameAsDecoded(raw, params) {
+				return token.Binding{}, &token.ConfigError{Field: "mcpstate.WholeParams",
+					Reason: "returned params whose name, arguments or uri differ from those of the request the SDK decoded: " +
+						"they must be the bytes the SDK read the request from"}
+			}
 			params = raw
 		}
 	}
@@ -494,6 +501,51 @@ func salient(req mcp.Request) (method string, params json.RawMessage, version st
 		return "", nil, "", fmt.Errorf(
 			"mcpstate: %T is not a tools/call, resources/read or prompts/get request received by a server", req)
 	}
+}
+
+// sameAsDecoded reports whether the members of raw that the SDK's request types carry ("name",
+// "arguments", "uri") are, as JSON values, the members of decoded, the params salient rebuilt from
+// the request the SDK decoded: that the handler reads what the Guard binds. Params that cannot be
+// read, or repeat a member, are left to the codec, which refuses them as the client's.
+func sameAsDecoded(raw, decoded []byte) bool {
+	d := canonical.GetDecoder(raw)
+	defer canonical.PutDecoder(d)
+	kept := []byte{'{'}
+	var names []string
+	if !d.Consume('{') {
+		return true
+	}
+	for !d.Consume('}') {
+		if len(names) > 0 && !d.Consume(',') {
+			return true
+		}
+		d.SkipSpace()
+		name, err := d.String(nil)
+		if err != nil || !d.Consume(':') {
+			return true
+		}
+		d.SkipSpace()
+		start := d.Offset()
+		if d.SkipValue() != nil {
+			return true
+		}
+		names = append(names, string(name))
+		switch n := string(name); n {
+		case "name", "arguments", "uri":
+			if len(kept) > 1 {
+				kept = append(kept, ',')
+			}
+			kept = strconv.AppendQuote(kept, n)
+			kept = append(kept, ':')
+			kept = append(kept, raw[start:d.Offset()]...)
+		}
+	}
+	if slices.Sort(names); len(slices.Compact(names)) != len(names) {
+		return true
+	}
+	a, aerr := canonical.AppendParams(nil, append(kept, '}'))
+	b, berr := canonical.AppendParams(nil, decoded)
+	return aerr != nil || berr != nil || bytes.Equal(a, b)
 }
 
 // oneJSONValue reports whether b is one JSON value, checking its syntax only (the codec reads the

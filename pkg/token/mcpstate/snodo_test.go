@@ -185,3 +185,37 @@ func TestWholeParamsInteroperateWithSnodo(t *testing.T) {
 		})
 	}
 }
+
+// WholeParams must return the bytes the SDK decoded the request from: params whose name, arguments
+// or uri differ from the decoded request's would bind something else than what the handler reads,
+// so the Guard refuses them as the server's mistake. Members the SDK's types do not carry, member
+// order and whitespace may differ.
+func TestWholeParamsMustMatchTheDecodedRequest(t *testing.T) {
+	var raw json.RawMessage
+	guard := mcpstate.New(sealedCodec(t), mcpstate.Anonymous,
+		mcpstate.WholeParams(func(mcp.Request) (json.RawMessage, bool) { return raw, true }))
+	call := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "pay", Arguments: json.RawMessage(`{"amount":1}`)}}
+	read := &mcp.ReadResourceRequest{Params: &mcp.ReadResourceParams{URI: "file:///a"}}
+	for _, tc := range []struct {
+		req  mcp.Request
+		raw  string
+		same bool
+	}{
+		{call, `{"name":"pay","arguments":{"amount":1},"task":{"ttl":1},"_meta":{"x":1}}`, true},
+		{call, ` { "arguments" : { "amount" : 1 } , "cursor":"c", "name" : "pay" } `, true},
+		{call, `{"name":"pay","arguments":{"amount":1000}}`, false},
+		{call, `{"name":"refund","arguments":{"amount":1}}`, false},
+		{call, `{"name":"pay"}`, false},
+		{read, `{"uri":"file:///a","cursor":"n"}`, true},
+		{read, `{"uri":"file:///b"}`, false},
+	} {
+		raw = json.RawMessage(tc.raw)
+		b, err := guard.Bind(tc.req)
+		switch {
+		case tc.same && (err != nil || string(b.Params) != tc.raw):
+			t.Errorf("%s: Bind = %s, %v; want the whole params bound", tc.raw, b.Params, err)
+		case !tc.same && !token.IsConfigError(err):
+			t.Errorf("%s: Bind = %s, %v; want a *token.ConfigError", tc.raw, b.Params, err)
+		}
+	}
+}
