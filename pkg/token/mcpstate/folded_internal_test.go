@@ -229,3 +229,41 @@ func BenchmarkCheckFoldedNames(b *testing.B) {
 		})
 	}
 }
+
+func TestRequestParams(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","task":{}}}`: `{"name":"x","task":{}}`,
+		` { "params" : {"uri":"u"} , "method" : "resources/read" } `:                     `{"uri":"u"}`,
+		`{"method":"prompts/get","params":{},"Params":{"x":1}}`:                          `{}`, // exact names, as the SDK
+		`[{"method":"tools/call","params":{}}]`:                                          "",   // a batch
+		`{"method":"tools/list","params":{}}`:                                            "",
+		`{"method":"tools/call","params":{"a":1},"params":{"a":2}}`:                      "", // repeated
+		`{"method":"tools/call","method":"tools/call","params":{}}`:                      "",
+		`{"method":"tools/call","params":[1]}`:                                           "",
+		`{"method":"tools/call"}`:                                                        "",
+		`{"method":"tools/call","params":{"a":}`:                                         "",
+	} {
+		got, ok := requestParams([]byte(body))
+		if ok != (want != "") || string(got) != want {
+			t.Errorf("requestParams(%s) = %s, %v; want %q", body, got, ok, want)
+		}
+	}
+}
+
+// FuzzRequestParams: the JSON-RPC envelope of untrusted POST bodies is read without panicking, and
+// what it records is one object value of the body, recorded only for a body encoding/json reads too.
+func FuzzRequestParams(f *testing.F) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x"}}`,
+		`{"method":"tools/call","params":{"a":1},"params":{}}`, `[{}]`, `{"method":"resources/read","params":{"uri":"\u0075"}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		p, ok := requestParams(body)
+		if !ok {
+			return
+		}
+		if !bytes.Contains(body, p) || len(p) == 0 || p[0] != '{' || !json.Valid(p) {
+			t.Fatalf("requestParams(%q) recorded %q", body, p)
+		}
+	})
+}

@@ -33,7 +33,8 @@
 //     request, so the Guard cannot bind it: it binds the members the SDK's types carry. A state
 //     Snodo sealed for params with such a member then does not open here, nor one sealed here on
 //     Snodo. A server that has the params as received gives them with WholeParams, and the Guard
-//     binds every member, exactly as Snodo does.
+//     binds every member, exactly as Snodo does; behind the SDK's streamable HTTP handler,
+//     RecordParams keeps them for WholeParams(RecordedParams).
 //   - The principal that the Guard's PrincipalFunc derives from the request (see Principals).
 //   - The MCP protocol version of the request, with the Sealed codec; the Signed codec (Snodo's wire
 //     format) has no place for it. The Sealed codec also binds its server identity, so the state of

@@ -17,9 +17,14 @@ limitations under the License.
 package mcpstate_test
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -217,5 +222,59 @@ func TestWholeParamsMustMatchTheDecodedRequest(t *testing.T) {
 		case !tc.same && !token.IsConfigError(err):
 			t.Errorf("%s: Bind = %s, %v; want a *token.ConfigError", tc.raw, b.Params, err)
 		}
+	}
+}
+
+// Behind the SDK's own streamable HTTP handler, RecordParams gives the Guard the params as the
+// client sent them: a state the real Snodo sealed for params with a task and a cursor, which the
+// SDK's types drop, opens when the retry carries them, in another order and with _meta, and not
+// when it leaves them out. (Without RecordParams the first retry fails too.)
+func TestRecordParamsBehindTheSDKHandler(t *testing.T) {
+	v := loadSnodoVectors(t)
+	sv := v["f10-other-members"]
+	principal := func(mcp.Request) (json.RawMessage, error) { return json.RawMessage(sv.Principal), nil }
+	guard := mcpstate.New(signedFor(t, sv), principal, mcpstate.WholeParams(mcpstate.RecordedParams))
+	server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "v0"}, nil)
+	server.AddTool(&mcp.Tool{Name: "publish", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			st, err := guard.Open(req)
+			if err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(st)}}}, nil
+		})
+	handler := mcpstate.RecordParams(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
+	srv := httptest.NewServer(handler)
+	t.Cleanup(srv.Close)
+
+	call := func(params string) string {
+		t.Helper()
+		body := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + params + `}`
+		req, err := http.NewRequest(http.MethodPost, srv.URL, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = resp.Body.Close() }()
+		out, err := io.ReadAll(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	withState := func(params string) string {
+		return strings.TrimSuffix(params, "}") + `,"requestState":"` + sv.Expected.Token + `"}`
+	}
+	if out := call(withState(v["g16-ok-other-members-reordered"].Params)); !strings.Contains(out, `{\"step\":\"confirm\"}`) {
+		t.Errorf("the retry with task and cursor: %s", out)
+	}
+	if out := call(withState(v["g17-other-members-dropped"].Params)); !strings.Contains(out, mcpstate.InvalidRequestStateMessage) {
+		t.Errorf("the retry without task and cursor: %s", out)
 	}
 }
