@@ -19,6 +19,7 @@ package mcpstate
 import (
 	"bytes"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -35,7 +36,7 @@ import (
 //
 // It runs on the client's params before any token is authenticated, so its cost is linear in their
 // size: each name is folded once, an object of up to foldPairwise members compares its folded names
-// pairwise, and a larger one looks them up in a map.
+// pairwise, and a larger one looks up their seeded hashes in a map (no allocation per member).
 func checkFoldedNames(params []byte, omit []string) error {
 	w := walkers.Get().(*foldWalker)
 	w.d, w.src = canonical.GetDecoder(params), params
@@ -112,7 +113,7 @@ func (w *foldWalker) object(depth int, omit []string) error {
 	}
 	base, spanBase := len(w.folded), len(w.spans)
 	defer func() { w.folded, w.spans = w.folded[:base], w.spans[:spanBase] }()
-	var seen map[string]struct{} // past foldPairwise members
+	var seen map[uint64]int // past foldPairwise members: a folded name's hash to its sibling's index
 	for {
 		w.d.SkipSpace()
 		at := w.d.Offset()
@@ -132,27 +133,28 @@ func (w *foldWalker) object(depth int, omit []string) error {
 			w.folded = appendFoldedName(w.folded, w.name)
 			f := w.folded[start:]
 			siblings := w.spans[spanBase:]
-			switch {
-			case seen != nil:
-				if _, dup := seen[string(f)]; dup {
+			if seen == nil && len(siblings) == foldPairwise {
+				seen = make(map[uint64]int, 4*foldPairwise)
+				for i, s := range siblings {
+					seen[maphash.Bytes(foldSeed, w.folded[s[0]:s[1]])] = i
+				}
+			}
+			if seen == nil {
+				if w.foldedAmong(f, siblings) {
 					return w.clash(at)
 				}
-				seen[string(f)] = struct{}{}
-			case len(siblings) < foldPairwise:
-				for _, s := range siblings {
-					if bytes.Equal(w.folded[s[0]:s[1]], f) {
+			} else {
+				h := maphash.Bytes(foldSeed, f)
+				if i, ok := seen[h]; ok {
+					s := siblings[i]
+					// Equal hashes of unequal names (a 2^-64 chance under a seed no client knows):
+					// compare with every sibling.
+					if bytes.Equal(w.folded[s[0]:s[1]], f) || w.foldedAmong(f, siblings) {
 						return w.clash(at)
 					}
+				} else {
+					seen[h] = len(siblings)
 				}
-			default:
-				seen = make(map[string]struct{}, 2*foldPairwise)
-				for _, s := range siblings {
-					seen[string(w.folded[s[0]:s[1]])] = struct{}{}
-				}
-				if _, dup := seen[string(f)]; dup {
-					return w.clash(at)
-				}
-				seen[string(f)] = struct{}{}
 			}
 			w.spans = append(w.spans, [2]int{start, len(w.folded)})
 			if err := w.value(depth, nil); err != nil {
@@ -168,6 +170,20 @@ func (w *foldWalker) object(depth int, omit []string) error {
 		return w.unexpected()
 	}
 }
+
+// foldedAmong reports whether one of siblings folds to f.
+func (w *foldWalker) foldedAmong(f []byte, siblings [][2]int) bool {
+	for _, s := range siblings {
+		if bytes.Equal(w.folded[s[0]:s[1]], f) {
+			return true
+		}
+	}
+	return false
+}
+
+// foldSeed seeds the hashes of folded names: unknown to clients, so they cannot choose names whose
+// hashes collide.
+var foldSeed = maphash.MakeSeed()
 
 // clash reports the name just read, at offset at, and its fold. The reason is for the server's logs
 // only (the Guard answers the client with the fixed InvalidParams), like every InputError's.
