@@ -111,7 +111,8 @@ fuzz: ## Run every Fuzz target of the repository for FUZZTIME (default 10s) each
 		done; \
 	done) || exit 1; done
 
-# The token benchmarks run BENCH_COUNT times, each time all of them one after the other (so that a
+# The token benchmarks (pkg/token's codecs and floors, and the alternatives in their own module
+# hack/tokenbench) run BENCH_COUNT times, each time all of them one after the other (so that a
 # slow spell of the shared machine hits every benchmark of a round, not five runs of one);
 # hack/benchratio prints their medians and ratios (docs/benchmarks.md explains them). The raw output
 # stays in bin/bench-token.txt.
@@ -120,8 +121,11 @@ BENCH_COUNT ?= 7
 bench-token: ## Benchmark pkg/token's codecs against their floors and alternatives (BENCH_COUNT rounds, default 7).
 	mkdir -p bin
 	cd pkg && go test -c -o ../bin/token.test ./token/
-	for i in $$(seq $(BENCH_COUNT)); do bin/token.test -test.run '^$$' -test.bench . -test.benchmem; done \
-		| tee bin/bench-token.txt | go run ./hack/benchratio
+	cd hack/tokenbench && go test -c -o ../../bin/tokenbench.test .
+	for i in $$(seq $(BENCH_COUNT)); do \
+		(cd pkg/token && ../../bin/token.test -test.run '^$$' -test.bench . -test.benchmem) && \
+		(cd hack/tokenbench && ../../bin/tokenbench.test -test.run '^$$' -test.bench . -test.benchmem) || exit 1; \
+	done | tee bin/bench-token.txt | go run ./hack/benchratio
 
 # The scale benchmark runs the manager binary against a fresh envtest per size: SCALE_N keyrings
 # (each with one Deployment) become Ready, then all rotate at once; hack/benchscale prints times,
@@ -137,8 +141,9 @@ bench-scale: envtest-assets ## Benchmark the manager with SCALE_N keyrings (defa
 	KUBEBUILDER_ASSETS="$$(hack/build-controlplane.sh envtest | tail -1)" go run ./hack/benchscale -n "$(SCALE_N)"
 
 # The linter also covers the test tool modules under hack/ (each its own module for its
-# dependencies: Helm, the Prometheus rule evaluator, the image builder).
-LINT_MODULES := $(MODULES) hack/promrules hack/image hack/helmcheck
+# dependencies: Helm, the Prometheus rule evaluator, the image builder, the token libraries that
+# pkg/token is benchmarked against).
+LINT_MODULES := $(MODULES) hack/promrules hack/image hack/helmcheck hack/tokenbench
 
 .PHONY: lint
 lint: golangci-lint ## Run golangci-lint on every module (CI runs it: the tree holds no findings).

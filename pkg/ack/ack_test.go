@@ -506,10 +506,11 @@ func TestRetriesUntilAccepted(t *testing.T) {
 	r.Report("f1")
 
 	for _, want := range []string{
-		"ack: patch pod mcp/weather-0: 500 Internal Server Error: etcdserver: request timed out",
-		`ack: patch pod mcp/weather-0: 403 Forbidden: pods "weather-0" is forbidden: ` +
-			`User "system:serviceaccount:mcp:weather" cannot patch resource "pods" (is the ClusterRole mrtr-keyring-consumer bound`,
-		`ack: patch pod mcp/weather-0: 404 Not Found: pods "weather-0" not found (no such pod`,
+		// The server's message quoted: it cannot forge a log line.
+		`ack: patch pod mcp/weather-0: 500 Internal Server Error: "etcdserver: request timed out"`,
+		`ack: patch pod mcp/weather-0: 403 Forbidden: "pods \"weather-0\" is forbidden: ` +
+			`User \"system:serviceaccount:mcp:weather\" cannot patch resource \"pods\"" (is the ClusterRole mrtr-keyring-consumer bound`,
+		`ack: patch pod mcp/weather-0: 404 Not Found: "pods \"weather-0\" not found" (no such pod`,
 	} {
 		if err := log.next(t); !strings.HasPrefix(err.Error(), want) {
 			t.Errorf("OnError(%q), want it to start with %q", err, want)
@@ -721,8 +722,12 @@ func TestErrorsNeverContainTheToken(t *testing.T) {
 
 func TestStatusMessage(t *testing.T) {
 	for _, tc := range []struct{ body, want string }{
-		{`{"kind":"Status","message":"pods \"p\" not found"}`, `pods "p" not found`},
-		{`{"kind":"Status","message":"echo \u0074ok"}`, `echo [token]`}, // an escaped token is decoded, then redacted
+		{`{"kind":"Status","message":"pods \"p\" not found"}`, `"pods \"p\" not found"`},
+		{`{"kind":"Status","message":"echo \u0074ok"}`, `"echo [token]"`}, // an escaped token is decoded, then redacted
+		// A message that would forge a log line and recolour a terminal comes out quoted.
+		{`{"kind":"Status","message":"x\nlevel=info msg=\"forged\" \u001b[31m"}`, `"x\nlevel=info msg=\"forged\" \x1b[31m"`},
+		{`{"message":"` + strings.Repeat("é", 150) + `"}`, `"` + strings.Repeat("é", 100) + `"…`},
+		{strings.Repeat("a\n", 150), `"` + strings.Repeat(`a\n`, 100) + `"…`},
 		{"", "no message"},
 		{" \n\t", "no message"},
 		{"plain tok text", `"plain [token] text"`},
@@ -781,4 +786,23 @@ func TestFollow(t *testing.T) {
 		t.Fatal("the keyring did not change")
 	}
 	eventually(t, "the new keyring acknowledged", func() bool { return r.Acknowledged() == second })
+}
+
+// Follow(nil) is the caller's mistake, which it cannot return: no panic, nothing reported, and an
+// error saying so on OnError.
+func TestFollowNil(t *testing.T) {
+	s := newFakeAPI(t)
+	log := newErrorLog()
+	c := s.config()
+	c.OnError = log.onError
+	r := mustNew(t, c)
+	r.Follow(nil)
+	if err := log.next(t); !strings.Contains(err.Error(), "Follow(nil)") {
+		t.Errorf("OnError got %v, want an error naming Follow(nil)", err)
+	}
+	if r.pending() != "" {
+		t.Errorf("Follow(nil) reported %q", r.pending())
+	}
+	c.OnError = nil
+	mustNew(t, c).Follow(nil) // without OnError too
 }

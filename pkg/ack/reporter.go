@@ -26,8 +26,10 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
@@ -35,8 +37,12 @@ import (
 // userAgent names this package in the API server's audit log.
 const userAgent = "mrtr-ack (github.com/mrtr-dev/mrtr-operator/pkg/ack)"
 
-// maxErrorBody is how much of an error response is read for its Status message.
-const maxErrorBody = 4 << 10
+// maxErrorBody is how much of an error response is read for its Status message, and maxDrainedBody how
+// much of a successful one is read (and dropped): no response is ever read whole.
+const (
+	maxErrorBody   = 4 << 10
+	maxDrainedBody = 64 << 10
+)
 
 // Report records that the process now seals and opens with the keyring of this fingerprint. It never blocks and
 // never fails: the latest fingerprint wins (reports coalesce), and Run publishes it. An empty fingerprint is
@@ -66,7 +72,15 @@ func (r *Reporter) Acknowledged() string {
 }
 
 // Follow reports src's current keyring and every keyring it changes to (src.OnChange), and returns.
+// A nil src is a mistake of the caller that Follow cannot return: it reports nothing and hands an
+// error saying so to OnError.
 func (r *Reporter) Follow(src *keyring.FileSource) {
+	if src == nil {
+		if r.onError != nil {
+			r.onError(errors.New("ack: Follow(nil): no keyring source to follow; pass the server's *keyring.FileSource"))
+		}
+		return
+	}
 	src.OnChange(func(k *keyring.Keyring) { r.Report(k.Fingerprint()) })
 	// The listener is registered first so that no change is missed. A reload may still put a new
 	// keyring in service, and report it, between our read of Keyring and our Report of it, which
@@ -83,6 +97,14 @@ func (r *Reporter) Follow(src *keyring.FileSource) {
 // Run publishes each reported fingerprint with one PATCH of the Pod, retrying failures with backoff, until ctx is done.
 // It returns nil when ctx is done. Serving never waits on it. It returns an error only if another Run of r is
 // in progress.
+//
+// The retries of one fingerprint have no total time limit, on purpose. The acknowledgement is the
+// only way the operator learns that this pod holds the keyring: a reporter that gave up would leave
+// the rotation waiting on this pod (reported Stalled) until the pod restarted, while one that keeps
+// trying completes it the moment the API server answers again. What an unending retry costs is
+// bounded: one request per MaxBackoff (30s by default) at most, with jitter, only while a failure
+// lasts, only for the latest fingerprint (a newer Report replaces it and is tried at once), and every
+// failure goes to OnError, where a persistent one (a missing RoleBinding, say) shows.
 func (r *Reporter) Run(ctx context.Context) error {
 	if !r.running.CompareAndSwap(false, true) {
 		return errors.New("ack: reporter for pod " + r.pod + " already running")
@@ -194,6 +216,9 @@ func (r *Reporter) publish(ctx context.Context, fp string) error {
 	}
 	defer func() { _ = resp.Body.Close() }() // a failed close of a read body changes nothing
 	if resp.StatusCode/100 == 2 {
+		// The patched Pod is of no use here; reading a bounded part of it lets the connection be
+		// reused for the next acknowledgement, and a larger body is cut off by the close.
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrainedBody))
 		return nil
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody)) // what was read is enough to explain
@@ -214,14 +239,16 @@ func (r *Reporter) token() (string, error) {
 	return t, nil
 }
 
-// statusMessage returns the message of the metav1.Status in body, else the start of body quoted (a
-// proxy's or load balancer's error page, say), with every trace of token removed (see redact).
+// statusMessage returns the message of the metav1.Status in body, else the start of body (a proxy's
+// or load balancer's error page, say), with every trace of token removed (see redact), quoted and cut
+// to maxMessage bytes: the text is the server's, and quoted it cannot forge a log line with a
+// newline or rewrite a terminal with an escape sequence.
 func statusMessage(body []byte, token string) string {
 	var st struct {
 		Message string `json:"message"`
 	}
 	if json.Unmarshal(body, &st) == nil && st.Message != "" {
-		return redact(st.Message, token)
+		return quoteCut(redact(st.Message, token))
 	}
 	if len(body) == maxErrorBody {
 		// Cut by the read limit, the body may end with the first bytes of a token that redact
@@ -234,14 +261,26 @@ func statusMessage(body []byte, token string) string {
 		}
 	}
 	msg := strings.TrimSpace(redact(string(body), token)) // before cutting, which could split a token
-	const keep = 200
-	switch {
-	case msg == "":
+	if msg == "" {
 		return "no message"
-	case len(msg) > keep:
-		return fmt.Sprintf("%q…", msg[:keep])
 	}
-	return fmt.Sprintf("%q", msg)
+	return quoteCut(msg)
+}
+
+// maxMessage is how much of the server's error text an error quotes.
+const maxMessage = 200
+
+// quoteCut quotes msg as Go does (%q: newlines, escapes and invalid UTF-8 come out as escapes), cut to
+// its first maxMessage bytes at a rune boundary and marked "…" if it was cut.
+func quoteCut(msg string) string {
+	if len(msg) <= maxMessage {
+		return strconv.Quote(msg)
+	}
+	cut := maxMessage
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return strconv.Quote(msg[:cut]) + "…"
 }
 
 // redact removes the token from a message of the server: no API server echoes it, but whatever answers

@@ -340,12 +340,14 @@ func showName(name string) string {
 }
 
 // ParseTokenTTL reads the content of a token-ttl file (TokenTTLDataKey): whole seconds from 1 to
-// 900 in ASCII decimal, a trailing newline allowed.
+// 900 in ASCII decimal, without sign or leading zeros, a trailing newline allowed. The range is
+// checked on the number before it becomes a Duration, so no value wraps around into range.
 func ParseTokenTTL(data []byte) (time.Duration, error) {
 	text := strings.TrimSuffix(string(data), "\n")
-	n, err := strconv.Atoi(text)
-	if err != nil || n < 1 || time.Duration(n)*time.Second > MaxTokenTTL || strconv.Itoa(n) != text {
-		return 0, fmt.Errorf("%s is %.20q: want whole seconds from 1 to %d", TokenTTLDataKey, data, int(MaxTokenTTL/time.Second))
+	max := int64(MaxTokenTTL / time.Second)
+	n, err := strconv.ParseInt(text, 10, 64)
+	if err != nil || n < 1 || n > max || strconv.FormatInt(n, 10) != text {
+		return 0, fmt.Errorf("%s is %.20q: want whole seconds from 1 to %d", TokenTTLDataKey, data, max)
 	}
 	return time.Duration(n) * time.Second, nil
 }

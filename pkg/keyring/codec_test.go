@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"strings"
 	"testing"
+	"time"
 )
 
 // b64 is the standard base64 of n bytes of c: recognisable in any output.
@@ -220,4 +221,20 @@ func must(r *Keyring, err error) *Keyring {
 		panic(err)
 	}
 	return r
+}
+
+// Values beyond the range are refused however far beyond: before the fix, 9223372037 seconds wrapped
+// to a negative Duration ("no ceiling") and 18446744074 to 290ms.
+func TestParseTokenTTLRefusesOverflow(t *testing.T) {
+	for _, s := range []string{"901", "9223372036", "9223372037", "18446744074", "9223372036854775807",
+		"9223372036854775808", "99999999999999999999999"} {
+		if d, err := ParseTokenTTL([]byte(s)); err == nil {
+			t.Errorf("ParseTokenTTL(%s) = %v, want an error", s, d)
+		}
+	}
+	for s, want := range map[string]time.Duration{"1": time.Second, "900\n": 15 * time.Minute} {
+		if d, err := ParseTokenTTL([]byte(s)); err != nil || d != want {
+			t.Errorf("ParseTokenTTL(%q) = %v, %v; want %v", s, d, err, want)
+		}
+	}
 }

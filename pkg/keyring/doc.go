@@ -33,7 +33,8 @@
 // A FileSource watches the file's directory, because the kubelet updates a Secret volume by
 // swapping a ..data symlink; it waits for a burst of events to settle (WithDebounce), re-reads
 // every 10 s anyway (WithResyncInterval), and puts a new keyring in service only once two reads in
-// a row returned it and it parsed and validated in full. A read that races the kubelet's swap and
+// a row returned it and it parsed and validated in full; keyring.json and token-ttl come from one
+// snapshot of the volume. A read that races the kubelet's swap and
 // finds no file is retried, not reported. Outside Kubernetes, replace the file by renaming a new one
 // over it: a rewrite in place can pass through a valid mix of old and new keys (see FileSource). If
 // an update is invalid it keeps serving the last good keyring and reports the error (LastError,

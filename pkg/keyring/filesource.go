@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -69,6 +68,12 @@ const (
 //     os.WriteFile does, is in practice safe; a writer that can stall between two writes (a slow or
 //     network file system, a stopped or starved process) is not: rename a new file instead.
 //   - A subPath mount is not followed at all: the kubelet never updates those.
+//
+// The token-ttl file beside keyring.json (TokenTTLDataKey), if there is one, is read with it, as part
+// of every read: in a Secret volume both come from the one timestamped directory that ..data names,
+// and a read during which ..data moved is retried, so a keyring never goes into service with another
+// snapshot's token-ttl. Each file is read with a size limit (MaxDocumentBytes, and a few bytes for
+// token-ttl).
 //
 // A FileSource is safe for concurrent use; Keyring never blocks.
 //
@@ -147,6 +152,9 @@ func NewFileSource(path string, opts ...FileOption) (*FileSource, error) {
 		wait:     time.Sleep,
 	}
 	for _, o := range opts {
+		if o == nil {
+			return nil, fmt.Errorf("keyring: file source %s: nil FileOption", path)
+		}
 		o(s)
 	}
 	if s.debounce < 0 {
@@ -168,40 +176,24 @@ func NewFileSource(path string, opts ...FileOption) (*FileSource, error) {
 	return s, nil
 }
 
-// readFiles reads keyring.json (settled, see readSettled) and, if it is there, the token-ttl file
-// beside it (TokenTTLDataKey), and returns them as one content: keyring.json, a NUL byte (which
-// JSON text never holds), token-ttl.
-func (s *FileSource) readFiles() ([]byte, error) {
-	data, err := s.readSettled()
-	if err != nil {
-		return nil, err
-	}
-	ttl, err := os.ReadFile(filepath.Join(s.dir, TokenTTLDataKey))
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return data, nil
-	case err != nil:
-		return nil, fmt.Errorf("keyring: %w", err)
-	}
-	return slices.Concat(data, []byte{0}, ttl), nil
-}
+// readFiles reads keyring.json and token-ttl from one snapshot (see readSnapshot), settled (see
+// readSettled).
+func (s *FileSource) readFiles() ([]byte, error) { return s.readSettled() }
 
 // parseFiles builds the keyring from what readFiles returned.
 func (s *FileSource) parseFiles(content []byte) (*Keyring, error) {
-	data, ttl, hasTTL := bytes.Cut(content, []byte{0})
-	r, err := parseFile(s.path, data)
-	if err != nil || !hasTTL {
-		return r, err
-	}
-	d, err := ParseTokenTTL(ttl)
-	if err != nil {
-		return nil, fmt.Errorf("keyring: %s: %w", filepath.Join(s.dir, TokenTTLDataKey), err)
-	}
-	return r.WithMaxTokenTTL(d), nil
+	return parseSnapshot(s.path, content)
 }
 
-// Keyring returns the keyring in service. It never blocks and never returns nil.
-func (s *FileSource) Keyring() *Keyring { return s.current.Load() }
+// Keyring returns the keyring in service. It never blocks and never returns nil, except for a nil
+// source (a nil *FileSource stored in a Source), so that a codec given one refuses it as a
+// configuration error instead of crashing.
+func (s *FileSource) Keyring() *Keyring {
+	if s == nil {
+		return nil
+	}
+	return s.current.Load()
+}
 
 // Path is the file the source reads.
 func (s *FileSource) Path() string { return s.path }
@@ -209,8 +201,11 @@ func (s *FileSource) Path() string { return s.path }
 // OnChange registers f to be called with each new keyring after it is put in service: only when the
 // keyring changed, not for the one in service at registration (read that with Keyring). Listeners
 // run one at a time, in registration order, on the goroutine that reloads; they must return quickly
-// and must not call Reload.
+// and must not call Reload. A nil f is ignored.
 func (s *FileSource) OnChange(f func(*Keyring)) {
+	if f == nil {
+		return
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.listeners = append(s.listeners, f)
@@ -279,10 +274,10 @@ func (s *FileSource) Reload() error {
 	return nil
 }
 
-// readSettled reads the file until two reads in a row return the same bytes, and returns them: one
-// read may catch an in-place rewrite half done, and a half-written keyring can be valid. A read that
-// finds no file is retried too: during a ..data swap, a read that followed the old ..data finds the
-// old directory removed. Any other read error is returned at once, as waiting would not help. If the
+// readSettled reads the files (readSnapshot) until two reads in a row return the same bytes, and
+// returns them: one read may catch an in-place rewrite half done, and a half-written keyring can be
+// valid. A read that finds no file is retried too: during a ..data swap, a read that followed the
+// old ..data finds the old directory removed. Any other read error is returned at once, as waiting would not help. If the
 // reads never settle, the error is the last read's (the file is still missing) or says that the
 // file kept changing.
 func (s *FileSource) readSettled() ([]byte, error) {
@@ -299,7 +294,7 @@ func (s *FileSource) readSettled() ([]byte, error) {
 			paused += pause
 			pause = min(2*pause, settleMaxWait)
 		}
-		data, rerr := s.read(s.path)
+		data, rerr := readSnapshot(s.path, s.read)
 		if rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			return nil, rerr
 		}

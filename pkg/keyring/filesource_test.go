@@ -27,7 +27,7 @@ import (
 const awaitTimeout = 20 * time.Second
 
 // secretVolume reproduces the kubelet's AtomicWriter (kubernetes pkg/volume/util/atomic_writer.go)
-// for a Secret with the single key keyring.json:
+// for a Secret with the key keyring.json (write) or several keys (writeFiles):
 //
 //	<dir>/keyring.json -> ..data/keyring.json
 //	<dir>/..data       -> ..2026_07_01_10_00_00.123456789
@@ -45,8 +45,14 @@ func newSecretVolume(t testing.TB, data []byte) *secretVolume {
 
 func (v *secretVolume) path() string { return filepath.Join(v.dir, SecretDataKey) }
 
-// write projects data the way AtomicWriter.Write does, step by step.
+// write projects data as keyring.json the way AtomicWriter.Write does, step by step.
 func (v *secretVolume) write(data []byte) {
+	v.t.Helper()
+	v.writeFiles(map[string][]byte{SecretDataKey: data})
+}
+
+// writeFiles projects files (data key: content) the way AtomicWriter.Write does, step by step.
+func (v *secretVolume) writeFiles(files map[string][]byte) {
 	v.t.Helper()
 	check := func(err error) {
 		v.t.Helper()
@@ -64,11 +70,13 @@ func (v *secretVolume) write(data []byte) {
 	tsDir, err := os.MkdirTemp(v.dir, time.Now().UTC().Format("..2006_01_02_15_04_05."))
 	check(err)
 	check(os.Chmod(tsDir, 0o755))
-	check(os.WriteFile(filepath.Join(tsDir, SecretDataKey), data, 0o644))
-	// Create the user-visible symlink into ..data if it does not exist yet.
-	visible := filepath.Join(v.dir, SecretDataKey)
-	if _, err := os.Readlink(visible); errors.Is(err, os.ErrNotExist) {
-		check(os.Symlink(filepath.Join("..data", SecretDataKey), visible))
+	for key, data := range files {
+		check(os.WriteFile(filepath.Join(tsDir, key), data, 0o644))
+		// Create the user-visible symlink into ..data if it does not exist yet.
+		visible := filepath.Join(v.dir, key)
+		if _, err := os.Readlink(visible); errors.Is(err, os.ErrNotExist) {
+			check(os.Symlink(filepath.Join("..data", key), visible))
+		}
 	}
 	// Point ..data_tmp at the new directory and rename it over ..data: the atomic step.
 	tmp := filepath.Join(v.dir, "..data_tmp")
@@ -935,5 +943,57 @@ func TestFileSourceReadsTheDeclaredTokenTTL(t *testing.T) {
 	}
 	if err := s.Reload(); err != nil || s.Keyring().MaxTokenTTL() != 0 {
 		t.Fatalf("without token-ttl: %v, MaxTokenTTL %v; want none declared", err, s.Keyring().MaxTokenTTL())
+	}
+}
+
+// The kubelet swaps keyring.json and token-ttl together. A reload reads both from the snapshot that
+// ..data names and checks that ..data still names it afterwards: a swap between the two reads (here
+// staged right after the second read of keyring.json, which agrees with the first) is read again, so
+// the old keys never go into service with the new ceiling.
+func TestFileSourceReadsBothFilesFromOneSnapshot(t *testing.T) {
+	oldRing, oldData := testKeyring(t, "old")
+	newRing, newData := testKeyring(t, "new")
+	v := newSecretVolume(t, nil)
+	v.writeFiles(map[string][]byte{SecretDataKey: oldData, TokenTTLDataKey: []byte("900")})
+	s := newQuietSource(t, v.path())
+	if !s.Keyring().Equal(oldRing.WithMaxTokenTTL(15 * time.Minute)) {
+		t.Fatalf("first read: %v, %v", s.Keyring(), s.Keyring().MaxTokenTTL())
+	}
+	var served []*Keyring
+	s.OnChange(func(r *Keyring) { served = append(served, r) })
+	reads := 0
+	s.read = func(path string) ([]byte, error) {
+		data, err := readFile(path)
+		if reads++; reads == 2 { // keyring.json settled, token-ttl not read yet
+			v.writeFiles(map[string][]byte{SecretDataKey: newData, TokenTTLDataKey: []byte("60")})
+		}
+		return data, err
+	}
+	if err := s.Reload(); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	if len(served) != 1 || !served[0].Equal(newRing.WithMaxTokenTTL(time.Minute)) {
+		t.Fatalf("served %v, want only the new keyring with its 1m ceiling", served)
+	}
+	if len(s.reported) != 0 {
+		t.Errorf("the swap was reported: %v", s.reported)
+	}
+	// LoadFile reads the same way.
+	r, err := LoadFile(v.path())
+	if err != nil || !r.Equal(newRing.WithMaxTokenTTL(time.Minute)) {
+		t.Fatalf("LoadFile = %v, %v", r, err)
+	}
+}
+
+// token-ttl is read with a bound: a huge file is refused as invalid, not read whole.
+func TestFileSourceBoundsTokenTTL(t *testing.T) {
+	_, data := testKeyring(t, "a")
+	path := keyringFile(t, data)
+	writeFile(t, filepath.Join(filepath.Dir(path), TokenTTLDataKey), []byte("300"+strings.Repeat(" ", 1<<20)))
+	if _, err := NewFileSource(path); err == nil || !strings.Contains(err.Error(), TokenTTLDataKey) {
+		t.Fatalf("NewFileSource with a 1 MiB token-ttl: %v, want an error naming it", err)
+	}
+	if _, err := LoadFile(path); err == nil || !strings.Contains(err.Error(), TokenTTLDataKey) {
+		t.Fatalf("LoadFile with a 1 MiB token-ttl: %v, want an error naming it", err)
 	}
 }

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"math/big"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzParse feeds Parse arbitrary bytes. Parse must not panic, and whatever it accepts must survive
@@ -56,6 +59,28 @@ func FuzzParse(f *testing.F) {
 		}
 		if !slices.Equal(ids, r.IDs()) {
 			t.Fatalf("encoding/json reads ids %v, Parse %v", ids, r.IDs())
+		}
+	})
+}
+
+// FuzzParseTokenTTL: ParseTokenTTL accepts exactly the decimal spellings of 1 to 900 (a trailing
+// newline allowed) and returns that many seconds; everything else, values that would overflow a
+// Duration included, is refused. The oracle is math/big, which cannot overflow.
+func FuzzParseTokenTTL(f *testing.F) {
+	for _, s := range []string{"300", "900\n", "901", "0", "-1", "+5", "05", "9223372037", "18446744074",
+		"9223372036854775807", "99999999999999999999", "1e3", " 5", ""} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := ParseTokenTTL(data)
+		text := strings.TrimSuffix(string(data), "\n")
+		n, ok := new(big.Int).SetString(text, 10)
+		valid := ok && n.Sign() > 0 && n.Cmp(big.NewInt(900)) <= 0 && n.String() == text
+		switch {
+		case valid && (err != nil || got != time.Duration(n.Int64())*time.Second):
+			t.Fatalf("ParseTokenTTL(%q) = %v, %v; want %ss", data, got, err, n)
+		case !valid && err == nil:
+			t.Fatalf("ParseTokenTTL(%q) = %v, want an error", data, got)
 		}
 	})
 }

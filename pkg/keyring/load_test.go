@@ -90,3 +90,37 @@ func TestLoadFile(t *testing.T) {
 		t.Errorf("LoadFile(big) error = %v, want a size error", err)
 	}
 }
+
+// A nil argument is the caller's mistake: an error or a documented no-op, never a panic.
+func TestNilArguments(t *testing.T) {
+	if r := Static(nil).Keyring(); r != nil {
+		t.Errorf("Static(nil).Keyring() = %v, want nil (which the codecs refuse)", r)
+	}
+	var nilSource *FileSource
+	if r := nilSource.Keyring(); r != nil {
+		t.Errorf("a nil *FileSource's Keyring() = %v, want nil", r)
+	}
+	if _, err := Marshal(nil); err == nil {
+		t.Error("Marshal(nil): no error")
+	}
+	_, data := testKeyring(t, "a")
+	path := filepath.Join(t.TempDir(), SecretDataKey)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewFileSource(path, nil); err == nil || !strings.Contains(err.Error(), "nil FileOption") {
+		t.Errorf("NewFileSource with a nil option: %v, want an error naming it", err)
+	}
+	s, err := NewFileSource(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.OnChange(nil) // ignored: the reload below must not call it
+	_, next := testKeyring(t, "b")
+	if err := os.WriteFile(path, next, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reload(); err != nil || s.Keyring().IDs()[0] != "b" {
+		t.Fatalf("Reload after OnChange(nil): %v, %v", err, s.Keyring())
+	}
+}

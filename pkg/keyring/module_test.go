@@ -1,6 +1,7 @@
 package keyring_test
 
 import (
+	"encoding/json"
 	"os/exec"
 	"strings"
 	"testing"
@@ -20,6 +21,47 @@ func TestModuleHasNoKubernetesDependency(t *testing.T) {
 	for _, m := range mods {
 		if strings.HasPrefix(m, "k8s.io/") || strings.HasPrefix(m, "sigs.k8s.io/") {
 			t.Errorf("the library's module graph holds %s", m)
+		}
+	}
+}
+
+// The token libraries pkg/token is benchmarked against (go-jose, golang-jwt, Tink) live in the
+// module hack/tokenbench: the library's go.mod requires none of them, and none of its packages, tests
+// included, imports one. (The MCP SDK itself requires golang-jwt for its OAuth helpers, so the module
+// graph, which go list -m all prints, may still name it; what matters is what pkg asks for and links.)
+func TestModuleHasNoBenchmarkDependency(t *testing.T) {
+	forbidden := []string{"github.com/go-jose/", "github.com/golang-jwt/", "github.com/tink-crypto/"}
+	isForbidden := func(path string) bool {
+		for _, f := range forbidden {
+			if strings.HasPrefix(path, f) {
+				return true
+			}
+		}
+		return false
+	}
+	out, err := exec.Command("go", "mod", "edit", "-json").Output()
+	if err != nil {
+		t.Fatalf("go mod edit -json: %v", err)
+	}
+	var mod struct {
+		Module  struct{ Path string }
+		Require []struct{ Path string }
+	}
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Module.Path != "github.com/mrtr-dev/mrtr-operator/pkg" {
+		t.Fatalf("go mod edit -json ran in the wrong module (%v): %.200s", err, out)
+	}
+	for _, r := range mod.Require {
+		if isForbidden(r.Path) {
+			t.Errorf("pkg/go.mod requires %s", r.Path)
+		}
+	}
+	out, err = exec.Command("go", "list", "-test", "-deps", "github.com/mrtr-dev/mrtr-operator/pkg/...").Output()
+	if err != nil {
+		t.Fatalf("go list -test -deps: %v", err)
+	}
+	for p := range strings.FieldsSeq(string(out)) {
+		if isForbidden(p) {
+			t.Errorf("a package of pkg, or its tests, imports %s", p)
 		}
 	}
 }

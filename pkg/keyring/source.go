@@ -10,13 +10,9 @@ type Source interface {
 // StaticSource is a Source that always returns the same keyring.
 type StaticSource struct{ r *Keyring }
 
-// Static returns a Source for a fixed keyring. It panics if r is nil, a programming error.
-func Static(r *Keyring) StaticSource {
-	if r == nil {
-		panic("keyring: Static(nil)")
-	}
-	return StaticSource{r: r}
-}
+// Static returns a Source for a fixed keyring. Static(nil) is a source without a keyring, which the
+// codecs refuse as a configuration error (token.ConfigError) when they are made or used.
+func Static(r *Keyring) StaticSource { return StaticSource{r: r} }
 
 // Keyring returns the fixed keyring.
 func (s StaticSource) Keyring() *Keyring { return s.r }

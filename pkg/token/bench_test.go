@@ -9,11 +9,11 @@ package token
 //
 // The floors are the cryptography and base64 a codec's format cannot avoid, with everything else
 // precomputed: FloorSigned and FloorSealed include the hashing of the binding that each format
-// requires, FloorAEAD is the bare AES-256-GCM of the sealed codec without it. JOSE is what a Go user
-// would reach for instead (go-jose v4, a JWS HS256 nested in a JWE dir/A256GCM);
-// bench_compare_test.go adds the single-layer alternatives (JWS alone, JWE alone, golang-jwt, Tink).
-// The goal: Signed <= 1.5x FloorSigned, Sealed <= 1.5x FloorSealed, both <= 0.5x JOSE.
-// docs/benchmarks.md has the numbers, and `make bench-token` runs them all with their ratios.
+// requires, FloorAEAD is the bare AES-256-GCM of the sealed codec without it. The alternatives a Go
+// user would reach for instead (go-jose, golang-jwt, Tink) are benchmarked on the same fixture
+// (testdata/bench/fixture.json) in the module hack/tokenbench, so that their libraries stay out of
+// this module's graph. docs/benchmarks.md has the goals and the numbers, and `make bench-token` runs
+// both with their ratios.
 //
 // Besides ns/op (wall time) every benchmark reports cpu-ns/op, the CPU time of the whole process
 // (user and system, GC included) per op: on a shared machine wall time swings with the load of
@@ -28,36 +28,30 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
+	"os"
 	"syscall"
 	"testing"
 	"time"
-
-	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 	"github.com/mrtr-dev/mrtr-operator/pkg/token/internal/canonical"
 )
 
-// benchBinding is a tools/call retry: ~300 bytes of params with nested arguments, the per-round
-// members (_meta, inputResponses, requestState) included as a real retry carries them, and a string
-// principal.
-var benchBinding = Binding{
-	Method: "tools/call",
-	Params: json.RawMessage(`{"_meta":{"protocolVersion":"2026-07-28","progressToken":"p-7"},` +
-		`"name":"create_invoice","arguments":{"customer":{"id":"cus_8f3a2b","email":"ada@example.com",` +
-		`"address":{"city":"Zürich","zip":"8001"}},"lines":[{"sku":"WID-42","qty":3,"unitPrice":19.99},` +
-		`{"sku":"GAD-7","qty":1,"unitPrice":249.5}],"currency":"EUR","dueInDays":30,` +
-		`"notes":"Deliver to the loading dock"},"inputResponses":{"approver":{"action":"accept",` +
-		`"content":{"name":"grace"}}}}`),
-	Principal:       json.RawMessage(`"user:ada@example.com"`),
-	ProtocolVersion: "2026-07-28",
-}
-
-// benchState is ~200 bytes of server state.
-var benchState = json.RawMessage(`{"step":2,"draftId":"inv_01J8ZQ4W7XK3M9TB2R5N6P","collected":` +
-	`{"customer":"cus_8f3a2b","approver":null,"total":{"value":"309.47","currency":"EUR"}},` +
-	`"pending":["approval","po_number"],"attempt":1,"startedAt":"2026-07-28T10:15:00Z"}`)
+// benchBinding and benchState are the fixture, shared with hack/tokenbench.
+var benchBinding, benchState = func() (Binding, json.RawMessage) {
+	var f struct {
+		Binding Binding
+		State   json.RawMessage
+	}
+	raw, err := os.ReadFile("testdata/bench/fixture.json")
+	if err == nil {
+		err = json.Unmarshal(raw, &f) // raw values keep their bytes: the params as written
+	}
+	if err != nil {
+		panic(err) // a mistake of the tree that no benchmark can run without
+	}
+	return f.Binding, f.State
+}()
 
 // benchRing is one 32-byte key, as the operator generates them.
 func benchRing(b *testing.B) *keyring.Keyring {
@@ -288,139 +282,4 @@ func benchCanonicalState(b *testing.B) string {
 		b.Fatal(err)
 	}
 	return string(s)
-}
-
-// joseClaims is the payload of the JOSE alternative: what the sealed codec binds, as a Go user
-// would write it with encoding/json.
-type joseClaims struct {
-	Server          string          `json:"aud"`
-	ProtocolVersion string          `json:"ver"`
-	Method          string          `json:"mth"`
-	Principal       json.RawMessage `json:"sub"`
-	IssuedAt        int64           `json:"iat"`
-	Expiry          int64           `json:"exp"`
-	Digest          []byte          `json:"dig"`
-	State           json.RawMessage `json:"state"`
-}
-
-// joseDigest is SHA-256 of [method, salient params] made with encoding/json (a map marshals with
-// sorted keys; nested objects keep the client's member order, which is all encoding/json offers).
-func joseDigest(method string, params json.RawMessage) ([]byte, error) {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(params, &m); err != nil {
-		return nil, err
-	}
-	delete(m, "_meta")
-	delete(m, "requestState")
-	delete(m, "inputResponses")
-	j, err := json.Marshal([]any{method, m})
-	if err != nil {
-		return nil, err
-	}
-	d := sha256.Sum256(j)
-	return d[:], nil
-}
-
-type joseCodec struct {
-	server         string
-	macKey, encKey []byte
-	signer         jose.Signer
-	encrypter      jose.Encrypter
-}
-
-func newJOSECodec(b testing.TB) *joseCodec {
-	c := &joseCodec{server: "https://mcp.example.com/mcp", macKey: bytes.Repeat([]byte{0x5a}, 32),
-		encKey: bytes.Repeat([]byte{0xa5}, 32)}
-	var err error
-	if c.signer, err = jose.NewSigner(jose.SigningKey{Algorithm: jose.HS256, Key: c.macKey}, nil); err != nil {
-		b.Fatal(err)
-	}
-	if c.encrypter, err = jose.NewEncrypter(jose.A256GCM, jose.Recipient{Algorithm: jose.DIRECT, Key: c.encKey},
-		(&jose.EncrypterOptions{}).WithContentType("JWT")); err != nil {
-		b.Fatal(err)
-	}
-	return c
-}
-
-func (c *joseCodec) Seal(bd Binding, state json.RawMessage) (string, error) {
-	dig, err := joseDigest(bd.Method, bd.Params)
-	if err != nil {
-		return "", err
-	}
-	now := time.Now().Unix()
-	payload, err := json.Marshal(joseClaims{Server: c.server, ProtocolVersion: bd.ProtocolVersion,
-		Method: bd.Method, Principal: bd.Principal, IssuedAt: now, Expiry: now + 300, Digest: dig, State: state})
-	if err != nil {
-		return "", err
-	}
-	jws, err := c.signer.Sign(payload)
-	if err != nil {
-		return "", err
-	}
-	inner, err := jws.CompactSerialize()
-	if err != nil {
-		return "", err
-	}
-	jwe, err := c.encrypter.Encrypt([]byte(inner))
-	if err != nil {
-		return "", err
-	}
-	return jwe.CompactSerialize()
-}
-
-// decryptJWE opens a compact dir + A256GCM JWE with key; every failure is ErrInvalid.
-func decryptJWE(tok string, key []byte) ([]byte, error) {
-	jwe, err := jose.ParseEncryptedCompact(tok, []jose.KeyAlgorithm{jose.DIRECT}, []jose.ContentEncryption{jose.A256GCM})
-	if err != nil {
-		return nil, ErrInvalid
-	}
-	plain, err := jwe.Decrypt(key)
-	if err != nil {
-		return nil, ErrInvalid
-	}
-	return plain, nil
-}
-
-func (c *joseCodec) Open(bd Binding, tok string) (json.RawMessage, error) {
-	inner, err := decryptJWE(tok, c.encKey)
-	if err != nil {
-		return nil, err
-	}
-	jws, err := jose.ParseSignedCompact(string(inner), []jose.SignatureAlgorithm{jose.HS256})
-	if err != nil {
-		return nil, ErrInvalid
-	}
-	payload, err := jws.Verify(c.macKey)
-	if err != nil {
-		return nil, ErrInvalid
-	}
-	var cl joseClaims
-	if err := json.Unmarshal(payload, &cl); err != nil {
-		return nil, ErrInvalid
-	}
-	dig, err := joseDigest(bd.Method, bd.Params)
-	if err != nil || cl.Server != c.server || cl.ProtocolVersion != bd.ProtocolVersion || cl.Method != bd.Method ||
-		!bytes.Equal(cl.Principal, bd.Principal) || !hmac.Equal(cl.Digest, dig) || time.Now().Unix() >= cl.Expiry {
-		return nil, ErrInvalid
-	}
-	return cl.State, nil
-}
-
-func BenchmarkJOSE(b *testing.B) { benchCodec(b, newJOSECodec(b)) }
-
-// The JOSE stand-in must really bind what it claims to, or its numbers would flatter it.
-func TestJOSEBenchCodec(t *testing.T) {
-	c := newJOSECodec(t)
-	tok, err := c.Seal(benchBinding, benchState)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := c.Open(benchBinding, tok); err != nil || !bytes.Equal(got, benchState) {
-		t.Fatalf("Open = %s, %v", got, err)
-	}
-	other := benchBinding
-	other.Params = bytes.Replace(other.Params, []byte(`"qty":3`), []byte(`"qty":4`), 1)
-	if _, err := c.Open(other, tok); !errors.Is(err, ErrInvalid) {
-		t.Fatalf("Open with other params = %v", err)
-	}
 }

@@ -40,49 +40,38 @@ func callTool(args string) Binding {
 		Params: json.RawMessage(`{"name":"get_weather","arguments":` + args + `}`)}
 }
 
-// A token sealed for {"location":"Paris","LOCATION":"Pyongyang"} must not open for the same
-// members in the other order: encoding/json, matching names case-insensitively, reads the last of
-// the two, so the handler would act on Paris where the token was sealed for Pyongyang. Such params
-// are refused at seal time (the client's mistake) and can never open a token.
-func TestFoldedSiblingNamesAreRefused(t *testing.T) {
-	for _, args := range []string{
-		`{"location":"Paris","LOCATION":"Pyongyang"}`,
-		`{"LOCATION":"Pyongyang","location":"Paris"}`,
-		`{"Location":1,"location":2}`,
-		`{"sku":1,"\u212Aind":2,"kind":3}`,                                                  // U+212A KELVIN SIGN folds to k
-		`{"ſtatus":1,"status":2}`,                                                           // U+017F LONG S folds to s
-		`{"a":{"deep":[{"id":1,"ID":2}]}}`,                                                  // at any depth
-		`{"k00":0,"k01":1,"k02":2,"k03":3,"k04":4,"k05":5,"k06":6,"k07":7,"k08":8,"K04":9}`, // many members
+// Names that differ only by case or Unicode case folding are distinct members, bound each with its
+// value as Snodo binds them: both codecs seal and open such params, the same members in any order
+// open the token, and the values of two folded names swapped do not (mcpstate.Guard, which knows
+// whether the handler decodes with encoding/json, is where such params are refused).
+func TestFoldedSiblingNamesAreDistinctMembers(t *testing.T) {
+	for _, tc := range []struct{ args, reordered, swapped string }{
+		{`{"location":"Paris","LOCATION":"Pyongyang"}`, `{"LOCATION":"Pyongyang","location":"Paris"}`,
+			`{"location":"Pyongyang","LOCATION":"Paris"}`},
+		{`{"sku":1,"\u212Aind":2,"kind":3}`, `{"kind":3,"sku":1,"\u212Aind":2}`, // U+212A KELVIN SIGN
+			`{"sku":1,"\u212Aind":3,"kind":2}`},
+		{`{"ſtatus":1,"status":2}`, `{"status":2,"ſtatus":1}`, `{"ſtatus":2,"status":1}`}, // U+017F LONG S
+		{`{"a":{"deep":[{"id":1,"ID":2}]}}`, `{"a":{"deep":[{"ID":2,"id":1}]}}`, `{"a":{"deep":[{"id":2,"ID":1}]}}`},
+		{`{"k00":0,"k01":1,"k02":2,"k03":3,"k04":4,"k05":5,"k06":6,"k07":7,"k08":8,"K04":9}`,
+			`{"K04":9,"k08":8,"k07":7,"k06":6,"k05":5,"k04":4,"k03":3,"k02":2,"k01":1,"k00":0}`,
+			`{"k00":0,"k01":1,"k02":2,"k03":3,"k04":9,"k05":5,"k06":6,"k07":7,"k08":8,"K04":4}`},
 	} {
 		for _, cc := range bothCodecs {
-			t.Run(cc.name+"/"+args, func(t *testing.T) {
+			t.Run(cc.name+"/"+tc.args, func(t *testing.T) {
 				c := cc.codec(t, fixedNow)
-				b := callTool(args)
-				if tok, err := c.Seal(b, json.RawMessage(`1`)); !IsInputError(err) {
-					t.Fatalf("Seal = %.40q, %v; want an *InputError", tok, err)
-				}
-				// A token for the params without the clash does not open for them either.
-				tok, err := c.Seal(callTool(`{"location":"Paris"}`), json.RawMessage(`1`))
+				tok, err := c.Seal(callTool(tc.args), json.RawMessage(`{"Step":1,"step":2}`))
 				if err != nil {
-					t.Fatal(err)
+					t.Fatalf("Seal: %v", err)
 				}
-				if got, err := c.Open(b, tok); err != ErrInvalid {
-					t.Fatalf("Open = %s, %v; want ErrInvalid", got, err)
+				for _, args := range []string{tc.args, tc.reordered} {
+					if got, err := c.Open(callTool(args), tok); err != nil || string(got) != `{"Step":1,"step":2}` {
+						t.Fatalf("Open(%s) = %s, %v", args, got, err)
+					}
+				}
+				if got, err := c.Open(callTool(tc.swapped), tok); err != ErrInvalid {
+					t.Fatalf("Open with swapped values %s = %s, %v; want ErrInvalid", tc.swapped, got, err)
 				}
 			})
-		}
-	}
-	// Names that differ other than by case folding are distinct fields and stay allowed.
-	for _, cc := range bothCodecs {
-		c := cc.codec(t, fixedNow)
-		for _, args := range []string{`{"a_b":1,"ab":2,"a-b":3}`, `{"é":1,"e":2}`, `{"x":{"k":1},"y":{"K":2}}`} {
-			tok, err := c.Seal(callTool(args), json.RawMessage(`1`))
-			if err != nil {
-				t.Fatalf("%s: Seal(%s): %v", cc.name, args, err)
-			}
-			if _, err := c.Open(callTool(args), tok); err != nil {
-				t.Fatalf("%s: Open(%s): %v", cc.name, args, err)
-			}
 		}
 	}
 }
@@ -96,7 +85,6 @@ func TestUnbindableParamsAreInputErrors(t *testing.T) {
 		"lone surrogate":     `{"name":"x","arguments":{"a":"\ud800"}}`,
 		"float out of range": `{"name":"x","arguments":{"a":1e400}}`,
 		"nesting too deep":   `{"name":` + deep + `}`,
-		"not an object":      `["x"]`,
 	} {
 		for _, cc := range bothCodecs {
 			t.Run(cc.name+"/"+name, func(t *testing.T) {

@@ -14,8 +14,8 @@
 // Check), and Inspect reads what a token's text says (codec, format version, key id, a Signed
 // token's times) without keys. Request params that Seal cannot bind (see Binding.Params) are an
 // *InputError: the client's mistake, to be answered as invalid params with a fixed message. A
-// mistake of the server or its configuration (bad options, a missing principal, state that is not
-// JSON, a clock out of range) is a *ConfigError.
+// mistake of the server or its configuration (bad options, a missing principal, params that are not
+// a JSON object, state that is not JSON, a clock out of range) is a *ConfigError.
 //
 // Both codecs are configured the same way: required arguments are arguments, everything else a
 // functional option (SignedTTL, SealedTTL, ...) that keeps its default when it is not given and

@@ -113,7 +113,7 @@ func SealedClockSkew(d time.Duration) SealedOption {
 func SealedClock(now func() time.Time) SealedOption {
 	return func(c *sealedConfig) {
 		if now == nil {
-			c.fail("SealedClock", "is nil")
+			c.fail("SealedClock", reasonNil)
 			return
 		}
 		c.now = now
@@ -145,6 +145,9 @@ func NewSealed(src keyring.Source, server string, opts ...SealedOption) (*Sealed
 	}
 	c := sealedConfig{ttl: DefaultSealedTTL, skew: DefaultSealedClockSkew, now: time.Now}
 	for _, o := range opts {
+		if o == nil {
+			return nil, &ConfigError{Field: "SealedOption", Reason: reasonNil}
+		}
 		o(&c)
 	}
 	if len(c.errors) > 0 {
@@ -182,6 +185,9 @@ func (s *Sealed) GoString() string { return s.String() }
 func (s *Sealed) Seal(b Binding, state json.RawMessage) (string, error) {
 	if b.Method == "" {
 		return "", &ConfigError{Field: fieldMethod, Reason: reasonEmpty}
+	}
+	if err := checkParamsObject(b.Params); err != nil {
+		return "", err
 	}
 	ring := s.src.Keyring()
 	if ring == nil {
@@ -286,6 +292,9 @@ type sealedOpened struct {
 func (s *Sealed) open(sc *scratch, b Binding, token string) (sealedOpened, error) {
 	if b.Method == "" {
 		return sealedOpened{}, &ConfigError{Field: fieldMethod, Reason: reasonEmpty}
+	}
+	if err := checkParamsObject(b.Params); err != nil {
+		return sealedOpened{}, err
 	}
 	// The principal comes from the server, not the client: a bad one is the caller's mistake,
 	// reported whatever the token.

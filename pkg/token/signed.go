@@ -102,7 +102,7 @@ func SignedTTL(d time.Duration) SignedOption {
 func SignedClock(now func() time.Time) SignedOption {
 	return func(c *signedConfig) {
 		if now == nil {
-			c.errors = append(c.errors, &ConfigError{Field: "SignedClock", Reason: "is nil"})
+			c.errors = append(c.errors, &ConfigError{Field: "SignedClock", Reason: reasonNil})
 			return
 		}
 		c.now = now
@@ -125,7 +125,7 @@ var _ Codec = (*Signed)(nil)
 // any key.
 func NewSigned(src keyring.Source, opts ...SignedOption) (*Signed, error) {
 	if src == nil {
-		return nil, &ConfigError{Field: fieldSrc, Reason: "is nil"}
+		return nil, &ConfigError{Field: fieldSrc, Reason: reasonNil}
 	}
 	if src.Keyring() == nil {
 		return nil, &ConfigError{Field: fieldSrc, Reason: "has no keyring"}
@@ -157,6 +157,9 @@ func NewSignedSecret(secret []byte, opts ...SignedOption) (*Signed, error) {
 func newSigned(opts []SignedOption) (*Signed, error) {
 	c := signedConfig{ttl: DefaultSignedTTL, now: time.Now}
 	for _, o := range opts {
+		if o == nil {
+			return nil, &ConfigError{Field: "SignedOption", Reason: reasonNil}
+		}
 		o(&c)
 	}
 	if len(c.errors) > 0 {
@@ -259,10 +262,13 @@ func putSignedScratch(sc *signedScratch) {
 	signedScratchPool.Put(sc)
 }
 
-// signedPrincipal appends the canonical principal of b to dst. It also checks the method: the
-// method and the principal are the server's, so a mistake in them is a *ConfigError whatever the
-// params or the token.
+// signedPrincipal appends the canonical principal of b to dst. It also checks the method and the
+// shape of the params: the method, the principal and which bytes are the params are the server's,
+// so a mistake in them is a *ConfigError whatever the params' content or the token.
 func signedPrincipal(dst []byte, b Binding) ([]byte, error) {
+	if err := checkParamsObject(b.Params); err != nil {
+		return dst, err
+	}
 	if b.Method == "" {
 		return dst, &ConfigError{Field: fieldMethod, Reason: reasonEmpty}
 	}

@@ -41,7 +41,8 @@ func FuzzOpenSigned(f *testing.F) {
 		for _, s := range []*Signed{secret, keys} {
 			got, err := s.Open(fb, tok)
 			if err != nil {
-				if err != ErrInvalid {
+				// Params that are not an object are the server's mistake whatever the token.
+				if err != ErrInvalid && (!IsConfigError(err) || checkParamsObject(params) == nil) {
 					t.Fatalf("Open failed with %v, not ErrInvalid", err)
 				}
 				continue

@@ -34,6 +34,7 @@ const (
 	fieldParams    = "Binding.Params"
 
 	reasonEmpty = "is empty"
+	reasonNil   = "is nil"
 )
 
 func (e *ConfigError) Error() string { return fmt.Sprintf("token: %s: %s", e.Field, e.Reason) }
@@ -44,9 +45,9 @@ func IsConfigError(err error) bool {
 	return errors.As(err, &ce)
 }
 
-// InputError reports request params that Seal cannot bind: a repeated member name, sibling names
-// that encoding/json would read as one field (see Binding.Params), invalid UTF-8 or a lone surrogate,
-// a number out of range, nesting deeper than MaxParamsDepth. Params come from the client, so this is
+// InputError reports request params that Seal cannot bind: a repeated member name, invalid UTF-8 or
+// a lone surrogate, a number out of range, an integer of more than 64 digits, nesting deeper than
+// MaxParamsDepth (see Binding.Params). Params come from the client, so this is
 // the client's mistake, not the server's: answer it as invalid params with a fixed message and never
 // send Reason back (it quotes the client's member names and offsets; it is for the server's logs).
 // mcpstate.Guard does exactly that.
@@ -116,21 +117,47 @@ type Binding struct {
 	Method string
 	// Params is the request's params object as received. Its top-level "_meta", "requestState" and
 	// "inputResponses" are not salient and are ignored; everything else, at any depth, is bound.
+	// Empty Params are no params, bound as {}; Params of any other JSON type are a *ConfigError
+	// (the JSON-RPC layer refuses them before a handler runs, so the server passed the wrong bytes).
 	//
-	// Params are bound as JSON values, members in any order, so they must mean one thing to every
-	// reader. Seal refuses (with an *InputError) params in which an object repeats a member name, or
-	// has two member names that Go's encoding/json folds to one struct field ("location" and
-	// "LOCATION", "s" and "ſ"): the binding would keep both while a handler that decodes the params
-	// with encoding/json reads only one of them, chosen by their order, which the binding ignores. A
-	// handler may therefore decode bound params with encoding/json, case-insensitive matching
-	// included, and read exactly what the token was sealed for. Open answers such params with
-	// ErrInvalid: no token can have been sealed for them.
+	// Params are bound exactly as Snodo binds them: as JSON values, members in any order. Member
+	// names are compared by their bytes, so names that differ only by case or Unicode case folding
+	// ("Accept" and "accept", "k" and the Kelvin sign) are distinct members, each bound with its
+	// value. Seal refuses (with an *InputError) what Snodo refuses: an object that repeats a member
+	// name, invalid UTF-8 or a lone surrogate escape, a number beyond the float64 range, an integer
+	// of more than 64 digits (Snodo.JSONValue.decode's limit), and nesting deeper than
+	// MaxParamsDepth. Open answers such params with ErrInvalid: no token can have been
+	// sealed for them.
+	//
+	// A handler that decodes bound params with Go's encoding/json, which matches member names to
+	// struct fields without regard to case and keeps the last match, reads one of two folded names
+	// chosen by their order, which the binding ignores. The codecs cannot know the handler's
+	// decoder; mcpstate.Guard refuses such params by default (see its package doc).
 	Params json.RawMessage
 	// Principal is the authenticated caller as any JSON value, or Anonymous.
 	Principal json.RawMessage
 	// ProtocolVersion is the MCP protocol version of the request. The Sealed codec binds it; Snodo's
 	// wire format has no place for it, so the Signed codec does not.
 	ProtocolVersion string
+}
+
+// checkParamsObject refuses params that are neither empty (no params) nor a JSON object, as Snodo
+// raises an ArgumentError for them: a JSON-RPC layer refuses a request whose params are not an
+// object before any handler runs, so such params are the server's mistake, never the client's. The
+// check reads the leading whitespace and one byte.
+func checkParamsObject(params []byte) error {
+	if len(params) == 0 {
+		return nil
+	}
+	i := 0
+	for i < len(params) && (params[i] == ' ' || params[i] == '\t' || params[i] == '\n' || params[i] == '\r') {
+		i++
+	}
+	if i < len(params) && params[i] == '{' {
+		return nil
+	}
+	return &ConfigError{Field: fieldParams,
+		Reason: "is not a JSON object: bind the request's params object, or nothing for a request without params"}
 }
 
 // unsalientParams are the top-level params that change between the rounds of one request, so

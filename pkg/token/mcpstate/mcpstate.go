@@ -22,12 +22,19 @@
 // (Bind returns them as a token.Binding):
 //
 //   - The method: tools/call, resources/read or prompts/get.
-//   - The salient params. For tools/call the tool name and the arguments exactly as received on the
-//     wire (the SDK keeps them raw, req.Params.Arguments); for resources/read the URI; for
-//     prompts/get the name and the arguments as the SDK decoded them (a map of strings). They are
-//     compared as JSON values: member order and whitespace do not matter, types do (1 and 1.0
-//     differ). "_meta", "inputResponses" and "requestState" are not bound: they change between the
-//     rounds of one request.
+//   - The params, as Snodo binds them: every member but the top-level "_meta", "inputResponses" and
+//     "requestState", which change between the rounds of one request. They are compared as JSON
+//     values: member order and whitespace do not matter, types do (1 and 1.0 differ). The SDK
+//     (v1.8.0) keeps no raw bytes of the params and its request types carry only some members: for
+//     tools/call the tool name and the arguments exactly as received on the wire
+//     (req.Params.Arguments), for resources/read the URI, for prompts/get the name and the
+//     arguments as it decoded them (a map of strings). Any other member a client sends (a "task", a
+//     "cursor", a member of a later protocol version) is dropped by the SDK when it decodes the
+//     request, so the Guard cannot bind it: it binds the members the SDK's types carry. A state
+//     Snodo sealed for params with such a member then does not open here, nor one sealed here on
+//     Snodo. A server that has the params as received gives them with WholeParams, and the Guard
+//     binds every member, exactly as Snodo does; behind the SDK's streamable HTTP handler,
+//     RecordParams keeps them for WholeParams(RecordedParams).
 //   - The principal that the Guard's PrincipalFunc derives from the request (see Principals).
 //   - The MCP protocol version of the request, with the Sealed codec; the Signed codec (Snodo's wire
 //     format) has no place for it. The Sealed codec also binds its server identity, so the state of
@@ -40,21 +47,42 @@
 //
 // # Repeated and case-folded member names
 //
-// Go's encoding/json matches object member names to struct fields case-insensitively ("LOCATION"
-// and "location" both fill the field Location, and so do "ſ" for "s" and the Kelvin sign for "k")
-// and keeps the last of the members that land on one field. A binding of JSON values, blind to
-// member order, that kept both members would let a state sealed for
-// {"location":"Paris","LOCATION":"Pyongyang"} (the handler reads Pyongyang) open for
-// {"LOCATION":"Pyongyang","location":"Paris"} (the handler reads Paris). So the codecs refuse
-// params in which an object, at any depth, repeats a member name or has two sibling names that
-// encoding/json reads as one; they refuse as well strings with invalid UTF-8 or a lone surrogate
-// escape ("\ud800"), numbers beyond the float64 range (1e400) and params nested deeper than 1000
-// (a limit the SDK's transports never let a request reach: SDK v1.8.0 refuses any message nested
-// deeper than 1000, and the message and its params are two levels of it). Seal, and so CallToolInputRequired and its
-// siblings, answer such params with InvalidParams; Open answers them with InvalidRequestState, since
-// no state can have been sealed for them. A handler may therefore decode the bound arguments with
-// encoding/json, case-insensitive matching included, and act on exactly what the state was sealed
-// for. Clients must send arguments whose member names are distinct, even ignoring case.
+// The codecs bind params as Snodo does: as JSON values, members in any order, names compared by
+// their bytes. Names that differ only by case or Unicode case folding ("Accept" and "accept", "k"
+// and the Kelvin sign U+212A, "s" and the long s U+017F) are distinct members, each bound with its
+// value, and a state sealed by Snodo for such params opens here. The codecs refuse what Snodo
+// refuses: an object that repeats a name, strings with invalid UTF-8 or a lone surrogate escape
+// ("\ud800"), numbers beyond the float64 range (1e400), integers of more than 64 digits, and params
+// nested deeper than 1000 (a limit the SDK's transports never let a request reach: SDK v1.8.0
+// refuses any message nested deeper than 1000, and the message and its params are two levels of
+// it).
+//
+// Whether distinct is safe depends on the handler's decoder, which only the server knows. Go's
+// encoding/json matches a member to a struct field without regard to case (bytes.EqualFold) and
+// keeps the last member that lands on a field. So a handler that decodes the arguments with
+// encoding/json, given {"amount":1,"AMOUNT":1000}, pays 1000, and given the same members in the other
+// order, {"AMOUNT":1000,"amount":1}, pays 1; a binding blind to member order binds both alike. A
+// client that got a state sealed after confirming the first (round 1: "pay 1000?") could complete
+// round 2 with the second, and the handler would act on what nobody confirmed. The SDK's typed tool
+// inputs (mcp.AddTool with an input type) are not exposed: the SDK decodes them case-sensitively
+// (its internal/json), so "amount" fills the field and "AMOUNT" is ignored, whatever the order.
+//
+// Choose, then, by the handlers:
+//
+//   - By default the Guard refuses a request whose bound params hold, in any object at any depth,
+//     two sibling names that encoding/json folds together (exactly as encoding/json folds them).
+//     Seal, and so CallToolInputRequired and its siblings, answers InvalidParams; Open answers
+//     InvalidRequestState, since no state was sealed for such params. Names inside the top-level
+//     _meta, which is never bound, are not refused. The check runs before any token is
+//     authenticated, in time linear in the params' size. Keep the default if any handler decodes
+//     params with encoding/json (json.Unmarshal into a struct, directly or through a library), or
+//     if you do not know: clients must then send arguments whose names are distinct even ignoring
+//     case, and a state sealed by Snodo for params with folded names does not open.
+//   - CaseSensitiveDecoding binds folded names as distinct members, as Snodo does. Give it when
+//     every handler takes the SDK's typed input or decodes the arguments case-sensitively (into a
+//     map, or with a decoder that matches names exactly): realistic maps keyed by user data (HTTP
+//     headers, environment variables, file names) then pass, and states interoperate with Snodo
+//     for every params.
 //
 // # Errors
 //
@@ -122,9 +150,12 @@ package mcpstate
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -214,6 +245,13 @@ type Guard struct {
 	codec           token.Codec
 	principal       PrincipalFunc
 	onInvalidParams func(req mcp.Request, cause error)
+	// caseSensitive: the handlers decode bound params case-sensitively, so folded names are
+	// distinct arguments and not refused (CaseSensitiveDecoding).
+	caseSensitive bool
+	// err is the *token.ConfigError of a nil argument to New, returned by every method.
+	err error
+	// rawParams returns the whole params of a request as received (WholeParams).
+	rawParams func(req mcp.Request) (json.RawMessage, bool)
 }
 
 // Option configures a Guard.
@@ -228,16 +266,44 @@ func OnInvalidParams(f func(req mcp.Request, cause error)) Option {
 	return func(g *Guard) { g.onInvalidParams = f }
 }
 
+// CaseSensitiveDecoding tells the Guard that every handler it serves decodes the bound params
+// case-sensitively, as the SDK's typed tool inputs do (mcp.AddTool with an input type: the SDK
+// decodes the arguments with its internal/json, which matches member names to fields exactly). The
+// Guard then binds member names that differ only by case as distinct members, as Snodo does,
+// instead of refusing them. Do not give it if any handler decodes params with encoding/json (see the
+// package doc for the attack).
+func CaseSensitiveDecoding() Option {
+	return func(g *Guard) { g.caseSensitive = true }
+}
+
+// WholeParams gives the Guard the params of each request exactly as the client sent them, for a
+// server that has them (its own JSON-RPC layer, or a transport that keeps each request's bytes):
+// params(req) returns the params object the SDK decoded req from, byte for byte, and true, or false
+// to bind what the SDK's types carry (see the package doc). The Guard then binds what Snodo binds,
+// every member of the params but the top-level _meta, requestState and inputResponses, members the
+// SDK's types cannot carry (task, cursor, ...) included, so that states interoperate with Snodo for
+// every request. The bytes must be those the SDK decoded: bytes of another request would bind what
+// the handler does not read.
+func WholeParams(params func(req mcp.Request) (json.RawMessage, bool)) Option {
+	return func(g *Guard) { g.rawParams = params }
+}
+
 // New returns a Guard sealing with codec and binding state to the principal that principal returns.
-// It panics on a nil argument, a programming error.
+// A nil argument (codec, principal or an Option) is a mistake of the server that New cannot return:
+// every method of the Guard then returns it as a *token.ConfigError naming the argument.
 func New(codec token.Codec, principal PrincipalFunc, opts ...Option) *Guard {
-	if codec == nil || principal == nil {
-		panic("mcpstate: New needs a codec and a PrincipalFunc")
-	}
 	g := &Guard{codec: codec, principal: principal}
+	switch {
+	case codec == nil:
+		g.err = &token.ConfigError{Field: "mcpstate.New codec", Reason: "is nil: pass the token codec to seal with"}
+	case principal == nil:
+		g.err = &token.ConfigError{Field: "mcpstate.New principal",
+			Reason: "is nil: pass a PrincipalFunc (FromTokenInfo, or Anonymous for a server that authenticates nobody)"}
+	}
 	for _, opt := range opts {
 		if opt == nil {
-			panic("mcpstate: New: nil Option")
+			g.err = cmp.Or(g.err, error(&token.ConfigError{Field: "mcpstate.New Option", Reason: reasonNil}))
+			continue
 		}
 		opt(g)
 	}
@@ -249,9 +315,22 @@ func New(codec token.Codec, principal PrincipalFunc, opts ...Option) *Guard {
 // *token.InputError, the client's mistake; any other request, one without params, or an error of the
 // PrincipalFunc is the server's.
 func (g *Guard) Bind(req mcp.Request) (token.Binding, error) {
+	if g.err != nil {
+		return token.Binding{}, g.err
+	}
 	method, params, version, err := salient(req)
 	if err != nil {
 		return token.Binding{}, err
+	}
+	if g.rawParams != nil {
+		if raw, ok := g.rawParams(req); ok {
+			if !sameAsDecoded(raw, params) {
+				return token.Binding{}, &token.ConfigError{Field: "mcpstate.WholeParams",
+					Reason: "returned params whose name, arguments or uri differ from those of the request the SDK decoded: " +
+						"they must be the bytes the SDK read the request from"}
+			}
+			params = raw
+		}
 	}
 	principal, err := g.principal(req)
 	if err != nil {
@@ -262,14 +341,18 @@ func (g *Guard) Bind(req mcp.Request) (token.Binding, error) {
 
 // Seal returns a request state carrying state (a JSON value) bound to req.
 //
-// Params of the client that cannot be bound (a *token.InputError: repeated or case-folded member
-// names, a lone surrogate, a number out of range, nesting too deep, arguments that are not JSON) give
+// Params of the client that cannot be bound (a *token.InputError: repeated member names, folded ones
+// unless CaseSensitiveDecoding, a lone surrogate, a number out of range, nesting too deep, arguments
+// that are not JSON) give
 // the *jsonrpc.Error of InvalidParams, for the handler to return unchanged; the cause goes to the
 // OnInvalidParams function only. Every other error is the server's own (configuration, no keyring,
 // state that is not JSON, no principal), returned as the codec or the PrincipalFunc gave it.
 func (g *Guard) Seal(req mcp.Request, state json.RawMessage) (string, error) {
 	b, err := g.Bind(req)
 	if err != nil {
+		return "", g.clientError(req, err)
+	}
+	if err := g.checkFolded(b); err != nil {
 		return "", g.clientError(req, err)
 	}
 	tok, err := g.codec.Seal(b, state)
@@ -281,13 +364,16 @@ func (g *Guard) Seal(req mcp.Request, state json.RawMessage) (string, error) {
 
 // Open returns the state of the request's requestState. A state that does not open (missing,
 // malformed, tampered, sealed for another request or principal, under a removed key, expired), also
-// when the params repeat or case-fold member names, gives the *jsonrpc.Error of InvalidRequestState;
-// arguments that are not JSON give that of InvalidParams. The handler returns either unchanged.
+// when the params repeat member names or (unless CaseSensitiveDecoding) fold them, gives the
+// *jsonrpc.Error of InvalidRequestState; arguments that are not JSON give that of InvalidParams. The handler returns either unchanged.
 // Other errors are the server's own.
 func (g *Guard) Open(req mcp.Request) (json.RawMessage, error) {
 	b, err := g.Bind(req)
 	if err != nil {
 		return nil, g.clientError(req, err)
+	}
+	if g.checkFolded(b) != nil {
+		return nil, InvalidRequestState() // Seal refused these params: no state was sealed for them
 	}
 	state, err := g.codec.Open(b, requestState(req))
 	switch {
@@ -298,6 +384,22 @@ func (g *Guard) Open(req mcp.Request) (json.RawMessage, error) {
 	}
 	return state, nil
 }
+
+// checkFolded refuses, unless the handlers decode case-sensitively, bound params in which an object
+// has two member names that encoding/json matches to one struct field (see the package doc).
+func (g *Guard) checkFolded(b token.Binding) error {
+	if g.caseSensitive {
+		return nil
+	}
+	return checkFoldedNames(b.Params, unboundParams)
+}
+
+// reasonNil is the ConfigError.Reason of a nil argument.
+const reasonNil = "is nil"
+
+// unboundParams are the top-level params members that neither codec binds: they change between the
+// rounds of one request.
+var unboundParams = []string{"_meta", "requestState", "inputResponses"}
 
 // clientError returns InvalidParams for an error of the client's params, after handing the cause to
 // the OnInvalidParams function, and any other error unchanged.
@@ -356,7 +458,7 @@ func (g *Guard) GetPromptInputRequired(
 func salient(req mcp.Request) (method string, params json.RawMessage, version string, err error) {
 	switch r := req.(type) {
 	case *mcp.CallToolRequest:
-		if r.Params == nil {
+		if r == nil || r.Params == nil {
 			return "", nil, "", errors.New("mcpstate: tools/call request without params")
 		}
 		// The members in canonical order ("arguments" sorts before "name"), so that arguments a
@@ -378,7 +480,7 @@ func salient(req mcp.Request) (method string, params json.RawMessage, version st
 		buf.WriteByte('}')
 		return MethodCallTool, buf.Bytes(), r.ProtocolVersion(), nil
 	case *mcp.ReadResourceRequest:
-		if r.Params == nil {
+		if r == nil || r.Params == nil {
 			return "", nil, "", errors.New("mcpstate: resources/read request without params")
 		}
 		p, err := marshal(struct {
@@ -386,7 +488,7 @@ func salient(req mcp.Request) (method string, params json.RawMessage, version st
 		}{r.Params.URI})
 		return MethodReadResource, p, r.ProtocolVersion(), err
 	case *mcp.GetPromptRequest:
-		if r.Params == nil {
+		if r == nil || r.Params == nil {
 			return "", nil, "", errors.New("mcpstate: prompts/get request without params")
 		}
 		p, err := marshal(struct {
@@ -394,10 +496,57 @@ func salient(req mcp.Request) (method string, params json.RawMessage, version st
 			Arguments map[string]string `json:"arguments,omitempty"`
 		}{r.Params.Name, r.Params.Arguments})
 		return MethodGetPrompt, p, r.ProtocolVersion(), err
+	case nil:
+		return "", nil, "", &token.ConfigError{Field: "mcpstate request", Reason: reasonNil}
 	default:
 		return "", nil, "", fmt.Errorf(
 			"mcpstate: %T is not a tools/call, resources/read or prompts/get request received by a server", req)
 	}
+}
+
+// sameAsDecoded reports whether the members of raw that the SDK's request types carry ("name",
+// "arguments", "uri") are, as JSON values, the members of decoded, the params salient rebuilt from
+// the request the SDK decoded: that the handler reads what the Guard binds. Params that cannot be
+// read, or repeat a member, are left to the codec, which refuses them as the client's.
+func sameAsDecoded(raw, decoded []byte) bool {
+	d := canonical.GetDecoder(raw)
+	defer canonical.PutDecoder(d)
+	kept := []byte{'{'}
+	var names []string
+	if !d.Consume('{') {
+		return true
+	}
+	for !d.Consume('}') {
+		if len(names) > 0 && !d.Consume(',') {
+			return true
+		}
+		d.SkipSpace()
+		name, err := d.String(nil)
+		if err != nil || !d.Consume(':') {
+			return true
+		}
+		d.SkipSpace()
+		start := d.Offset()
+		if d.SkipValue() != nil {
+			return true
+		}
+		names = append(names, string(name))
+		switch n := string(name); n {
+		case "name", "arguments", "uri":
+			if len(kept) > 1 {
+				kept = append(kept, ',')
+			}
+			kept = strconv.AppendQuote(kept, n)
+			kept = append(kept, ':')
+			kept = append(kept, raw[start:d.Offset()]...)
+		}
+	}
+	if slices.Sort(names); len(slices.Compact(names)) != len(names) {
+		return true
+	}
+	a, aerr := canonical.AppendParams(nil, append(kept, '}'))
+	b, berr := canonical.AppendParams(nil, decoded)
+	return aerr != nil || berr != nil || bytes.Equal(a, b)
 }
 
 // oneJSONValue reports whether b is one JSON value, checking its syntax only (the codec reads the

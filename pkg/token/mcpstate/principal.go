@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mrtr-dev/mrtr-operator/pkg/token"
 	"github.com/mrtr-dev/mrtr-operator/pkg/token/internal/canonical"
 )
 
@@ -50,11 +51,15 @@ func BindScopes() PrincipalOption {
 // request without a UserID is ErrNoPrincipal, never silently anonymous; an Extra value of those keys
 // that is not a string, or a part that is not valid UTF-8, is an error too (of the server's
 // TokenVerifier). The package doc says what is not bound, and why.
+//
+// A nil PrincipalOption is a mistake of the server: the PrincipalFunc returned then fails every
+// request with a *token.ConfigError saying so.
 func PrincipalFromTokenInfo(opts ...PrincipalOption) PrincipalFunc {
 	var o principalOptions
 	for _, opt := range opts {
 		if opt == nil {
-			panic("mcpstate: PrincipalFromTokenInfo: nil PrincipalOption")
+			err := &token.ConfigError{Field: "mcpstate.PrincipalFromTokenInfo PrincipalOption", Reason: reasonNil}
+			return func(mcp.Request) (json.RawMessage, error) { return nil, err }
 		}
 		opt(&o)
 	}

@@ -69,7 +69,7 @@ func wide(n int, inOrder bool) []byte {
 		if !inOrder {
 			k = n - 1 - i
 		}
-		fmt.Fprintf(&b, `"locationprefix%06d":%d`, k, k) // one folded prefix for all: no shortcut
+		fmt.Fprintf(&b, `"locationprefix%06d":%d`, k, k) // one long prefix for all: no shortcut
 	}
 	b.WriteString(`},"name":"t"}`)
 	return b.Bytes()

@@ -13,7 +13,8 @@
 //     token.
 //   - Whitespace is space, tab, CR and LF; anything but whitespace after the value is an error.
 //   - Nesting deeper than MaxDepth is an error (Elixir has no limit; the Go stack is not free), and
-//     for client params deeper than MaxParamsDepth.
+//     for client params deeper than MaxParamsDepth; an integer of client params longer than
+//     MaxParamsIntegerDigits digits is an error too (Snodo's JSONValue.decode refuses it).
 //
 // Writing is Elixir's JSON.encode! with object members sorted by the UTF-8 bytes of their names:
 //   - Integers as their digits; floats in Erlang's shortest round-trip layout (AppendFloat).
@@ -30,7 +31,8 @@
 // Decoder, so canonicalizing a request costs no allocation beyond the output.
 //
 // The files: scan.go is the scanner (lexical rules, the Decoder's primitives), encode.go the
-// canonical encoder, float.go Erlang's float layout, and tree.go a tree decoder for tests only.
+// canonical encoder, float.go Erlang's float layout; tree_test.go holds a tree decoder for
+// the tests.
 package canonical
 
 import (
@@ -44,6 +46,11 @@ import (
 // deep, which Snodo opens; so must Go.
 const MaxDepth = 10000
 
+// MaxParamsIntegerDigits is the most digits an integer of a request's params may have: Snodo reads
+// untrusted JSON with Snodo.JSONValue.decode, which refuses longer integer literals before
+// converting them (a million digits cost it a second).
+const MaxParamsIntegerDigits = 64
+
 // MaxParamsDepth is the deepest nesting accepted in a request's params, which come from the client:
 // the official MCP Go SDK refuses messages nested deeper than 1000, and params sit inside the message.
 const MaxParamsDepth = 1000
@@ -51,7 +58,7 @@ const MaxParamsDepth = 1000
 var (
 	strict    = rules{maxDepth: MaxDepth}
 	firstWins = rules{maxDepth: MaxDepth, firstWins: true}
-	params    = rules{maxDepth: MaxParamsDepth, noFolded: true}
+	params    = rules{maxDepth: MaxParamsDepth, maxIntDigits: MaxParamsIntegerDigits}
 )
 
 // Append appends the canonical form of the single JSON value in src to dst. A repeated member name
@@ -73,8 +80,9 @@ func AppendFirstWins(dst, src []byte) ([]byte, error) {
 
 // AppendParams appends the canonical form of the JSON object of a request's params in src to dst,
 // leaving out its top-level members named in omit (nested members of the same names stay; omitted
-// members are still checked). Beyond Append's rules it refuses nesting deeper than MaxParamsDepth
-// and sibling names that encoding/json reads as one struct field (equal under bytes.EqualFold).
+// members are still checked). Beyond Append's rules it refuses nesting deeper than MaxParamsDepth and
+// integers of more than MaxParamsIntegerDigits digits, as Snodo does.
+// Names that differ only by case are distinct members, as they are to Snodo.
 func AppendParams(dst, src []byte, omit ...string) ([]byte, error) {
 	d := get(src)
 	defer put(d)
@@ -100,8 +108,7 @@ func get(src []byte) *Decoder {
 
 func put(d *Decoder) {
 	// Do not keep scratch space grown by an unusual input alive forever.
-	if cap(d.keys) > 64<<10 || cap(d.tmp) > 64<<10 || cap(d.folded) > 64<<10 || cap(d.nodes) > 4096 || cap(d.mems) > 4096 ||
-		cap(d.stack) > 4096 || cap(d.folds) > 4096 {
+	if cap(d.keys) > 64<<10 || cap(d.tmp) > 64<<10 || cap(d.nodes) > 4096 || cap(d.mems) > 4096 || cap(d.stack) > 4096 {
 		return
 	}
 	d.Reset(nil)

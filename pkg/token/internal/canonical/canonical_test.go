@@ -228,10 +228,10 @@ func TestAppendSortsNested(t *testing.T) {
 	}
 }
 
-// Names equal under bytes.EqualFold are refused as siblings of params, whatever their length, the
-// bytes their runes take (ſ is two bytes, s one), and the number of siblings (pairwise below nine,
-// sorted by folded name above); names that merely share a long folded prefix are not.
-func TestAppendParamsRefusesFoldedSiblings(t *testing.T) {
+// Names that differ only by case or Unicode folding are distinct members of params, as they are to
+// Snodo: kept, each with its own value, in the order of their bytes, whatever their number (the
+// many-member case sorts differently from the few).
+func TestAppendParamsKeepsFoldedSiblings(t *testing.T) {
 	many := func(extra ...string) string {
 		var b strings.Builder
 		b.WriteString(`{`)
@@ -247,14 +247,22 @@ func TestAppendParamsRefusesFoldedSiblings(t *testing.T) {
 	for _, in := range []string{
 		`{"ſssssssss":1,"Sssssssss":2}`, `{"Sssssssss":1,"ſssssssss":2}`, `{"aſ":1,"AS":2}`,
 		`{"\u212Aelvin":1,"kelvin":2}`, `{"é":1,"É":2}`, many(`"LOCATIONPREFIX07":99`), many(`"ſtatus":1`, `"STATUS":2`),
+		`{"Accept":1,"accept":2,"ACCEPT":3}`, `{"a":[{"X":1,"x":2}],"A":{"σ":1,"ς":2,"Σ":3}}`,
 	} {
-		if got, err := AppendParams(nil, []byte(in)); err == nil {
-			t.Errorf("AppendParams(%.60s) = %.60s, want an error", in, got)
+		got, err := AppendParams(nil, []byte(in))
+		if err != nil {
+			t.Errorf("AppendParams(%.60s): %v", in, err)
+			continue
+		}
+		v, err := Decode([]byte(in))
+		if err != nil || string(got) != string(v.Encode()) {
+			t.Errorf("AppendParams(%.60s) = %.60s, the tree decoder writes %.60s (%v)", in, got, v.Encode(), err)
 		}
 	}
-	for _, in := range []string{many(), `{"ſs":1,"s":2,"sss":3}`, `{"é":1,"e":2}`} {
-		if _, err := AppendParams(nil, []byte(in)); err != nil {
-			t.Errorf("AppendParams(%.60s): %v", in, err)
-		}
+	// Swapping the values of two folded names changes the binding.
+	a, _ := AppendParams(nil, []byte(`{"Accept":1,"accept":2}`))
+	b, _ := AppendParams(nil, []byte(`{"accept":1,"Accept":2}`))
+	if string(a) == string(b) {
+		t.Errorf("swapped values of Accept and accept bind alike: %s", a)
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"slices"
-	"unicode"
-	"unicode/utf8"
 )
 
 // The encoder works in two passes over a flat list of nodes, so that its cost is O(n log n) in the
@@ -31,8 +29,8 @@ type rules struct {
 	// firstWins keeps the first of repeated member names, as Elixir's JSON.decode does (Snodo's
 	// open); otherwise a repeated name is an error.
 	firstWins bool
-	// noFolded refuses sibling names that encoding/json folds to one struct field.
-	noFolded bool
+	// maxIntDigits, if not zero, is the most digits an integer may have.
+	maxIntDigits int
 }
 
 type kind uint8
@@ -109,7 +107,7 @@ func (d *Decoder) canonical(dst []byte, r rules, object bool, omit []string) ([]
 			return append(dst, d.src[start:end]...), nil
 		}
 	}
-	d.pos, d.depth, d.folds = start, 0, d.folds[:0]
+	d.pos, d.depth = start, 0
 	root, err := d.read(omit)
 	if err != nil {
 		return dst, err
@@ -279,11 +277,6 @@ func (d *Decoder) readObject(i int32, omit []string) error {
 			ms[k].drop = true
 		}
 	}
-	if d.rules.noFolded && len(ms) > 1 {
-		if err := d.checkFolded(ms); err != nil {
-			return err
-		}
-	}
 	d.nodes[i].mems, d.nodes[i].nmem = int32(len(d.mems)), int32(len(ms))
 	d.nodes[i].canon = canon && d.spaces == spaces
 	d.mems = append(d.mems, ms...)
@@ -374,115 +367,6 @@ func appendNumber(dst, lit []byte) []byte {
 	}
 	f, _ := parseFloat(lit) // read checked the range
 	return AppendFloat(dst, f)
-}
-
-// foldEntry is a member's folded name, in Decoder.folded, and its index among its siblings; in the
-// fast path (fast.go) only key is used.
-type foldEntry struct {
-	key      uint64
-	off, len int32
-	i        int32
-}
-
-// checkFolded fails if two of the distinct names ms are equal under the case folding of
-// encoding/json, which matches a member to a struct field by bytes.EqualFold: "location" and
-// "LOCATION", "k" and "\u212a" (Kelvin). A handler decoding such params reads one of the two,
-// chosen by their order, which the canonical form does not keep. Few members are compared pairwise
-// by fold key (names that fold alike have equal keys); many are sorted by their whole folded names,
-// so that names sharing a long prefix cost no more than others.
-func (d *Decoder) checkFolded(ms []member) error {
-	if len(ms) <= 8 { // most objects: their keys fit on the stack
-		var keys [8]uint64
-		for i := range ms {
-			keys[i] = d.foldKey(&ms[i])
-			for j := range i {
-				if keys[j] == keys[i] {
-					if err := d.clash(&ms[j], &ms[i]); err != nil {
-						return err
-					}
-				}
-			}
-		}
-		return nil
-	}
-	fs, folded := d.folds[:0], d.folded[:0]
-	for i := range ms {
-		off := len(folded)
-		folded = appendFolded(folded, d.key(&ms[i]), -1)
-		fs = append(fs, foldEntry{off: int32(off), len: int32(len(folded) - off), i: int32(i)})
-	}
-	d.folds, d.folded = fs, folded
-	name := func(f foldEntry) []byte { return folded[f.off : f.off+f.len] }
-	slices.SortFunc(fs, func(a, b foldEntry) int { return bytes.Compare(name(a), name(b)) })
-	for k := 1; k < len(fs); k++ {
-		if bytes.Equal(name(fs[k-1]), name(fs[k])) {
-			if err := d.clash(&ms[fs[k-1].i], &ms[fs[k].i]); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// clash fails if the names of x and y, distinct (ms has no repeats), are equal under
-// bytes.EqualFold.
-func (d *Decoder) clash(x, y *member) error {
-	if bytes.EqualFold(d.key(x), d.key(y)) {
-		return d.errorf(d.pos, "object has the names %q and %q, which encoding/json reads as one", d.key(x), d.key(y))
-	}
-	return nil
-}
-
-// appendFolded appends name folded as encoding/json folds it (its appendFoldedName): ASCII letters
-// to upper case, every other rune to the smallest rune of its Unicode fold orbit. Two names are equal
-// under bytes.EqualFold exactly when they fold to the same bytes. It stops once it has appended
-// limit bytes or more, whole runes (limit < 0: no limit).
-func appendFolded(dst, name []byte, limit int) []byte {
-	start := len(dst)
-	for i := 0; i < len(name) && (limit < 0 || len(dst)-start < limit); {
-		if c := name[i]; c < utf8.RuneSelf {
-			if 'a' <= c && c <= 'z' {
-				c -= 'a' - 'A'
-			}
-			dst = append(dst, c)
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRune(name[i:])
-		dst = utf8.AppendRune(dst, foldRune(r))
-		i += n
-	}
-	return dst
-}
-
-// foldKey is the first eight bytes, zero-padded, of a member's name folded as encoding/json folds
-// it (its appendFoldedName: ASCII letters to upper case, every other rune to the smallest rune of
-// its Unicode fold orbit). Names equal under bytes.EqualFold fold to equal bytes, so to equal keys.
-// A name that starts with eight ASCII bytes, nearly every one, is folded in a few instructions from
-// its prefix.
-func (d *Decoder) foldKey(m *member) uint64 {
-	const highs = 0x8080808080808080
-	if m.prefix&highs == 0 { // the name's first eight bytes, or all of it, are ASCII
-		x := m.prefix
-		// The bytes of x in 'a'..'z': adding 0x1f sets the high bit of those >= 'a', adding 0x05
-		// of those >= '{'; neither carries out of an ASCII byte.
-		lower := (x + 0x1f1f1f1f1f1f1f1f) &^ (x + 0x0505050505050505) & highs
-		return x - lower>>2 // 0x80>>2 is the 0x20 between a letter's cases
-	}
-	var buf [8 + utf8.UTFMax]byte
-	out := appendFolded(buf[:0], d.key(m), 8)
-	return namePrefix(out[:min(len(out), 8)])
-}
-
-// foldRune returns the smallest rune of r's fold orbit.
-func foldRune(r rune) rune {
-	for {
-		r2 := unicode.SimpleFold(r)
-		if r2 <= r {
-			return r2
-		}
-		r = r2
-	}
 }
 
 // srcPrefix is namePrefix(src[off:off+n]) without copying when eight bytes can be read at off,

@@ -66,8 +66,6 @@ func (d *Decoder) isCanonicalObject(omit []string) bool {
 		d.depth--
 		return true
 	}
-	folds := len(d.folds)
-	defer func() { d.folds = d.folds[:folds] }()
 	var prev []byte
 	for {
 		if d.pos >= len(d.src) || d.src[d.pos] != '"' {
@@ -81,22 +79,6 @@ func (d *Decoder) isCanonicalObject(omit []string) bool {
 		// Strictly increasing names: sorted, and no repeats.
 		if prev != nil && string(prev) >= string(name) || isOmitted(omit, name) {
 			return false
-		}
-		if d.rules.noFolded {
-			// Pairwise, so for a few members only: a larger object goes to the two-pass encoder,
-			// which sorts the keys (a canonical object of 100 000 members would otherwise cost
-			// 5e9 comparisons).
-			if len(d.folds)-folds == 8 {
-				return false
-			}
-			m := member{prefix: srcPrefix(d.src, d.pos+1, len(name)), name: int32(d.pos + 1), nlen: int32(len(name))}
-			key := d.foldKey(&m)
-			for _, f := range d.folds[folds:] {
-				if f.key == key {
-					return false // maybe a clash: the two-pass encoder decides, and names it
-				}
-			}
-			d.folds = append(d.folds, foldEntry{key: key})
 		}
 		prev = name
 		d.pos = end + 1

@@ -3,7 +3,6 @@ package canonical
 import (
 	"bytes"
 	"encoding/json"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -46,7 +45,8 @@ func FuzzCanonical(f *testing.F) {
 
 // FuzzRules: the rule variants agree with Append where they should. AppendFirstWins accepts what
 // Append accepts and writes the same; what it writes is canonical text without repeats. AppendParams
-// accepts an object Append accepts unless a sibling pair folds alike, and writes the same.
+// accepts an object Append accepts unless it nests too deep or holds too long an integer, and writes
+// the same: names that differ only by case are distinct members to it as to Append.
 func FuzzRules(f *testing.F) {
 	for _, s := range []string{`{"a":1,"a":2}`, `{"b":[{"x":1,"x":2}],"a":0}`, `{"location":"P","LOCATION":"Q"}`,
 		`{"K":1,"\u212a":2}`, `{"a":{"b":{"c":1},"a":2},"A":3}`, `[{"z":1,"y":2,"z":3}]`, ` { "a" : 1 } `} {
@@ -69,23 +69,9 @@ func FuzzRules(f *testing.F) {
 		}
 		if serr == nil && perr != nil && len(in) > 0 {
 			v, _ := Decode(in)
-			if v.Kind == Object && !hasFoldedSiblings(v) && !strings.Contains(perr.Error(), "nesting") {
+			if v.Kind == Object && !strings.Contains(perr.Error(), "nesting") && !strings.Contains(perr.Error(), "digits") {
 				t.Fatalf("AppendParams refused %s: %v", in, perr)
 			}
 		}
 	})
-}
-
-func hasFoldedSiblings(v Value) bool {
-	for i, m := range v.Members {
-		for _, o := range v.Members[i+1:] {
-			if strings.EqualFold(m.Name, o.Name) {
-				return true
-			}
-		}
-		if hasFoldedSiblings(m.Value) {
-			return true
-		}
-	}
-	return slices.ContainsFunc(v.Elems, hasFoldedSiblings)
 }

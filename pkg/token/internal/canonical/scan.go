@@ -10,7 +10,7 @@ import (
 )
 
 // This file is the scanner: the lexical rules of the package comment, shared by the encoder
-// (encode.go), the syntax-only SkipValue and the test-only tree decoder (tree.go).
+// (encode.go), the syntax-only SkipValue and the tests' tree decoder (tree_test.go).
 
 // SyntaxError reports why and where a text is not acceptable JSON.
 type SyntaxError struct {
@@ -33,21 +33,18 @@ type Decoder struct {
 	// it has no whitespace inside.
 	spaces int
 
-	keys   []byte      // decoded member names that have escapes
-	nodes  []node      // the values read, in document order (encode.go)
-	stack  []member    // members of the objects being read, innermost last
-	mems   []member    // members of the objects read, each object's sorted and contiguous
-	folds  []foldEntry // scratch for the folded-name check
-	folded []byte      // the folded names of a large object, for that check
-	tmp    []byte      // scratch for decoding escaped strings and for formatting floats
+	keys  []byte   // decoded member names that have escapes
+	nodes []node   // the values read, in document order (encode.go)
+	stack []member // members of the objects being read, innermost last
+	mems  []member // members of the objects read, each object's sorted and contiguous
+	tmp   []byte   // scratch for decoding escaped strings and for formatting floats
 }
 
 // Reset makes d read src from the start.
 func (d *Decoder) Reset(src []byte) {
 	d.src, d.pos, d.depth, d.spaces = src, 0, 0, 0
 	d.rules = rules{maxDepth: MaxDepth}
-	d.keys, d.nodes, d.stack, d.mems, d.folds, d.folded, d.tmp = d.keys[:0], d.nodes[:0], d.stack[:0], d.mems[:0],
-		d.folds[:0], d.folded[:0], d.tmp[:0]
+	d.keys, d.nodes, d.stack, d.mems, d.tmp = d.keys[:0], d.nodes[:0], d.stack[:0], d.mems[:0], d.tmp[:0]
 }
 
 func (d *Decoder) errorf(off int, format string, args ...any) error {
@@ -301,13 +298,23 @@ func (d *Decoder) scanNumber() (isFloat bool, err error) {
 	return isFloat, nil
 }
 
-// scanNumberValue moves past a number and returns its literal, checking that a float is in range.
+// scanNumberValue moves past a number and returns its literal, checking that a float is in range
+// and, if the rules limit them, that an integer has at most rules.maxIntDigits digits.
 func (d *Decoder) scanNumberValue() (lit []byte, isFloat bool, err error) {
 	start := d.pos
 	if isFloat, err = d.scanNumber(); err != nil {
 		return nil, false, err
 	}
 	lit = d.src[start:d.pos]
+	if !isFloat && d.rules.maxIntDigits > 0 {
+		digits := len(lit)
+		if lit[0] == '-' {
+			digits--
+		}
+		if digits > d.rules.maxIntDigits {
+			return nil, false, d.errorf(start, "integer of %d digits: at most %d are accepted", digits, d.rules.maxIntDigits)
+		}
+	}
 	if isFloat {
 		if _, err := parseFloat(lit); err != nil {
 			return nil, false, d.errorf(start, "%v", err)

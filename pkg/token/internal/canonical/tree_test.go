@@ -1,8 +1,8 @@
 package canonical
 
-// This file is for tests only: a tree decoder that the tests of this package and of pkg/token use as
-// a second, independent reading of the rules to check the encoder against. No code path of the
-// codecs calls it.
+// A tree decoder that this package's tests use as a second, independent reading of the rules to
+// check the encoder against. It is a test file so that the shipped package holds only what the
+// codecs call.
 
 import (
 	"math/big"

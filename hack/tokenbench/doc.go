@@ -1,0 +1,21 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package tokenbench benchmarks the alternatives to pkg/token's codecs (go-jose, golang-jwt, Tink) on
+// the fixture of pkg/token's own benchmarks: a module of its own, so that those libraries never
+// enter pkg's module graph, which MCP servers import. `make bench-token` runs these with pkg/token's
+// codecs and floors and prints the ratios (hack/benchratio). The package holds only tests.
+package tokenbench
