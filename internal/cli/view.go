@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
 	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 )
@@ -64,11 +65,8 @@ type podView struct {
 	laggard      bool // the operator named it among the laggards
 }
 
-// reload reports whether kr delivers by acknowledgement. A keyring from before spec.delivery has
-// none and reads as Reload, as the operator reads it.
-func reload(kr *mrtrv1alpha1.MRTRKeyring) bool {
-	return kr.Spec.Delivery != mrtrv1alpha1.DeliveryRestart
-}
+// reload reports whether kr delivers by acknowledgement, as the operator reads its spec.
+func reload(kr *mrtrv1alpha1.MRTRKeyring) bool { return rotation.SettingsFrom(kr.Spec).Reload() }
 
 // secretName is the keyring Secret's name: status's, else the spec's default.
 func secretName(kr *mrtrv1alpha1.MRTRKeyring) string {

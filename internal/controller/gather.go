@@ -60,10 +60,10 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 	if generate == nil {
 		generate = keyring.GenerateKey
 	}
-	keyBytes := max(int(kr.Spec.KeyBytes), keyring.MinSecretBytes)
+	settings := rotation.SettingsFrom(kr.Spec)
 	var fresh [2]keyring.Key
 	for i := range fresh {
-		if fresh[i], err = generate("candidate", keyBytes); err != nil {
+		if fresh[i], err = generate("candidate", settings.KeyBytes); err != nil {
 			return rotation.Input{}, observed{}, fmt.Errorf("generate a key for keyring %s/%s: %w", kr.Namespace, kr.Name, err)
 		}
 	}
@@ -73,7 +73,6 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 			return rotation.Input{}, observed{}, err
 		}
 	}
-	settings := rotation.SettingsFrom(kr.Spec)
 	ws := observeWorkloads(targets, kr)
 	stampable := make([]client.Object, 0, len(targets.Found))
 	counted := map[string]bool{} // pods counted with a target, by name
