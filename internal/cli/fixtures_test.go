@@ -114,7 +114,7 @@ func payments() *mrtrv1alpha1.MRTRKeyring {
 			RotationsCompleted:       4,
 			TTLWaits:                 ttlWaits(true),
 			WaitingFor: &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitDelivery,
-				For: []string{"Deployment/payments-mcp", "payments-mcp-7d9f-c", "payments-canary-0"},
+				For:     []string{"Deployment/payments-mcp", "payments-mcp-7d9f-c", "payments-canary-0"},
 				Message: "2 of 4 pods to acknowledge keyring " + fpNew + " (laggards: payments-mcp-7d9f-c, payments-canary-0), so that no pod seals with the old key any more"},
 			Conditions: healthy("payments", mrtrv1alpha1.PhaseSealingWithNew, fpNew,
 				"SealingWithNew: waiting for every pod to acknowledge keyring "+fpNew+": Deployment/payments-mcp: 2 of 3 pods", -2*time.Minute),
@@ -189,7 +189,7 @@ func search() *mrtrv1alpha1.MRTRKeyring {
 			TTLWaits:           ttlWaits(false),
 			WaitingFor: &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitNextRotation, Until: atp(20 * day),
 				Message: "the next rotation, due at 2026-12-21T12:00:00Z"},
-			Conditions:         healthy("search", mrtrv1alpha1.PhaseStable, fpOld, "", -10*day),
+			Conditions: healthy("search", mrtrv1alpha1.PhaseStable, fpOld, "", -10*day),
 		},
 	}
 }
@@ -223,7 +223,7 @@ func weather() *mrtrv1alpha1.MRTRKeyring {
 			TTLWaits:          ttlWaits(true),
 			WaitingFor: &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitTokenExpiry, Until: &until,
 				Message: "the tokens sealed with the old keys to expire: the TTL wait ends at 2026-12-01T12:04:12Z; then the old keys are removed"},
-			NextRotationTime:  atp(-5 * time.Minute),
+			NextRotationTime: atp(-5 * time.Minute),
 			RevokedKeys: []mrtrv1alpha1.RevokedKey{
 				{ID: "k20261015-000000", Role: mrtrv1alpha1.KeyPrimary, RevokedAt: at(-10 * day)},
 			},
