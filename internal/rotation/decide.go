@@ -19,6 +19,7 @@ package rotation
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -259,7 +260,7 @@ func leaveWaitingTTL(f facts, o outcome, kr *keyring.Keyring) outcome {
 	if o.status.TTLWaitUntil == nil { // lost (an edited status): wait the whole time again from now
 		o.status.TTLWaitUntil = ttlWaitEnd(f.in.Now, o.status.TTLWaits)
 	}
-	o = extendTTLWait(f, o)
+	o = extendTTLWait(o)
 	if f.in.Now.Before(o.status.TTLWaitUntil.Time) {
 		return o
 	}
@@ -406,7 +407,7 @@ func retiringTTLWait(w *mrtrv1alpha1.TTLWaits) time.Duration {
 
 // extendTTLWait moves the end of the TTL wait later when a longer TTL was declared since it began,
 // so that raising tokenTTL during the wait still covers every token sealed with the old keys.
-func extendTTLWait(f facts, o outcome) outcome {
+func extendTTLWait(o outcome) outcome {
 	if o.status.PhaseStartedAt == nil {
 		return o
 	}
@@ -557,7 +558,7 @@ func (o outcome) cannotBuild(err error) outcome {
 }
 
 func (o outcome) event(typ, reason, action, format string, args ...any) outcome {
-	o.events = append(o.events[:len(o.events):len(o.events)], Event{Type: typ, Reason: reason, Action: action, Note: fmt.Sprintf(format, args...)})
+	o.events = append(slices.Clip(o.events), Event{Type: typ, Reason: reason, Action: action, Note: fmt.Sprintf(format, args...)})
 	return o
 }
 

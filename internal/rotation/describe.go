@@ -546,7 +546,7 @@ func (r *report) waitingDelivery(purpose string) *mrtrv1alpha1.WaitingFor {
 			w.For = append(w.For, t.ref())
 		}
 	}
-	var laggards []string
+	laggards := make([]string, 0, maxNamed)
 	for _, t := range r.pending {
 		laggards = append(laggards, podNames(t.laggards)...)
 	}

@@ -144,12 +144,11 @@ func without(f facts, st mrtrv1alpha1.MRTRKeyringStatus, kr *keyring.Keyring, dr
 	}
 	fresh := newKeys(f, st, kr, 2)
 	next, err := kr, error(nil)
-	switch successor := successor(kr, drop, roles); {
-	case successor == "":
+	if successor := successor(kr, drop, roles); successor == "" {
 		// Every key is revoked: a fresh one seals.
 		next, err = keyring.New(fresh[0])
 		fresh = fresh[1:]
-	default:
+	} else {
 		if next, err = next.SetPrimary(successor); err == nil {
 			next, err = next.Delete(dropped...)
 		}
