@@ -106,7 +106,7 @@ func gather(ctx context.Context, c client.Reader, kr *mrtrv1alpha1.MRTRKeyring) 
 
 // workloadPods lists the pods that the workload's controller selects, as the operator does.
 func workloadPods(ctx context.Context, c client.Reader, ns string, ws mrtrv1alpha1.WorkloadStatus) ([]corev1.Pod, error) {
-	obj, err := workload.Kind(ws.Kind).New()
+	obj, err := workload.New(ws.Kind)
 	if err != nil {
 		return nil, err
 	}

@@ -251,7 +251,7 @@ func (r *MRTRKeyringReconciler) targets(ctx context.Context, kr *mrtrv1alpha1.MR
 func specRefs(kr *mrtrv1alpha1.MRTRKeyring) []workload.Ref {
 	refs := make([]workload.Ref, len(kr.Spec.Workloads))
 	for i, w := range kr.Spec.Workloads {
-		refs[i] = workload.Ref{Kind: workload.Kind(w.Kind), Name: w.Name}
+		refs[i] = workload.Ref{Kind: w.Kind, Name: w.Name}
 	}
 	return refs
 }
@@ -265,17 +265,17 @@ func observeWorkloads(t workload.Targets, kr *mrtrv1alpha1.MRTRKeyring) []rotati
 		ref, _ := workload.RefOf(obj)
 		ro, _ := workload.RolloutStatus(obj)
 		out = append(out, rotation.Workload{
-			Kind: mrtrv1alpha1.WorkloadKind(ref.Kind), Name: ref.Name, Found: true,
+			Kind: ref.Kind, Name: ref.Name, Found: true,
 			Stamp: workload.FingerprintAt(obj, workload.StampKey(obj, kr.Name)), RolledOut: ro.Done, Ready: ro.Ready, Desired: ro.Desired, Message: ro.Message, Unobserved: ro.Unobserved,
 			Outage: ro.Outage, Unreferenced: !slices.Contains(workload.ReferencedSecrets(obj), secret),
 		})
 	}
 	for _, ref := range t.Missing {
-		out = append(out, rotation.Workload{Kind: mrtrv1alpha1.WorkloadKind(ref.Kind), Name: ref.Name})
+		out = append(out, rotation.Workload{Kind: ref.Kind, Name: ref.Name})
 	}
 	// Found and Missing are each sorted and disjoint; merge their order.
 	slices.SortFunc(out, func(a, b rotation.Workload) int {
-		return workload.Ref{Kind: workload.Kind(a.Kind), Name: a.Name}.Compare(workload.Ref{Kind: workload.Kind(b.Kind), Name: b.Name})
+		return workload.Ref{Kind: a.Kind, Name: a.Name}.Compare(workload.Ref{Kind: b.Kind, Name: b.Name})
 	})
 	return out
 }
