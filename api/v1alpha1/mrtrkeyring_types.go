@@ -45,7 +45,8 @@ type MRTRKeyringSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="spec.rotationInterval must be at least 1m"
 	RotationInterval metav1.Duration `json:"rotationInterval,omitzero"`
 
-	// tokenTTL is the longest lifetime of any token a consumer seals; MRTR caps it at 15m.
+	// tokenTTL is the longest lifetime of any token a consumer seals; MRTR caps it at 15m
+	// (keyring.MaxTokenTTL, which the codecs enforce).
 	// +optional
 	// +kubebuilder:default="5m"
 	// +kubebuilder:validation:Type=string

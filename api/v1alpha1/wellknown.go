@@ -16,26 +16,18 @@ limitations under the License.
 
 package v1alpha1
 
-import (
-	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
-	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
-)
-
-// The wire contract: every name the operator, the servers and the people who run them read or write
-// on objects other than the MRTRKeyring itself, in one place. One word per thing: a keyring's
+// The wire contract: every name the operator and the people who run it read or write on objects
+// other than the MRTRKeyring itself, in one place. What the servers read or write is the library's
+// (pkg/keyring: the Secret's type and data keys; pkg/ack: the acknowledgement annotation), and this
+// package, a leaf, imports none of it. One word per thing: a keyring's
 // fingerprint (keyring.Keyring.Fingerprint, a short hash of its ids and bytes, safe to print) is
 // what the Secret records, what a pod template is stamped with (stamping is the act, the
 // fingerprint the value) and what a pod acknowledges. The annotation keys are fixed by deployed
 // systems, so some spell the fingerprint "keyring-hash"; the constants name them for what they hold.
 
-// The keyring Secret: its type, its data keys, and the label naming the MRTRKeyring that owns it.
+// The keyring Secret: the label naming the MRTRKeyring that owns it, and the operator's field
+// manager (its type and data keys are keyring.SecretType, SecretDataKey and TokenTTLDataKey).
 const (
-	// SecretType is the type of every keyring Secret.
-	SecretType = keyring.SecretType
-	// SecretDataKey holds keyring.json: {"keys":[{"id":..,"secret":..}]}, the first key seals.
-	SecretDataKey = keyring.SecretDataKey
-	// TokenTTLDataKey holds the longest token lifetime, in seconds, that the servers may seal.
-	TokenTTLDataKey = keyring.TokenTTLDataKey
 	// KeyringLabel names, on the Secret, the MRTRKeyring that owns it.
 	KeyringLabel = "mrtr.dev/keyring"
 	// FieldManager is the operator's field manager in every write it makes; the managedFields time
@@ -85,9 +77,6 @@ const (
 	// SharedByAnnotation, on a workload, lets several MRTRKeyrings share it: their names, comma
 	// separated; the first stamps FingerprintAnnotation, each other its own prefixed annotation.
 	SharedByAnnotation = "mrtr.dev/keyrings"
-	// AcknowledgementAnnotationPrefix starts, on a Pod, the annotation under which the pod
-	// acknowledges the fingerprint of the keyring it loaded from a Secret (ack.AnnotationKey).
-	AcknowledgementAnnotationPrefix = ack.AnnotationPrefix
 )
 
 // Event reasons, besides the condition reasons (Reason*), which Warning events also carry.

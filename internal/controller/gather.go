@@ -35,17 +35,17 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
-// observed is what gather read besides the Input: the objects apply writes back.
+// observed is what gather read besides the Input: the objects Reconcile writes back.
 type observed struct {
 	// secret is the keyring Secret as read live, nil when it does not exist.
 	secret *corev1.Secret
-	// targets are the found target workloads, which apply stamps.
+	// targets are the found target workloads, which Reconcile stamps (workload.Stamp).
 	targets []client.Object
 }
 
 // gather reads everything rotation.Step needs (cert-manager's gatherer): the Secret (live), the
 // target workloads (cached) and a fresh candidate key. It also returns the objects it read, which
-// apply writes: the Secret is updated from this very copy, so a change made after Step decided
+// Reconcile writes (writeSecret, workload.Stamp): the Secret is updated from this very copy, so a change made after Step decided
 // fails the write instead of being overwritten.
 func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring) (rotation.Input, observed, error) {
 	secret, err := r.readSecret(ctx, kr)

@@ -99,7 +99,8 @@ const DefaultConcurrency = 8
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 
-// Reconcile runs one pass: gather, rotation.Step, apply.
+// Reconcile runs one pass: gather, rotation.Step, then the writes it decided (writeSecret, the
+// status update, workload.Stamp, evict).
 func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
 	var kr mrtrv1alpha1.MRTRKeyring

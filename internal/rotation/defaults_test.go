@@ -18,13 +18,16 @@ package rotation
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
 // crdDefaults reads the defaults of spec's fields from the generated CRD (make manifests).
@@ -114,5 +117,18 @@ func TestSettingsFromDefaultsAreTheCRDs(t *testing.T) {
 				t.Errorf("without %s: %+v\nwant the CRD's default: %+v", name, got, Defaults)
 			}
 		})
+	}
+}
+
+// The ceiling of spec.tokenTTL is the library's, keyring.MaxTokenTTL, which the codecs enforce: the
+// CRD's validation rule states the same value.
+func TestTokenTTLCeilingIsTheLibrarys(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "config", "crd", "bases", "mrtr.dev_mrtrkeyrings.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := fmt.Sprintf("duration(self) <= duration('%dm')", int(keyring.MaxTokenTTL.Minutes()))
+	if !strings.Contains(string(raw), rule) {
+		t.Errorf("the CRD's rule for spec.tokenTTL lacks %q (keyring.MaxTokenTTL is %v)", rule, keyring.MaxTokenTTL)
 	}
 }

@@ -388,8 +388,8 @@ func TestSecretAnnotationsRoundTrip(t *testing.T) {
 		LastHandledRotateRequest: "r", LastHandledRevokeRequest: "k0,k9",
 		RevokedKeys: []mrtrv1alpha1.RevokedKey{{ID: "k0"}, {ID: "k9"}},
 	}}
-	data := map[string][]byte{mrtrv1alpha1.SecretDataKey: mustMarshal(t, kr)}
-	got := ObserveSecret(true, mrtrv1alpha1.SecretType, data, d.SecretAnnotations())
+	data := map[string][]byte{keyring.SecretDataKey: mustMarshal(t, kr)}
+	got := ObserveSecret(true, keyring.SecretType, data, d.SecretAnnotations())
 	if !got.writtenByUs() || got.WrittenPhase != mrtrv1alpha1.PhaseRevoking || got.Staged != "k2" || got.HandledRotateRequest != "r" ||
 		got.HandledRevokeRequest != "k0,k9" || !slices.Equal(got.Revoked, []string{"k0", "k9"}) {
 		t.Errorf("read back %+v", got)

@@ -142,6 +142,6 @@ func TestStampIsIdempotent(t *testing.T) {
 		t.Errorf("second Stamp changed the resourceVersion")
 	}
 	if _, err := Stamp(ctx, c, after, "", "payments"); err == nil {
-		t.Errorf("Stamp with an empty hash succeeded")
+		t.Errorf("Stamp with an empty fingerprint succeeded")
 	}
 }
