@@ -175,7 +175,7 @@ func TestEnvtestStatus(t *testing.T) {
 		r := run(t, o, "", "status", kc, "-n", "mcp", "payments")
 		assertOutput(t, r,
 			"Phase: SealingWithNew since 2026-12-01T11:58:30Z (90s ago)",
-			"Waiting for: 2 of 4 pods to acknowledge keyring "+fpNew+" (laggards: payments-mcp-7d9f-c and payments-canary-0), "+
+			"Waiting for: 2 of 4 pods to acknowledge keyring "+fpNew+" (laggards: payments-mcp-7d9f-c, payments-canary-0), "+
 				"so that no pod seals with the old key any more.",
 			"k20261201-115800 Primary 2026-12-01T11:58:00Z (2m ago)",
 			"Deployment/payments-mcp: not up to date, 3/3 ready, 2 of 3 pods acknowledged",
@@ -262,7 +262,10 @@ func TestEnvtestSuspendResume(t *testing.T) {
 	}
 	assertOutput(t, run(t, o, "", "status", kc, "-n", "suspend", "search"),
 		"Waiting for: the operator to act on the latest spec (generation 2; the status is of generation 1).")
-	suspended.Status.ObservedGeneration = suspended.Generation // as the operator's next pass writes it
+	// As the operator's next pass writes them (rotation.Step, which TestWaitingFor checks).
+	suspended.Status.ObservedGeneration = suspended.Generation
+	suspended.Status.WaitingFor = &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitResume,
+		Message: "a resume: rotations are suspended (spec.suspend), and the rotation requested by mrtr.dev/rotate=2026-12-01T11:59:00Z starts once they are resumed"}
 	if err := c.Status().Update(ctx, suspended); err != nil {
 		t.Fatal(err)
 	}
