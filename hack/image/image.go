@@ -42,7 +42,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// What the image is. The Dockerfile's final stage must agree (image_test.go checks it).
+// What the image is.
 const (
 	nonrootID  = 65532
 	imageUser  = "65532:65532"
