@@ -76,12 +76,14 @@ func decide(f facts) outcome {
 		return o.stalled(mrtrv1alpha1.ReasonConflict, "Secret %s belongs to MRTRKeyring %s: this keyring writes and stamps nothing while %s exists; give it another spec.secretName",
 			f.in.SecretName, owner, owner)
 	}
-	if kr, o2 := settleSecret(f, o); kr == nil {
-		o = o2
-	} else if o3, revoked := revoke(f, o2, kr); revoked {
-		o = o3
-	} else {
-		o = advance(f, o3, kr)
+	kr, settled, o := settleSecret(f, o)
+	if kr != nil {
+		// A revocation comes first, in every phase, and before a keyring taken as it is is written:
+		// no key a request names is written to seal.
+		revoked := false
+		if o, revoked = revoke(f, o, kr); !revoked && settled {
+			o = advance(f, o, kr)
+		}
 	}
 	o = publishTokenTTL(f, o)
 	if !f.in.Settings.Reload() && (f.in.Secret.State == SecretValid || o.write != nil) {
@@ -97,25 +99,26 @@ func decide(f facts) outcome {
 }
 
 // settleSecret settles what the Secret holds against what status says was written. It returns the
-// keyring the phase machine may advance from, or nil when this pass must not advance (it writes
-// the Secret already, or the Secret is unusable).
-func settleSecret(f facts, o outcome) (*keyring.Keyring, outcome) {
+// Secret's keyring when it is valid and ours to use (nil otherwise), and whether the phase machine
+// may advance from it this pass: not when this pass writes it already (taken as it is), which a
+// revocation still overrides.
+func settleSecret(f facts, o outcome) (*keyring.Keyring, bool, outcome) {
 	sec, name := f.in.Secret, f.in.SecretName
 	switch sec.State {
 	case SecretWrongType:
-		return nil, o.stalled(mrtrv1alpha1.ReasonSecretWrongType, "Secret %s: %s; it is never overwritten: delete it and a new keyring is created", name, sec.Problem)
+		return nil, false, o.stalled(mrtrv1alpha1.ReasonSecretWrongType, "Secret %s: %s; it is never overwritten: delete it and a new keyring is created", name, sec.Problem)
 	case SecretInvalid:
-		return nil, o.stalled(mrtrv1alpha1.ReasonSecretInvalid, "Secret %s: %s; it is never overwritten: fix or delete it", name, sec.Problem)
+		return nil, false, o.stalled(mrtrv1alpha1.ReasonSecretInvalid, "Secret %s: %s; it is never overwritten: fix or delete it", name, sec.Problem)
 	case SecretAbsent:
-		return nil, createSecret(f, o)
+		return nil, false, createSecret(f, o)
 	}
 	kr, fp := sec.Keyring, sec.Keyring.Fingerprint()
 	switch {
 	case fp == o.status.SecretFingerprint:
-		return kr, o
+		return kr, true, o
 	case f.resume != "":
 		o = o.event(corev1Normal, mrtrv1alpha1.EventResumed, "Resume", "Secret %s holds keyring %s written for phase %s; resuming there", name, fp, f.resume)
-		return kr, enter(f, o, change{phase: f.resume, keyring: kr, staged: f.staged})
+		return kr, true, enter(f, o, change{phase: f.resume, keyring: kr, staged: f.staged})
 	case o.status.SecretFingerprint == "":
 		o = o.event(corev1Normal, mrtrv1alpha1.EventSecretAdopted, "Adopt", "adopted the keyring in Secret %s (keys %s); rolling it out", name, strings.Join(kr.IDs(), ", "))
 	default:
@@ -125,7 +128,7 @@ func settleSecret(f facts, o outcome) (*keyring.Keyring, outcome) {
 	if o.status.NextRotationTime == nil {
 		o.status.NextRotationTime = later(f.now, f.in.Settings.RotationInterval)
 	}
-	return nil, enter(f, o, change{phase: mrtrv1alpha1.PhaseStable, keyring: kr, write: true})
+	return kr, false, enter(f, o, change{phase: mrtrv1alpha1.PhaseStable, keyring: kr, write: true})
 }
 
 // createSecret writes a new keyring for a Secret that is absent: a fresh primary key and, when
@@ -150,7 +153,9 @@ func createSecret(f facts, o outcome) outcome {
 		o = o.event(corev1Warning, mrtrv1alpha1.EventSecretRecreated, "Create", "Secret %s was deleted behind the operator's back; recreated with new keys %s and rolling them out (tokens sealed with the lost keys fail on each pod once it runs the new keys)", f.in.SecretName, describeKeys(kr, staged))
 	}
 	// A new keyring has nothing a pending revocation could name.
-	o.status.LastHandledRevokeRequest = f.in.RevokeRequest
+	if fresh := newRevokeRequests(f.in, o.status); len(fresh) > 0 {
+		o.status.LastHandledRevokeRequest = handledRevokeRequests(f.in, o.status, fresh)
+	}
 	o.status.NextRotationTime = later(f.now, f.in.Settings.RotationInterval)
 	return enter(f, o, change{phase: mrtrv1alpha1.PhaseStable, keyring: kr, staged: staged, write: true})
 }
@@ -509,7 +514,7 @@ func keyStatuses(f facts, kr *keyring.Keyring, phase mrtrv1alpha1.Phase, staged 
 }
 
 // newKeys are the first n of Input.FreshKeys under new ids that neither kr (nil for none), nor
-// status, nor a revoked key has used.
+// status, nor a revoked key has used, and that no revocation request names.
 func newKeys(f facts, st mrtrv1alpha1.MRTRKeyringStatus, kr *keyring.Keyring, n int) []keyring.Key {
 	var used []string
 	if kr != nil {
@@ -521,9 +526,17 @@ func newKeys(f facts, st mrtrv1alpha1.MRTRKeyringStatus, kr *keyring.Keyring, n 
 	for _, k := range st.RevokedKeys {
 		used = append(used, k.ID)
 	}
+	// Nor one a request names, handled or not: a key named by a request never seals. (Such ids
+	// are skipped, not taken as used: a request naming an id of the future must not move every
+	// id after it.)
+	named := append(splitIDs(f.in.RevokeRequest), splitIDs(st.LastHandledRevokeRequest)...)
 	out := make([]keyring.Key, n)
 	for i := range out {
 		id := NewKeyID(f.in.Now, used...)
+		for slices.Contains(named, id) {
+			used = append(used, id)
+			id = NewKeyID(f.in.Now, used...)
+		}
 		out[i] = keyring.NewKey(id, f.in.FreshKeys[i].Secret())
 		used = append(used, id)
 	}

@@ -68,6 +68,12 @@ func revoke(f facts, o outcome, kr *keyring.Keyring) (outcome, bool) {
 	default:
 		what = fmt.Sprintf("revoked key(s) %s: tokens sealed with them fail", strings.Join(gone, ", "))
 	}
+	if successor := next.Primary().ID(); r.drop[kr.Primary().ID()] && !onEveryPod(roles[successor]) {
+		// The window of a revoked primary: no key left is on every pod (revoked twice in a row, or
+		// in Removing, or every key), and sealing on with the revoked key would keep it trusted.
+		what += fmt.Sprintf("; %s is not on every pod yet: until every pod runs keyring %s (Revoking ends), a pod that does not hold it refuses the tokens sealed with it",
+			successor, next.Fingerprint())
+	}
 	if ph := o.status.Phase; ph != mrtrv1alpha1.PhaseStable && ph != mrtrv1alpha1.PhaseRevoking {
 		what += fmt.Sprintf("; the rotation under way (%s) is abandoned", ph)
 	}
@@ -86,16 +92,18 @@ type revocation struct {
 	readded bool
 }
 
-// revocations are the ids of kr to remove now: those a new mrtr.dev/revoke value names, and any
-// revoked before that kr holds again. A value naming no key of kr is refused with an event, once.
+// revocations are the ids of kr to remove now: those the new requests of mrtr.dev/revoke name, and
+// any revoked before that kr holds again. The annotation accumulates requests (items: key ids, or
+// RevokeAll items), and a request is new until it is among those handled (status, or the
+// Secret's record): so no request is lost, however many follow one another while the operator is
+// away. An item naming no key of kr is refused with an event, once.
 func revocations(f facts, o outcome, kr *keyring.Keyring) (outcome, revocation) {
 	var r revocation
-	req := f.in.RevokeRequest
-	handled := req != "" && req != o.status.LastHandledRevokeRequest && req != f.in.Secret.HandledRevokeRequest
-	if handled {
-		o.status.LastHandledRevokeRequest = req
-		r.named = splitIDs(req)
-		if slices.ContainsFunc(r.named, func(id string) bool { return strings.HasPrefix(id, mrtrv1alpha1.RevokeAll) }) {
+	fresh := newRevokeRequests(f.in, o.status)
+	if len(fresh) > 0 {
+		o.status.LastHandledRevokeRequest = handledRevokeRequests(f.in, o.status, fresh)
+		r.named = fresh
+		if slices.ContainsFunc(fresh, func(id string) bool { return strings.HasPrefix(id, mrtrv1alpha1.RevokeAll) }) {
 			r.named = kr.IDs()
 		}
 	}
@@ -112,13 +120,9 @@ func revocations(f facts, o outcome, kr *keyring.Keyring) (outcome, revocation) 
 			unknown = append(unknown, id)
 		}
 	}
-	switch {
-	case handled && len(r.named) == 0:
-		o = o.event(corev1Warning, mrtrv1alpha1.EventRevokeIgnored, "Revoke", "%s=%q names no key id (a comma-separated list of ids, or %q for every key); nothing revoked",
-			mrtrv1alpha1.RevokeAnnotation, req, mrtrv1alpha1.RevokeAll)
-	case len(unknown) > 0:
+	if len(unknown) > 0 {
 		o = o.event(corev1Warning, mrtrv1alpha1.EventRevokeIgnored, "Revoke", "%s=%q: no key %s in keyring %s (keys %s); nothing revoked for it",
-			mrtrv1alpha1.RevokeAnnotation, req, strings.Join(unknown, ", "), kr.Fingerprint(), strings.Join(kr.IDs(), ", "))
+			mrtrv1alpha1.RevokeAnnotation, f.in.RevokeRequest, strings.Join(unknown, ", "), kr.Fingerprint(), strings.Join(kr.IDs(), ", "))
 	}
 	for _, id := range kr.IDs() {
 		if revoked[id] {
@@ -126,6 +130,40 @@ func revocations(f facts, o outcome, kr *keyring.Keyring) (outcome, revocation) 
 		}
 	}
 	return o, r
+}
+
+// newRevokeRequests are the items of mrtr.dev/revoke not handled yet, by this keyring (status) or
+// by an earlier one of the same name (the Secret's record).
+func newRevokeRequests(in Input, st mrtrv1alpha1.MRTRKeyringStatus) []string {
+	handled := map[string]bool{}
+	for _, item := range append(splitIDs(st.LastHandledRevokeRequest), splitIDs(in.Secret.HandledRevokeRequest)...) {
+		handled[item] = true
+	}
+	var fresh []string
+	for _, item := range splitIDs(in.RevokeRequest) {
+		if !handled[item] {
+			handled[item] = true
+			fresh = append(fresh, item)
+		}
+	}
+	return fresh
+}
+
+// maxHandledRevokeRequests is how many handled requests status.lastHandledRevokeRequest (and the
+// Secret's record) keep: the last ones. A request older than that, and still in the annotation, is
+// handled again, which revokes nothing more (its keys are gone, and recorded as revoked).
+const maxHandledRevokeRequests = 64
+
+// handledRevokeRequests is the record of handled requests once fresh are handled too.
+func handledRevokeRequests(in Input, st mrtrv1alpha1.MRTRKeyringStatus, fresh []string) string {
+	items := splitIDs(st.LastHandledRevokeRequest)
+	for _, item := range splitIDs(in.Secret.HandledRevokeRequest) {
+		if !slices.Contains(items, item) {
+			items = append(items, item)
+		}
+	}
+	items = append(items, fresh...)
+	return strings.Join(items[max(0, len(items)-maxHandledRevokeRequests):], ",")
 }
 
 // without is kr without the keys of drop, and its staged key: a revoked primary's successor seals,
@@ -180,6 +218,12 @@ func successor(kr *keyring.Keyring, drop map[string]bool, roles map[string]mrtrv
 		}
 	}
 	return left[0]
+}
+
+// onEveryPod reports whether a key in role is on every pod: a staged key, or a retiring one (it
+// sealed, so every pod held it). An accepted key is on its way; a fresh key on no pod yet.
+func onEveryPod(role mrtrv1alpha1.KeyRole) bool {
+	return role == mrtrv1alpha1.KeyStaged || role == mrtrv1alpha1.KeyRetiring
 }
 
 // recordRevoked appends id to the revoked keys, keeping the last MaxRevokedKeys.
