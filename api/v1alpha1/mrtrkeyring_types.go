@@ -523,7 +523,8 @@ type MRTRKeyringStatus struct {
 	// +kubebuilder:validation:MaxItems=32
 	RevokedKeys []RevokedKey `json:"revokedKeys,omitempty"`
 
-	// lastHandledRevokeRequest is the last value of the mrtr.dev/revoke annotation handled.
+	// lastHandledRevokeRequest lists the requests of the mrtr.dev/revoke annotation handled, comma
+	// separated (the last 64): a request of the annotation not among them is new.
 	// +optional
 	LastHandledRevokeRequest string `json:"lastHandledRevokeRequest,omitempty"`
 

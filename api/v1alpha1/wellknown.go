@@ -43,13 +43,15 @@ const (
 	RotateAnnotation = "mrtr.dev/rotate"
 	// RevokeAnnotation, on an MRTRKeyring, revokes keys at once, in any phase (suspended or stalled
 	// too, but not while the Secret is unusable, of another type or another keyring's: it waits
-	// for it to be fixed, since the operator never writes such a Secret): a comma-separated list of key
-	// ids, or RevokeAll for every key the keyring holds when the value is first seen (the whole
-	// Secret leaked). Handled once per value, like RotateAnnotation
-	// (status.lastHandledRevokeRequest): re-applying it (GitOps) revokes nothing more.
+	// for it to be fixed, since the operator never writes such a Secret). It holds requests,
+	// comma separated, that accumulate: each a key id, or RevokeAll for every key the keyring
+	// holds when the request is first seen (the whole Secret leaked). Each request is handled once
+	// (status.lastHandledRevokeRequest records them), so re-applying the list (GitOps) revokes
+	// nothing more; append a request, never replace the list, or a request the operator has not
+	// seen yet is lost (kubectl mrtr revoke appends, conditionally on the keyring as read).
 	RevokeAnnotation = "mrtr.dev/revoke"
-	// RevokeAll, as an item of a RevokeAnnotation value, revokes every key: "*", or "*" followed by
-	// a note ("*incident-42"), so that each leak has a value of its own.
+	// RevokeAll, as a request of a RevokeAnnotation value, revokes every key: "*", or "*" followed
+	// by a note ("*incident-42"), so that each leak is a request of its own.
 	RevokeAll = "*"
 	// FingerprintAnnotation is, on the Secret, the fingerprint of the keyring the operator's last
 	// write held (when it no longer matches the data, someone else changed the Secret), and, on a
@@ -64,7 +66,8 @@ const (
 	// HandledRotateAnnotation, on the Secret, is the last RotateAnnotation value that started a
 	// rotation of it: it survives the keyring, so a re-created keyring does not rotate again.
 	HandledRotateAnnotation = "mrtr.dev/rotate-handled"
-	// HandledRevokeAnnotation, on the Secret, is the last RevokeAnnotation value handled for it.
+	// HandledRevokeAnnotation, on the Secret, lists the RevokeAnnotation requests handled for it
+	// (the last 64), as status.lastHandledRevokeRequest does.
 	HandledRevokeAnnotation = "mrtr.dev/revoke-handled"
 	// RevokedKeysAnnotation, on the Secret, lists the ids of its revoked keys (comma separated, the
 	// last MaxRevokedKeys), so that neither a lost status nor a re-created keyring adds one again.
@@ -94,6 +97,6 @@ const (
 	EventRotationRescheduled = "RotationRescheduled" // rotationInterval was edited
 	EventRestartIsOutage     = "RestartIsOutage"     // Warning: a target whose every restart stops all its pods
 	EventKeyRevoked          = "KeyRevoked"          // Warning: keys revoked through mrtr.dev/revoke, removed at once
-	EventRevokeIgnored       = "RevokeIgnored"       // Warning: a mrtr.dev/revoke value naming no key of the keyring
+	EventRevokeIgnored       = "RevokeIgnored"       // Warning: a mrtr.dev/revoke request naming no key of the keyring
 	EventRevocationCompleted = "RevocationCompleted" // every pod runs the keyring without the revoked keys
 )

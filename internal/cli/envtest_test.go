@@ -31,6 +31,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
@@ -302,9 +303,11 @@ func TestEnvtestRevoke(t *testing.T) {
 		t.Fatalf("annotation = %q", got)
 	}
 
+	// A later request is appended: the earlier ones, which the operator may not have handled yet,
+	// stay.
 	r = run(t, o, "", "revoke", kc, "-n", "revoke", "search", "--all")
 	value := getKeyring(t, ctx, c, "revoke", "search").Annotations[mrtrv1alpha1.RevokeAnnotation]
-	if r.err != nil || value != "*"+now.UTC().Format(time.RFC3339Nano) || !strings.Contains(r.out, "every token in flight fails") {
+	if r.err != nil || value != "k20261121-090000,k20261122-090000,*"+now.UTC().Format(time.RFC3339Nano) || !strings.Contains(r.out, "every token in flight fails") {
 		t.Fatalf("revoke --all: %v, annotation %q\n%s", r.err, value, r.out)
 	}
 
@@ -320,6 +323,43 @@ func TestEnvtestRevoke(t *testing.T) {
 		if r.err == nil || !strings.Contains(r.err.Error(), tc.want) {
 			t.Errorf("%v: error %v; want one that says %q", tc.args, r.err, tc.want)
 		}
+	}
+}
+
+// kubectl mrtr revoke never loses a request written between its read and its write: its write is
+// conditional on the keyring as read, and on a conflict it reads again and appends to what it finds.
+func TestEnvtestRevokeKeepsAConcurrentRequest(t *testing.T) {
+	c, kc := envtestNamespace(t, "revoke-race", []*mrtrv1alpha1.MRTRKeyring{search()})
+	ctx := context.Background()
+	cfg, err := clientcmd.BuildConfigFromFlags("", strings.TrimPrefix(kc, "--kubeconfig="))
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raced := false
+	racing := interceptor.NewClient(direct, interceptor.Funcs{
+		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if !raced {
+				// Another revoke lands after this command read the keyring, before it writes.
+				raced = true
+				other := getKeyring(t, ctx, cl, "revoke-race", "search")
+				other.Annotations = map[string]string{mrtrv1alpha1.RevokeAnnotation: "k20261120-000000"}
+				if err := cl.Update(ctx, other); err != nil {
+					t.Fatalf("the concurrent revoke: %v", err)
+				}
+			}
+			return cl.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	r := run(t, Options{Client: racing}, "", "revoke", "-n", "revoke-race", "search", "k20261121-090000")
+	if r.err != nil {
+		t.Fatalf("revoke: %v\n%s", r.err, r.errOut)
+	}
+	if got := getKeyring(t, ctx, c, "revoke-race", "search").Annotations[mrtrv1alpha1.RevokeAnnotation]; !raced || got != "k20261120-000000,k20261121-090000" {
+		t.Fatalf("annotation = %q after a concurrent revoke (raced %v); want both requests", got, raced)
 	}
 }
 

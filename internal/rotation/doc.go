@@ -115,17 +115,24 @@ limitations under the License.
 //
 // # Revocation
 //
-// A new value of the mrtr.dev/revoke annotation (key ids, or "*" for every key) removes those
-// keys at once, in any phase (suspended or stalled too), without the TTL wait: tokens sealed with
-// them fail from then on, which is the point. A revoked primary is replaced in the same write by
-// the key every pod is likeliest to accept (the staged key; else a retiring one; else the one on
-// its way; else a fresh key, when every key is revoked, and then every token in flight fails); a
-// revoked staged key by a fresh staged key. The phase becomes Revoking, which ends, like Removing,
-// when every pod runs the new keyring; a rotation under way is abandoned (the next starts when
-// due). Revoked ids are kept in status.revokedKeys and on the Secret (RevokedKeysAnnotation), with
-// the value handled (HandledRevokeAnnotation): a lost status, a re-created keyring or a Secret
-// edited to hold a revoked key again never brings one back, and a fresh key never takes a revoked
-// id. A value naming no key of the keyring is refused with a Warning event, once.
+// The mrtr.dev/revoke annotation holds revocation requests (key ids, or "*" for every key), which
+// accumulate: every request not yet handled is acted on, however many were written while the
+// operator was away, and recorded as handled (status.lastHandledRevokeRequest, and the Secret's
+// HandledRevokeAnnotation). The keys they name are removed at once, in any phase (suspended or
+// stalled too), without the TTL wait: tokens sealed with them fail from then on, which is the
+// point. A key any request names never seals: revocation comes before any other decision of the
+// pass, a keyring taken as it is included, and a fresh key never takes a named id. A revoked
+// primary is replaced in the same write by the key every pod is likeliest to accept (the staged
+// key; else a retiring one; else the one on its way; else a fresh key, when every key is revoked,
+// and then every token in flight fails); a revoked staged key by a fresh staged key. Only a staged
+// or retiring key is on every pod: a successor that is not seals at once all the same, and the
+// KeyRevoked event names that window (until every pod runs the new keyring, a pod without it
+// refuses its tokens), because sealing on with the revoked key would keep a leaked key trusted. The
+// phase becomes Revoking, which ends, like Removing, when every pod runs the new keyring; a
+// rotation under way is abandoned (the next starts when due). Revoked ids are kept in
+// status.revokedKeys and on the Secret (RevokedKeysAnnotation): a lost status, a re-created keyring
+// or a Secret edited to hold a revoked key again never brings one back, and a fresh key never
+// takes a revoked id. A request naming no key of the keyring is refused with a Warning event, once.
 //
 // # Crash safety
 //
