@@ -209,12 +209,8 @@ func leaveStable(f facts, o outcome, kr *keyring.Keyring) outcome {
 // delivery the pods that the rollout of the staging write replaced knew only the keyring before
 // it, so the rotation starts no sooner than terminationGracePeriod after that rollout.
 func sealWithStaged(f facts, o outcome, kr *keyring.Keyring, request string) outcome {
-	if !delivered(f, o.status, true) {
-		o.status.RolledOutAt = nil // a rollout under way proves nothing yet
-		return o
-	}
-	o, gone := replacedPodsGone(f, o)
-	if !gone {
+	o, ready := readyToSeal(f, o)
+	if !ready {
 		return o
 	}
 	next, err := kr.SetPrimary(f.staged)
@@ -230,12 +226,8 @@ func sealWithStaged(f facts, o outcome, kr *keyring.Keyring, request string) out
 // leaveAccepting makes the new key primary once every pod accepts it (rule 1), and, in Restart
 // delivery, the pods the rollout replaced have stopped.
 func leaveAccepting(f facts, o outcome, kr *keyring.Keyring) outcome {
-	if !delivered(f, o.status, true) {
-		o.status.RolledOutAt = nil // a rollout that regressed proves nothing yet
-		return o
-	}
-	o, gone := replacedPodsGone(f, o)
-	if !gone {
+	o, ready := readyToSeal(f, o)
+	if !ready {
 		return o
 	}
 	ids := kr.IDs()
@@ -308,6 +300,18 @@ func leaveRevoking(f facts, o outcome, kr *keyring.Keyring) outcome {
 	o = settle(f, o, kr)
 	return o.event(corev1Normal, mrtrv1alpha1.EventRevocationCompleted, "Revoke", "every pod runs keyring %s (keys %s), without the revoked keys",
 		kr.Fingerprint(), describeKeys(kr, f.staged))
+}
+
+// readyToSeal is the check before a key that every pod should accept begins to seal (rule 1): the
+// keyring that holds it has reached every pod, a missing target blocking (it could come back with
+// an old keyring), and in Restart delivery the pods its rollout replaced have stopped. A rollout
+// under way, or one that regressed, proves nothing yet: status.rolledOutAt is cleared.
+func readyToSeal(f facts, o outcome) (outcome, bool) {
+	if !delivered(f, o.status, true) {
+		o.status.RolledOutAt = nil
+		return o, false
+	}
+	return replacedPodsGone(f, o)
 }
 
 // delivered is the exit check of the phases that wait for a keyring to reach the pods (see

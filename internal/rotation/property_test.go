@@ -106,6 +106,72 @@ func (p *perturbed) input(in *Input) {
 	}
 }
 
+// simulated is a world of sequence_test.go or reload_test.go, for drive.
+type simulated interface {
+	// act makes the world's own thing happen for r of a ten-sided die, and reports whether it did.
+	act(r int) bool
+	reconcile() time.Duration
+	tick(d time.Duration)
+	check(step int)
+	progress() (rotations int64, phase mrtrv1alpha1.Phase, log string)
+}
+
+func (w *world) act(r int) bool {
+	switch {
+	case r < 4:
+		w.replaceOne()
+	case r < 5:
+		w.reloadOne()
+	default:
+		return false
+	}
+	return true
+}
+
+func (w *world) progress() (int64, mrtrv1alpha1.Phase, string) {
+	return w.status.RotationsCompleted, w.status.Phase, strings.Join(w.log, "\n")
+}
+
+func (w *reloadWorld) act(r int) bool {
+	if r < 5 {
+		w.step()
+		return true
+	}
+	return false
+}
+
+func (w *reloadWorld) progress() (int64, mrtrv1alpha1.Phase, string) {
+	return w.status.RotationsCompleted, w.status.Phase, strings.Join(w.log, "\n")
+}
+
+// drive runs w until it completed rotations, checking the invariant after every step: on each
+// roll of the die the world acts, or the operator makes a pass (idling until the next rotation
+// when Stable), or the clock moves.
+func drive(t *testing.T, w simulated, rnd *mathrand.Rand, rotations int64, steps *int) {
+	t.Helper()
+	for ; ; *steps++ {
+		done, phase, log := w.progress()
+		if done >= rotations {
+			return
+		}
+		if *steps > 200000 {
+			t.Fatalf("no progress: %d rotations after %d steps, phase %s\n%s", done, *steps, phase, log)
+		}
+		switch r := rnd.IntN(10); {
+		case w.act(r):
+		case r < 8:
+			if after := w.reconcile(); after > time.Hour {
+				if _, phase, _ := w.progress(); phase == mrtrv1alpha1.PhaseStable {
+					w.tick(after)
+				}
+			}
+		default:
+			w.tick(time.Duration(1+rnd.IntN(20)) * time.Second)
+		}
+		w.check(*steps)
+	}
+}
+
 // TestStepProperties drives Step through random sequences of views (seeded, so a failure names
 // the seed that reproduces it) in both deliveries and both next-key modes, with a rollout
 // deadline short enough to stall often, and checks after every pass that no pod ever rejects a
@@ -130,24 +196,7 @@ func TestStepProperties(t *testing.T) {
 						sw.pods = append(sw.pods, &pod{template: sw.template, keys: w.secret.IDs()})
 					}
 				}
-				for ; w.status.RotationsCompleted < 3; steps++ {
-					if steps > 200000 {
-						t.Fatalf("no progress: %d rotations after %d steps, phase %s\n%v", w.status.RotationsCompleted, steps, w.status.Phase, w.log)
-					}
-					switch r := rnd.IntN(10); {
-					case r < 4:
-						w.replaceOne()
-					case r < 5:
-						w.reloadOne()
-					case r < 8:
-						if after := w.reconcile(); after > time.Hour && w.status.Phase == mrtrv1alpha1.PhaseStable {
-							w.tick(after)
-						}
-					default:
-						w.tick(time.Duration(1+rnd.IntN(20)) * time.Second)
-					}
-					w.check(steps)
-				}
+				drive(t, w, rnd, 3, &steps)
 			})
 			t.Run(fmt.Sprintf("Reload %s seed %d", m.mode, seed), func(t *testing.T) {
 				st := reloading
@@ -162,22 +211,7 @@ func TestStepProperties(t *testing.T) {
 				for i := range 3 {
 					w.start(i == 0 && seed%2 == 0)
 				}
-				for ; w.status.RotationsCompleted < 3; steps++ {
-					if steps > 200000 {
-						t.Fatalf("no progress: %d rotations after %d steps, phase %s\n%v", w.status.RotationsCompleted, steps, w.status.Phase, strings.Join(w.log, "\n"))
-					}
-					switch r := rnd.IntN(10); {
-					case r < 5:
-						w.step()
-					case r < 8:
-						if after := w.reconcile(); after > time.Hour && w.status.Phase == mrtrv1alpha1.PhaseStable {
-							w.tick(after)
-						}
-					default:
-						w.tick(time.Duration(1+rnd.IntN(20)) * time.Second)
-					}
-					w.check(steps)
-				}
+				drive(t, w, rnd, 3, &steps)
 			})
 		}
 	}
