@@ -393,6 +393,11 @@ func TestStagedStep(t *testing.T) {
 				}
 			},
 		},
+		"publishing another tokenTTL rewrites the same keyring with its staged key still staged": {
+			in: stable(), edit: func(in *Input) { in.Secret.TokenTTL = time.Minute },
+			want:   want{phase: mrtrv1alpha1.PhaseStable, write: []string{a, n}, requeue: 24 * time.Hour},
+			staged: n, roles: []mrtrv1alpha1.KeyRole{primary, stagedR},
+		},
 		"a new keyring takes a pending revocation as handled: it has nothing the value could name": {
 			in: func() Input {
 				in := input(mrtrv1alpha1.MRTRKeyringStatus{}, SecretObservation{State: SecretAbsent})
