@@ -64,6 +64,10 @@ func TestRevocationsAccumulate(t *testing.T) {
 						log = append(log, fmt.Sprintf("%s write %v for %s", clock.Format(time.TimeOnly), secret.IDs(), phase))
 					}
 					status = d.Status
+					if got, want := status.LastHandledRevokeRequest, strings.Join(requests, ","); got != want {
+						// What the runbook waits for: requests only appended read back the same once handled.
+						t.Fatalf("lastHandledRevokeRequest = %q, want the annotation's %q\n%s", got, want, strings.Join(log, "\n"))
+					}
 					handled := splitIDs(status.LastHandledRevokeRequest)
 					for _, r := range requests {
 						if !slices.Contains(handled, r) {
