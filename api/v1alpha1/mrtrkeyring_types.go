@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -45,7 +45,8 @@ type MRTRKeyringSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="spec.rotationInterval must be at least 1m"
 	RotationInterval metav1.Duration `json:"rotationInterval,omitzero"`
 
-	// tokenTTL is the longest lifetime of any token a consumer seals; MRTR caps it at 15m.
+	// tokenTTL is the longest lifetime of any token a consumer seals; MRTR caps it at 15m
+	// (keyring.MaxTokenTTL, which the codecs enforce).
 	// +optional
 	// +kubebuilder:default="5m"
 	// +kubebuilder:validation:Type=string
@@ -363,6 +364,50 @@ type SelectedPodsStatus struct {
 	Laggards []string `json:"laggards,omitempty"`
 }
 
+// Wait names what a keyring's rotation waits for.
+// +kubebuilder:validation:Enum=NextRotation;Resume;Delivery;ReplacedPods;Propagation;TokenExpiry;Fix
+type Wait string
+
+const (
+	// WaitNextRotation: nothing is under way; the next rotation is due at until.
+	WaitNextRotation Wait = "NextRotation"
+	// WaitResume: rotations are suspended (spec.suspend) until resumed.
+	WaitResume Wait = "Resume"
+	// WaitDelivery: the phase's keyring has not reached every pod yet; for names the workloads and
+	// pods that lag.
+	WaitDelivery Wait = "Delivery"
+	// WaitReplacedPods: the pods a rollout replaced may still serve with the old keyring until
+	// terminationGracePeriod after it (Restart delivery), until until.
+	WaitReplacedPods Wait = "ReplacedPods"
+	// WaitPropagation: nothing proves that the Secret arrived (no target, no selected pod), so the
+	// phase waits spec.propagationDelay, until until.
+	WaitPropagation Wait = "Propagation"
+	// WaitTokenExpiry: the TTL wait; the tokens sealed with the old keys expire by until.
+	WaitTokenExpiry Wait = "TokenExpiry"
+	// WaitFix: the rotation is stalled (the Stalled condition says why) and resumes by itself once
+	// that is resolved.
+	WaitFix Wait = "Fix"
+)
+
+// WaitingFor is what a keyring's rotation waits for: what, for whom, until when.
+type WaitingFor struct {
+	// what names the wait.
+	// +required
+	What Wait `json:"what"`
+	// for names up to 10 of the workloads (Kind/name) or pods waited for.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	For []string `json:"for,omitempty"`
+	// until is when the wait ends by itself, when it is timed.
+	// +optional
+	Until *metav1.Time `json:"until,omitempty"`
+	// message says it in a sentence, with absolute times only.
+	// +optional
+	// +kubebuilder:validation:MaxLength=32768
+	Message string `json:"message,omitempty"`
+}
+
 // MRTRKeyringStatus is the observed state. Every timer and every piece of progress of a rotation
 // lives here, so a restarted operator resumes exactly where it was.
 type MRTRKeyringStatus struct {
@@ -449,6 +494,11 @@ type MRTRKeyringStatus struct {
 	// +optional
 	TTLWaits *TTLWaits `json:"ttlWaits,omitempty"`
 
+	// waitingFor is what the rotation waits for now, as the operator decided it (kubectl mrtr
+	// shows it as it is, recomputing no rule).
+	// +optional
+	WaitingFor *WaitingFor `json:"waitingFor,omitempty"`
+
 	// lastRotationTime is when the last rotation completed.
 	// +optional
 	LastRotationTime *metav1.Time `json:"lastRotationTime,omitempty"`
@@ -473,7 +523,8 @@ type MRTRKeyringStatus struct {
 	// +kubebuilder:validation:MaxItems=32
 	RevokedKeys []RevokedKey `json:"revokedKeys,omitempty"`
 
-	// lastHandledRevokeRequest is the last value of the mrtr.dev/revoke annotation handled.
+	// lastHandledRevokeRequest lists the requests of the mrtr.dev/revoke annotation handled, comma
+	// separated (the last 64): a request of the annotation not among them is new.
 	// +optional
 	LastHandledRevokeRequest string `json:"lastHandledRevokeRequest,omitempty"`
 

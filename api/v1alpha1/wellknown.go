@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -16,26 +16,18 @@ limitations under the License.
 
 package v1alpha1
 
-import (
-	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
-	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
-)
-
-// The wire contract: every name the operator, the servers and the people who run them read or write
-// on objects other than the MRTRKeyring itself, in one place. One word per thing: a keyring's
+// The wire contract: every name the operator and the people who run it read or write on objects
+// other than the MRTRKeyring itself, in one place. What the servers read or write is the library's
+// (pkg/keyring: the Secret's type and data keys; pkg/ack: the acknowledgement annotation), and this
+// package, a leaf, imports none of it. One word per thing: a keyring's
 // fingerprint (keyring.Keyring.Fingerprint, a short hash of its ids and bytes, safe to print) is
 // what the Secret records, what a pod template is stamped with (stamping is the act, the
 // fingerprint the value) and what a pod acknowledges. The annotation keys are fixed by deployed
 // systems, so some spell the fingerprint "keyring-hash"; the constants name them for what they hold.
 
-// The keyring Secret: its type, its data keys, and the label naming the MRTRKeyring that owns it.
+// The keyring Secret: the label naming the MRTRKeyring that owns it, and the operator's field
+// manager (its type and data keys are keyring.SecretType, SecretDataKey and TokenTTLDataKey).
 const (
-	// SecretType is the type of every keyring Secret.
-	SecretType = keyring.SecretType
-	// SecretDataKey holds keyring.json: {"keys":[{"id":..,"secret":..}]}, the first key seals.
-	SecretDataKey = keyring.SecretDataKey
-	// TokenTTLDataKey holds the longest token lifetime, in seconds, that the servers may seal.
-	TokenTTLDataKey = keyring.TokenTTLDataKey
 	// KeyringLabel names, on the Secret, the MRTRKeyring that owns it.
 	KeyringLabel = "mrtr.dev/keyring"
 	// FieldManager is the operator's field manager in every write it makes; the managedFields time
@@ -51,13 +43,15 @@ const (
 	RotateAnnotation = "mrtr.dev/rotate"
 	// RevokeAnnotation, on an MRTRKeyring, revokes keys at once, in any phase (suspended or stalled
 	// too, but not while the Secret is unusable, of another type or another keyring's: it waits
-	// for it to be fixed, since the operator never writes such a Secret): a comma-separated list of key
-	// ids, or RevokeAll for every key the keyring holds when the value is first seen (the whole
-	// Secret leaked). Handled once per value, like RotateAnnotation
-	// (status.lastHandledRevokeRequest): re-applying it (GitOps) revokes nothing more.
+	// for it to be fixed, since the operator never writes such a Secret). It holds requests,
+	// comma separated, that accumulate: each a key id, or RevokeAll for every key the keyring
+	// holds when the request is first seen (the whole Secret leaked). Each request is handled once
+	// (status.lastHandledRevokeRequest records them), so re-applying the list (GitOps) revokes
+	// nothing more; append a request, never replace the list, or a request the operator has not
+	// seen yet is lost (kubectl mrtr revoke appends, conditionally on the keyring as read).
 	RevokeAnnotation = "mrtr.dev/revoke"
-	// RevokeAll, as an item of a RevokeAnnotation value, revokes every key: "*", or "*" followed by
-	// a note ("*incident-42"), so that each leak has a value of its own.
+	// RevokeAll, as a request of a RevokeAnnotation value, revokes every key: "*", or "*" followed
+	// by a note ("*incident-42"), so that each leak is a request of its own.
 	RevokeAll = "*"
 	// FingerprintAnnotation is, on the Secret, the fingerprint of the keyring the operator's last
 	// write held (when it no longer matches the data, someone else changed the Secret), and, on a
@@ -72,7 +66,8 @@ const (
 	// HandledRotateAnnotation, on the Secret, is the last RotateAnnotation value that started a
 	// rotation of it: it survives the keyring, so a re-created keyring does not rotate again.
 	HandledRotateAnnotation = "mrtr.dev/rotate-handled"
-	// HandledRevokeAnnotation, on the Secret, is the last RevokeAnnotation value handled for it.
+	// HandledRevokeAnnotation, on the Secret, lists the RevokeAnnotation requests handled for it
+	// (the last 64), as status.lastHandledRevokeRequest does.
 	HandledRevokeAnnotation = "mrtr.dev/revoke-handled"
 	// RevokedKeysAnnotation, on the Secret, lists the ids of its revoked keys (comma separated, the
 	// last MaxRevokedKeys), so that neither a lost status nor a re-created keyring adds one again.
@@ -85,9 +80,6 @@ const (
 	// SharedByAnnotation, on a workload, lets several MRTRKeyrings share it: their names, comma
 	// separated; the first stamps FingerprintAnnotation, each other its own prefixed annotation.
 	SharedByAnnotation = "mrtr.dev/keyrings"
-	// AcknowledgementAnnotationPrefix starts, on a Pod, the annotation under which the pod
-	// acknowledges the fingerprint of the keyring it loaded from a Secret (ack.AnnotationKey).
-	AcknowledgementAnnotationPrefix = ack.AnnotationPrefix
 )
 
 // Event reasons, besides the condition reasons (Reason*), which Warning events also carry.
@@ -105,6 +97,6 @@ const (
 	EventRotationRescheduled = "RotationRescheduled" // rotationInterval was edited
 	EventRestartIsOutage     = "RestartIsOutage"     // Warning: a target whose every restart stops all its pods
 	EventKeyRevoked          = "KeyRevoked"          // Warning: keys revoked through mrtr.dev/revoke, removed at once
-	EventRevokeIgnored       = "RevokeIgnored"       // Warning: a mrtr.dev/revoke value naming no key of the keyring
+	EventRevokeIgnored       = "RevokeIgnored"       // Warning: a mrtr.dev/revoke request naming no key of the keyring
 	EventRevocationCompleted = "RevocationCompleted" // every pod runs the keyring without the revoked keys
 )

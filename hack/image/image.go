@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -42,7 +42,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// What the image is. The Dockerfile's final stage must agree (image_test.go checks it).
+// What the image is.
 const (
 	nonrootID  = 65532
 	imageUser  = "65532:65532"

@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -27,7 +27,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -389,46 +388,5 @@ func TestPlatformFromTheBinary(t *testing.T) {
 	}
 	if _, err := staticLinuxArch(fakeELF(t, elf.EM_386, false, "")); err == nil {
 		t.Error("a 386 binary should be refused")
-	}
-}
-
-// TestDockerfileAgrees checks that the Dockerfile's final stage makes the image this program makes:
-// the same user, entrypoint, working directory and binary path.
-func TestDockerfileAgrees(t *testing.T) {
-	b, err := os.ReadFile("../../Dockerfile")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var final []string
-	for line := range strings.SplitSeq(string(b), "\n") {
-		line = strings.TrimSpace(line)
-		if strings.HasPrefix(line, "FROM ") {
-			final = nil
-		}
-		if line != "" && !strings.HasPrefix(line, "#") {
-			final = append(final, line)
-		}
-	}
-	got := map[string]string{}
-	for _, line := range final {
-		instr, args, _ := strings.Cut(line, " ")
-		got[instr] = strings.TrimSpace(args)
-	}
-	var entrypoint []string
-	if err := json.Unmarshal([]byte(got["ENTRYPOINT"]), &entrypoint); err != nil {
-		t.Fatalf("ENTRYPOINT %q: %v", got["ENTRYPOINT"], err)
-	}
-	copyArgs := strings.Fields(got["COPY"])
-	if len(copyArgs) == 0 {
-		t.Fatal("the final stage copies no binary")
-	}
-	src, dest := copyArgs[len(copyArgs)-2], copyArgs[len(copyArgs)-1]
-	if dest == "." || strings.HasSuffix(dest, "/") {
-		dest = path.Join(got["WORKDIR"], dest, path.Base(src))
-	}
-	if got["USER"] != imageUser || strings.Join(entrypoint, " ") != binaryPath || got["WORKDIR"] != workDir || dest != binaryPath {
-		t.Errorf("the Dockerfile's final stage has USER %q, ENTRYPOINT %q, WORKDIR %q and the binary at %q; "+
-			"hack/image makes %q, [%q], %q and %q", got["USER"], entrypoint, got["WORKDIR"], dest,
-			imageUser, binaryPath, workDir, binaryPath)
 	}
 }

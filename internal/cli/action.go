@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
@@ -38,6 +39,10 @@ type action struct {
 	args cobra.PositionalArgs
 	// patch is the merge patch for the keyring, given the arguments after NAME and the time now.
 	patch func(args []string, now time.Time) (map[string]any, error)
+	// patchFrom, instead of patch, makes the merge patch from the keyring as read: the patch is
+	// then conditional on the resourceVersion read, and made again from a fresh read when another
+	// write came in between (a change that must not lose one made concurrently).
+	patchFrom func(kr *mrtrv1alpha1.MRTRKeyring, args []string, now time.Time) (map[string]any, error)
 	// report writes what was done to the patched keyring, as the API server returned it.
 	report func(w *textWriter, kr *mrtrv1alpha1.MRTRKeyring, args []string)
 }
@@ -64,11 +69,17 @@ func (e *env) actionCommand(a action) *cobra.Command {
 				return err
 			}
 			now := e.now()
-			patch, err := a.patch(args[1:], now)
-			if err != nil {
-				return err
+			var kr *mrtrv1alpha1.MRTRKeyring
+			if a.patchFrom != nil {
+				kr, err = e.patchKeyringFrom(cmd, ns, args[0], func(kr *mrtrv1alpha1.MRTRKeyring) (map[string]any, error) {
+					return a.patchFrom(kr, args[1:], now)
+				})
+			} else {
+				var patch map[string]any
+				if patch, err = a.patch(args[1:], now); err == nil {
+					kr, err = e.patchKeyring(cmd, ns, args[0], patch)
+				}
 			}
-			kr, err := e.patchKeyring(cmd, ns, args[0], patch)
 			if err != nil {
 				return err
 			}
@@ -99,6 +110,49 @@ func (e *env) patchKeyring(cmd *cobra.Command, ns, name string, patch map[string
 		return nil, fmt.Errorf("patch MRTRKeyring %s/%s: %w", ns, name, err)
 	}
 	return kr, nil
+}
+
+// patchKeyringFrom reads keyring name, makes a merge patch from it and applies it on the condition
+// that the keyring is still as read (its resourceVersion); on a conflict it reads again and makes
+// the patch anew.
+func (e *env) patchKeyringFrom(cmd *cobra.Command, ns, name string, from func(*mrtrv1alpha1.MRTRKeyring) (map[string]any, error)) (*mrtrv1alpha1.MRTRKeyring, error) {
+	c, err := e.kube()
+	if err != nil {
+		return nil, err
+	}
+	var patched *mrtrv1alpha1.MRTRKeyring
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		kr := &mrtrv1alpha1.MRTRKeyring{}
+		if err := c.Get(cmd.Context(), types.NamespacedName{Namespace: ns, Name: name}, kr); err != nil {
+			return err
+		}
+		patch, err := from(kr)
+		if err != nil {
+			return err
+		}
+		meta, _ := patch["metadata"].(map[string]any)
+		if meta == nil {
+			meta = map[string]any{}
+			patch["metadata"] = meta
+		}
+		meta["resourceVersion"] = kr.ResourceVersion // the precondition: a merge patch that names it fails on a newer object
+		data, err := json.Marshal(patch)
+		if err != nil {
+			return fmt.Errorf("encode the patch: %w", err)
+		}
+		if err := c.Patch(cmd.Context(), kr, client.RawPatch(types.MergePatchType, data)); err != nil {
+			return err
+		}
+		patched = kr
+		return nil
+	})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, fmt.Errorf("MRTRKeyring %s not found in namespace %s", name, ns)
+	case err != nil:
+		return nil, fmt.Errorf("patch MRTRKeyring %s/%s: %w", ns, name, err)
+	}
+	return patched, nil
 }
 
 // followHint tells how to watch the operator act on kr.

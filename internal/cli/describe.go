@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
 )
 
 // describe writes one keyring in words, kubectl describe's way: a field per line, then the keys,
@@ -40,9 +41,9 @@ func describe(out io.Writer, v keyringView, now time.Time) error {
 		"Secret", secretName(kr),
 		"Delivery", deliveryName(kr),
 		"Phase", phaseLine(kr, now),
-		"Waiting for", waitingFor(v, now),
+		"Waiting for", waitingFor(kr, now),
 		"Fingerprints", fingerprints(st),
-		"TTL wait", ttlWaitLine(kr, now),
+		"TTL wait", ttlWaitLine(st, now),
 		"Next rotation", nextRotationLine(kr, now),
 		"Last rotation", lastRotationLine(st, now),
 	}
@@ -233,22 +234,47 @@ func fingerprints(st mrtrv1alpha1.MRTRKeyringStatus) string {
 	return fmt.Sprintf("Secret %s, target %s", orDash(st.SecretFingerprint), orDash(st.TargetFingerprint))
 }
 
-// ttlWaitLine says when the TTL wait ends, or how long the next one lasts.
-func ttlWaitLine(kr *mrtrv1alpha1.MRTRKeyring, now time.Time) string {
-	if until := kr.Status.TTLWaitUntil; until != nil {
-		if until.After(now) {
-			return fmt.Sprintf("until %s (%s left)", until.UTC().Format(time.RFC3339), duration.HumanDuration(until.Sub(now)))
-		}
-		return "ended " + stamp(until.Time, now)
+// ttlWaitLine says when the TTL wait ends, or how long the next one lasts: the longest wait
+// declared while the primary key sealed (status.ttlWaits), which a lowered tokenTTL never
+// shortens.
+func ttlWaitLine(st mrtrv1alpha1.MRTRKeyringStatus, now time.Time) string {
+	switch {
+	case st.TTLWaitUntil != nil && st.TTLWaitUntil.After(now):
+		return fmt.Sprintf("until %s (%s left)", st.TTLWaitUntil.UTC().Format(time.RFC3339), duration.HumanDuration(st.TTLWaitUntil.Sub(now)))
+	case st.TTLWaitUntil != nil:
+		return "ended " + stamp(st.TTLWaitUntil.Time, now)
+	case st.TTLWaits == nil:
+		return "-"
 	}
-	s := kr.Spec
-	wait := s.TokenTTL.Duration + s.ClockSkew.Duration + s.TerminationGracePeriod.Duration
-	return fmt.Sprintf("none under way; %s once the old key stops sealing (tokenTTL %s + clockSkew %s + terminationGracePeriod %s)",
-		duration.HumanDuration(wait), s.TokenTTL.Duration, s.ClockSkew.Duration, s.TerminationGracePeriod.Duration)
+	return fmt.Sprintf("none under way; %s once the primary key stops sealing (the longest tokenTTL + clockSkew + terminationGracePeriod declared while it sealed)",
+		duration.HumanDuration(st.TTLWaits.Primary.Duration))
+}
+
+// waitingFor renders status.waitingFor, what the operator decided the rotation waits for, with
+// the time left until a timed wait ends. It adds only what the operator's status cannot say: that
+// the operator has not yet seen the keyring, or its latest spec.
+func waitingFor(kr *mrtrv1alpha1.MRTRKeyring, now time.Time) string {
+	st, w := kr.Status, kr.Status.WaitingFor
+	switch {
+	case st.Phase == "":
+		return "the operator to reconcile the keyring for the first time: it has no status yet."
+	case st.ObservedGeneration < kr.Generation:
+		return fmt.Sprintf("the operator to act on the latest spec (generation %d; the status is of generation %d).",
+			kr.Generation, st.ObservedGeneration)
+	case w == nil:
+		return "the operator's next pass: its status does not say what the rotation waits for."
+	case w.What == mrtrv1alpha1.WaitResume:
+		return fmt.Sprintf("%s (kubectl mrtr resume %s).", oneLine(w.Message), kr.Name)
+	case w.Until != nil && w.Until.After(now):
+		return fmt.Sprintf("%s (%s left).", oneLine(w.Message), duration.HumanDuration(w.Until.Sub(now)))
+	case w.Until != nil:
+		return fmt.Sprintf("%s (reached %s: the operator acts on its next pass).", oneLine(w.Message), relative(w.Until.Time, now))
+	}
+	return oneLine(w.Message) + "."
 }
 
 func nextRotationLine(kr *mrtrv1alpha1.MRTRKeyring, now time.Time) string {
-	next, interval := kr.Status.NextRotationTime, duration.HumanDuration(kr.Spec.RotationInterval.Duration)
+	next, interval := kr.Status.NextRotationTime, duration.HumanDuration(rotation.SettingsFrom(kr.Spec).RotationInterval)
 	switch phase := kr.Status.Phase; {
 	case kr.Spec.Suspend:
 		return "suspended (spec.suspend): none starts until resumed"

@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -31,6 +31,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
@@ -175,7 +176,7 @@ func TestEnvtestStatus(t *testing.T) {
 		r := run(t, o, "", "status", kc, "-n", "mcp", "payments")
 		assertOutput(t, r,
 			"Phase: SealingWithNew since 2026-12-01T11:58:30Z (90s ago)",
-			"Waiting for: 2 of 4 pods to acknowledge keyring "+fpNew+" (laggards: payments-mcp-7d9f-c and payments-canary-0), "+
+			"Waiting for: 2 of 4 pods to acknowledge keyring "+fpNew+" (laggards: payments-mcp-7d9f-c, payments-canary-0), "+
 				"so that no pod seals with the old key any more.",
 			"k20261201-115800 Primary 2026-12-01T11:58:00Z (2m ago)",
 			"Deployment/payments-mcp: not up to date, 3/3 ready, 2 of 3 pods acknowledged",
@@ -262,7 +263,10 @@ func TestEnvtestSuspendResume(t *testing.T) {
 	}
 	assertOutput(t, run(t, o, "", "status", kc, "-n", "suspend", "search"),
 		"Waiting for: the operator to act on the latest spec (generation 2; the status is of generation 1).")
-	suspended.Status.ObservedGeneration = suspended.Generation // as the operator's next pass writes it
+	// As the operator's next pass writes them (rotation.Step, which TestWaitingFor checks).
+	suspended.Status.ObservedGeneration = suspended.Generation
+	suspended.Status.WaitingFor = &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitResume,
+		Message: "a resume: rotations are suspended (spec.suspend), and the rotation requested by mrtr.dev/rotate=2026-12-01T11:59:00Z starts once they are resumed"}
 	if err := c.Status().Update(ctx, suspended); err != nil {
 		t.Fatal(err)
 	}
@@ -299,9 +303,11 @@ func TestEnvtestRevoke(t *testing.T) {
 		t.Fatalf("annotation = %q", got)
 	}
 
+	// A later request is appended: the earlier ones, which the operator may not have handled yet,
+	// stay.
 	r = run(t, o, "", "revoke", kc, "-n", "revoke", "search", "--all")
 	value := getKeyring(t, ctx, c, "revoke", "search").Annotations[mrtrv1alpha1.RevokeAnnotation]
-	if r.err != nil || value != "*"+now.UTC().Format(time.RFC3339Nano) || !strings.Contains(r.out, "every token in flight fails") {
+	if r.err != nil || value != "k20261121-090000,k20261122-090000,*"+now.UTC().Format(time.RFC3339Nano) || !strings.Contains(r.out, "every token in flight fails") {
 		t.Fatalf("revoke --all: %v, annotation %q\n%s", r.err, value, r.out)
 	}
 
@@ -317,6 +323,43 @@ func TestEnvtestRevoke(t *testing.T) {
 		if r.err == nil || !strings.Contains(r.err.Error(), tc.want) {
 			t.Errorf("%v: error %v; want one that says %q", tc.args, r.err, tc.want)
 		}
+	}
+}
+
+// kubectl mrtr revoke never loses a request written between its read and its write: its write is
+// conditional on the keyring as read, and on a conflict it reads again and appends to what it finds.
+func TestEnvtestRevokeKeepsAConcurrentRequest(t *testing.T) {
+	c, kc := envtestNamespace(t, "revoke-race", []*mrtrv1alpha1.MRTRKeyring{search()})
+	ctx := context.Background()
+	cfg, err := clientcmd.BuildConfigFromFlags("", strings.TrimPrefix(kc, "--kubeconfig="))
+	if err != nil {
+		t.Fatal(err)
+	}
+	direct, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raced := false
+	racing := interceptor.NewClient(direct, interceptor.Funcs{
+		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if !raced {
+				// Another revoke lands after this command read the keyring, before it writes.
+				raced = true
+				other := getKeyring(t, ctx, cl, "revoke-race", "search")
+				other.Annotations = map[string]string{mrtrv1alpha1.RevokeAnnotation: "k20261120-000000"}
+				if err := cl.Update(ctx, other); err != nil {
+					t.Fatalf("the concurrent revoke: %v", err)
+				}
+			}
+			return cl.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	r := run(t, Options{Client: racing}, "", "revoke", "-n", "revoke-race", "search", "k20261121-090000")
+	if r.err != nil {
+		t.Fatalf("revoke: %v\n%s", r.err, r.errOut)
+	}
+	if got := getKeyring(t, ctx, c, "revoke-race", "search").Annotations[mrtrv1alpha1.RevokeAnnotation]; !raced || got != "k20261120-000000,k20261121-090000" {
+		t.Fatalf("annotation = %q after a concurrent revoke (raced %v); want both requests", got, raced)
 	}
 }
 

@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -112,6 +112,10 @@ func payments() *mrtrv1alpha1.MRTRKeyring {
 			NextRotationTime:         atp(-2 * time.Minute),
 			LastHandledRotateRequest: "2026-12-01T11:58:00Z",
 			RotationsCompleted:       4,
+			TTLWaits:                 ttlWaits(true),
+			WaitingFor: &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitDelivery,
+				For:     []string{"Deployment/payments-mcp", "payments-mcp-7d9f-c", "payments-canary-0"},
+				Message: "2 of 4 pods to acknowledge keyring " + fpNew + " (laggards: payments-mcp-7d9f-c, payments-canary-0), so that no pod seals with the old key any more"},
 			Conditions: healthy("payments", mrtrv1alpha1.PhaseSealingWithNew, fpNew,
 				"SealingWithNew: waiting for every pod to acknowledge keyring "+fpNew+": Deployment/payments-mcp: 2 of 3 pods", -2*time.Minute),
 		},
@@ -182,7 +186,10 @@ func search() *mrtrv1alpha1.MRTRKeyring {
 			LastRotationTime:   atp(-10 * day),
 			NextRotationTime:   atp(20 * day),
 			RotationsCompleted: 1,
-			Conditions:         healthy("search", mrtrv1alpha1.PhaseStable, fpOld, "", -10*day),
+			TTLWaits:           ttlWaits(false),
+			WaitingFor: &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitNextRotation, Until: atp(20 * day),
+				Message: "the next rotation, due at 2026-12-21T12:00:00Z"},
+			Conditions: healthy("search", mrtrv1alpha1.PhaseStable, fpOld, "", -10*day),
 		},
 	}
 }
@@ -213,7 +220,10 @@ func weather() *mrtrv1alpha1.MRTRKeyring {
 			PodsAcknowledged:  1,
 			PhaseStartedAt:    atp(-108 * time.Second),
 			TTLWaitUntil:      &until,
-			NextRotationTime:  atp(-5 * time.Minute),
+			TTLWaits:          ttlWaits(true),
+			WaitingFor: &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitTokenExpiry, Until: &until,
+				Message: "the tokens sealed with the old keys to expire: the TTL wait ends at 2026-12-01T12:04:12Z; then the old keys are removed"},
+			NextRotationTime: atp(-5 * time.Minute),
 			RevokedKeys: []mrtrv1alpha1.RevokedKey{
 				{ID: "k20261015-000000", Role: mrtrv1alpha1.KeyPrimary, RevokedAt: at(-10 * day)},
 			},
@@ -246,6 +256,9 @@ func broken() *mrtrv1alpha1.MRTRKeyring {
 				ReadyReplicas: 1, DesiredReplicas: 2, Message: "1 of 2 replicas updated"}},
 			WorkloadCount:  1,
 			PhaseStartedAt: atp(-20 * time.Minute),
+			TTLWaits:       ttlWaits(false),
+			WaitingFor: &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitFix,
+				Message: "a fix: the rotation is stalled (" + mrtrv1alpha1.ReasonRolloutDeadlineExceeded + "): " + msg + "; it resumes by itself once that is resolved"},
 			Conditions: []metav1.Condition{
 				cond(mrtrv1alpha1.ConditionReady, metav1.ConditionFalse, mrtrv1alpha1.ReasonRolloutDeadlineExceeded, msg, -10*time.Minute),
 				cond(mrtrv1alpha1.ConditionReconciling, metav1.ConditionFalse, mrtrv1alpha1.ReasonRolloutDeadlineExceeded,
@@ -264,12 +277,24 @@ func paused() *mrtrv1alpha1.MRTRKeyring {
 	kr.Status.WorkloadCount, kr.Status.WorkloadsUpToDate = 0, 0
 	kr.Annotations = map[string]string{mrtrv1alpha1.RotateAnnotation: "2026-12-01T11:00:00Z"}
 	kr.Status.Conditions = healthy("paused", mrtrv1alpha1.PhaseStable, fpOld, "", -10*day)
+	kr.Status.WaitingFor = &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitResume,
+		Message: "a resume: rotations are suspended (spec.suspend), and the rotation requested by mrtr.dev/rotate=2026-12-01T11:00:00Z starts once they are resumed"}
 	return kr
 }
 
 // fresh was just created: the operator has not written its status yet.
 func fresh() *mrtrv1alpha1.MRTRKeyring {
 	return &mrtrv1alpha1.MRTRKeyring{ObjectMeta: metav1.ObjectMeta{Name: "fresh", Namespace: "mcp", Generation: 1}, Spec: spec()}
+}
+
+// ttlWaits are the TTL waits of spec(), as the operator keeps them (retiring: while old keys are
+// left from a rotation under way).
+func ttlWaits(retiring bool) *mrtrv1alpha1.TTLWaits {
+	w := &mrtrv1alpha1.TTLWaits{Primary: metav1.Duration{Duration: 6 * time.Minute}}
+	if retiring {
+		w.Retiring = &metav1.Duration{Duration: 6 * time.Minute}
+	}
+	return w
 }
 
 // tools is a keyring of another namespace, for -A.

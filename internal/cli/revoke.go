@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -18,6 +18,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -28,13 +29,17 @@ import (
 )
 
 // newRevokeCommand revokes keys the way the API defines it: the mrtr.dev/revoke annotation, a
-// comma-separated list of key ids, or "*" and a note for every key. Each value is handled once.
+// comma-separated list of requests, each a key id, or "*" and a note for every key. Each request is
+// handled once. The command appends its requests to those the annotation holds, on the condition
+// that nobody changed the keyring since it was read, so that it never drops an earlier request the
+// operator has not handled yet (one written while the operator is away, say).
 func newRevokeCommand(e *env) *cobra.Command {
 	var all bool
 	cmd := e.actionCommand(action{
 		use:   "revoke NAME (KEYID... | --all)",
 		short: "Revoke keys at once, without waiting out the token lifetime (annotation " + mrtrv1alpha1.RevokeAnnotation + ")",
-		long: "revoke sets the " + mrtrv1alpha1.RevokeAnnotation + " annotation of the MRTRKeyring. The operator removes the\n" +
+		long: "revoke appends to the " + mrtrv1alpha1.RevokeAnnotation + " annotation of the MRTRKeyring, keeping the requests\n" +
+			"it holds (an update conditional on the keyring as read, so none is lost). The operator removes the\n" +
 			"keys from the Secret at once, in any phase: tokens sealed with them fail from then on. A revoked\n" +
 			"primary is replaced in the same write by the staged key. --all revokes every key (the whole\n" +
 			"Secret leaked): fresh keys are written and every token in flight fails.",
@@ -53,14 +58,13 @@ func newRevokeCommand(e *env) *cobra.Command {
 			}
 			return nil
 		},
-		patch: func(ids []string, now time.Time) (map[string]any, error) {
-			value := strings.Join(ids, ",")
+		patchFrom: func(kr *mrtrv1alpha1.MRTRKeyring, ids []string, now time.Time) (map[string]any, error) {
 			if all {
-				// A note of its own, so that a later leak is a new value, handled again.
-				value = mrtrv1alpha1.RevokeAll + now.UTC().Format(time.RFC3339Nano)
+				// A request of its own, so that a later leak is a new request, handled again.
+				ids = []string{mrtrv1alpha1.RevokeAll + now.UTC().Format(time.RFC3339Nano)}
 			}
 			return map[string]any{"metadata": map[string]any{"annotations": map[string]any{
-				mrtrv1alpha1.RevokeAnnotation: value,
+				mrtrv1alpha1.RevokeAnnotation: appendRequests(kr.Annotations[mrtrv1alpha1.RevokeAnnotation], ids),
 			}}}, nil
 		},
 		report: reportRevoke,
@@ -80,8 +84,31 @@ func reportRevoke(w *textWriter, kr *mrtrv1alpha1.MRTRKeyring, ids []string) {
 			strings.Join(ids, ", "), kr.Namespace, kr.Name, mrtrv1alpha1.RevokeAnnotation, value)
 		w.printf(0, "The operator removes them on its next pass, in any phase: tokens sealed with them fail from then on.\n")
 	}
-	if value == kr.Status.LastHandledRevokeRequest {
-		w.printf(0, "This value was handled before: nothing more is revoked (give another list, or --all).\n")
+	if handledBefore(kr, ids) {
+		w.printf(0, "These requests were handled before: nothing more is revoked (name other keys, or --all).\n")
 	}
 	followHint(w, kr)
+}
+
+// appendRequests is the revoke annotation's value with ids appended, those it holds already kept
+// once.
+func appendRequests(value string, ids []string) string {
+	var items []string
+	for item := range strings.SplitSeq(value, ",") {
+		if item = strings.TrimSpace(item); item != "" && !slices.Contains(items, item) {
+			items = append(items, item)
+		}
+	}
+	for _, id := range ids {
+		if !slices.Contains(items, id) {
+			items = append(items, id)
+		}
+	}
+	return strings.Join(items, ",")
+}
+
+// handledBefore reports whether the operator has handled a request for each of ids already.
+func handledBefore(kr *mrtrv1alpha1.MRTRKeyring, ids []string) bool {
+	handled := strings.Split(kr.Status.LastHandledRevokeRequest, ",")
+	return len(ids) > 0 && !slices.ContainsFunc(ids, func(id string) bool { return !slices.Contains(handled, id) })
 }

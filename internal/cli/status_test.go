@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -67,7 +67,7 @@ func TestStatusShowsEachPodsAcknowledgement(t *testing.T) {
 		"payments-mcp-7d9f-c "+fpOld+" 2d behind: acknowledged another keyring, laggard",
 		"payments-mcp-7d9f-d "+fpOld+" 2d behind: acknowledged another keyring, terminating",
 		"payments-canary-0 - 30s no acknowledgement, created after this phase began, laggard",
-		"Waiting for: 2 of 4 pods to acknowledge keyring "+fpNew+" (laggards: payments-mcp-7d9f-c and payments-canary-0)",
+		"Waiting for: 2 of 4 pods to acknowledge keyring "+fpNew+" (laggards: payments-mcp-7d9f-c, payments-canary-0)",
 	)
 	if strings.Contains(r.out, "search-worker-0") {
 		t.Errorf("the output shows a pod that no target selects:\n%s", r.out)
@@ -100,16 +100,16 @@ func TestStatusToleratesPhasesItDoesNotKnow(t *testing.T) {
 	all := weather()
 	all.Status.Phase = "Rebalancing"
 	all.Status.Conditions[1].Message = "Rebalancing: every pod runs keyring " + fpNew
+	all.Status.WaitingFor = nil // an operator that does not say what it waits for
 	o := Options{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(append(paymentsObjects(), kr, all)...).Build()}
 
 	r := run(t, o, "", "status", "payments", "-n", "mcp")
 	assertOutput(t, r,
 		"Phase: Rebalancing since 2026-12-01T11:58:30Z (90s ago)",
-		"Waiting for: 2 of 4 pods to acknowledge keyring "+fpNew+" (laggards: payments-mcp-7d9f-c and payments-canary-0).",
+		"Waiting for: 2 of 4 pods to acknowledge keyring "+fpNew+" (laggards: payments-mcp-7d9f-c, payments-canary-0), so that no pod seals with the old key any more.",
 		"k20261101-120000 Quarantined 2026-11-01T12:00:00Z (30d ago)")
 	r = run(t, o, "", "status", "weather", "-n", "mcp")
-	assertOutput(t, r, "Waiting for: the operator's next pass: every pod runs keyring "+fpNew+
-		" (Rebalancing: every pod runs keyring "+fpNew+").")
+	assertOutput(t, r, "Waiting for: the operator's next pass: its status does not say what the rotation waits for.")
 	r = run(t, o, "", "status", "-n", "mcp")
 	assertOutput(t, r, "payments Rebalancing k20261201-115800 2m 2/4 under way True")
 }

@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
 	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 )
@@ -64,11 +65,8 @@ type podView struct {
 	laggard      bool // the operator named it among the laggards
 }
 
-// reload reports whether kr delivers by acknowledgement. A keyring from before spec.delivery has
-// none and reads as Reload, as the operator reads it.
-func reload(kr *mrtrv1alpha1.MRTRKeyring) bool {
-	return kr.Spec.Delivery != mrtrv1alpha1.DeliveryRestart
-}
+// reload reports whether kr delivers by acknowledgement, as the operator reads its spec.
+func reload(kr *mrtrv1alpha1.MRTRKeyring) bool { return rotation.SettingsFrom(kr.Spec).Reload() }
 
 // secretName is the keyring Secret's name: status's, else the spec's default.
 func secretName(kr *mrtrv1alpha1.MRTRKeyring) string {
@@ -108,7 +106,7 @@ func gather(ctx context.Context, c client.Reader, kr *mrtrv1alpha1.MRTRKeyring) 
 
 // workloadPods lists the pods that the workload's controller selects, as the operator does.
 func workloadPods(ctx context.Context, c client.Reader, ns string, ws mrtrv1alpha1.WorkloadStatus) ([]corev1.Pod, error) {
-	obj, err := workload.Kind(ws.Kind).New()
+	obj, err := workload.New(ws.Kind)
 	if err != nil {
 		return nil, err
 	}

@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -35,17 +35,17 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
-// observed is what gather read besides the Input: the objects apply writes back.
+// observed is what gather read besides the Input: the objects Reconcile writes back.
 type observed struct {
 	// secret is the keyring Secret as read live, nil when it does not exist.
 	secret *corev1.Secret
-	// targets are the found target workloads, which apply stamps.
+	// targets are the found target workloads, which Reconcile stamps (workload.Stamp).
 	targets []client.Object
 }
 
 // gather reads everything rotation.Step needs (cert-manager's gatherer): the Secret (live), the
 // target workloads (cached) and a fresh candidate key. It also returns the objects it read, which
-// apply writes: the Secret is updated from this very copy, so a change made after Step decided
+// Reconcile writes (writeSecret, workload.Stamp): the Secret is updated from this very copy, so a change made after Step decided
 // fails the write instead of being overwritten.
 func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring) (rotation.Input, observed, error) {
 	secret, err := r.readSecret(ctx, kr)
@@ -60,10 +60,10 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 	if generate == nil {
 		generate = keyring.GenerateKey
 	}
-	keyBytes := max(int(kr.Spec.KeyBytes), keyring.MinSecretBytes)
+	settings := rotation.SettingsFrom(kr.Spec)
 	var fresh [2]keyring.Key
 	for i := range fresh {
-		if fresh[i], err = generate("candidate", keyBytes); err != nil {
+		if fresh[i], err = generate("candidate", settings.KeyBytes); err != nil {
 			return rotation.Input{}, observed{}, fmt.Errorf("generate a key for keyring %s/%s: %w", kr.Namespace, kr.Name, err)
 		}
 	}
@@ -73,7 +73,6 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 			return rotation.Input{}, observed{}, err
 		}
 	}
-	settings := rotation.SettingsFrom(kr.Spec)
 	ws := observeWorkloads(targets, kr)
 	stampable := make([]client.Object, 0, len(targets.Found))
 	counted := map[string]bool{} // pods counted with a target, by name
@@ -252,7 +251,7 @@ func (r *MRTRKeyringReconciler) targets(ctx context.Context, kr *mrtrv1alpha1.MR
 func specRefs(kr *mrtrv1alpha1.MRTRKeyring) []workload.Ref {
 	refs := make([]workload.Ref, len(kr.Spec.Workloads))
 	for i, w := range kr.Spec.Workloads {
-		refs[i] = workload.Ref{Kind: workload.Kind(w.Kind), Name: w.Name}
+		refs[i] = workload.Ref{Kind: w.Kind, Name: w.Name}
 	}
 	return refs
 }
@@ -266,17 +265,17 @@ func observeWorkloads(t workload.Targets, kr *mrtrv1alpha1.MRTRKeyring) []rotati
 		ref, _ := workload.RefOf(obj)
 		ro, _ := workload.RolloutStatus(obj)
 		out = append(out, rotation.Workload{
-			Kind: mrtrv1alpha1.WorkloadKind(ref.Kind), Name: ref.Name, Found: true,
+			Kind: ref.Kind, Name: ref.Name, Found: true,
 			Stamp: workload.FingerprintAt(obj, workload.StampKey(obj, kr.Name)), RolledOut: ro.Done, Ready: ro.Ready, Desired: ro.Desired, Message: ro.Message, Unobserved: ro.Unobserved,
 			Outage: ro.Outage, Unreferenced: !slices.Contains(workload.ReferencedSecrets(obj), secret),
 		})
 	}
 	for _, ref := range t.Missing {
-		out = append(out, rotation.Workload{Kind: mrtrv1alpha1.WorkloadKind(ref.Kind), Name: ref.Name})
+		out = append(out, rotation.Workload{Kind: ref.Kind, Name: ref.Name})
 	}
 	// Found and Missing are each sorted and disjoint; merge their order.
 	slices.SortFunc(out, func(a, b rotation.Workload) int {
-		return workload.Ref{Kind: workload.Kind(a.Kind), Name: a.Name}.Compare(workload.Ref{Kind: workload.Kind(b.Kind), Name: b.Name})
+		return workload.Ref{Kind: a.Kind, Name: a.Name}.Compare(workload.Ref{Kind: b.Kind, Name: b.Name})
 	})
 	return out
 }

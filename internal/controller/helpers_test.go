@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -101,7 +101,7 @@ func targets(objs ...client.Object) []mrtrv1alpha1.WorkloadReference {
 	for _, o := range objs {
 		ref, err := workload.RefOf(o)
 		Expect(err).NotTo(HaveOccurred())
-		refs = append(refs, mrtrv1alpha1.WorkloadReference{Kind: mrtrv1alpha1.WorkloadKind(ref.Kind), Name: ref.Name})
+		refs = append(refs, mrtrv1alpha1.WorkloadReference{Kind: ref.Kind, Name: ref.Name})
 	}
 	return refs
 }

@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -145,7 +145,7 @@ func clamp(updated, n int32) int32 {
 	return updated
 }
 
-// stampOf returns the keyring hash on the workload's pod template and its generation, which counts
+// stampOf returns the keyring fingerprint on the workload's pod template and its generation, which counts
 // the writes to its spec (a second stamp of the same value would not change it; a new value does).
 func stampOf(g Gomega, obj client.Object) (string, int64) {
 	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())

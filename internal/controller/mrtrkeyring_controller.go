@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -73,15 +73,16 @@ type MRTRKeyringReconciler struct {
 const DefaultConcurrency = 8
 
 // What the operator may do, verb by verb, and why (nothing else is granted):
-//   - mrtrkeyrings: get, list, watch: the informer behind the cached reads of keyrings.
+//   - mrtrkeyrings: list, watch: the informer behind the cached reads of keyrings.
 //   - mrtrkeyrings/status: update: the one status write of each pass (never patch, never get).
 //   - secrets: list, watch: the informer of keyring Secrets (type mrtr.dev/keyring only, by field
 //     selector), which wakes a keyring when its Secret changes and serves its reads; get: the
 //     live read when the cache may be behind or the Secret is of another type; create: a
 //     keyring's first Secret; update: each rotation step's write, conditional on the
 //     resourceVersion read. Never patch, never delete: a Secret outlives its keyring.
-//   - deployments, statefulsets, daemonsets: get, list, watch: the informers behind the target
-//     reads; patch: the stamp (a merge patch of two annotations). Never update or delete.
+//   - deployments, statefulsets, daemonsets: list, watch: the informers behind the target reads;
+//     patch: the stamp (a merge patch of two annotations). Never update or delete. Each kind's
+//     marker is beside its adapter in internal/workload, so that a kind is one file there.
 //   - events.k8s.io events: create: the event recorder (internal/events), one object per event;
 //     never patch, as it folds no repeats into a series.
 //   - pods: list, watch: the informer behind the pod reads of Reload delivery (stripped to
@@ -94,12 +95,12 @@ const DefaultConcurrency = 8
 // +kubebuilder:rbac:groups=mrtr.dev,resources=mrtrkeyrings,verbs=list;watch
 // +kubebuilder:rbac:groups=mrtr.dev,resources=mrtrkeyrings/status,verbs=update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
-// +kubebuilder:rbac:groups=apps,resources=deployments;statefulsets;daemonsets,verbs=list;watch;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 
-// Reconcile runs one pass: gather, rotation.Step, apply.
+// Reconcile runs one pass: gather, rotation.Step, then the writes it decided (writeSecret, the
+// status update, workload.Stamp, evict).
 func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := logf.FromContext(ctx)
 	var kr mrtrv1alpha1.MRTRKeyring

@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -251,7 +251,7 @@ func walkRotation(kr *mrtrv1alpha1.MRTRKeyring, ws []client.Object, from *keyrin
 	return removed
 }
 
-// notStamped asserts that obj was never given a keyring hash.
+// notStamped asserts that obj was never given a keyring fingerprint stamp.
 func notStamped(obj client.Object) {
 	GinkgoHelper()
 	Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())

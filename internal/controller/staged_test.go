@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -211,6 +211,24 @@ var _ = Describe("A staged next key, and revocation", func() {
 		Entry("Removing: the key on its way takes over", mrtrv1alpha1.PhaseRemoving),
 		Entry("Revoking: the key on its way takes over", mrtrv1alpha1.PhaseRevoking),
 	)
+
+	It("acts on every revocation request of a burst, the first too, and the staged key one names never seals", func() {
+		web := createWorkload(workload.Deployment, ns, "web", 1, nil)
+		kr := createKeyring(ns, "burst", staged(web))
+		before := settle(kr, []client.Object{web})
+		leaked := before.IDs()[1] // the staged key, which the next rotation would make primary
+		// Three requests at once, as kubectl mrtr revoke leaves them when the operator was away.
+		requestRevocation(kr, leaked+",k20990101-000000,k20990102-000000")
+		after := inPhase(kr, mrtrv1alpha1.PhaseRevoking)
+		Expect(after.IDs()).NotTo(ContainElement(leaked))
+		Expect(after.Primary().ID()).To(Equal(before.Primary().ID()))
+		Expect(getKeyring(Default, kr).Status.LastHandledRevokeRequest).To(Equal(leaked + ",k20990101-000000,k20990102-000000"))
+		rollOutTarget(kr, web)
+		inPhase(kr, mrtrv1alpha1.PhaseStable)
+		sealing := startStagedRotation(kr, "go")
+		Expect(sealing.Primary().ID()).NotTo(Equal(leaked))
+		Expect(sealing.IDs()).NotTo(ContainElement(leaked))
+	})
 
 	It("replaces every key at once when the whole Secret leaked", func() {
 		web := createWorkload(workload.Deployment, ns, "web", 1, nil)

@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -20,7 +20,6 @@ import (
 	"context"
 	"slices"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -103,7 +102,7 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}} {
+	for _, obj := range workload.Objects() {
 		if err := idx.IndexField(ctx, obj, workload.SecretRefIndex, workload.ReferencedSecrets); err != nil {
 			return err
 		}
@@ -130,7 +129,7 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 				UpdateFunc: func(event.UpdateEvent) bool { return false },
 				DeleteFunc: func(event.DeleteEvent) bool { return true },
 			}))
-	for _, obj := range []client.Object{&appsv1.Deployment{}, &appsv1.StatefulSet{}, &appsv1.DaemonSet{}} {
+	for _, obj := range workload.Objects() {
 		b = b.Watches(obj, enqueueInFlight(r.keyringsForWorkload),
 			builder.WithPredicates(workloadChanged{}))
 	}
@@ -236,19 +235,7 @@ func (workloadChanged) Update(e event.UpdateEvent) bool {
 		!equality.Semantic.DeepEqual(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) {
 		return true
 	}
-	return !equality.Semantic.DeepEqual(workloadStatus(e.ObjectOld), workloadStatus(e.ObjectNew))
-}
-
-func workloadStatus(obj client.Object) any {
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		return o.Status
-	case *appsv1.StatefulSet:
-		return o.Status
-	case *appsv1.DaemonSet:
-		return o.Status
-	}
-	return nil
+	return !equality.Semantic.DeepEqual(workload.Status(e.ObjectOld), workload.Status(e.ObjectNew))
 }
 
 // podChanged lets through pod events that can move a gate: a pod appears or goes, starts
@@ -300,15 +287,15 @@ func CacheOptions(namespaces ...string) cache.Options {
 	opts := cache.Options{
 		DefaultTransform: stripApplied,
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:         {Transform: workload.StripPod},
-			&appsv1.Deployment{}:  {Transform: stripWorkload},
-			&appsv1.StatefulSet{}: {Transform: stripWorkload},
-			&appsv1.DaemonSet{}:   {Transform: stripWorkload},
+			&corev1.Pod{}: {Transform: workload.StripPod},
 			&corev1.Secret{}: {
 				Field:     fields.OneTermEqualSelector("type", keyring.SecretType),
 				Transform: stripSecret,
 			},
 		},
+	}
+	for _, obj := range workload.Objects() {
+		opts.ByObject[obj] = cache.ByObject{Transform: stripWorkload}
 	}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}

@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -20,6 +20,24 @@ limitations under the License.
 // keyring to write, the fingerprint to stamp on the workloads, the pods to restart, the new status,
 // when to look again, which events to emit). It makes no API calls and reads no clock, so every
 // decision is table-tested.
+//
+// # How Step is built: observe, decide, describe
+//
+// Step is three stages, each a function of values, none reading what a later one sets:
+//
+//   - observe (observe.go) derives every fact of the Input once: the status as last written,
+//     completed from what the Secret records; the phase to resume when the Secret holds a write
+//     whose status update was lost; the staged key; and the delivery of the target keyring, with
+//     the targets missing or pending, the laggards of each and when the Secret was written.
+//   - decide (decide.go, revoke.go, evict.go) makes the phase machine's move from the facts alone:
+//     one small function per phase exit (leaveStable, leaveAccepting, ...), each building the next
+//     keyring with the keyset-manager verbs of pkg/keyring (Add, SetPrimary, Delete). Its outcome
+//     is the status as the machine leaves it, the Secret write, the stamp, the evictions, the
+//     events, and a stall found while deciding.
+//   - describe (describe.go) derives the rest of the status from the facts and the outcome: what
+//     each workload waits for (once, so that the conditions, the stall and status.workloads quote
+//     the same text), the conditions, status.waitingFor (what, for whom, until when, which kubectl
+//     mrtr shows as it is) and the requeue.
 //
 // # The invariant
 //
@@ -97,17 +115,24 @@ limitations under the License.
 //
 // # Revocation
 //
-// A new value of the mrtr.dev/revoke annotation (key ids, or "*" for every key) removes those
-// keys at once, in any phase (suspended or stalled too), without the TTL wait: tokens sealed with
-// them fail from then on, which is the point. A revoked primary is replaced in the same write by
-// the key every pod is likeliest to accept (the staged key; else a retiring one; else the one on
-// its way; else a fresh key, when every key is revoked, and then every token in flight fails); a
-// revoked staged key by a fresh staged key. The phase becomes Revoking, which ends, like Removing,
-// when every pod runs the new keyring; a rotation under way is abandoned (the next starts when
-// due). Revoked ids are kept in status.revokedKeys and on the Secret (RevokedKeysAnnotation), with
-// the value handled (HandledRevokeAnnotation): a lost status, a re-created keyring or a Secret
-// edited to hold a revoked key again never brings one back, and a fresh key never takes a revoked
-// id. A value naming no key of the keyring is refused with a Warning event, once.
+// The mrtr.dev/revoke annotation holds revocation requests (key ids, or "*" for every key), which
+// accumulate: every request not yet handled is acted on, however many were written while the
+// operator was away, and recorded as handled (status.lastHandledRevokeRequest, and the Secret's
+// HandledRevokeAnnotation). The keys they name are removed at once, in any phase (suspended or
+// stalled too), without the TTL wait: tokens sealed with them fail from then on, which is the
+// point. A key any request names never seals: revocation comes before any other decision of the
+// pass, a keyring taken as it is included, and a fresh key never takes a named id. A revoked
+// primary is replaced in the same write by the key every pod is likeliest to accept (the staged
+// key; else a retiring one; else the one on its way; else a fresh key, when every key is revoked,
+// and then every token in flight fails); a revoked staged key by a fresh staged key. Only a staged
+// or retiring key is on every pod: a successor that is not seals at once all the same, and the
+// KeyRevoked event names that window (until every pod runs the new keyring, a pod without it
+// refuses its tokens), because sealing on with the revoked key would keep a leaked key trusted. The
+// phase becomes Revoking, which ends, like Removing, when every pod runs the new keyring; a
+// rotation under way is abandoned (the next starts when due). Revoked ids are kept in
+// status.revokedKeys and on the Secret (RevokedKeysAnnotation): a lost status, a re-created keyring
+// or a Secret edited to hold a revoked key again never brings one back, and a fresh key never
+// takes a revoked id. A request naming no key of the keyring is refused with a Warning event, once.
 //
 // # Crash safety
 //

@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -17,6 +17,7 @@ limitations under the License.
 package rotation
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +43,8 @@ type Settings struct {
 	Suspend        bool
 	// NextKey is when the next key is made (Staged or AtRotation).
 	NextKey mrtrv1alpha1.NextKey
+	// KeyBytes is how many random bytes each new key has.
+	KeyBytes int
 }
 
 // Staged reports whether each rotation ends by staging the next key.
@@ -55,7 +58,25 @@ func (s Settings) TTLWait() time.Duration {
 	return s.TokenTTL + s.ClockSkew + s.TerminationGracePeriod
 }
 
+// Defaults are the spec's defaults, the same as the CRD's (+kubebuilder:default in
+// api/v1alpha1; a test reads the generated CRD and ties the two).
+var Defaults = Settings{
+	RotationInterval:       720 * time.Hour,
+	TokenTTL:               5 * time.Minute,
+	ClockSkew:              30 * time.Second,
+	TerminationGracePeriod: 30 * time.Second,
+	RolloutDeadline:        10 * time.Minute,
+	PropagationDelay:       2 * time.Minute,
+	Delivery:               mrtrv1alpha1.DeliveryReload,
+	ReloadDeadline:         2 * time.Minute,
+	NextKey:                mrtrv1alpha1.NextKeyStaged,
+	KeyBytes:               keyring.MinSecretBytes,
+}
+
 // SettingsFrom applies the API defaults to spec; the API server normally has done so already.
+// A field is defaulted here only where the API refuses its zero value: a zero clockSkew,
+// terminationGracePeriod or propagationDelay is one the user chose (the API server defaults an
+// absent one), so it stays zero.
 func SettingsFrom(spec mrtrv1alpha1.MRTRKeyringSpec) Settings {
 	or := func(d metav1.Duration, def time.Duration) time.Duration {
 		if d.Duration > 0 {
@@ -63,18 +84,20 @@ func SettingsFrom(spec mrtrv1alpha1.MRTRKeyringSpec) Settings {
 		}
 		return def
 	}
-	return Settings{
-		RotationInterval:       or(spec.RotationInterval, 720*time.Hour),
-		TokenTTL:               or(spec.TokenTTL, 5*time.Minute),
+	s := Settings{
+		RotationInterval:       or(spec.RotationInterval, Defaults.RotationInterval),
+		TokenTTL:               or(spec.TokenTTL, Defaults.TokenTTL),
 		ClockSkew:              spec.ClockSkew.Duration,
 		TerminationGracePeriod: spec.TerminationGracePeriod.Duration,
-		RolloutDeadline:        or(spec.RolloutDeadline, 10*time.Minute),
+		RolloutDeadline:        or(spec.RolloutDeadline, Defaults.RolloutDeadline),
 		PropagationDelay:       spec.PropagationDelay.Duration,
-		Delivery:               spec.Delivery,
-		ReloadDeadline:         or(spec.ReloadDeadline, 2*time.Minute),
+		Delivery:               cmp.Or(spec.Delivery, Defaults.Delivery),
+		ReloadDeadline:         or(spec.ReloadDeadline, Defaults.ReloadDeadline),
 		Suspend:                spec.Suspend,
-		NextKey:                spec.NextKey,
+		NextKey:                cmp.Or(spec.NextKey, Defaults.NextKey),
+		KeyBytes:               max(int(spec.KeyBytes), Defaults.KeyBytes),
 	}
+	return s
 }
 
 // SecretState is what the keyring Secret turned out to be.

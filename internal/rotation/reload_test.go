@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -308,6 +308,9 @@ type reloadWorld struct {
 	serial     int
 	lastSealed map[string]time.Time
 	log        []string
+	// perturb, when set, changes what a pass observes (property_test.go); onStep sees each pass.
+	perturb func(*Input)
+	onStep  func(Input, Decision)
 }
 
 func (w *reloadWorld) observe() Input {
@@ -328,7 +331,14 @@ func (w *reloadWorld) observe() Input {
 }
 
 func (w *reloadWorld) reconcile() time.Duration {
-	d := Step(w.observe())
+	in := w.observe()
+	if w.perturb != nil {
+		w.perturb(&in)
+	}
+	d := Step(in)
+	if w.onStep != nil {
+		w.onStep(in, d)
+	}
 	if d.Secret != nil {
 		w.secret, w.phase, w.staged = d.Secret, d.SecretPhase, d.SecretStaged
 		w.writtenAt = w.now.Truncate(time.Second) // the API server's clock, whole seconds

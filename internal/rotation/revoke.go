@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -28,44 +28,6 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
-// sealWithStaged starts a rotation of a keyring that has a staged key: every pod accepts it
-// already, so it seals at once ([N, A]) and the rotation skips Accepting. That every pod accepts
-// it is proven again first (delivered), for targets added since it was staged; and in Restart
-// delivery the pods that the rollout of the staging write replaced knew only the keyring before
-// it, so the rotation starts no sooner than terminationGracePeriod after that rollout.
-func (p *pass) sealWithStaged(kr *keyring.Keyring, staged, request string) {
-	if !p.delivered(true) {
-		p.st.RolledOutAt = nil // a rollout under way proves nothing yet
-		return
-	}
-	if !p.replacedPodsGone() {
-		return
-	}
-	keys := kr.Keys()
-	i := slices.IndexFunc(keys, func(k keyring.Key) bool { return k.ID() == staged })
-	next, err := keyring.New(moveFirst(keys, i)...)
-	if err != nil { // unreachable: same keys, another order
-		p.stall(mrtrv1alpha1.ReasonSecretInvalid, "cannot reorder the keyring: %v", err)
-		return
-	}
-	p.st.LastHandledRotateRequest = p.in.RotateRequest
-	p.event(corev1Normal, mrtrv1alpha1.EventRotationStarted, "Rotate", "rotation started (%s): staged key %s, which every pod accepts, seals from now on; keyring %s (keys %s)",
-		request, staged, next.Fingerprint(), strings.Join(next.IDs(), ", "))
-	p.enter(mrtrv1alpha1.PhaseSealingWithNew, next, true, "")
-}
-
-// settle ends Removing or Revoking, whose keyring kr has reached every pod: Stable, its staged key
-// now Staged. status.rolledOutAt keeps when that was seen, for sealWithStaged.
-func (p *pass) settle(kr *keyring.Keyring) {
-	staged := p.stagedKey(kr)
-	p.st.TTLWaitUntil, p.st.RolledOutAt = nil, nil
-	if staged != "" {
-		p.st.RolledOutAt = &p.now
-	}
-	p.transition(mrtrv1alpha1.PhaseStable)
-	p.st.Keys = p.keyStatuses(kr, mrtrv1alpha1.PhaseStable, staged)
-}
-
 // revoke handles mrtr.dev/revoke, in every phase: the keys a new value names are removed at once,
 // without the TTL wait, and so is any revoked key the Secret holds again. Tokens sealed with them
 // fail from then on, which is the point. A revoked primary is replaced in the same write by the
@@ -74,182 +36,207 @@ func (p *pass) settle(kr *keyring.Keyring) {
 // reports whether it wrote the Secret: the phase is then Revoking, and any rotation under way is
 // abandoned. The schedule stays: the next rotation starts when due, at once if it was (a revocation
 // is not a rotation: lastRotationTime and rotationsCompleted do not move).
-func (p *pass) revoke(kr *keyring.Keyring) bool {
-	drop, named, readded := p.revocations(kr)
-	if len(drop) == 0 {
-		return false
+func revoke(f facts, o outcome, kr *keyring.Keyring) (outcome, bool) {
+	o, r := revocations(f, o, kr)
+	if len(r.drop) == 0 {
+		return o, false
 	}
-	roles := make(map[string]mrtrv1alpha1.KeyRole, len(p.st.Keys))
-	for _, k := range p.st.Keys {
+	roles := make(map[string]mrtrv1alpha1.KeyRole, len(o.status.Keys))
+	for _, k := range o.status.Keys {
 		roles[k.ID] = k.Role
 	}
 	var gone []string
 	for _, id := range kr.IDs() {
-		if drop[id] {
+		if r.drop[id] {
 			gone = append(gone, id)
-			p.recordRevoked(id, roles[id])
+			o.status.RevokedKeys = recordRevoked(o.status.RevokedKeys, id, roles[id], f.now)
 		}
 	}
-	next, staged, err := p.without(kr, drop, roles)
-	if err != nil { // unreachable: known keys and fresh ones under new ids
-		p.stall(mrtrv1alpha1.ReasonSecretInvalid, "cannot build the keyring without the revoked keys: %v", err)
-		return true
+	next, staged, err := without(f, o.status, kr, r.drop, roles)
+	if err != nil {
+		return o.cannotBuild(err), true
 	}
 
-	primaryRevoked := drop[kr.Primary().ID()]
 	var what string
 	switch {
-	case readded && len(named) == 0:
+	case r.readded && len(r.named) == 0:
 		what = fmt.Sprintf("the Secret holds revoked key(s) %s again: removed", strings.Join(gone, ", "))
 	case len(gone) == kr.Len():
 		what = fmt.Sprintf("revoked every key (%s): new key %s seals; every token in flight fails", strings.Join(gone, ", "), next.Primary().ID())
-	case primaryRevoked:
+	case r.drop[kr.Primary().ID()]:
 		what = fmt.Sprintf("revoked key(s) %s, the primary among them: %s seals from now on; tokens sealed with the revoked keys fail", strings.Join(gone, ", "), next.Primary().ID())
 	default:
 		what = fmt.Sprintf("revoked key(s) %s: tokens sealed with them fail", strings.Join(gone, ", "))
 	}
-	if ph := p.st.Phase; ph != mrtrv1alpha1.PhaseStable && ph != mrtrv1alpha1.PhaseRevoking {
+	if successor := next.Primary().ID(); r.drop[kr.Primary().ID()] && !onEveryPod(roles[successor]) {
+		// The window of a revoked primary: no key left is on every pod (revoked twice in a row, or
+		// in Removing, or every key), and sealing on with the revoked key would keep it trusted.
+		what += fmt.Sprintf("; %s is not on every pod yet: until every pod runs keyring %s (Revoking ends), a pod that does not hold it refuses the tokens sealed with it",
+			successor, next.Fingerprint())
+	}
+	if ph := o.status.Phase; ph != mrtrv1alpha1.PhaseStable && ph != mrtrv1alpha1.PhaseRevoking {
 		what += fmt.Sprintf("; the rotation under way (%s) is abandoned", ph)
 	}
-	p.event(corev1Warning, mrtrv1alpha1.EventKeyRevoked, "Revoke", "%s, at once, without the TTL wait; keyring %s (keys %s)",
+	o = o.event(corev1Warning, mrtrv1alpha1.EventKeyRevoked, "Revoke", "%s, at once, without the TTL wait; keyring %s (keys %s)",
 		what, next.Fingerprint(), describeKeys(next, staged))
-	p.enter(mrtrv1alpha1.PhaseRevoking, next, true, staged)
-	return true
+	return enter(f, o, change{phase: mrtrv1alpha1.PhaseRevoking, keyring: next, staged: staged, write: true}), true
 }
 
-// revocations are the ids of kr to remove now: those a new mrtr.dev/revoke value names (named, all
-// of kr's for RevokeAll), and any revoked before that kr holds again (readded). A value naming no
-// key of kr is refused with an event, once.
-func (p *pass) revocations(kr *keyring.Keyring) (drop map[string]bool, named []string, readded bool) {
-	req := p.in.RevokeRequest
-	handled := req != "" && req != p.st.LastHandledRevokeRequest && req != p.in.Secret.HandledRevokeRequest
-	if handled {
-		p.st.LastHandledRevokeRequest = req
-		named = splitIDs(req)
-		if slices.ContainsFunc(named, func(id string) bool { return strings.HasPrefix(id, mrtrv1alpha1.RevokeAll) }) {
-			named = kr.IDs()
+// revocation is what a pass revokes from a keyring.
+type revocation struct {
+	// drop are the ids to remove now.
+	drop map[string]bool
+	// named are the ids a new mrtr.dev/revoke value names (all of the keyring's for RevokeAll).
+	named []string
+	// readded: the keyring holds a key revoked before.
+	readded bool
+}
+
+// revocations are the ids of kr to remove now: those the new requests of mrtr.dev/revoke name, and
+// any revoked before that kr holds again. The annotation accumulates requests (items: key ids, or
+// RevokeAll items), and a request is new until it is among those handled (status, or the
+// Secret's record): so no request is lost, however many follow one another while the operator is
+// away. An item naming no key of kr is refused with an event, once.
+func revocations(f facts, o outcome, kr *keyring.Keyring) (outcome, revocation) {
+	var r revocation
+	fresh := newRevokeRequests(f.in, o.status)
+	if len(fresh) > 0 {
+		o.status.LastHandledRevokeRequest = handledRevokeRequests(f.in, o.status, fresh)
+		r.named = fresh
+		if slices.ContainsFunc(fresh, func(id string) bool { return strings.HasPrefix(id, mrtrv1alpha1.RevokeAll) }) {
+			r.named = kr.IDs()
 		}
 	}
-	revoked := make(map[string]bool, len(p.st.RevokedKeys))
-	for _, k := range p.st.RevokedKeys {
+	revoked := make(map[string]bool, len(o.status.RevokedKeys))
+	for _, k := range o.status.RevokedKeys {
 		revoked[k.ID] = true
 	}
-	drop = map[string]bool{}
+	r.drop = map[string]bool{}
 	var unknown []string
-	for _, id := range named {
+	for _, id := range r.named {
 		if _, ok := kr.Lookup(id); ok {
-			drop[id] = true
+			r.drop[id] = true
 		} else if !revoked[id] {
 			unknown = append(unknown, id)
 		}
 	}
-	switch {
-	case handled && len(named) == 0:
-		p.event(corev1Warning, mrtrv1alpha1.EventRevokeIgnored, "Revoke", "%s=%q names no key id (a comma-separated list of ids, or %q for every key); nothing revoked",
-			mrtrv1alpha1.RevokeAnnotation, req, mrtrv1alpha1.RevokeAll)
-	case len(unknown) > 0:
-		p.event(corev1Warning, mrtrv1alpha1.EventRevokeIgnored, "Revoke", "%s=%q: no key %s in keyring %s (keys %s); nothing revoked for it",
-			mrtrv1alpha1.RevokeAnnotation, req, strings.Join(unknown, ", "), kr.Fingerprint(), strings.Join(kr.IDs(), ", "))
+	if len(unknown) > 0 {
+		o = o.event(corev1Warning, mrtrv1alpha1.EventRevokeIgnored, "Revoke", "%s=%q: no key %s in keyring %s (keys %s); nothing revoked for it",
+			mrtrv1alpha1.RevokeAnnotation, f.in.RevokeRequest, strings.Join(unknown, ", "), kr.Fingerprint(), strings.Join(kr.IDs(), ", "))
 	}
 	for _, id := range kr.IDs() {
 		if revoked[id] {
-			drop[id], readded = true, true
+			r.drop[id], r.readded = true, true
 		}
 	}
-	return drop, named, readded
+	return o, r
+}
+
+// newRevokeRequests are the items of mrtr.dev/revoke not handled yet, by this keyring (status) or
+// by an earlier one of the same name (the Secret's record).
+func newRevokeRequests(in Input, st mrtrv1alpha1.MRTRKeyringStatus) []string {
+	handled := map[string]bool{}
+	for _, item := range append(splitIDs(st.LastHandledRevokeRequest), splitIDs(in.Secret.HandledRevokeRequest)...) {
+		handled[item] = true
+	}
+	var fresh []string
+	for _, item := range splitIDs(in.RevokeRequest) {
+		if !handled[item] {
+			handled[item] = true
+			fresh = append(fresh, item)
+		}
+	}
+	return fresh
+}
+
+// maxHandledRevokeRequests is how many handled requests status.lastHandledRevokeRequest (and the
+// Secret's record) keep: the last ones. A request older than that, and still in the annotation, is
+// handled again, which revokes nothing more (its keys are gone, and recorded as revoked).
+const maxHandledRevokeRequests = 64
+
+// handledRevokeRequests is the record of handled requests once fresh are handled too.
+func handledRevokeRequests(in Input, st mrtrv1alpha1.MRTRKeyringStatus, fresh []string) string {
+	items := splitIDs(st.LastHandledRevokeRequest)
+	for _, item := range splitIDs(in.Secret.HandledRevokeRequest) {
+		if !slices.Contains(items, item) {
+			items = append(items, item)
+		}
+	}
+	items = append(items, fresh...)
+	return strings.Join(items[max(0, len(items)-maxHandledRevokeRequests):], ",")
 }
 
 // without is kr without the keys of drop, and its staged key: a revoked primary's successor seals,
-// fresh keys fill in for a keyring left empty and, when nextKey is Staged, for a staged key gone
+// a fresh key fills in for a keyring left empty and, when nextKey is Staged, for a staged key gone
 // (revoked, or the successor).
-func (p *pass) without(kr *keyring.Keyring, drop map[string]bool, roles map[string]mrtrv1alpha1.KeyRole) (*keyring.Keyring, string, error) {
-	var left []keyring.Key
-	for _, k := range kr.Keys() {
-		if !drop[k.ID()] {
-			left = append(left, k)
+func without(f facts, st mrtrv1alpha1.MRTRKeyringStatus, kr *keyring.Keyring, drop map[string]bool, roles map[string]mrtrv1alpha1.KeyRole) (*keyring.Keyring, string, error) {
+	var dropped []string
+	for _, id := range kr.IDs() {
+		if drop[id] {
+			dropped = append(dropped, id)
 		}
 	}
-	staged := p.stagedKey(kr)
+	staged := f.staged
 	if drop[staged] {
 		staged = ""
 	}
-	if drop[kr.Primary().ID()] {
-		if i := successor(left, roles); i >= 0 {
-			left = moveFirst(left, i)
+	fresh := newKeys(f, st, kr, 2)
+	next, err := kr, error(nil)
+	if successor := successor(kr, drop, roles); successor == "" {
+		// Every key is revoked: a fresh one seals.
+		next, err = keyring.New(fresh[0])
+		fresh = fresh[1:]
+	} else {
+		if next, err = next.SetPrimary(successor); err == nil {
+			next, err = next.Delete(dropped...)
 		}
-		if len(left) > 0 && left[0].ID() == staged {
+		if successor == staged {
 			staged = ""
 		}
 	}
-	fresh := 0
-	if len(left) == 0 {
-		fresh++ // every key is revoked: a new primary
+	if err == nil && staged == "" && f.in.Settings.Staged() && next.Len() < keyring.MaxKeys {
+		next, err = next.Add(fresh[0])
+		staged = fresh[0].ID()
 	}
-	if staged == "" && p.in.Settings.Staged() && len(left)+fresh < keyring.MaxKeys {
-		fresh++
-	}
-	keys := p.freshKeys(kr, fresh)
-	if len(left) == 0 {
-		left, keys = keys[:1], keys[1:]
-	}
-	if len(keys) > 0 {
-		left = append(left, keys[0])
-		staged = keys[0].ID()
-	}
-	next, err := keyring.New(left...)
 	return next, staged, err
 }
 
-// successor is the index in left of the key to seal after a revoked primary, -1 for none: the
-// staged key, which every pod accepts; else a retiring one, which every pod accepts too; else the
-// one on its way to the pods.
-func successor(left []keyring.Key, roles map[string]mrtrv1alpha1.KeyRole) int {
+// successor is the key to seal once the keys of drop are gone, "" when every key is: the primary
+// when it stays; else the staged key, which every pod accepts; else a retiring one, which every
+// pod accepts too; else the one on its way to the pods; else the first left.
+func successor(kr *keyring.Keyring, drop map[string]bool, roles map[string]mrtrv1alpha1.KeyRole) string {
+	left := slices.DeleteFunc(kr.IDs(), func(id string) bool { return drop[id] })
+	switch {
+	case len(left) == 0:
+		return ""
+	case !drop[kr.Primary().ID()]:
+		return left[0]
+	}
 	for _, want := range []mrtrv1alpha1.KeyRole{mrtrv1alpha1.KeyStaged, mrtrv1alpha1.KeyRetiring, mrtrv1alpha1.KeyAccepted} {
-		if i := slices.IndexFunc(left, func(k keyring.Key) bool { return roles[k.ID()] == want }); i >= 0 {
-			return i
+		if i := slices.IndexFunc(left, func(id string) bool { return roles[id] == want }); i >= 0 {
+			return left[i]
 		}
 	}
-	if len(left) > 0 {
-		return 0
-	}
-	return -1
+	return left[0]
 }
 
-// moveFirst is keys with keys[i] first, the others in their order.
-func moveFirst(keys []keyring.Key, i int) []keyring.Key {
-	out := append(make([]keyring.Key, 0, len(keys)), keys[i])
-	out = append(out, keys[:i]...)
-	return append(out, keys[i+1:]...)
+// onEveryPod reports whether a key in role is on every pod: a staged key, or a retiring one (it
+// sealed, so every pod held it). An accepted key is on its way; a fresh key on no pod yet.
+func onEveryPod(role mrtrv1alpha1.KeyRole) bool {
+	return role == mrtrv1alpha1.KeyStaged || role == mrtrv1alpha1.KeyRetiring
 }
 
-// restoreRecords takes into status what the Secret records and status lacks (a status update lost
-// after the Secret write, a keyring re-created for the Secret): the revoked keys, so that none is
-// ever added again, and the requests handled, so that the next write records them still.
-func (p *pass) restoreRecords() {
-	if p.st.LastHandledRotateRequest == "" {
-		p.st.LastHandledRotateRequest = p.in.Secret.HandledRotateRequest
+// recordRevoked appends id to the revoked keys, keeping the last MaxRevokedKeys.
+func recordRevoked(ks []mrtrv1alpha1.RevokedKey, id string, role mrtrv1alpha1.KeyRole, now metav1.Time) []mrtrv1alpha1.RevokedKey {
+	ks = append(slices.Clip(ks), mrtrv1alpha1.RevokedKey{ID: id, RevokedAt: now, Role: role})
+	if n := len(ks) - mrtrv1alpha1.MaxRevokedKeys; n > 0 {
+		ks = slices.Clone(ks[n:])
 	}
-	if p.st.LastHandledRevokeRequest == "" {
-		p.st.LastHandledRevokeRequest = p.in.Secret.HandledRevokeRequest
-	}
-	for _, id := range p.in.Secret.Revoked {
-		if !slices.ContainsFunc(p.st.RevokedKeys, func(k mrtrv1alpha1.RevokedKey) bool { return k.ID == id }) {
-			p.recordRevoked(id, "")
-		}
-	}
-}
-
-// recordRevoked appends id to status.revokedKeys, keeping the last MaxRevokedKeys.
-func (p *pass) recordRevoked(id string, role mrtrv1alpha1.KeyRole) {
-	p.st.RevokedKeys = append(p.st.RevokedKeys, mrtrv1alpha1.RevokedKey{ID: id, RevokedAt: p.now, Role: role})
-	if n := len(p.st.RevokedKeys) - mrtrv1alpha1.MaxRevokedKeys; n > 0 {
-		p.st.RevokedKeys = slices.Clone(p.st.RevokedKeys[n:])
-	}
+	return ks
 }
 
 // revokedCondition is KeyRevoked: True, naming the latest revocation, once any key was revoked.
-func (p *pass) revokedCondition() metav1.Condition {
-	ks := p.st.RevokedKeys
+func revokedCondition(ks []mrtrv1alpha1.RevokedKey) metav1.Condition {
 	if len(ks) == 0 {
 		return condition(mrtrv1alpha1.ConditionKeyRevoked, false, mrtrv1alpha1.ReasonNoneRevoked, "no key of this keyring was revoked")
 	}

@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -57,6 +57,9 @@ type world struct {
 	workloads  []*simWorkload
 	lastSealed map[string]time.Time
 	log        []string
+	// perturb, when set, changes what a pass observes (property_test.go); onStep sees each pass.
+	perturb func(*Input)
+	onStep  func(Input, Decision)
 }
 
 func (w *world) observe() Input {
@@ -83,7 +86,14 @@ func (w *world) observe() Input {
 }
 
 func (w *world) reconcile() time.Duration {
-	d := Step(w.observe())
+	in := w.observe()
+	if w.perturb != nil {
+		w.perturb(&in)
+	}
+	d := Step(in)
+	if w.onStep != nil {
+		w.onStep(in, d)
+	}
 	if d.Secret != nil {
 		w.secret, w.phase, w.staged = d.Secret, d.SecretPhase, d.SecretStaged
 		w.log = append(w.log, fmt.Sprintf("%s write %v for %s", w.now.Format(time.TimeOnly), d.Secret.IDs(), d.SecretPhase))

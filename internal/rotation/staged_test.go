@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -339,6 +339,65 @@ func TestStagedStep(t *testing.T) {
 				}
 			},
 		},
+		"revocations accumulate: every request written while the operator was away is handled, the first too": {
+			in: stable(), edit: func(in *Input) { in.RevokeRequest = n + ",k20990101-000000" },
+			want:   want{phase: mrtrv1alpha1.PhaseRevoking, write: []string{a, newID}, requeue: 10 * time.Minute, events: []string{"RevokeIgnored", "KeyRevoked"}},
+			staged: newID,
+			check: func(t *testing.T, d Decision) {
+				if got := d.Status.LastHandledRevokeRequest; got != n+",k20990101-000000" {
+					t.Errorf("lastHandledRevokeRequest = %q, want both requests", got)
+				}
+			},
+		},
+		"a request handled before stays handled when more are appended; only the new one is acted on": {
+			in: stable(), edit: func(in *Input) {
+				in.Status.LastHandledRevokeRequest = "k20990101-000000"
+				in.RevokeRequest = "k20990101-000000," + n
+			},
+			want:   want{phase: mrtrv1alpha1.PhaseRevoking, write: []string{a, newID}, requeue: 10 * time.Minute, events: []string{"KeyRevoked"}},
+			staged: newID,
+		},
+		"a key a request names never seals, not even one made later: a fresh key skips the named id": {
+			in: stable(), edit: func(in *Input) { in.RevokeRequest = n + "," + newID },
+			want:   want{phase: mrtrv1alpha1.PhaseRevoking, write: []string{a, newID2}, requeue: 10 * time.Minute, events: []string{"RevokeIgnored", "KeyRevoked"}},
+			staged: newID2,
+		},
+		"a keyring taken as it is with a request pending: the named key is never written to seal": {
+			in: func() Input {
+				in := input(mrtrv1alpha1.MRTRKeyringStatus{}, foreign(t, a, n), deployment("api", "", true))
+				in.Settings = staging
+				return in
+			}(),
+			edit:   func(in *Input) { in.RevokeRequest = a },
+			want:   want{phase: mrtrv1alpha1.PhaseRevoking, write: []string{n, newID}, requeue: 10 * time.Minute, events: []string{"SecretAdopted", "KeyRevoked"}},
+			staged: newID,
+		},
+		"revoking the primary when the staged key is on every pod: the staged key seals, with no window": {
+			in: stable(), edit: func(in *Input) { in.RevokeRequest = a },
+			want:   want{phase: mrtrv1alpha1.PhaseRevoking, write: []string{n, newID}, requeue: 10 * time.Minute, events: []string{"KeyRevoked"}},
+			staged: newID,
+			check: func(t *testing.T, d Decision) {
+				if strings.Contains(d.Events[0].Note, "not on every pod") {
+					t.Errorf("event %q names a window, but the staged key is on every pod", d.Events[0].Note)
+				}
+			},
+		},
+		"revoking the primary in Removing: its successor is on its way, and the KeyRevoked event names the window": {
+			in: in(mrtrv1alpha1.PhaseRemoving, m, []mrtrv1alpha1.KeyRole{primary, accepted}, b, m), edit: func(in *Input) { in.RevokeRequest = b },
+			want:   want{phase: mrtrv1alpha1.PhaseRevoking, write: []string{m, newID}, requeue: 10 * time.Minute, events: []string{"KeyRevoked"}},
+			staged: newID,
+			check: func(t *testing.T, d Decision) {
+				want := m + " is not on every pod yet: until every pod runs keyring " + d.Secret.Fingerprint() + " (Revoking ends), a pod that does not hold it refuses the tokens sealed with it"
+				if !strings.Contains(d.Events[0].Note, want) {
+					t.Errorf("event %q does not name the window: %q", d.Events[0].Note, want)
+				}
+			},
+		},
+		"publishing another tokenTTL rewrites the same keyring with its staged key still staged": {
+			in: stable(), edit: func(in *Input) { in.Secret.TokenTTL = time.Minute },
+			want:   want{phase: mrtrv1alpha1.PhaseStable, write: []string{a, n}, requeue: 24 * time.Hour},
+			staged: n, roles: []mrtrv1alpha1.KeyRole{primary, stagedR},
+		},
 		"a new keyring takes a pending revocation as handled: it has nothing the value could name": {
 			in: func() Input {
 				in := input(mrtrv1alpha1.MRTRKeyringStatus{}, SecretObservation{State: SecretAbsent})
@@ -388,8 +447,8 @@ func TestSecretAnnotationsRoundTrip(t *testing.T) {
 		LastHandledRotateRequest: "r", LastHandledRevokeRequest: "k0,k9",
 		RevokedKeys: []mrtrv1alpha1.RevokedKey{{ID: "k0"}, {ID: "k9"}},
 	}}
-	data := map[string][]byte{mrtrv1alpha1.SecretDataKey: mustMarshal(t, kr)}
-	got := ObserveSecret(true, mrtrv1alpha1.SecretType, data, d.SecretAnnotations())
+	data := map[string][]byte{keyring.SecretDataKey: mustMarshal(t, kr)}
+	got := ObserveSecret(true, keyring.SecretType, data, d.SecretAnnotations())
 	if !got.writtenByUs() || got.WrittenPhase != mrtrv1alpha1.PhaseRevoking || got.Staged != "k2" || got.HandledRotateRequest != "r" ||
 		got.HandledRevokeRequest != "k0,k9" || !slices.Equal(got.Revoked, []string{"k0", "k9"}) {
 		t.Errorf("read back %+v", got)

@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -22,7 +22,6 @@ import (
 	"slices"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -33,18 +32,11 @@ import (
 
 // Selector is the label selector by which obj's controller selects its pods (spec.selector).
 func Selector(obj client.Object) (labels.Selector, error) {
-	var sel *metav1.LabelSelector
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		sel = o.Spec.Selector
-	case *appsv1.StatefulSet:
-		sel = o.Spec.Selector
-	case *appsv1.DaemonSet:
-		sel = o.Spec.Selector
-	default:
-		_, err := KindOf(obj)
+	a, err := adapterFor(obj)
+	if err != nil {
 		return nil, err
 	}
+	sel := a.selector(obj)
 	if sel == nil {
 		// The API server requires one; a nil selector must not select every pod of the namespace.
 		return labels.Nothing(), nil
@@ -55,15 +47,11 @@ func Selector(obj client.Object) (labels.Selector, error) {
 // CountedPods is how many pods, terminating ones aside, obj's controller counts as its own in its
 // status: a view with fewer pods than that is missing some.
 func CountedPods(obj client.Object) int32 {
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		return o.Status.Replicas
-	case *appsv1.StatefulSet:
-		return o.Status.Replicas
-	case *appsv1.DaemonSet:
-		return o.Status.CurrentNumberScheduled + o.Status.NumberMisscheduled
+	a, err := adapterFor(obj)
+	if err != nil {
+		return 0
 	}
-	return 0
+	return a.countedPods(obj)
 }
 
 // ListPods lists the pods of namespace that sel selects and that can still serve: not Succeeded

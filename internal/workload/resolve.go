@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -55,7 +55,7 @@ func Resolve(ctx context.Context, c client.Reader, namespace string, refs []Ref,
 		}
 	}
 	for _, ref := range refs {
-		obj, err := ref.Kind.New()
+		obj, err := New(ref.Kind)
 		if err != nil {
 			return Targets{}, err
 		}
@@ -76,8 +76,8 @@ func Resolve(ctx context.Context, c client.Reader, namespace string, refs []Ref,
 		if err != nil {
 			return Targets{}, fmt.Errorf("workload selector: %w", err)
 		}
-		for _, k := range Kinds {
-			list, _ := k.newList()
+		for _, a := range adapters {
+			k, list := a.kind(), a.newList()
 			if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 				return Targets{}, fmt.Errorf("list %ss matching %s in namespace %s: %w", k, sel, namespace, err)
 			}
@@ -90,8 +90,8 @@ func Resolve(ctx context.Context, c client.Reader, namespace string, refs []Ref,
 		}
 	}
 	if secret != "" {
-		for _, k := range Kinds {
-			list, _ := k.newList()
+		for _, a := range adapters {
+			k, list := a.kind(), a.newList()
 			if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{SecretRefIndex: secret}); err != nil {
 				return Targets{}, fmt.Errorf("list %ss that reference Secret %s in namespace %s: %w", k, secret, namespace, err)
 			}

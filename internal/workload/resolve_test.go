@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -142,6 +142,6 @@ func TestStampIsIdempotent(t *testing.T) {
 		t.Errorf("second Stamp changed the resourceVersion")
 	}
 	if _, err := Stamp(ctx, c, after, "", "payments"); err == nil {
-		t.Errorf("Stamp with an empty hash succeeded")
+		t.Errorf("Stamp with an empty fingerprint succeeded")
 	}
 }

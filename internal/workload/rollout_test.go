@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -254,23 +254,23 @@ func TestRolloutStatusRejectsOtherKinds(t *testing.T) {
 	}
 }
 
-func TestHash(t *testing.T) {
+func TestFingerprint(t *testing.T) {
 	d := deployment(1, nil, appsv1.DeploymentStatus{})
 	if got := Fingerprint(d); got != "" {
-		t.Errorf("Hash of an unstamped template = %q, want empty", got)
+		t.Errorf("Fingerprint of an unstamped template = %q, want empty", got)
 	}
 	d.Spec.Template.Annotations = map[string]string{mrtrv1alpha1.FingerprintAnnotation: "0123456789abcdef", "other": "x"}
 	if got := Fingerprint(d); got != "0123456789abcdef" {
-		t.Errorf("Hash = %q, want the annotation's value", got)
+		t.Errorf("Fingerprint = %q, want the annotation's value", got)
 	}
 	// The workload's own annotations are not the template's.
 	s := statefulSet(1, 1, nil, appsv1.StatefulSetStatus{})
 	s.Annotations = map[string]string{mrtrv1alpha1.FingerprintAnnotation: "fedcba9876543210"}
 	if got := Fingerprint(s); got != "" {
-		t.Errorf("Hash read the object's annotations: %q", got)
+		t.Errorf("Fingerprint read the object's annotations: %q", got)
 	}
 	if got := Fingerprint(&corev1.Pod{}); got != "" {
-		t.Errorf("Hash of a Pod = %q, want empty", got)
+		t.Errorf("Fingerprint of a Pod = %q, want empty", got)
 	}
 }
 

@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -28,34 +28,34 @@ import (
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 )
 
-// Stamp makes the workload's pod template carry hash in mrtrv1alpha1.FingerprintAnnotation, and the workload itself the
-// name of the keyring it belongs to in mrtrv1alpha1.StampedByAnnotation. A new hash restarts its pods
-// (a rollout) when the value changes. It writes nothing when the template already carries hash, so
+// Stamp makes the workload's pod template carry fingerprint in mrtrv1alpha1.FingerprintAnnotation, and the workload itself the
+// name of the keyring it belongs to in mrtrv1alpha1.StampedByAnnotation. A new fingerprint restarts its pods
+// (a rollout) when the value changes. It writes nothing when the template already carries fingerprint, so
 // calling it again — after a restart of the operator, or on every reconcile — never restarts the
 // pods a second time. It reports whether it wrote.
 //
 // The write is a JSON merge patch of that one annotation: it cannot clobber a concurrent change to
 // any other field (nor needs a resourceVersion), and it takes no ownership of the rest of the
 // object. On success obj holds the patched workload as the API server returned it.
-func Stamp(ctx context.Context, c client.Writer, obj client.Object, hash, keyring string) (bool, error) {
+func Stamp(ctx context.Context, c client.Writer, obj client.Object, fingerprint, keyring string) (bool, error) {
 	key := StampKey(obj, keyring)
 	if key == "" {
 		return false, fmt.Errorf("stamp: %s is shared by %v, not by keyring %s", obj.GetName(), SharedBy(obj), keyring)
 	}
-	if hash == "" {
-		return false, errors.New("stamp: the keyring hash is empty")
+	if fingerprint == "" {
+		return false, errors.New("stamp: the keyring fingerprint is empty")
 	}
 	if _, err := PodTemplate(obj); err != nil {
 		return false, fmt.Errorf("stamp: %w", err)
 	}
 	// The keyring of mrtrv1alpha1.FingerprintAnnotation claims the workload; a sharing keyring's own stamp claims nothing.
 	claim := key == mrtrv1alpha1.FingerprintAnnotation
-	if FingerprintAt(obj, key) == hash && (!claim || StampedBy(obj) == keyring) {
+	if FingerprintAt(obj, key) == fingerprint && (!claim || StampedBy(obj) == keyring) {
 		return false, nil
 	}
 	ref, _ := RefOf(obj)
 	p := map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
-		"annotations": map[string]string{key: hash},
+		"annotations": map[string]string{key: fingerprint},
 	}}}}
 	if claim {
 		p["metadata"] = map[string]any{"annotations": map[string]string{mrtrv1alpha1.StampedByAnnotation: keyring}}
@@ -65,7 +65,7 @@ func Stamp(ctx context.Context, c client.Writer, obj client.Object, hash, keyrin
 		return false, fmt.Errorf("stamp %s: %w", ref, err)
 	}
 	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(mrtrv1alpha1.FieldManager)); err != nil {
-		return false, fmt.Errorf("stamp %s with keyring hash %s: %w", ref, hash, err)
+		return false, fmt.Errorf("stamp %s with keyring fingerprint %s: %w", ref, fingerprint, err)
 	}
 	return true, nil
 }

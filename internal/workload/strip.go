@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -17,9 +17,9 @@ limitations under the License.
 package workload
 
 import (
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // StripWorkload is a cache transform for Deployments, StatefulSets and DaemonSets: it keeps what
@@ -35,24 +35,15 @@ import (
 // The operator never writes a workload from the cache: its stamp is a merge patch of annotations
 // (Stamp), so what is stripped here can never be written back.
 func StripWorkload(obj any) (any, error) {
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		return &appsv1.Deployment{TypeMeta: o.TypeMeta, ObjectMeta: o.ObjectMeta, Status: o.Status, Spec: appsv1.DeploymentSpec{
-			Replicas: o.Spec.Replicas, Selector: o.Spec.Selector, Strategy: o.Spec.Strategy, Paused: o.Spec.Paused,
-			Template: stripTemplate(&o.Spec.Template),
-		}}, nil
-	case *appsv1.StatefulSet:
-		return &appsv1.StatefulSet{TypeMeta: o.TypeMeta, ObjectMeta: o.ObjectMeta, Status: o.Status, Spec: appsv1.StatefulSetSpec{
-			Replicas: o.Spec.Replicas, Selector: o.Spec.Selector, UpdateStrategy: o.Spec.UpdateStrategy,
-			Template: stripTemplate(&o.Spec.Template),
-		}}, nil
-	case *appsv1.DaemonSet:
-		return &appsv1.DaemonSet{TypeMeta: o.TypeMeta, ObjectMeta: o.ObjectMeta, Status: o.Status, Spec: appsv1.DaemonSetSpec{
-			Selector: o.Spec.Selector, UpdateStrategy: o.Spec.UpdateStrategy,
-			Template: stripTemplate(&o.Spec.Template),
-		}}, nil
+	o, ok := obj.(client.Object)
+	if !ok {
+		return obj, nil
 	}
-	return obj, nil
+	a, err := adapterFor(o)
+	if err != nil {
+		return obj, nil //nolint:nilerr // not a workload: the transform leaves it as it is
+	}
+	return a.strip(o), nil
 }
 
 // stripTemplate keeps a pod template's labels, annotations and Secret references.

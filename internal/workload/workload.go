@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -20,15 +20,23 @@ limitations under the License.
 // template has rolled out (RolloutStatus) — and makes one write: stamping a fingerprint onto a pod
 // template (Stamp). It knows nothing of rotation phases; internal/rotation decides what to stamp
 // and when.
+//
+// # A kind is one file
+//
+// Everything the package knows of a kind is its adapter, in the kind's own file (deployment.go,
+// statefulset.go, daemonset.go): the empty object and list, the pod template, the selector, the
+// pods its controller counts, the rollout status, what the cache keeps of it (stripping) and the
+// status whose changes wake a keyring, with the RBAC marker that lets the reconciler list, watch
+// and stamp it. The functions of the package dispatch to the adapter by Kind or by the object's Go
+// type. Adding a kind is one new file that registers its adapter, plus its value in the API's enum
+// (mrtrv1alpha1.WorkloadKind, with the +kubebuilder:validation:Enum marker); Kind is that type.
 package workload
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -70,7 +78,7 @@ func StampKey(obj client.Object, keyring string) string {
 	return mrtrv1alpha1.FingerprintAnnotationPrefix + keyring
 }
 
-// HashAt returns the fingerprint in the pod-template annotation key of obj, "" when none.
+// FingerprintAt returns the fingerprint in the pod-template annotation key of obj, "" when none.
 func FingerprintAt(obj client.Object, key string) string {
 	t, err := PodTemplate(obj)
 	if err != nil {
@@ -79,57 +87,42 @@ func FingerprintAt(obj client.Object, key string) string {
 	return t.Annotations[key]
 }
 
-// Kind is one of the workload kinds a keyring can target.
-type Kind string
-
-// The supported kinds, all in apps/v1.
-const (
-	Deployment  Kind = "Deployment"
-	StatefulSet Kind = "StatefulSet"
-	DaemonSet   Kind = "DaemonSet"
-)
-
 // Kinds lists the supported kinds in their sort order.
-var Kinds = []Kind{Deployment, StatefulSet, DaemonSet}
-
-// New returns an empty object of the kind, for Get and Watch.
-func (k Kind) New() (client.Object, error) {
-	switch k {
-	case Deployment:
-		return &appsv1.Deployment{}, nil
-	case StatefulSet:
-		return &appsv1.StatefulSet{}, nil
-	case DaemonSet:
-		return &appsv1.DaemonSet{}, nil
+func Kinds() []Kind {
+	out := make([]Kind, len(adapters))
+	for i, a := range adapters {
+		out[i] = a.kind()
 	}
-	return nil, fmt.Errorf("workload kind %q is not supported: use Deployment, StatefulSet or DaemonSet", string(k))
+	return out
 }
 
-// newList returns an empty list of the kind.
-func (k Kind) newList() (client.ObjectList, error) {
-	switch k {
-	case Deployment:
-		return &appsv1.DeploymentList{}, nil
-	case StatefulSet:
-		return &appsv1.StatefulSetList{}, nil
-	case DaemonSet:
-		return &appsv1.DaemonSetList{}, nil
+// Objects returns an empty object of each kind, in the order of Kinds: what the reconciler
+// watches, indexes and strips in its cache.
+func Objects() []client.Object {
+	out := make([]client.Object, len(adapters))
+	for i, a := range adapters {
+		out[i] = a.newObject()
 	}
-	return nil, fmt.Errorf("workload kind %q is not supported: use Deployment, StatefulSet or DaemonSet", string(k))
+	return out
+}
+
+// New returns an empty object of kind k, for Get and Watch.
+func New(k Kind) (client.Object, error) {
+	a, err := adapterOf(k)
+	if err != nil {
+		return nil, err
+	}
+	return a.newObject(), nil
 }
 
 // KindOf returns the kind of a typed workload object. Typed objects read through a client have an
 // empty TypeMeta, so the Go type decides, not obj.GetObjectKind().
 func KindOf(obj client.Object) (Kind, error) {
-	switch obj.(type) {
-	case *appsv1.Deployment:
-		return Deployment, nil
-	case *appsv1.StatefulSet:
-		return StatefulSet, nil
-	case *appsv1.DaemonSet:
-		return DaemonSet, nil
+	a, err := adapterFor(obj)
+	if err != nil {
+		return "", err
 	}
-	return "", fmt.Errorf("%T is not a supported workload: use a Deployment, StatefulSet or DaemonSet", obj)
+	return a.kind(), nil
 }
 
 // Ref names a workload within the keyring's namespace.
@@ -156,27 +149,30 @@ func (r Ref) Compare(o Ref) int {
 }
 
 func kindRank(k Kind) int {
-	for i, kk := range Kinds {
-		if k == kk {
-			return i
-		}
+	if a, err := adapterOf(k); err == nil {
+		return a.rank()
 	}
-	return len(Kinds)
+	return len(adapters)
 }
 
 // PodTemplate returns the pod template of a typed workload object, which the caller may read or
 // modify in place.
 func PodTemplate(obj client.Object) (*corev1.PodTemplateSpec, error) {
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		return &o.Spec.Template, nil
-	case *appsv1.StatefulSet:
-		return &o.Spec.Template, nil
-	case *appsv1.DaemonSet:
-		return &o.Spec.Template, nil
+	a, err := adapterFor(obj)
+	if err != nil {
+		return nil, err
 	}
-	_, err := KindOf(obj)
-	return nil, err
+	return a.template(obj), nil
+}
+
+// Status is the status of a typed workload object, nil for another object: a change of it may
+// move a rollout.
+func Status(obj client.Object) any {
+	a, err := adapterFor(obj)
+	if err != nil {
+		return nil
+	}
+	return a.status(obj)
 }
 
 // Fingerprint returns the keyring fingerprint stamped on the workload's pod template, or "" when there is

@@ -473,7 +473,7 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 		Expect(err).NotTo(HaveOccurred())
 		var secret corev1.Secret
 		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: env.Opts.Namespace, Name: env.Opts.Name}, &secret)).To(Succeed())
-		secret.Data = map[string][]byte{mrtrv1alpha1.SecretDataKey: data}
+		secret.Data = map[string][]byte{keyring.SecretDataKey: data}
 		Expect(env.Client.Update(ctx, &secret)).To(Succeed())
 
 		Eventually(func() uint64 { return load.Counts().Rejected }).WithTimeout(30*time.Second).

@@ -446,7 +446,7 @@ func (e *Env) Observe(ctx context.Context) (State, error) {
 	s.Phase, s.RotationsCompleted, s.Keys = k.Status.Phase, k.Status.RotationsCompleted, k.Status.Keys
 	var secret corev1.Secret
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: e.Opts.Namespace, Name: e.Opts.Name}, &secret); err == nil {
-		if r, err := keyring.Parse(secret.Data[mrtrv1alpha1.SecretDataKey]); err == nil {
+		if r, err := keyring.Parse(secret.Data[keyring.SecretDataKey]); err == nil {
 			s.SecretKeyIDs, s.SecretFingerprint = r.IDs(), r.Fingerprint()
 		}
 	}

@@ -217,7 +217,7 @@ func (t *Timeline) secretChanged(obj any) {
 	if !ok || s.Namespace != t.Namespace || s.Name != t.Secret {
 		return
 	}
-	r, err := keyring.Parse(s.Data[mrtrv1alpha1.SecretDataKey])
+	r, err := keyring.Parse(s.Data[keyring.SecretDataKey])
 	if err != nil {
 		return
 	}

@@ -1,0 +1,626 @@
+/*
+Copyright 2026 The mrtr-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package rotation
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+)
+
+// outcome is what decide settled, from the facts alone: the status as the phase machine leaves it
+// (describe completes it), the Secret write, the stamp, the evictions, the events, and a stall
+// found while deciding. describe reads it and changes none of it.
+type outcome struct {
+	status mrtrv1alpha1.MRTRKeyringStatus
+	// write, when not nil, is what the Secret must hold.
+	write *secretWrite
+	// stamp is the fingerprint every found target's pod template must carry, "" for none.
+	stamp  string
+	evict  []string
+	events []Event
+	stall  *stall
+	// conflict: the Secret belongs to another keyring, so nothing is written or stamped.
+	conflict bool
+}
+
+// secretWrite is a keyring to write, annotated with the phase it is written for and its staged key.
+type secretWrite struct {
+	keyring *keyring.Keyring
+	phase   mrtrv1alpha1.Phase
+	staged  string
+}
+
+// stall says why progress is blocked.
+type stall struct{ reason, message string }
+
+// change is what a phase's exit decides once its check passes: the phase that follows, with the
+// keyring it runs (written now, or already in the Secret) and that keyring's staged key.
+type change struct {
+	phase   mrtrv1alpha1.Phase
+	keyring *keyring.Keyring
+	staged  string
+	write   bool
+}
+
+// decide makes at most one transition, and at most one Secret write: the Secret settled against
+// status first, then a revocation, else the exit of the phase in status; then what follows from
+// the result (the token lifetime published, the stamp, the overdue pods, the outage warning).
+func decide(f facts) outcome {
+	o := outcome{status: f.status}
+	if owner := f.in.Secret.ClaimedBy; owner != "" {
+		// Two keyrings driving one Secret would each advance its rotation on their own workloads:
+		// the second one touches nothing, so the phase and timers in its status stay as they were.
+		o.conflict = true
+		return o.stalled(mrtrv1alpha1.ReasonConflict, "Secret %s belongs to MRTRKeyring %s: this keyring writes and stamps nothing while %s exists; give it another spec.secretName",
+			f.in.SecretName, owner, owner)
+	}
+	kr, settled, o := settleSecret(f, o)
+	if kr != nil {
+		// A revocation comes first, in every phase, and before a keyring taken as it is is written:
+		// no key a request names is written to seal.
+		revoked := false
+		if o, revoked = revoke(f, o, kr); !revoked && settled {
+			o = advance(f, o, kr)
+		}
+	}
+	o = publishTokenTTL(f, o)
+	if !f.in.Settings.Reload() && (f.in.Secret.State == SecretValid || o.write != nil) {
+		// Only a keyring that is valid and ours is ever rolled out.
+		o.stamp = o.status.TargetFingerprint
+	}
+	o = restartOverdue(f, o)
+	if out := outages(f.in); out != "" && o.write != nil && len(f.in.Workloads) > 0 {
+		// A rotation restarts them three times.
+		o = o.event(corev1Warning, mrtrv1alpha1.EventRestartIsOutage, "Rotate", "rolling out keyring %s: %s", o.write.keyring.Fingerprint(), out)
+	}
+	return o
+}
+
+// settleSecret settles what the Secret holds against what status says was written. It returns the
+// Secret's keyring when it is valid and ours to use (nil otherwise), and whether the phase machine
+// may advance from it this pass: not when this pass writes it already (taken as it is), which a
+// revocation still overrides.
+func settleSecret(f facts, o outcome) (*keyring.Keyring, bool, outcome) {
+	sec, name := f.in.Secret, f.in.SecretName
+	switch sec.State {
+	case SecretWrongType:
+		return nil, false, o.stalled(mrtrv1alpha1.ReasonSecretWrongType, "Secret %s: %s; it is never overwritten: delete it and a new keyring is created", name, sec.Problem)
+	case SecretInvalid:
+		return nil, false, o.stalled(mrtrv1alpha1.ReasonSecretInvalid, "Secret %s: %s; it is never overwritten: fix or delete it", name, sec.Problem)
+	case SecretAbsent:
+		return nil, false, createSecret(f, o)
+	}
+	kr, fp := sec.Keyring, sec.Keyring.Fingerprint()
+	switch {
+	case fp == o.status.SecretFingerprint:
+		return kr, true, o
+	case f.resume != "":
+		o = o.event(corev1Normal, mrtrv1alpha1.EventResumed, "Resume", "Secret %s holds keyring %s written for phase %s; resuming there", name, fp, f.resume)
+		return kr, true, enter(f, o, change{phase: f.resume, keyring: kr, staged: f.staged})
+	case o.status.SecretFingerprint == "":
+		o = o.event(corev1Normal, mrtrv1alpha1.EventSecretAdopted, "Adopt", "adopted the keyring in Secret %s (keys %s); rolling it out", name, strings.Join(kr.IDs(), ", "))
+	default:
+		o = o.event(corev1Warning, mrtrv1alpha1.EventSecretChanged, "Adopt", "Secret %s was changed behind the operator's back (fingerprint %s, expected %s); keeping its keys (%s) and rolling them out", name, fp, o.status.SecretFingerprint, strings.Join(kr.IDs(), ", "))
+	}
+	// Taken as it is: the data is not changed, only annotated as ours (the same keyring is written).
+	if o.status.NextRotationTime == nil {
+		o.status.NextRotationTime = later(f.now, f.in.Settings.RotationInterval)
+	}
+	return kr, false, enter(f, o, change{phase: mrtrv1alpha1.PhaseStable, keyring: kr, write: true})
+}
+
+// createSecret writes a new keyring for a Secret that is absent: a fresh primary key and, when
+// nextKey is Staged, a fresh staged key.
+func createSecret(f facts, o outcome) outcome {
+	n := 1
+	if f.in.Settings.Staged() {
+		n = 2
+	}
+	keys := newKeys(f, o.status, nil, n)
+	kr, err := keyring.New(keys...)
+	if err != nil {
+		return o.cannotBuild(err)
+	}
+	staged := ""
+	if n == 2 {
+		staged = keys[1].ID()
+	}
+	if o.status.SecretFingerprint == "" {
+		o = o.event(corev1Normal, mrtrv1alpha1.EventSecretCreated, "Create", "created Secret %s with keys %s", f.in.SecretName, describeKeys(kr, staged))
+	} else {
+		o = o.event(corev1Warning, mrtrv1alpha1.EventSecretRecreated, "Create", "Secret %s was deleted behind the operator's back; recreated with new keys %s and rolling them out (tokens sealed with the lost keys fail on each pod once it runs the new keys)", f.in.SecretName, describeKeys(kr, staged))
+	}
+	// A new keyring has nothing a pending revocation could name.
+	if fresh := newRevokeRequests(f.in, o.status); len(fresh) > 0 {
+		o.status.LastHandledRevokeRequest = handledRevokeRequests(f.in, o.status, fresh)
+	}
+	o.status.NextRotationTime = later(f.now, f.in.Settings.RotationInterval)
+	return enter(f, o, change{phase: mrtrv1alpha1.PhaseStable, keyring: kr, staged: staged, write: true})
+}
+
+// advance leaves the phase in status once its exit check passes.
+func advance(f facts, o outcome, kr *keyring.Keyring) outcome {
+	switch o.status.Phase {
+	case mrtrv1alpha1.PhaseStable:
+		return leaveStable(f, o, kr)
+	case mrtrv1alpha1.PhaseAccepting:
+		return leaveAccepting(f, o, kr)
+	case mrtrv1alpha1.PhaseSealingWithNew:
+		return leaveSealingWithNew(f, o)
+	case mrtrv1alpha1.PhaseWaitingTTL:
+		return leaveWaitingTTL(f, o, kr)
+	case mrtrv1alpha1.PhaseRemoving:
+		return leaveRemoving(f, o, kr)
+	case mrtrv1alpha1.PhaseRevoking:
+		return leaveRevoking(f, o, kr)
+	}
+	return o.stalled(mrtrv1alpha1.ReasonSecretInvalid, "status.phase %q is unknown", o.status.Phase)
+}
+
+// leaveStable starts a rotation once one is due or requested: by sealing with the staged key
+// (sealWithStaged), or else by adding a new key that every pod must accept first (Accepting).
+func leaveStable(f facts, o outcome, kr *keyring.Keyring) outcome {
+	o = scheduleRotation(f, o)
+	request, due := rotationDue(f.in, o.status)
+	if !due {
+		return o
+	}
+	if f.staged != "" {
+		return sealWithStaged(f, o, kr, request)
+	}
+	added := newKeys(f, o.status, kr, 1)[0]
+	next, err := kr.Add(added)
+	if errors.Is(err, keyring.ErrFull) {
+		return o.stalled(mrtrv1alpha1.ReasonKeyringFull, "the keyring holds %d keys, the most allowed: remove keys no replica seals with (Retiring) so a new key can be added", kr.Len())
+	} else if err != nil {
+		return o.cannotBuild(err)
+	}
+	o.status.LastHandledRotateRequest = f.in.RotateRequest
+	o = o.event(corev1Normal, mrtrv1alpha1.EventRotationStarted, "Rotate", "rotation started (%s): created key %s, accepted everywhere before it seals; keyring %s (keys %s)",
+		request, added.ID(), next.Fingerprint(), strings.Join(next.IDs(), ", "))
+	return enter(f, o, change{phase: mrtrv1alpha1.PhaseAccepting, keyring: next, write: true})
+}
+
+// sealWithStaged starts a rotation of a keyring that has a staged key: every pod accepts it
+// already, so it seals at once ([N, A]) and the rotation skips Accepting. That every pod accepts
+// it is proven again first (delivered), for targets added since it was staged; and in Restart
+// delivery the pods that the rollout of the staging write replaced knew only the keyring before
+// it, so the rotation starts no sooner than terminationGracePeriod after that rollout.
+func sealWithStaged(f facts, o outcome, kr *keyring.Keyring, request string) outcome {
+	o, ready := readyToSeal(f, o)
+	if !ready {
+		return o
+	}
+	next, err := kr.SetPrimary(f.staged)
+	if err != nil {
+		return o.cannotBuild(err)
+	}
+	o.status.LastHandledRotateRequest = f.in.RotateRequest
+	o = o.event(corev1Normal, mrtrv1alpha1.EventRotationStarted, "Rotate", "rotation started (%s): staged key %s, which every pod accepts, seals from now on; keyring %s (keys %s)",
+		request, f.staged, next.Fingerprint(), strings.Join(next.IDs(), ", "))
+	return enter(f, o, change{phase: mrtrv1alpha1.PhaseSealingWithNew, keyring: next, write: true})
+}
+
+// leaveAccepting makes the new key primary once every pod accepts it (rule 1), and, in Restart
+// delivery, the pods the rollout replaced have stopped.
+func leaveAccepting(f facts, o outcome, kr *keyring.Keyring) outcome {
+	o, ready := readyToSeal(f, o)
+	if !ready {
+		return o
+	}
+	ids := kr.IDs()
+	newest := ids[len(ids)-1]
+	next, err := kr.SetPrimary(newest)
+	if err != nil {
+		return o.cannotBuild(err)
+	}
+	o = o.event(corev1Normal, mrtrv1alpha1.EventKeySealing, "Rotate", "every pod accepts key %s: it seals from now on; keyring %s (keys %s)",
+		newest, next.Fingerprint(), strings.Join(next.IDs(), ", "))
+	return enter(f, o, change{phase: mrtrv1alpha1.PhaseSealingWithNew, keyring: next, write: true})
+}
+
+// leaveSealingWithNew starts the TTL wait once no pod seals with the old keys.
+func leaveSealingWithNew(f facts, o outcome) outcome {
+	if !delivered(f, o.status, false) {
+		return o
+	}
+	o.status.TTLWaitUntil = ttlWaitEnd(f.in.Now, o.status.TTLWaits)
+	o.status.RolledOutAt = nil
+	return transition(f, o, mrtrv1alpha1.PhaseWaitingTTL) // no event: status.ttlWaitUntil says when it ends
+}
+
+// leaveWaitingTTL removes the old keys once every token sealed with them has expired (rule 2),
+// staging a fresh key when nextKey is Staged.
+func leaveWaitingTTL(f facts, o outcome, kr *keyring.Keyring) outcome {
+	if o.status.TTLWaitUntil == nil { // lost (an edited status): wait the whole time again from now
+		o.status.TTLWaitUntil = ttlWaitEnd(f.in.Now, o.status.TTLWaits)
+	}
+	o = extendTTLWait(o)
+	if f.in.Now.Before(o.status.TTLWaitUntil.Time) {
+		return o
+	}
+	removed := kr.IDs()[1:]
+	next, err := kr.Delete(removed...)
+	staged := ""
+	if err == nil && f.in.Settings.Staged() {
+		fresh := newKeys(f, o.status, kr, 1)[0]
+		next, err = next.Add(fresh)
+		staged = fresh.ID()
+	}
+	if err != nil {
+		return o.cannotBuild(err)
+	}
+	if len(removed) > 0 || staged != "" {
+		o = o.event(corev1Normal, mrtrv1alpha1.EventKeyRemoved, "Rotate", "removed key(s) %s: every token sealed with them has expired; keyring %s (keys %s)",
+			strings.Join(removed, ", "), next.Fingerprint(), describeKeys(next, staged))
+	}
+	return enter(f, o, change{phase: mrtrv1alpha1.PhaseRemoving, keyring: next, staged: staged, write: true})
+}
+
+// leaveRemoving completes the rotation once every pod runs the keyring without the old keys.
+func leaveRemoving(f facts, o outcome, kr *keyring.Keyring) outcome {
+	if !delivered(f, o.status, false) {
+		return o
+	}
+	o.status.LastRotationTime = nowRef(f)
+	o.status.NextRotationTime = later(f.now, f.in.Settings.RotationInterval)
+	o.status.RotationsCompleted++
+	o = settle(f, o, kr)
+	return o.event(corev1Normal, mrtrv1alpha1.EventRotationCompleted, "Rotate", "rotation completed; keys %s; next rotation at %s",
+		describeKeys(kr, f.staged), o.status.NextRotationTime.UTC().Format(time.RFC3339))
+}
+
+// leaveRevoking ends a revocation once every pod runs the keyring without the revoked keys.
+func leaveRevoking(f facts, o outcome, kr *keyring.Keyring) outcome {
+	if !delivered(f, o.status, false) {
+		return o
+	}
+	o = settle(f, o, kr)
+	return o.event(corev1Normal, mrtrv1alpha1.EventRevocationCompleted, "Revoke", "every pod runs keyring %s (keys %s), without the revoked keys",
+		kr.Fingerprint(), describeKeys(kr, f.staged))
+}
+
+// readyToSeal is the check before a key that every pod should accept begins to seal (rule 1): the
+// keyring that holds it has reached every pod, a missing target blocking (it could come back with
+// an old keyring), and in Restart delivery the pods its rollout replaced have stopped. A rollout
+// under way, or one that regressed, proves nothing yet: status.rolledOutAt is cleared.
+func readyToSeal(f facts, o outcome) (outcome, bool) {
+	if !delivered(f, o.status, true) {
+		o.status.RolledOutAt = nil
+		return o, false
+	}
+	return replacedPodsGone(f, o)
+}
+
+// delivered is the exit check of the phases that wait for a keyring to reach the pods (see
+// delivery.reached). A Secret-only keyring, with nothing to prove it, waits PropagationDelay.
+func delivered(f facts, st mrtrv1alpha1.MRTRKeyringStatus, blockOnMissing bool) bool {
+	if f.delivery.secretOnly {
+		return !f.in.Now.Before(phaseStart(f.in, st).Add(f.in.Settings.PropagationDelay))
+	}
+	return f.delivery.reached(blockOnMissing)
+}
+
+// replacedPodsGone is the second exit check of Accepting and of sealWithStaged in Restart
+// delivery. A rollout is complete once no running pod has the old template, but the pods it
+// replaced may still serve for terminationGracePeriod while they stop (kubectl rollout status
+// does not see them for StatefulSets and DaemonSets), and they know only the old keys: a token
+// sealed with the new key must not reach them. So the phase ends that long after the rollout was
+// first seen complete (status.rolledOutAt, kept across restarts). Reload delivery counts
+// terminating pods until they are gone, and restarts none but the laggards, so it needs no such
+// wait.
+func replacedPodsGone(f facts, o outcome) (outcome, bool) {
+	if len(f.in.Workloads) == 0 || f.in.Settings.Reload() {
+		return o, true
+	}
+	if o.status.RolledOutAt == nil {
+		o.status.RolledOutAt = nowRef(f)
+	}
+	return o, !f.in.Now.Before(o.status.RolledOutAt.Add(f.in.Settings.TerminationGracePeriod))
+}
+
+// settle ends Removing or Revoking, whose keyring kr has reached every pod: Stable, its staged key
+// now Staged. status.rolledOutAt keeps when that was seen, for sealWithStaged.
+func settle(f facts, o outcome, kr *keyring.Keyring) outcome {
+	o.status.TTLWaitUntil, o.status.RolledOutAt = nil, nil
+	if f.staged != "" {
+		o.status.RolledOutAt = nowRef(f)
+	}
+	o = transition(f, o, mrtrv1alpha1.PhaseStable)
+	o.status.Keys = keyStatuses(f, kr, mrtrv1alpha1.PhaseStable, f.staged)
+	return o
+}
+
+// scheduleRotation keeps status.nextRotationTime one rotationInterval after the last rotation or,
+// before the first, after the primary key was created: an edited interval takes effect at once, in
+// both directions, instead of at the time computed from the old one (up to a month away).
+func scheduleRotation(f facts, o outcome) outcome {
+	interval := f.in.Settings.RotationInterval
+	base := o.status.LastRotationTime
+	if len(o.status.Keys) > 0 && base == nil {
+		if since := o.status.Keys[0].Sealing(); !since.IsZero() {
+			base = &since
+		}
+	}
+	if base == nil {
+		if o.status.NextRotationTime == nil {
+			o.status.NextRotationTime = later(f.now, interval)
+		}
+		return o
+	}
+	// Whole seconds, as status stores them, so that the value survives the round trip unchanged.
+	next := metav1.NewTime(base.Add(interval).Truncate(time.Second))
+	if old := o.status.NextRotationTime; old == nil || !old.Equal(&next) {
+		if old != nil {
+			o = o.event(corev1Normal, mrtrv1alpha1.EventRotationRescheduled, "Schedule", "rotationInterval is %v: next rotation at %s (was %s)",
+				interval, next.UTC().Format(time.RFC3339), old.UTC().Format(time.RFC3339))
+		}
+		o.status.NextRotationTime = &next
+	}
+	return o
+}
+
+// rotationDue reports whether a rotation must start now, and why.
+func rotationDue(in Input, st mrtrv1alpha1.MRTRKeyringStatus) (why string, due bool) {
+	if in.Settings.Suspend {
+		return "", false
+	}
+	// Handled once for this Secret, by this keyring (status) or by an earlier one of the same name
+	// (the Secret's annotation): never again.
+	if r := in.RotateRequest; r != "" && r != st.LastHandledRotateRequest && r != in.Secret.HandledRotateRequest {
+		return fmt.Sprintf("requested by %s=%q", mrtrv1alpha1.RotateAnnotation, r), true
+	}
+	if t := st.NextRotationTime; t != nil && !in.Now.Before(t.Time) {
+		return "interval elapsed", true
+	}
+	return "", false
+}
+
+// ttlWaitEnd is when a TTL wait that starts at from ends: the longest TTL wait declared since the
+// old keys began to seal (the current one at least), rounded up to a whole second.
+func ttlWaitEnd(from time.Time, w *mrtrv1alpha1.TTLWaits) *metav1.Time {
+	t := metav1.NewTime(ceilSecond(from.Add(retiringTTLWait(w))))
+	return &t
+}
+
+// retiringTTLWait is how long the TTL wait lasts from the moment no pod seals with the old keys:
+// the longest TTL wait declared since they began to seal (trackTTLWaits keeps it).
+func retiringTTLWait(w *mrtrv1alpha1.TTLWaits) time.Duration {
+	if w.Retiring != nil {
+		return w.Retiring.Duration
+	}
+	return w.Primary.Duration // a status from before ttlWaits.retiring: the longest known
+}
+
+// extendTTLWait moves the end of the TTL wait later when a longer TTL was declared since it began,
+// so that raising tokenTTL during the wait still covers every token sealed with the old keys.
+func extendTTLWait(o outcome) outcome {
+	if o.status.PhaseStartedAt == nil {
+		return o
+	}
+	until := ttlWaitEnd(o.status.PhaseStartedAt.Time, o.status.TTLWaits)
+	if until.After(o.status.TTLWaitUntil.Time) {
+		o = o.event(corev1Normal, mrtrv1alpha1.EventTTLWaitExtended, "Rotate", "a TTL wait of %v was declared since the old keys last sealed: the wait now ends at %s (was %s)",
+			retiringTTLWait(o.status.TTLWaits), until.UTC().Format(time.RFC3339), o.status.TTLWaitUntil.UTC().Format(time.RFC3339))
+		o.status.TTLWaitUntil = until
+	}
+	return o
+}
+
+// enter starts the phase of c with its keyring in the Secret: written now, or already there.
+func enter(f facts, o outcome, c change) outcome {
+	if c.write {
+		o.write = &secretWrite{keyring: c.keyring, phase: c.phase, staged: c.staged}
+	}
+	st := &o.status
+	st.SecretFingerprint = c.keyring.Fingerprint()
+	st.TargetFingerprint = c.keyring.Fingerprint()
+	st.Keys = keyStatuses(f, c.keyring, c.phase, c.staged)
+	if c.phase != mrtrv1alpha1.PhaseWaitingTTL {
+		st.TTLWaitUntil = nil
+	}
+	w := *st.TTLWaits // set by trackTTLWaits; a copy, so that the facts stay as observed
+	switch {
+	case c.phase == mrtrv1alpha1.PhaseSealingWithNew && st.Phase != c.phase:
+		// A new key takes over sealing: the old primary's longest wait now covers the retiring
+		// keys, and the new primary's starts from the current one.
+		retiring := w.Primary
+		w.Retiring, w.Primary = &retiring, metav1.Duration{Duration: f.in.Settings.TTLWait()}
+	case c.phase == mrtrv1alpha1.PhaseRemoving || c.phase == mrtrv1alpha1.PhaseStable:
+		w.Retiring = nil // the keys it covered are gone, or never were
+	case c.phase == mrtrv1alpha1.PhaseRevoking:
+		// Whichever key seals now may have sealed before, under any of the waits known: keep the
+		// longest for it. Keys left retiring leave at the next rotation, which covers them anew.
+		if w.Retiring != nil {
+			w.Primary.Duration = max(w.Primary.Duration, w.Retiring.Duration)
+		}
+		w.Retiring = nil
+	}
+	st.TTLWaits = &w
+	st.RolledOutAt = nil
+	return transition(f, o, c.phase)
+}
+
+// transition records the phase change. It emits no event: the caller emits the one event that
+// says what the change means (RotationStarted, KeySealing, KeyRemoved, RotationCompleted, or why
+// the Secret was taken as it is), so that a rotation costs four events, not one per step and
+// detail.
+func transition(f facts, o outcome, phase mrtrv1alpha1.Phase) outcome {
+	o.status.Phase = phase
+	o.status.PhaseStartedAt = nowRef(f)
+	o.status.RestartedPods = nil // they were restarted for the keyring of the phase before
+	return o
+}
+
+// keyStatuses lists kr's keys with their roles in phase, keeping known creation times. The
+// staged key is Accepted while the write that staged it is on its way to the pods, Staged once it
+// has reached them all.
+func keyStatuses(f facts, kr *keyring.Keyring, phase mrtrv1alpha1.Phase, staged string) []mrtrv1alpha1.KeyStatus {
+	known := make(map[string]mrtrv1alpha1.KeyStatus, len(f.in.Status.Keys))
+	for _, k := range f.in.Status.Keys {
+		known[k.ID] = k
+	}
+	arriving := phase == mrtrv1alpha1.PhaseRemoving || phase == mrtrv1alpha1.PhaseRevoking
+	ids := kr.IDs()
+	out := make([]mrtrv1alpha1.KeyStatus, len(ids))
+	for i, id := range ids {
+		was, ok := known[id]
+		role := mrtrv1alpha1.KeyRetiring
+		switch {
+		case i == 0:
+			role = mrtrv1alpha1.KeyPrimary
+		case id == staged && arriving && was.Role != mrtrv1alpha1.KeyStaged:
+			role = mrtrv1alpha1.KeyAccepted
+		case id == staged:
+			role = mrtrv1alpha1.KeyStaged
+		case phase == mrtrv1alpha1.PhaseAccepting && i == len(ids)-1:
+			role = mrtrv1alpha1.KeyAccepted
+		}
+		created := was.CreatedAt
+		if !ok {
+			created = f.now
+		}
+		out[i] = mrtrv1alpha1.KeyStatus{ID: id, Role: role, CreatedAt: created}
+		if role == mrtrv1alpha1.KeyPrimary {
+			since := metav1.Time{}
+			if ok && was.Role == mrtrv1alpha1.KeyPrimary {
+				since = was.Sealing()
+			}
+			if since.IsZero() {
+				since = f.now
+			}
+			out[i].SealingSince = &since
+		}
+	}
+	return out
+}
+
+// newKeys are the first n of Input.FreshKeys under new ids that neither kr (nil for none), nor
+// status, nor a revoked key has used, and that no revocation request names.
+func newKeys(f facts, st mrtrv1alpha1.MRTRKeyringStatus, kr *keyring.Keyring, n int) []keyring.Key {
+	var used []string
+	if kr != nil {
+		used = kr.IDs()
+	}
+	for _, k := range f.in.Status.Keys {
+		used = append(used, k.ID)
+	}
+	for _, k := range st.RevokedKeys {
+		used = append(used, k.ID)
+	}
+	// Nor one a request names, handled or not: a key named by a request never seals. (Such ids
+	// are skipped, not taken as used: a request naming an id of the future must not move every
+	// id after it.)
+	named := append(splitIDs(f.in.RevokeRequest), splitIDs(st.LastHandledRevokeRequest)...)
+	out := make([]keyring.Key, n)
+	for i := range out {
+		id := NewKeyID(f.in.Now, used...)
+		for slices.Contains(named, id) {
+			used = append(used, id)
+			id = NewKeyID(f.in.Now, used...)
+		}
+		out[i] = keyring.NewKey(id, f.in.FreshKeys[i].Secret())
+		used = append(used, id)
+	}
+	return out
+}
+
+// publishTokenTTL rewrites the Secret, keys unchanged, when the token lifetime it declares to the
+// servers (keyring.TokenTTLDataKey, written with every keyring) is not spec.tokenTTL: the servers
+// then refuse to seal longer tokens than the rotation waits for. The fingerprint does not change,
+// so nothing restarts.
+func publishTokenTTL(f facts, o outcome) outcome {
+	sec := f.in.Secret
+	if o.conflict || o.write != nil || sec.State != SecretValid || sec.Keyring.Fingerprint() != o.status.SecretFingerprint ||
+		sec.TokenTTL == f.in.Settings.TokenTTL {
+		return o
+	}
+	o.write = &secretWrite{keyring: sec.Keyring, phase: o.status.Phase, staged: f.staged}
+	return o
+}
+
+// stalled records that progress is blocked; the first reason found wins.
+func (o outcome) stalled(reason, format string, args ...any) outcome {
+	if o.stall == nil {
+		o.stall = &stall{reason: reason, message: fmt.Sprintf(format, args...)}
+	}
+	return o
+}
+
+// cannotBuild stalls on a keyring the verbs refused to build; the error names ids, never bytes.
+func (o outcome) cannotBuild(err error) outcome {
+	return o.stalled(mrtrv1alpha1.ReasonSecretInvalid, "cannot build the next keyring: %v", err)
+}
+
+func (o outcome) event(typ, reason, action, format string, args ...any) outcome {
+	o.events = append(slices.Clip(o.events), Event{Type: typ, Reason: reason, Action: action, Note: fmt.Sprintf(format, args...)})
+	return o
+}
+
+// describeKeys lists kr's ids for messages, the staged one marked.
+func describeKeys(kr *keyring.Keyring, staged string) string {
+	ids := kr.IDs()
+	for i, id := range ids {
+		if id == staged {
+			ids[i] += " (staged)"
+		}
+	}
+	return strings.Join(ids, ", ")
+}
+
+// nowRef is the pass's time, as status stores times, in a pointer of its own.
+func nowRef(f facts) *metav1.Time {
+	t := f.now
+	return &t
+}
+
+// later is now + d, as status stores times.
+func later(now metav1.Time, d time.Duration) *metav1.Time {
+	t := metav1.NewTime(now.Add(d))
+	return &t
+}
+
+// phaseStart is when the phase in st began, now when not known.
+func phaseStart(in Input, st mrtrv1alpha1.MRTRKeyringStatus) time.Time {
+	if st.PhaseStartedAt == nil {
+		return in.Now
+	}
+	return st.PhaseStartedAt.Time
+}
+
+// ceilSecond rounds t up to a whole second, so a wait stored in status is never shortened.
+func ceilSecond(t time.Time) time.Time {
+	if r := t.Truncate(time.Second); !r.Equal(t) {
+		return r.Add(time.Second)
+	}
+	return t
+}
+
+// Event types, as in k8s.io/api/core/v1 (not imported to keep this package free of API machinery
+// it does not need).
+const (
+	corev1Normal  = "Normal"
+	corev1Warning = "Warning"
+)

@@ -1,0 +1,580 @@
+/*
+Copyright 2026 The mrtr-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package rotation
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+)
+
+// report is what describe says of one outcome, each part derived once: the conditions, the status
+// of each workload and the stall message all quote the same per-workload messages.
+type report struct {
+	f facts
+	o outcome
+	// st is the outcome's status, as describe completes it.
+	st mrtrv1alpha1.MRTRKeyringStatus
+	// v is the delivery of the outcome's target keyring.
+	v delivery
+	// targets are v.targets with what each waits for ("" when nothing).
+	targets []shown
+	// missing and pending are those of v, with their messages.
+	missing, pending []shown
+	// selected says which selected pods lag, "" when none does.
+	selected string
+	stall    *stall
+}
+
+// shown is a target and what it waits for.
+type shown struct {
+	target
+	message string
+}
+
+// describe derives the Decision from the facts and the outcome: status (workloads, pods,
+// conditions, what the rotation waits for), the requeue, and the Warning event of a Ready that
+// turns False. It changes neither input.
+func describe(f facts, o outcome) Decision {
+	r := report{f: f, o: o, st: o.status, v: f.delivery}
+	if o.write != nil || r.v.target != o.status.TargetFingerprint {
+		r.v = observeDelivery(f.in, o.status.TargetFingerprint, o.write != nil)
+	}
+	r.targets = make([]shown, len(r.v.targets))
+	for i, t := range r.v.targets {
+		r.targets[i] = shown{target: t, message: r.waitsFor(t)}
+		switch {
+		case !t.Found:
+			r.missing = append(r.missing, r.targets[i])
+		case !t.upToDate:
+			r.pending = append(r.pending, r.targets[i])
+		}
+	}
+	if lag := r.v.selectedLaggards; len(lag) > 0 {
+		r.selected = fmt.Sprintf("selected pods: %d of %d acknowledged keyring %s; waiting for %s", len(r.v.selected)-len(lag),
+			len(r.v.selected), r.v.target, joinSome(podNames(lag), ", ", len(lag)))
+	}
+	r.stall = o.stall
+	if r.stall == nil {
+		r.stall = r.claimed()
+	}
+	if r.stall == nil {
+		r.stall = r.blocked()
+	}
+
+	r.st.ObservedGeneration = f.in.Generation
+	r.st.SecretName = f.in.SecretName
+	r.st.SelectedPods = r.selectedStatus()
+	r.st.Workloads = r.workloadStatuses()
+	events := o.events
+	if e := r.setConditions(); e != nil {
+		events = append(slices.Clip(events), *e)
+	}
+	r.st.WaitingFor = r.waitingFor()
+	d := Decision{Stamp: o.stamp, Evict: o.evict, Status: r.st, RequeueAfter: r.nextDeadline(), Events: events}
+	if w := o.write; w != nil {
+		d.Secret, d.SecretPhase, d.SecretStaged = w.keyring, w.phase, w.staged
+	}
+	return d
+}
+
+// waitsFor says what t waits for before it runs the target keyring, "" when nothing.
+// Workload.Message already names the workload; the other texts are prefixed with it.
+func (r *report) waitsFor(t target) string {
+	fp := r.v.target
+	switch {
+	case !t.Found:
+		return t.ref() + " not found"
+	case r.v.reload:
+		return r.podsWaitFor(t)
+	case t.Stamp != fp && r.o.stamp == fp && t.ClaimedBy == "", t.Stamp == fp && t.Unobserved:
+		// Stamped as this pass ends, or stamped and its controller yet to begin: one message for
+		// both, so that a pass that finds the stamp before the rollout has nothing new to write.
+		return t.ref() + ": rollout of keyring " + fp + " started"
+	case t.Stamp != fp:
+		return t.ref() + ": pod template not yet stamped with keyring " + fp
+	case t.RolledOut:
+		return ""
+	case t.Message != "":
+		return t.Message
+	}
+	return fmt.Sprintf("%s: %d of %d pods ready", t.ref(), t.Ready, t.Desired)
+}
+
+// podsWaitFor says what the pods of t wait for, "" when every one runs the target keyring.
+func (r *report) podsWaitFor(t target) string {
+	if !seenAll(t.Workload) {
+		return fmt.Sprintf("%s: %d pods seen of the %d it counts", t.ref(), len(t.Pods), t.CountedPods)
+	}
+	if len(t.laggards) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s: %d of %d pods run keyring %s; waiting for %s", t.ref(), len(t.Pods)-len(t.laggards), len(t.Pods),
+		r.v.target, joinSome(podNames(t.laggards), ", ", len(t.laggards)))
+}
+
+// claimed stalls on targets whose stamp belongs to another keyring, in Restart delivery: the
+// reconciler does not stamp them, so a rotation cannot leave its first phase until the owner is
+// gone (or the workload leaves this keyring's targets). A workload that needs two keyrings needs
+// one stamp for each, not one fought over. Reload delivery stamps nothing: each keyring waits for
+// its own acknowledgement, and two keyrings never touch the same thing.
+func (r *report) claimed() *stall {
+	if r.v.reload {
+		return nil
+	}
+	var claimed []string
+	for _, t := range r.v.targets {
+		if t.Found && t.ClaimedBy != "" {
+			claimed = append(claimed, fmt.Sprintf("%s (MRTRKeyring %s)", t.ref(), t.ClaimedBy))
+		}
+	}
+	if len(claimed) == 0 {
+		return nil
+	}
+	return &stall{mrtrv1alpha1.ReasonConflict, fmt.Sprintf("the stamps of %s belong to another keyring: this keyring does not stamp them while that one exists",
+		joinSome(claimed, ", ", len(claimed)))}
+}
+
+// blocked is the stall of a phase that waits too long: a target missing while Accepting, or a
+// keyring that has not reached every pod within spec.rolloutDeadline.
+func (r *report) blocked() *stall {
+	st, s := r.st, r.f.in.Settings
+	if st.Phase == mrtrv1alpha1.PhaseStable && r.o.write == nil {
+		return r.dueBlocked()
+	}
+	if !WaitsForRollout(st.Phase) || r.o.write != nil {
+		return nil
+	}
+	if st.Phase == mrtrv1alpha1.PhaseAccepting && len(r.missing) > 0 {
+		return &stall{mrtrv1alpha1.ReasonWorkloadNotFound, "the rotation does not advance past Accepting until these targets exist (or leave the spec): " + refs(r.missing)}
+	}
+	if r.f.in.Now.Before(r.rolloutDeadline()) {
+		return nil
+	}
+	switch {
+	case len(r.pending) > 0:
+		return &stall{mrtrv1alpha1.ReasonRolloutDeadlineExceeded, fmt.Sprintf("%s has not rolled out keyring %s within %s: %s; the rotation continues once it does",
+			refs(r.pending), st.TargetFingerprint, s.RolloutDeadline, messages(r.pending))}
+	case r.selected != "":
+		return &stall{mrtrv1alpha1.ReasonRolloutDeadlineExceeded, fmt.Sprintf("keyring %s has not reached every pod within %s: %s; the rotation continues once it does",
+			st.TargetFingerprint, s.RolloutDeadline, r.selected)}
+	}
+	return nil
+}
+
+// dueBlocked stalls a rotation that fell due but cannot start: a staged key seals only once every
+// pod runs the keyring that staged it (sealWithStaged), so a target that does not roll it out
+// holds the rotation in Stable. The deadline counts from the due time, spec.rolloutDeadline, as in
+// the phases that wait for a rollout. (A requested rotation has no time of its own to count from;
+// its wait shows in Reconciling.)
+func (r *report) dueBlocked() *stall {
+	deadline, ok := r.dueDeadline()
+	if !ok || r.f.in.Now.Before(deadline) {
+		return nil
+	}
+	due := r.st.NextRotationTime.UTC().Format(time.RFC3339)
+	switch {
+	case len(r.missing) > 0:
+		return &stall{mrtrv1alpha1.ReasonWorkloadNotFound, fmt.Sprintf("the rotation due at %s does not start until these targets exist (or leave the spec): %s",
+			due, refs(r.missing))}
+	case len(r.pending) > 0:
+		return &stall{mrtrv1alpha1.ReasonRolloutDeadlineExceeded, fmt.Sprintf("the rotation due at %s waits for %s to run keyring %s, which stages its next key: %s",
+			due, refs(r.pending), r.st.TargetFingerprint, messages(r.pending))}
+	case r.selected != "":
+		return &stall{mrtrv1alpha1.ReasonRolloutDeadlineExceeded, fmt.Sprintf("the rotation due at %s waits for keyring %s to reach every pod: %s",
+			due, r.st.TargetFingerprint, r.selected)}
+	}
+	return nil
+}
+
+// dueDeadline is, for a rotation due by the interval that a staged key holds back, when its wait
+// for delivery counts as stuck.
+func (r *report) dueDeadline() (time.Time, bool) {
+	t, in := r.st.NextRotationTime, r.f.in
+	if t == nil || in.Settings.Suspend || in.Now.Before(t.Time) || in.Secret.State != SecretValid || r.f.staged == "" {
+		return time.Time{}, false
+	}
+	return t.Add(in.Settings.RolloutDeadline), true
+}
+
+func (r *report) rolloutDeadline() time.Time {
+	return phaseStart(r.f.in, r.st).Add(r.f.in.Settings.RolloutDeadline)
+}
+
+// nextDeadline is the earliest future time at which a timed check may change the outcome: the
+// next rotation, the end of the TTL wait or of the propagation delay, or a rollout deadline.
+func (r *report) nextDeadline() time.Duration {
+	in, st := r.f.in, r.st
+	switch in.Secret.State {
+	case SecretInvalid:
+		return 0 // nothing timed can help: only a fix of the Secret (a watch event) can
+	case SecretWrongType:
+		// The reconciler watches keyring Secrets only: the deletion of this one, which is the fix,
+		// brings no event, so look again now and then.
+		return WrongTypeRecheck
+	}
+	var at time.Time
+	switch ph := st.Phase; {
+	case ph == mrtrv1alpha1.PhaseStable:
+		if !in.Settings.Suspend && st.NextRotationTime != nil {
+			at = st.NextRotationTime.Time
+		}
+		// A rotation due (or requested) that seals with a staged key first waits for the pods the
+		// last rollout replaced to stop (sealWithStaged), and is stuck past its deadline.
+		if _, due := rotationDue(in, st); due && st.RolledOutAt != nil && !in.Settings.Reload() {
+			at = st.RolledOutAt.Add(in.Settings.TerminationGracePeriod)
+		} else if d, ok := r.dueDeadline(); ok && d.After(in.Now) {
+			at = d
+		}
+	case ph == mrtrv1alpha1.PhaseWaitingTTL:
+		if st.TTLWaitUntil != nil {
+			at = st.TTLWaitUntil.Time
+		}
+	case WaitsForRollout(ph) && r.v.secretOnly:
+		at = phaseStart(in, st).Add(in.Settings.PropagationDelay)
+	case ph == mrtrv1alpha1.PhaseAccepting && st.RolledOutAt != nil:
+		at = st.RolledOutAt.Add(in.Settings.TerminationGracePeriod)
+	case WaitsForRollout(ph) && in.Now.Before(r.rolloutDeadline()):
+		at = r.rolloutDeadline()
+	}
+	// A laggard to restart may come first, in any phase.
+	if d := nextReloadDeadline(in, st, r.v); !d.IsZero() && (at.IsZero() || !at.After(in.Now) || d.Before(at)) {
+		at = d
+	}
+	if d := at.Sub(in.Now); !at.IsZero() && d > 0 {
+		return d
+	}
+	return 0
+}
+
+// WrongTypeRecheck is how often a keyring whose Secret has another type looks again.
+const WrongTypeRecheck = 10 * time.Second
+
+// WaitsForRollout reports whether phase ph ends when its keyring has reached every pod (a rollout,
+// or every acknowledgement).
+func WaitsForRollout(ph mrtrv1alpha1.Phase) bool {
+	return ph == mrtrv1alpha1.PhaseAccepting || ph == mrtrv1alpha1.PhaseSealingWithNew || ph == mrtrv1alpha1.PhaseRemoving ||
+		ph == mrtrv1alpha1.PhaseRevoking
+}
+
+// MaxListedWorkloads is the most target workloads status.workloads lists. A keyring may have any
+// number of targets; status, one object of bounded size, names the ones that matter most (those
+// not yet up to date) and counts the rest.
+const MaxListedWorkloads = 100
+
+// workloadStatuses lists the targets, at most MaxListedWorkloads of them, and counts them all and
+// their pods (after the selected ones, set first).
+func (r *report) workloadStatuses() []mrtrv1alpha1.WorkloadStatus {
+	st := &r.st
+	st.WorkloadCount, st.WorkloadsUpToDate = int32(len(r.targets)), 0
+	st.PodCount, st.PodsAcknowledged = 0, 0
+	if sel := st.SelectedPods; sel != nil {
+		st.PodCount, st.PodsAcknowledged = sel.Pods, sel.PodsAcknowledged
+	}
+	if len(r.targets) == 0 {
+		return nil
+	}
+	var behind, upToDate []mrtrv1alpha1.WorkloadStatus
+	for _, t := range r.targets {
+		ws := mrtrv1alpha1.WorkloadStatus{
+			Kind: t.Kind, Name: t.Name, Found: t.Found, UpToDate: t.upToDate,
+			ReadyReplicas: t.Ready, DesiredReplicas: t.Desired, Message: t.message,
+		}
+		if r.v.reload {
+			ws.Pods, ws.PodsAcknowledged, ws.Laggards = int32(len(t.Pods)), int32(len(t.Pods)-len(t.laggards)), podNames(t.laggards)
+			st.PodCount += ws.Pods
+			st.PodsAcknowledged += ws.PodsAcknowledged
+		}
+		if ws.UpToDate {
+			st.WorkloadsUpToDate++
+			if len(behind)+len(upToDate) < MaxListedWorkloads {
+				upToDate = append(upToDate, ws)
+			}
+		} else if len(behind) < MaxListedWorkloads {
+			behind = append(behind, ws)
+		}
+	}
+	out := append(behind, upToDate...)
+	return out[:min(len(out), MaxListedWorkloads)]
+}
+
+// selectedStatus is status.selectedPods: nil when no pod is selected.
+func (r *report) selectedStatus() *mrtrv1alpha1.SelectedPodsStatus {
+	if len(r.v.selected) == 0 {
+		return nil
+	}
+	lag := r.v.selectedLaggards
+	return &mrtrv1alpha1.SelectedPodsStatus{
+		Pods:             int32(len(r.v.selected)),
+		PodsAcknowledged: int32(len(r.v.selected) - len(lag)),
+		Laggards:         podNames(lag),
+	}
+}
+
+// setConditions sets Ready, Reconciling and Stalled the kstatus way (see the API's Condition*
+// constants), and KeyRevoked; it returns the Warning event to emit when Ready turns to a new
+// problem.
+func (r *report) setConditions() *Event {
+	st, in := &r.st, r.f.in
+	ready := condition(mrtrv1alpha1.ConditionReady, true, mrtrv1alpha1.ReasonReady,
+		fmt.Sprintf("keyring %s in Secret %s, phase %s", st.SecretFingerprint, in.SecretName, st.Phase))
+	reconciling := condition(mrtrv1alpha1.ConditionReconciling, false, mrtrv1alpha1.ReasonIdle, "no rotation under way; every target runs the current keyring")
+	stalled := condition(mrtrv1alpha1.ConditionStalled, false, mrtrv1alpha1.ReasonNotStalled, "nothing blocks progress")
+	switch {
+	case r.stall != nil:
+		ready = condition(mrtrv1alpha1.ConditionReady, false, r.stall.reason, r.stall.message)
+		stalled = condition(mrtrv1alpha1.ConditionStalled, true, r.stall.reason, r.stall.message)
+		// kstatus reads Reconciling before Stalled: leave it False so tools see the failure.
+		reconciling = condition(mrtrv1alpha1.ConditionReconciling, false, r.stall.reason, "blocked: see the Stalled condition")
+	case len(r.missing) > 0:
+		ready = condition(mrtrv1alpha1.ConditionReady, false, mrtrv1alpha1.ReasonWorkloadNotFound, "targets not found: "+refs(r.missing))
+	}
+	if r.stall == nil {
+		switch {
+		case st.Phase != mrtrv1alpha1.PhaseStable:
+			reconciling = condition(mrtrv1alpha1.ConditionReconciling, true, mrtrv1alpha1.ReasonRotating, r.phaseWaitsFor())
+		case len(r.pending) > 0:
+			reconciling = condition(mrtrv1alpha1.ConditionReconciling, true, mrtrv1alpha1.ReasonRolloutInProgress, "rolling out keyring "+st.TargetFingerprint+": "+messages(r.pending))
+		case r.selected != "":
+			reconciling = condition(mrtrv1alpha1.ConditionReconciling, true, mrtrv1alpha1.ReasonRolloutInProgress, r.selected)
+		}
+	}
+	if u := unreferenced(in); u != "" {
+		ready.Message += "; " + u
+	}
+	if o := outages(in); o != "" {
+		ready.Message += "; " + o
+		if reconciling.Status == metav1.ConditionTrue {
+			reconciling.Message += "; " + o
+		}
+	}
+	var e *Event
+	if old := meta.FindStatusCondition(in.Status.Conditions, mrtrv1alpha1.ConditionReady); ready.Status == metav1.ConditionFalse && (old == nil || old.Reason != ready.Reason) {
+		e = &Event{Type: corev1Warning, Reason: ready.Reason, Action: "Reconcile", Note: ready.Message}
+	}
+	st.Conditions = slices.Clone(st.Conditions) // the facts' copy stays as observed
+	for _, c := range []metav1.Condition{ready, reconciling, stalled, revokedCondition(st.RevokedKeys)} {
+		c.ObservedGeneration = in.Generation
+		c.LastTransitionTime = r.f.now // kept by SetStatusCondition unless the status flips
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	return e
+}
+
+// phaseWaitsFor says what the current phase waits for (the Reconciling message).
+func (r *report) phaseWaitsFor() string {
+	st, ph := r.st, r.st.Phase
+	switch {
+	case ph == mrtrv1alpha1.PhaseWaitingTTL && st.TTLWaitUntil != nil:
+		return fmt.Sprintf("WaitingTTL: tokens sealed with the old keys expire by %s", st.TTLWaitUntil.UTC().Format(time.RFC3339))
+	case r.v.secretOnly:
+		return fmt.Sprintf("%s: waiting %s for the Secret to reach every mounted copy", ph, r.f.in.Settings.PropagationDelay)
+	case len(r.pending) > 0 && r.v.reload:
+		return fmt.Sprintf("%s: waiting for every pod to acknowledge keyring %s: %s", ph, st.TargetFingerprint, messages(r.pending))
+	case len(r.pending) > 0:
+		return fmt.Sprintf("%s: rolling out keyring %s: %s", ph, st.TargetFingerprint, messages(r.pending))
+	case r.selected != "":
+		return fmt.Sprintf("%s: %s", ph, r.selected)
+	}
+	return fmt.Sprintf("%s: keyring %s", ph, st.TargetFingerprint)
+}
+
+// unreferenced names the targets whose pod template does not reference the keyring Secret.
+func unreferenced(in Input) string {
+	var out []string
+	for _, w := range in.Workloads {
+		if w.Found && w.Unreferenced {
+			out = append(out, w.ref())
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("targets that do not reference Secret %s (their pods get no keys from it): %s", in.SecretName, joinSome(out, ", ", len(out)))
+}
+
+// outages names the targets whose every restart is an outage, "" when there are none or nothing
+// restarts them (Reload delivery restarts only the pods that do not acknowledge, through the
+// eviction API, as their PodDisruptionBudget allows).
+func outages(in Input) string {
+	if in.Settings.Reload() {
+		return ""
+	}
+	var out []string
+	for _, w := range in.Workloads {
+		if w.Found && w.Outage != "" {
+			out = append(out, w.ref()+" ("+w.Outage+")")
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "every restart is an outage for " + joinSome(out, ", ", len(out))
+}
+
+func condition(typ string, status bool, reason, message string) metav1.Condition {
+	s := metav1.ConditionFalse
+	if status {
+		s = metav1.ConditionTrue
+	}
+	return metav1.Condition{Type: typ, Status: s, Reason: reason, Message: message}
+}
+
+// refs names the workloads, as in messages.
+func refs(ts []shown) string {
+	s := make([]string, min(len(ts), maxNamed+1))
+	for i := range s {
+		s[i] = ts[i].ref()
+	}
+	return joinSome(s, ", ", len(ts))
+}
+
+// messages joins what each workload waits for.
+func messages(ts []shown) string {
+	s := make([]string, min(len(ts), maxNamed+1))
+	for i := range s {
+		s[i] = ts[i].message
+	}
+	return joinSome(s, "; ", len(ts))
+}
+
+// maxNamed is how many workloads a condition message or event names; the rest are counted, so
+// that a keyring with thousands of targets keeps its messages within the API's 32 KiB.
+const maxNamed = 10
+
+// joinSome joins the first maxNamed of s, which holds at least those of the total items, and
+// counts the others.
+func joinSome(s []string, sep string, total int) string {
+	if total <= maxNamed {
+		return strings.Join(s, sep)
+	}
+	return fmt.Sprintf("%s%sand %d more", strings.Join(s[:maxNamed], sep), sep, total-maxNamed)
+}
+
+// podNames names up to maxNamed of pods (the status lists of laggards).
+func podNames(pods []Pod) []string {
+	out := make([]string, min(len(pods), maxNamed))
+	for i := range out {
+		out[i] = pods[i].Name
+	}
+	return out
+}
+
+// purposes says why each phase that follows a write waits for every pod to run its keyring.
+var purposes = map[mrtrv1alpha1.Phase]string{
+	mrtrv1alpha1.PhaseAccepting:      ", so that every pod accepts the new key before any pod seals with it",
+	mrtrv1alpha1.PhaseSealingWithNew: ", so that no pod seals with the old key any more",
+	mrtrv1alpha1.PhaseRemoving:       ", so that no pod holds the removed keys any more",
+	mrtrv1alpha1.PhaseRevoking:       ", so that no pod holds the revoked keys any more",
+}
+
+// waitingFor is status.waitingFor: what the rotation waits for now, for whom, until when, from
+// the same values as the conditions.
+func (r *report) waitingFor() *mrtrv1alpha1.WaitingFor {
+	st, in := r.st, r.f.in
+	switch {
+	case r.stall != nil:
+		return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitFix,
+			Message: fmt.Sprintf("a fix: the rotation is stalled (%s): %s; it resumes by itself once that is resolved", r.stall.reason, r.stall.message)}
+	case st.Phase == mrtrv1alpha1.PhaseStable:
+		return r.waitingStable()
+	case st.Phase == mrtrv1alpha1.PhaseWaitingTTL && st.TTLWaitUntil != nil:
+		return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitTokenExpiry, Until: st.TTLWaitUntil,
+			Message: fmt.Sprintf("the tokens sealed with the old keys to expire: the TTL wait ends at %s; then the old keys are removed", st.TTLWaitUntil.UTC().Format(time.RFC3339))}
+	case r.v.secretOnly:
+		until := metav1.NewTime(phaseStart(in, st).Add(in.Settings.PropagationDelay))
+		return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitPropagation, Until: &until,
+			Message: fmt.Sprintf("the Secret to reach every mounted copy: no workload or pod proves it, so the phase waits spec.propagationDelay (%s), until %s%s",
+				in.Settings.PropagationDelay, until.UTC().Format(time.RFC3339), purposes[st.Phase])}
+	case len(r.pending) > 0 || r.selected != "":
+		return r.waitingDelivery(purposes[st.Phase])
+	case st.Phase == mrtrv1alpha1.PhaseAccepting && st.RolledOutAt != nil && !in.Settings.Reload():
+		return r.waitingReplaced()
+	}
+	return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitDelivery,
+		Message: fmt.Sprintf("the operator's next pass: keyring %s has reached every pod", st.TargetFingerprint)}
+}
+
+// waitingStable: between rotations, the next one is due on schedule or on request.
+func (r *report) waitingStable() *mrtrv1alpha1.WaitingFor {
+	st, in := r.st, r.f.in
+	request := in.RotateRequest
+	requested := request != "" && request != st.LastHandledRotateRequest && request != in.Secret.HandledRotateRequest
+	switch _, due := rotationDue(in, st); {
+	case in.Settings.Suspend && requested:
+		return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitResume,
+			Message: fmt.Sprintf("a resume: rotations are suspended (spec.suspend), and the rotation requested by %s=%s starts once they are resumed", mrtrv1alpha1.RotateAnnotation, request)}
+	case in.Settings.Suspend:
+		return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitResume, Message: "a resume: rotations are suspended (spec.suspend)"}
+	case len(r.pending) > 0 || r.selected != "":
+		return r.waitingDelivery("")
+	case due && st.RolledOutAt != nil && !in.Settings.Reload():
+		return r.waitingReplaced()
+	case st.NextRotationTime == nil:
+		return nil
+	}
+	return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitNextRotation, Until: st.NextRotationTime,
+		Message: "the next rotation, due at " + st.NextRotationTime.UTC().Format(time.RFC3339)}
+}
+
+// waitingDelivery: the keyring has not reached every pod yet.
+func (r *report) waitingDelivery(purpose string) *mrtrv1alpha1.WaitingFor {
+	st := r.st
+	w := &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitDelivery}
+	for _, t := range r.pending {
+		if len(w.For) < maxNamed {
+			w.For = append(w.For, t.ref())
+		}
+	}
+	laggards := make([]string, 0, maxNamed)
+	for _, t := range r.pending {
+		laggards = append(laggards, podNames(t.laggards)...)
+	}
+	laggards = append(laggards, podNames(r.v.selectedLaggards)...)
+	switch {
+	case r.v.reload || len(r.pending) == 0:
+		for _, l := range laggards {
+			if len(w.For) < maxNamed {
+				w.For = append(w.For, l)
+			}
+		}
+		note := ""
+		if len(laggards) > 0 {
+			note = " (laggards: " + joinSome(laggards, ", ", len(laggards)) + ")"
+		}
+		w.Message = fmt.Sprintf("%d of %d pods to acknowledge keyring %s%s%s", st.PodCount-st.PodsAcknowledged, st.PodCount, st.TargetFingerprint, note, purpose)
+	default:
+		w.Message = fmt.Sprintf("%d of %d workloads to roll out keyring %s (%s)%s", st.WorkloadCount-st.WorkloadsUpToDate, st.WorkloadCount,
+			st.TargetFingerprint, messages(r.pending), purpose)
+	}
+	return w
+}
+
+// waitingReplaced: in Restart delivery, the pods the last rollout replaced may still serve.
+func (r *report) waitingReplaced() *mrtrv1alpha1.WaitingFor {
+	grace := r.f.in.Settings.TerminationGracePeriod
+	until := metav1.NewTime(r.st.RolledOutAt.Add(grace))
+	return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitReplacedPods, Until: &until,
+		Message: fmt.Sprintf("the pods the rollout replaced to stop: terminationGracePeriod (%s) after the rollout, until %s, so that no pod that knew only the old key still serves when the new key seals",
+			grace, until.UTC().Format(time.RFC3339))}
+}
