@@ -245,9 +245,11 @@ func (s *Signed) unixNow() (int64, error) {
 	return now, err
 }
 
-// signedScratch is the working memory of one Seal or Open.
+// signedScratch is the working memory of one Seal or Open, the canonical encoder's included: one
+// Decoder serves every text a call reads.
 type signedScratch struct {
 	principal, binding, payload, enc, tok, scope []byte
+	dec                                          canonical.Decoder
 }
 
 var signedScratchPool = sync.Pool{New: func() any { return new(signedScratch) }}
@@ -256,7 +258,7 @@ func getSignedScratch() *signedScratch { return signedScratchPool.Get().(*signed
 
 func putSignedScratch(sc *signedScratch) {
 	// Keep buffers up to the token limit; drop the rare larger ones (a huge Params).
-	if cap(sc.binding) > 4*MaxSignedTokenBytes || cap(sc.payload) > 4*MaxSignedTokenBytes {
+	if !sc.dec.Release() || cap(sc.binding) > 4*MaxSignedTokenBytes || cap(sc.payload) > 4*MaxSignedTokenBytes {
 		return
 	}
 	signedScratchPool.Put(sc)
@@ -265,7 +267,13 @@ func putSignedScratch(sc *signedScratch) {
 // signedPrincipal appends the canonical principal of b to dst. It also checks the method and the
 // shape of the params: the method, the principal and which bytes are the params are the server's,
 // so a mistake in them is a *ConfigError whatever the params' content or the token.
-func signedPrincipal(dst []byte, b Binding) ([]byte, error) {
+func signedPrincipal(sc *signedScratch, b Binding) error {
+	var err error
+	sc.principal, err = appendSignedPrincipal(sc.principal[:0], &sc.dec, b)
+	return err
+}
+
+func appendSignedPrincipal(dst []byte, dec *canonical.Decoder, b Binding) ([]byte, error) {
 	if err := checkParamsObject(b.Params); err != nil {
 		return dst, err
 	}
@@ -279,16 +287,22 @@ func signedPrincipal(dst []byte, b Binding) ([]byte, error) {
 		return dst, &ConfigError{Field: fieldPrincipal,
 			Reason: "is empty: bind the authenticated caller, or token.Anonymous for a request that has none"}
 	}
-	dst, err := canonical.Append(dst, b.Principal)
+	dst, err := dec.Append(dst, b.Principal)
 	if err != nil {
 		return dst, &ConfigError{Field: fieldPrincipal, Reason: err.Error()}
 	}
 	return dst, nil
 }
 
-// appendSignedBinding appends canonical([method, salient params, principal]) given the canonical
-// principal (signedPrincipal). Bad params are an *InputError.
-func appendSignedBinding(dst []byte, method string, params, principal []byte) ([]byte, error) {
+// signedBinding writes canonical([method, salient params, principal]) to sc.binding given the
+// canonical principal in sc.principal (signedPrincipal). Bad params are an *InputError.
+func signedBinding(sc *signedScratch, b Binding) error {
+	var err error
+	sc.binding, err = appendSignedBinding(sc.binding[:0], &sc.dec, b.Method, b.Params, sc.principal)
+	return err
+}
+
+func appendSignedBinding(dst []byte, dec *canonical.Decoder, method string, params, principal []byte) ([]byte, error) {
 	dst = append(dst, '[')
 	dst, _ = canonical.AppendString(dst, method) // signedPrincipal checked it
 	dst = append(dst, ',')
@@ -296,7 +310,7 @@ func appendSignedBinding(dst []byte, method string, params, principal []byte) ([
 		dst = append(dst, '{', '}') // JSON-RPC params left out: nothing to bind
 	} else {
 		var err error
-		if dst, err = canonical.AppendParams(dst, params, unsalientParams...); err != nil {
+		if dst, err = dec.AppendParams(dst, params, unsalientParams...); err != nil {
 			return dst, &InputError{Reason: err.Error()}
 		}
 	}
@@ -325,10 +339,10 @@ func (s *Signed) Seal(b Binding, state json.RawMessage) (string, error) {
 	sc := getSignedScratch()
 	defer putSignedScratch(sc)
 
-	if sc.principal, err = signedPrincipal(sc.principal[:0], b); err != nil {
+	if err = signedPrincipal(sc, b); err != nil {
 		return "", err
 	}
-	if sc.binding, err = appendSignedBinding(sc.binding[:0], b.Method, b.Params, sc.principal); err != nil {
+	if err = signedBinding(sc, b); err != nil {
 		return "", err
 	}
 	var scope [signedMACLen]byte
@@ -345,7 +359,7 @@ func (s *Signed) Seal(b Binding, state json.RawMessage) (string, error) {
 	p = append(p, ',', '"')
 	p = append(p, scope[:]...)
 	p = append(p, '"', ',')
-	if p, err = canonical.Append(p, state); err != nil {
+	if p, err = sc.dec.Append(p, state); err != nil {
 		return "", &ConfigError{Field: fieldState, Reason: err.Error()}
 	}
 	p = append(p, ']')
@@ -389,7 +403,7 @@ func (s *Signed) Open(b Binding, tok string) (json.RawMessage, error) {
 		return nil, ErrInvalid
 	}
 	// Snodo returns the state as Elixir decodes it: the first of repeated names wins.
-	state, err := canonical.AppendFirstWins(make([]byte, 0, len(r.state)), r.state)
+	state, err := sc.dec.AppendFirstWins(make([]byte, 0, len(r.state)), r.state)
 	if err != nil {
 		return nil, ErrInvalid // SkipValue checked the syntax; unreachable but for a bug
 	}
@@ -403,7 +417,7 @@ func (s *Signed) openBound(sc *signedScratch, b Binding, tok string) (signedOpen
 	if err != nil {
 		return signedOpened{}, err
 	}
-	if sc.principal, err = signedPrincipal(sc.principal[:0], b); err != nil {
+	if err = signedPrincipal(sc, b); err != nil {
 		return signedOpened{}, err
 	}
 	if len(tok) > MaxSignedTokenBytes {
@@ -418,7 +432,7 @@ func (s *Signed) openBound(sc *signedScratch, b Binding, tok string) (signedOpen
 		return r, nil
 	}
 	// Only now, with the token authentic and current, is the request's binding worth its cost.
-	if sc.binding, err = appendSignedBinding(sc.binding[:0], b.Method, b.Params, sc.principal); err != nil {
+	if err = signedBinding(sc, b); err != nil {
 		r.check = CheckParams // params no token can have been sealed for
 		return r, nil
 	}
@@ -544,8 +558,8 @@ func (ks *signedKeys) signer(p *signedParts) (signer *signedKey, tried int) {
 // readSignedPayload reads the verified payload [version, issued, expires, scope, state]: the scope
 // into sc.scope, and the state as written, pointing into payload.
 func readSignedPayload(sc *signedScratch, payload []byte, version byte) (issued, expires int64, data []byte, ok bool) {
-	d := canonical.GetDecoder(payload)
-	defer canonical.PutDecoder(d)
+	d := &sc.dec
+	d.Reset(payload)
 	if !d.Consume('[') {
 		return 0, 0, nil, false
 	}
