@@ -209,6 +209,15 @@ func (d *Decoder) readArray(i int32) error {
 				return err
 			}
 			canon = canon && d.nodes[j].canon
+			if pos := d.pos; pos < len(d.src) {
+				if c := d.src[pos]; c == ',' {
+					d.pos = pos + 1
+					continue
+				} else if c == ']' {
+					d.pos = pos + 1
+					break
+				}
+			}
 			if d.Consume(',') {
 				continue
 			}
@@ -263,7 +272,9 @@ func (d *Decoder) readObject(i int32, omit []string) error {
 			if len(omit) > 0 && isOmitted(omit, d.key(m)) {
 				m.drop, canon = true, false
 			}
-			if !d.Consume(':') {
+			if d.pos < len(d.src) && d.src[d.pos] == ':' {
+				d.pos++ // the common case, without Consume's call
+			} else if !d.Consume(':') {
 				return d.errUnexpected()
 			}
 			v, err := d.readMember()
@@ -272,6 +283,16 @@ func (d *Decoder) readObject(i int32, omit []string) error {
 			}
 			d.stack[k].value = v
 			canon = canon && d.nodes[v].canon
+			// ',' or '}' right after the value, the common case, without Consume's calls.
+			if pos := d.pos; pos < len(d.src) {
+				if c := d.src[pos]; c == ',' {
+					d.pos = pos + 1
+					continue
+				} else if c == '}' {
+					d.pos = pos + 1
+					break
+				}
+			}
 			if d.Consume(',') {
 				continue
 			}
