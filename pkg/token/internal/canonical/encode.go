@@ -266,8 +266,11 @@ func (d *Decoder) readObject(i int32, omit []string) error {
 				m.prefix = namePrefix(d.keys[m.name:])
 				canon = false
 			}
-			if k > base && sorted && d.compareNames(&d.stack[k-1], m) >= 0 {
-				sorted = false
+			if k > base && sorted {
+				// Unequal prefixes settle the order without a call, as they almost always do.
+				if p := &d.stack[k-1]; p.prefix > m.prefix || p.prefix == m.prefix && d.compareNames(p, m) >= 0 {
+					sorted = false
+				}
 			}
 			if len(omit) > 0 && isOmitted(omit, d.key(m)) {
 				m.drop, canon = true, false
@@ -305,15 +308,8 @@ func (d *Decoder) readObject(i int32, omit []string) error {
 	ms := d.stack[base:]
 	if !sorted {
 		canon = false
-		d.sortMembers(ms)
-		for k := 1; k < len(ms); k++ {
-			if d.compareNames(&ms[k-1], &ms[k]) != 0 {
-				continue
-			}
-			if !d.rules.firstWins {
-				return d.errorf(d.pos, "object has the name %q twice", d.key(&ms[k]))
-			}
-			ms[k].drop = true
+		if err := d.sortMembers(ms); err != nil {
+			return err
 		}
 	}
 	d.nodes[i].mems, d.nodes[i].nmem = int32(len(d.mems)), int32(len(ms))
@@ -324,9 +320,25 @@ func (d *Decoder) readObject(i int32, omit []string) error {
 	return nil
 }
 
-// sortMembers sorts ms by compare: by insertion for the few members most objects have (no calls for
+// sortMembers sorts ms by compare and then finds repeated names: an error, or under firstWins all
+// but the first dropped.
+func (d *Decoder) sortMembers(ms []member) error {
+	d.sortByName(ms)
+	for k := 1; k < len(ms); k++ {
+		if ms[k-1].prefix != ms[k].prefix || d.compareNames(&ms[k-1], &ms[k]) != 0 {
+			continue
+		}
+		if !d.rules.firstWins {
+			return d.errorf(d.pos, "object has the name %q twice", d.key(&ms[k]))
+		}
+		ms[k].drop = true
+	}
+	return nil
+}
+
+// sortByName sorts ms by compare: by insertion for the few members most objects have (no calls for
 // names whose prefixes differ), else with slices.SortFunc.
-func (d *Decoder) sortMembers(ms []member) {
+func (d *Decoder) sortByName(ms []member) {
 	if len(ms) > 12 {
 		slices.SortFunc(ms, d.compare)
 		return
