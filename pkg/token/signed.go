@@ -264,59 +264,51 @@ func putSignedScratch(sc *signedScratch) {
 	signedScratchPool.Put(sc)
 }
 
-// signedPrincipal appends the canonical principal of b to dst. It also checks the method and the
-// shape of the params: the method, the principal and which bytes are the params are the server's,
-// so a mistake in them is a *ConfigError whatever the params' content or the token.
+// signedPrincipal writes the canonical principal of b to sc.principal. It also checks the method
+// and the shape of the params: the method, the principal and which bytes are the params are the
+// server's, so a mistake in them is a *ConfigError whatever the params' content or the token.
 func signedPrincipal(sc *signedScratch, b Binding) error {
-	var err error
-	sc.principal, err = appendSignedPrincipal(sc.principal[:0], &sc.dec, b)
-	return err
-}
-
-func appendSignedPrincipal(dst []byte, dec *canonical.Decoder, b Binding) ([]byte, error) {
 	if err := checkParamsObject(b.Params); err != nil {
-		return dst, err
+		return err
 	}
 	if b.Method == "" {
-		return dst, &ConfigError{Field: fieldMethod, Reason: reasonEmpty}
+		return &ConfigError{Field: fieldMethod, Reason: reasonEmpty}
 	}
 	if !utf8.ValidString(b.Method) {
-		return dst, &ConfigError{Field: fieldMethod, Reason: "is not valid UTF-8"}
+		return &ConfigError{Field: fieldMethod, Reason: "is not valid UTF-8"}
 	}
 	if len(b.Principal) == 0 {
-		return dst, &ConfigError{Field: fieldPrincipal,
+		return &ConfigError{Field: fieldPrincipal,
 			Reason: "is empty: bind the authenticated caller, or token.Anonymous for a request that has none"}
 	}
-	dst, err := dec.Append(dst, b.Principal)
-	if err != nil {
-		return dst, &ConfigError{Field: fieldPrincipal, Reason: err.Error()}
+	var err error
+	if sc.principal, err = sc.dec.Append(sc.principal[:0], b.Principal); err != nil {
+		return &ConfigError{Field: fieldPrincipal, Reason: err.Error()}
 	}
-	return dst, nil
+	return nil
 }
 
 // signedBinding writes canonical([method, salient params, principal]) to sc.binding given the
-// canonical principal in sc.principal (signedPrincipal). Bad params are an *InputError.
+// canonical principal in sc.principal (signedPrincipal, which checked the method). Bad params are
+// an *InputError.
 func signedBinding(sc *signedScratch, b Binding) error {
-	var err error
-	sc.binding, err = appendSignedBinding(sc.binding[:0], &sc.dec, b.Method, b.Params, sc.principal)
-	return err
-}
-
-func appendSignedBinding(dst []byte, dec *canonical.Decoder, method string, params, principal []byte) ([]byte, error) {
-	dst = append(dst, '[')
-	dst, _ = canonical.AppendString(dst, method) // signedPrincipal checked it
+	dst := append(sc.binding[:0], '[')
+	dst, _ = canonical.AppendString(dst, b.Method) // signedPrincipal checked it
 	dst = append(dst, ',')
-	if len(params) == 0 {
+	if len(b.Params) == 0 {
 		dst = append(dst, '{', '}') // JSON-RPC params left out: nothing to bind
 	} else {
 		var err error
-		if dst, err = dec.AppendParams(dst, params, unsalientParams...); err != nil {
-			return dst, &InputError{Reason: err.Error()}
+		dst, err = sc.dec.AppendParams(dst, b.Params, unsalientParams...)
+		sc.binding = dst
+		if err != nil {
+			return &InputError{Reason: err.Error()}
 		}
 	}
 	dst = append(dst, ',')
-	dst = append(dst, principal...)
-	return append(dst, ']'), nil
+	dst = append(dst, sc.principal...)
+	sc.binding = append(dst, ']')
+	return nil
 }
 
 // Seal returns a token carrying state, a JSON value, bound to b. Params that cannot be bound (see

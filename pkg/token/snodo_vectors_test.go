@@ -418,8 +418,10 @@ func signedBindingOf(b Binding) ([]byte, error) {
 	if err := signedPrincipal(&sc, b); err != nil {
 		return nil, err
 	}
-	err := signedBinding(&sc, b)
-	return sc.binding, err
+	if err := signedBinding(&sc, b); err != nil {
+		return nil, err
+	}
+	return sc.binding, nil
 }
 
 // maxMembers returns the largest number of members of any object in the JSON text b, at any depth.

@@ -27,8 +27,9 @@
 // Snodo never relies on: bindings are always sorted, and a payload is only ever verified as text.
 //
 // The cost is O(n log n) in the input's size whatever its member order or depth, and text already
-// in canonical form is copied in one piece (see encode.go). Scratch space lives in a pooled
-// Decoder, so canonicalizing a request costs no allocation beyond the output.
+// in canonical form is copied in one piece (see encode.go). Scratch space lives in a Decoder, pooled
+// or the caller's (a codec holds one for all the texts of a Seal or an Open), so canonicalizing a
+// request costs no allocation beyond the output.
 //
 // The files: scan.go is the scanner (lexical rules, the Decoder's primitives), encode.go the
 // canonical encoder, float.go Erlang's float layout; tree_test.go holds a tree decoder for
