@@ -209,15 +209,6 @@ func (d *Decoder) readArray(i int32) error {
 				return err
 			}
 			canon = canon && d.nodes[j].canon
-			if pos := d.pos; pos < len(d.src) {
-				if c := d.src[pos]; c == ',' {
-					d.pos = pos + 1
-					continue
-				} else if c == ']' {
-					d.pos = pos + 1
-					break
-				}
-			}
 			if d.Consume(',') {
 				continue
 			}
