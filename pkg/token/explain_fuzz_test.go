@@ -60,7 +60,8 @@ func FuzzInspect(f *testing.F) {
 }
 
 // FuzzExplain checks that Explain agrees with Open on arbitrary tokens and params: it finds nothing
-// exactly when Open opens, every rejection is a *RejectError that is ErrInvalid, and a Sealed
+// exactly when Open opens, every rejection is a *RejectError that is ErrInvalid (params that are
+// not an object are a *ConfigError to both, as Binding.Params says), and a Sealed
 // token's times are shown only once the key authenticated it (a Signed token's text shows its own,
 // whichever codec is asked).
 func FuzzExplain(f *testing.F) {
@@ -94,6 +95,14 @@ func FuzzExplain(f *testing.F) {
 				_, openErr := c.x.Open(b, tok)
 				if (err == nil) != (openErr == nil) {
 					t.Fatalf("%s: Explain = %v but Open = %v", c.codec, err, openErr)
+				}
+				// Params that are not an object are the server's mistake whatever the token
+				// (Binding.Params): both answer a *ConfigError, never a rejection of the token.
+				if checkParamsObject(params) != nil {
+					if !IsConfigError(err) || !IsConfigError(openErr) {
+						t.Fatalf("%s: params %q: Explain = %v, Open = %v, not *ConfigErrors", c.codec, params, err, openErr)
+					}
+					continue
 				}
 				var re *RejectError
 				if err != nil && (!errors.As(err, &re) || re.Codec != c.codec || !errors.Is(err, ErrInvalid)) {

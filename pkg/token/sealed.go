@@ -222,7 +222,7 @@ func (s *Sealed) Seal(b Binding, state json.RawMessage) (string, error) {
 	p = append(p, `","p":`...)
 	p = append(p, sc.principal...)
 	p = append(p, `,"s":`...)
-	p, err = canonical.Append(p, state) // validates and writes in one pass
+	p, err = sc.dec.Append(p, state) // validates and writes in one pass
 	sc.payload = p
 	if err != nil {
 		return "", &ConfigError{Field: fieldState, Reason: "is not a JSON value: " + err.Error()}
@@ -391,7 +391,7 @@ func (s *Sealed) canonicalPrincipal(sc *scratch, principal json.RawMessage) erro
 		return &ConfigError{Field: fieldPrincipal, Reason: "is empty: use token.Anonymous for a request without a principal"}
 	}
 	var err error
-	if sc.principal, err = canonical.Append(sc.principal[:0], principal); err != nil {
+	if sc.principal, err = sc.dec.Append(sc.principal[:0], principal); err != nil {
 		return &ConfigError{Field: fieldPrincipal, Reason: "is not a JSON value: " + err.Error()}
 	}
 	return nil
@@ -413,7 +413,7 @@ func (s *Sealed) digest(sc *scratch, method string, params json.RawMessage) ([sh
 	if len(params) == 0 {
 		c = append(c, '{', '}')
 	} else {
-		c, err = canonical.AppendParams(c, params, unsalientParams...)
+		c, err = sc.dec.AppendParams(c, params, unsalientParams...)
 	}
 	c = append(c, ']')
 	sc.canon = c
@@ -573,9 +573,11 @@ func newSealedAEAD(key keyring.Key) cipher.AEAD {
 	return aead
 }
 
-// scratch holds the buffers of one Seal or Open, pooled so the hot path does not allocate them.
+// scratch holds the buffers of one Seal or Open, pooled so the hot path does not allocate them, and
+// the canonical encoder's Decoder, which serves every text the call reads.
 type scratch struct {
 	canon, principal, payload, aad, raw, enc []byte
+	dec                                      canonical.Decoder
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
@@ -585,7 +587,7 @@ func getScratch() *scratch { return scratchPool.Get().(*scratch) }
 // putScratch returns sc to the pool unless a large token made it big: pooled memory stays small.
 func putScratch(sc *scratch) {
 	const keep = 16 << 10
-	if cap(sc.canon) > keep || cap(sc.payload) > keep || cap(sc.raw) > keep || cap(sc.enc) > keep ||
+	if !sc.dec.Release() || cap(sc.canon) > keep || cap(sc.payload) > keep || cap(sc.raw) > keep || cap(sc.enc) > keep ||
 		cap(sc.principal) > keep || cap(sc.aad) > keep {
 		return
 	}

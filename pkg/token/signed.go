@@ -245,9 +245,11 @@ func (s *Signed) unixNow() (int64, error) {
 	return now, err
 }
 
-// signedScratch is the working memory of one Seal or Open.
+// signedScratch is the working memory of one Seal or Open, the canonical encoder's included: one
+// Decoder serves every text a call reads.
 type signedScratch struct {
 	principal, binding, payload, enc, tok, scope []byte
+	dec                                          canonical.Decoder
 }
 
 var signedScratchPool = sync.Pool{New: func() any { return new(signedScratch) }}
@@ -256,53 +258,57 @@ func getSignedScratch() *signedScratch { return signedScratchPool.Get().(*signed
 
 func putSignedScratch(sc *signedScratch) {
 	// Keep buffers up to the token limit; drop the rare larger ones (a huge Params).
-	if cap(sc.binding) > 4*MaxSignedTokenBytes || cap(sc.payload) > 4*MaxSignedTokenBytes {
+	if !sc.dec.Release() || cap(sc.binding) > 4*MaxSignedTokenBytes || cap(sc.payload) > 4*MaxSignedTokenBytes {
 		return
 	}
 	signedScratchPool.Put(sc)
 }
 
-// signedPrincipal appends the canonical principal of b to dst. It also checks the method and the
-// shape of the params: the method, the principal and which bytes are the params are the server's,
-// so a mistake in them is a *ConfigError whatever the params' content or the token.
-func signedPrincipal(dst []byte, b Binding) ([]byte, error) {
+// signedPrincipal writes the canonical principal of b to sc.principal. It also checks the method
+// and the shape of the params: the method, the principal and which bytes are the params are the
+// server's, so a mistake in them is a *ConfigError whatever the params' content or the token.
+func signedPrincipal(sc *signedScratch, b Binding) error {
 	if err := checkParamsObject(b.Params); err != nil {
-		return dst, err
+		return err
 	}
 	if b.Method == "" {
-		return dst, &ConfigError{Field: fieldMethod, Reason: reasonEmpty}
+		return &ConfigError{Field: fieldMethod, Reason: reasonEmpty}
 	}
 	if !utf8.ValidString(b.Method) {
-		return dst, &ConfigError{Field: fieldMethod, Reason: "is not valid UTF-8"}
+		return &ConfigError{Field: fieldMethod, Reason: "is not valid UTF-8"}
 	}
 	if len(b.Principal) == 0 {
-		return dst, &ConfigError{Field: fieldPrincipal,
+		return &ConfigError{Field: fieldPrincipal,
 			Reason: "is empty: bind the authenticated caller, or token.Anonymous for a request that has none"}
 	}
-	dst, err := canonical.Append(dst, b.Principal)
-	if err != nil {
-		return dst, &ConfigError{Field: fieldPrincipal, Reason: err.Error()}
+	var err error
+	if sc.principal, err = sc.dec.Append(sc.principal[:0], b.Principal); err != nil {
+		return &ConfigError{Field: fieldPrincipal, Reason: err.Error()}
 	}
-	return dst, nil
+	return nil
 }
 
-// appendSignedBinding appends canonical([method, salient params, principal]) given the canonical
-// principal (signedPrincipal). Bad params are an *InputError.
-func appendSignedBinding(dst []byte, method string, params, principal []byte) ([]byte, error) {
-	dst = append(dst, '[')
-	dst, _ = canonical.AppendString(dst, method) // signedPrincipal checked it
+// signedBinding writes canonical([method, salient params, principal]) to sc.binding given the
+// canonical principal in sc.principal (signedPrincipal, which checked the method). Bad params are
+// an *InputError.
+func signedBinding(sc *signedScratch, b Binding) error {
+	dst := append(sc.binding[:0], '[')
+	dst, _ = canonical.AppendString(dst, b.Method) // signedPrincipal checked it
 	dst = append(dst, ',')
-	if len(params) == 0 {
+	if len(b.Params) == 0 {
 		dst = append(dst, '{', '}') // JSON-RPC params left out: nothing to bind
 	} else {
 		var err error
-		if dst, err = canonical.AppendParams(dst, params, unsalientParams...); err != nil {
-			return dst, &InputError{Reason: err.Error()}
+		dst, err = sc.dec.AppendParams(dst, b.Params, unsalientParams...)
+		sc.binding = dst
+		if err != nil {
+			return &InputError{Reason: err.Error()}
 		}
 	}
 	dst = append(dst, ',')
-	dst = append(dst, principal...)
-	return append(dst, ']'), nil
+	dst = append(dst, sc.principal...)
+	sc.binding = append(dst, ']')
+	return nil
 }
 
 // Seal returns a token carrying state, a JSON value, bound to b. Params that cannot be bound (see
@@ -325,10 +331,10 @@ func (s *Signed) Seal(b Binding, state json.RawMessage) (string, error) {
 	sc := getSignedScratch()
 	defer putSignedScratch(sc)
 
-	if sc.principal, err = signedPrincipal(sc.principal[:0], b); err != nil {
+	if err = signedPrincipal(sc, b); err != nil {
 		return "", err
 	}
-	if sc.binding, err = appendSignedBinding(sc.binding[:0], b.Method, b.Params, sc.principal); err != nil {
+	if err = signedBinding(sc, b); err != nil {
 		return "", err
 	}
 	var scope [signedMACLen]byte
@@ -345,7 +351,7 @@ func (s *Signed) Seal(b Binding, state json.RawMessage) (string, error) {
 	p = append(p, ',', '"')
 	p = append(p, scope[:]...)
 	p = append(p, '"', ',')
-	if p, err = canonical.Append(p, state); err != nil {
+	if p, err = sc.dec.Append(p, state); err != nil {
 		return "", &ConfigError{Field: fieldState, Reason: err.Error()}
 	}
 	p = append(p, ']')
@@ -389,7 +395,7 @@ func (s *Signed) Open(b Binding, tok string) (json.RawMessage, error) {
 		return nil, ErrInvalid
 	}
 	// Snodo returns the state as Elixir decodes it: the first of repeated names wins.
-	state, err := canonical.AppendFirstWins(make([]byte, 0, len(r.state)), r.state)
+	state, err := sc.dec.AppendFirstWins(make([]byte, 0, len(r.state)), r.state)
 	if err != nil {
 		return nil, ErrInvalid // SkipValue checked the syntax; unreachable but for a bug
 	}
@@ -403,7 +409,7 @@ func (s *Signed) openBound(sc *signedScratch, b Binding, tok string) (signedOpen
 	if err != nil {
 		return signedOpened{}, err
 	}
-	if sc.principal, err = signedPrincipal(sc.principal[:0], b); err != nil {
+	if err = signedPrincipal(sc, b); err != nil {
 		return signedOpened{}, err
 	}
 	if len(tok) > MaxSignedTokenBytes {
@@ -418,7 +424,7 @@ func (s *Signed) openBound(sc *signedScratch, b Binding, tok string) (signedOpen
 		return r, nil
 	}
 	// Only now, with the token authentic and current, is the request's binding worth its cost.
-	if sc.binding, err = appendSignedBinding(sc.binding[:0], b.Method, b.Params, sc.principal); err != nil {
+	if err = signedBinding(sc, b); err != nil {
 		r.check = CheckParams // params no token can have been sealed for
 		return r, nil
 	}
@@ -544,8 +550,8 @@ func (ks *signedKeys) signer(p *signedParts) (signer *signedKey, tried int) {
 // readSignedPayload reads the verified payload [version, issued, expires, scope, state]: the scope
 // into sc.scope, and the state as written, pointing into payload.
 func readSignedPayload(sc *signedScratch, payload []byte, version byte) (issued, expires int64, data []byte, ok bool) {
-	d := canonical.GetDecoder(payload)
-	defer canonical.PutDecoder(d)
+	d := &sc.dec
+	d.Reset(payload)
 	if !d.Consume('[') {
 		return 0, 0, nil, false
 	}

@@ -414,11 +414,14 @@ func (c snodoCase) data(t *testing.T) json.RawMessage {
 
 // signedBindingOf is the canonical binding the Signed codec computes for b.
 func signedBindingOf(b Binding) ([]byte, error) {
-	principal, err := signedPrincipal(nil, b)
-	if err != nil {
+	var sc signedScratch
+	if err := signedPrincipal(&sc, b); err != nil {
 		return nil, err
 	}
-	return appendSignedBinding(nil, b.Method, b.Params, principal)
+	if err := signedBinding(&sc, b); err != nil {
+		return nil, err
+	}
+	return sc.binding, nil
 }
 
 // maxMembers returns the largest number of members of any object in the JSON text b, at any depth.

@@ -29,6 +29,21 @@ func BenchmarkAppendParams(b *testing.B) { benchParamsOf(b, benchParams) }
 
 func BenchmarkAppendState(b *testing.B) { benchAppend(b, benchState, Append) }
 
+// What a Signed Open does with the state of a payload sealed in Go: the canonical text, checked and
+// copied by the fast path.
+func BenchmarkAppendFirstWinsCanonicalState(b *testing.B) {
+	canon, err := Append(nil, benchState)
+	if err != nil {
+		b.Fatal(err)
+	}
+	benchAppend(b, canon, AppendFirstWins)
+}
+
+// The fixture's principal, a string, which each Seal and each Open writes in canonical form.
+func BenchmarkAppendPrincipal(b *testing.B) {
+	benchAppend(b, []byte(`"user:ada@example.com"`), Append)
+}
+
 // adversarial builds params of about size bytes nested depth deep, each level an object with a
 // filler string and the next level. In order the names come sorted ("a" holds the next level, "b"
 // the filler); out of order every level needs sorting, which an encoder that sorts what it already

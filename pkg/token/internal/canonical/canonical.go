@@ -27,8 +27,9 @@
 // Snodo never relies on: bindings are always sorted, and a payload is only ever verified as text.
 //
 // The cost is O(n log n) in the input's size whatever its member order or depth, and text already
-// in canonical form is copied in one piece (see encode.go). Scratch space lives in a pooled
-// Decoder, so canonicalizing a request costs no allocation beyond the output.
+// in canonical form is copied in one piece (see encode.go). Scratch space lives in a Decoder, pooled
+// or the caller's (a codec holds one for all the texts of a Seal or an Open), so canonicalizing a
+// request costs no allocation beyond the output.
 //
 // The files: scan.go is the scanner (lexical rules, the Decoder's primitives), encode.go the
 // canonical encoder, float.go Erlang's float layout; tree_test.go holds a tree decoder for
@@ -98,6 +99,38 @@ func AppendString(dst []byte, s string) ([]byte, error) {
 	return appendEscaped(dst, s), nil
 }
 
+// Append, AppendFirstWins and AppendParams as methods use d's scratch space instead of a pooled
+// Decoder's, for a caller that canonicalizes several texts in a row with a Decoder of its own (a
+// codec's Seal or Open): one pool round trip instead of one per text. d reads src from its start
+// and is left reading it; Release lets go of src.
+
+// Append is the package's Append with d's scratch space.
+func (d *Decoder) Append(dst, src []byte) ([]byte, error) {
+	d.Reset(src)
+	return d.canonical(dst, strict, false, nil)
+}
+
+// AppendFirstWins is the package's AppendFirstWins with d's scratch space.
+func (d *Decoder) AppendFirstWins(dst, src []byte) ([]byte, error) {
+	d.Reset(src)
+	return d.canonical(dst, firstWins, false, nil)
+}
+
+// AppendParams is the package's AppendParams with d's scratch space.
+func (d *Decoder) AppendParams(dst, src []byte, omit ...string) ([]byte, error) {
+	d.Reset(src)
+	return d.canonical(dst, params, true, omit)
+}
+
+// Release resets d to read nothing, so that it holds no reference to the last text it read, and
+// reports whether its scratch space is small enough to keep for another use: space grown by an
+// unusual input is not worth keeping alive.
+func (d *Decoder) Release() bool {
+	d.Reset(nil)
+	return cap(d.keys) <= 64<<10 && cap(d.tmp) <= 64<<10 && cap(d.nodes) <= 4096 && cap(d.mems) <= 4096 &&
+		cap(d.stack) <= 4096
+}
+
 var pool = sync.Pool{New: func() any { return new(Decoder) }}
 
 func get(src []byte) *Decoder {
@@ -107,12 +140,9 @@ func get(src []byte) *Decoder {
 }
 
 func put(d *Decoder) {
-	// Do not keep scratch space grown by an unusual input alive forever.
-	if cap(d.keys) > 64<<10 || cap(d.tmp) > 64<<10 || cap(d.nodes) > 4096 || cap(d.mems) > 4096 || cap(d.stack) > 4096 {
-		return
+	if d.Release() {
+		pool.Put(d)
 	}
-	d.Reset(nil)
-	pool.Put(d)
 }
 
 // GetDecoder returns a pooled Decoder reading src; give it back with PutDecoder.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -265,4 +266,32 @@ func TestAppendParamsKeepsFoldedSiblings(t *testing.T) {
 	if string(a) == string(b) {
 		t.Errorf("swapped values of Accept and accept bind alike: %s", a)
 	}
+}
+
+// The range check skips strconv.ParseFloat for floats without an exponent and at most 308 integer
+// digits: on both sides of that bound the encoder must agree with ParseFloat, in range below it
+// (underflow reads as zero) and from 309 digits on only if the value fits.
+func TestPlainFloatRange(t *testing.T) {
+	nines := func(n int) string { return strings.Repeat("9", n) }
+	for _, c := range []struct {
+		in string
+		ok bool
+	}{
+		{nines(308) + ".9", true}, {"-" + nines(308) + ".9", true}, {"0." + strings.Repeat("0", 400) + "1", true},
+		{"1" + strings.Repeat("0", 308) + ".0", true}, // 1e308: 309 digits, parsed, in range
+		{nines(309) + ".0", false}, {"-" + nines(309) + ".5", false}, {nines(400) + ".0", false},
+	} {
+		if c.ok != fitsFloat64(c.in) {
+			t.Fatalf("the case %.20q… is wrong: ParseFloat reads it as in range %v", c.in, !c.ok)
+		}
+		if _, err := Append(nil, []byte(c.in)); (err == nil) != c.ok {
+			t.Errorf("Append(%.20q…, %d bytes): error %v, want accepted %v", c.in, len(c.in), err, c.ok)
+		}
+	}
+}
+
+// fitsFloat64 is the reference: strconv reads the literal as a finite float64.
+func fitsFloat64(lit string) bool {
+	f, err := strconv.ParseFloat(lit, 64)
+	return err == nil && !math.IsInf(f, 0)
 }

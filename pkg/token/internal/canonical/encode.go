@@ -172,6 +172,22 @@ func (d *Decoder) read(omit []string) (int32, error) {
 	return i, nil
 }
 
+// readMember is read(nil) for an array element or a member's value, with the most common of them,
+// a string without escapes right after the ',' '[' or ':', recorded without read's dispatch.
+func (d *Decoder) readMember() (int32, error) {
+	if d.pos < len(d.src) && d.src[d.pos] == '"' {
+		if end, ok := d.plainString(); ok {
+			i := int32(len(d.nodes))
+			d.nodes = append(d.nodes, node{})
+			n := &d.nodes[i]
+			n.start, n.end, n.next, n.kind, n.canon = int32(d.pos), int32(end+1), i+1, kindString, true
+			d.pos = end + 1
+			return i, nil
+		}
+	}
+	return d.read(nil)
+}
+
 // canonicalNumber reports whether lit is its own canonical form.
 func canonicalNumber(lit []byte, isFloat bool) bool {
 	if !isFloat {
@@ -188,7 +204,7 @@ func (d *Decoder) readArray(i int32) error {
 	spaces, canon := d.spaces, true
 	if !d.Consume(']') {
 		for {
-			j, err := d.read(nil)
+			j, err := d.readMember()
 			if err != nil {
 				return err
 			}
@@ -220,7 +236,13 @@ func (d *Decoder) readObject(i int32, omit []string) error {
 			if d.pos >= len(d.src) || d.src[d.pos] != '"' {
 				return d.errUnexpected()
 			}
-			m := member{quoted: int32(d.pos)}
+			// Appended zero and filled in place, as read does its nodes: a member built whole and
+			// then copied stalls the store forwarding of the copy. Held by index: reading the value
+			// may grow d.stack.
+			k := len(d.stack)
+			d.stack = append(d.stack, member{})
+			m := &d.stack[k]
+			m.quoted = int32(d.pos)
 			if end, ok := d.plainString(); ok {
 				m.name, m.nlen = int32(d.pos+1), int32(end-d.pos-1)
 				m.prefix = srcPrefix(d.src, d.pos+1, end-d.pos-1)
@@ -235,25 +257,36 @@ func (d *Decoder) readObject(i int32, omit []string) error {
 				m.prefix = namePrefix(d.keys[m.name:])
 				canon = false
 			}
-			if len(d.stack) > base && sorted && d.compareNames(&d.stack[len(d.stack)-1], &m) >= 0 {
-				sorted = false
-			}
-			if !d.Consume(':') {
-				return d.errUnexpected()
-			}
-			var err error
-			if m.value, err = d.read(nil); err != nil {
-				return err
-			}
-			canon = canon && d.nodes[m.value].canon
-			if len(omit) > 0 {
-				key := d.key(&m)
-				// n == string(key) compares without copying key, as a conversion to pass it might.
-				if slices.ContainsFunc(omit, func(n string) bool { return n == string(key) }) {
-					m.drop, canon = true, false
+			if k > base && sorted {
+				// Unequal prefixes settle the order without a call, as they almost always do.
+				if p := &d.stack[k-1]; p.prefix > m.prefix || p.prefix == m.prefix && d.compareNames(p, m) >= 0 {
+					sorted = false
 				}
 			}
-			d.stack = append(d.stack, m)
+			if len(omit) > 0 && isOmitted(omit, d.key(m)) {
+				m.drop, canon = true, false
+			}
+			if d.pos < len(d.src) && d.src[d.pos] == ':' {
+				d.pos++ // the common case, without Consume's call
+			} else if !d.Consume(':') {
+				return d.errUnexpected()
+			}
+			v, err := d.readMember()
+			if err != nil {
+				return err
+			}
+			d.stack[k].value = v
+			canon = canon && d.nodes[v].canon
+			// ',' or '}' right after the value, the common case, without Consume's calls.
+			if pos := d.pos; pos < len(d.src) {
+				if c := d.src[pos]; c == ',' {
+					d.pos = pos + 1
+					continue
+				} else if c == '}' {
+					d.pos = pos + 1
+					break
+				}
+			}
 			if d.Consume(',') {
 				continue
 			}
@@ -266,15 +299,8 @@ func (d *Decoder) readObject(i int32, omit []string) error {
 	ms := d.stack[base:]
 	if !sorted {
 		canon = false
-		d.sortMembers(ms)
-		for k := 1; k < len(ms); k++ {
-			if d.compareNames(&ms[k-1], &ms[k]) != 0 {
-				continue
-			}
-			if !d.rules.firstWins {
-				return d.errorf(d.pos, "object has the name %q twice", d.key(&ms[k]))
-			}
-			ms[k].drop = true
+		if err := d.sortMembers(ms); err != nil {
+			return err
 		}
 	}
 	d.nodes[i].mems, d.nodes[i].nmem = int32(len(d.mems)), int32(len(ms))
@@ -285,9 +311,25 @@ func (d *Decoder) readObject(i int32, omit []string) error {
 	return nil
 }
 
-// sortMembers sorts ms by compare: by insertion for the few members most objects have (no calls for
+// sortMembers sorts ms by compare and then finds repeated names: an error, or under firstWins all
+// but the first dropped.
+func (d *Decoder) sortMembers(ms []member) error {
+	d.sortByName(ms)
+	for k := 1; k < len(ms); k++ {
+		if ms[k-1].prefix != ms[k].prefix || d.compareNames(&ms[k-1], &ms[k]) != 0 {
+			continue
+		}
+		if !d.rules.firstWins {
+			return d.errorf(d.pos, "object has the name %q twice", d.key(&ms[k]))
+		}
+		ms[k].drop = true
+	}
+	return nil
+}
+
+// sortByName sorts ms by compare: by insertion for the few members most objects have (no calls for
 // names whose prefixes differ), else with slices.SortFunc.
-func (d *Decoder) sortMembers(ms []member) {
+func (d *Decoder) sortByName(ms []member) {
 	if len(ms) > 12 {
 		slices.SortFunc(ms, d.compare)
 		return

@@ -315,12 +315,29 @@ func (d *Decoder) scanNumberValue() (lit []byte, isFloat bool, err error) {
 			return nil, false, d.errorf(start, "integer of %d digits: at most %d are accepted", digits, d.rules.maxIntDigits)
 		}
 	}
-	if isFloat {
+	if isFloat && !plainFloatInRange(lit) {
 		if _, err := parseFloat(lit); err != nil {
 			return nil, false, d.errorf(start, "%v", err)
 		}
 	}
 	return lit, isFloat, nil
+}
+
+// plainFloatInRange reports, without parsing it, that the float literal lit is within the float64
+// range because it has no exponent and at most 308 integer digits (below 1e308; the largest
+// float64 is about 1.8e308): the common case of prices and ratios, spared strconv.ParseFloat.
+// Literals too small for a float64 read as zero, which is not an error.
+func plainFloatInRange(lit []byte) bool {
+	dot := bytes.IndexByte(lit, '.')
+	if dot < 0 || dot > 308 {
+		return false
+	}
+	for _, c := range lit[dot+1:] {
+		if c == 'e' || c == 'E' {
+			return false
+		}
+	}
+	return true
 }
 
 // scanDigits returns the end of the one or more digits at src[i:], or i and false if there is none.
