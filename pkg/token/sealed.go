@@ -31,9 +31,6 @@ const (
 	DefaultSealedTTL = 5 * time.Minute
 	// DefaultSealedAnonymousTTL is the lifetime of a token bound to Anonymous.
 	DefaultSealedAnonymousTTL = 60 * time.Second
-	// MaxSealedTTL bounds both TTLs: MaxTTL, as for the Signed codec. The operator waits the TTL
-	// before it drops a key, so a server must not seal tokens that live longer than that wait.
-	MaxSealedTTL = MaxTTL
 	// DefaultSealedClockSkew is how far in the future a token's issue time may be, by the opener's
 	// clock: the operator's default clockSkew.
 	DefaultSealedClockSkew = 30 * time.Second
@@ -75,7 +72,7 @@ func (c *sealedConfig) fail(field, reason string) {
 // lowering it takes effect at once.
 func SealedTTL(d time.Duration) SealedOption {
 	return func(c *sealedConfig) {
-		if err := checkTTL("SealedTTL", d, MaxSealedTTL); err != nil {
+		if err := checkTTL("SealedTTL", d, MaxTTL); err != nil {
 			c.errors = append(c.errors, err)
 			return
 		}
@@ -87,7 +84,7 @@ func SealedTTL(d time.Duration) SealedOption {
 // TTL; the default is DefaultSealedAnonymousTTL (60s), or the TTL if that is shorter.
 func SealedAnonymousTTL(d time.Duration) SealedOption {
 	return func(c *sealedConfig) {
-		if err := checkTTL("SealedAnonymousTTL", d, MaxSealedTTL); err != nil {
+		if err := checkTTL("SealedAnonymousTTL", d, MaxTTL); err != nil {
 			c.errors = append(c.errors, err)
 			return
 		}

@@ -60,7 +60,6 @@ import (
 // Limits of the Signed codec, Snodo's.
 const (
 	DefaultSignedTTL    = 300 * time.Second
-	MaxSignedTTL        = MaxTTL // 900 s
 	MaxSignedTokenBytes = 16384
 	// MinSignedSecretBytes is the shortest secret NewSignedSecret accepts (keyring.MinSecretBytes).
 	MinSignedSecretBytes = 32
@@ -90,7 +89,7 @@ type signedConfig struct {
 // On open it also caps tokens sealed with a longer lifetime.
 func SignedTTL(d time.Duration) SignedOption {
 	return func(c *signedConfig) {
-		if err := checkTTL("SignedTTL", d, MaxSignedTTL); err != nil {
+		if err := checkTTL("SignedTTL", d, MaxTTL); err != nil {
 			c.errors = append(c.errors, err)
 			return
 		}

@@ -14,10 +14,11 @@ import (
 // another request or principal, expired.
 var ErrInvalid = errors.New("invalid or expired request state")
 
-// MaxTTL is the longest token lifetime either codec accepts: MRTR's, Snodo's and the MRTRKeyring's
-// tokenTTL ceiling. The operator waits out the declared lifetime before it drops a key, so no server
-// may seal tokens that outlive that wait.
-const MaxTTL = 15 * time.Minute
+// MaxTTL is the longest token lifetime either codec accepts: keyring.MaxTokenTTL, the one ceiling of
+// MRTR, Snodo and the MRTRKeyring's tokenTTL, under the name this package's options read. The
+// operator waits out the declared lifetime before it drops a key, so no server may seal tokens that
+// outlive that wait.
+const MaxTTL = keyring.MaxTokenTTL
 
 // ConfigError reports a caller or configuration mistake, never a property of an untrusted token.
 type ConfigError struct {
