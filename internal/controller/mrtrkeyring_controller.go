@@ -64,7 +64,8 @@ type MRTRKeyringReconciler struct {
 	// DefaultConcurrency. controller-runtime never runs two passes of one keyring at once.
 	MaxConcurrentReconciles int
 
-	written ownWrites
+	written  ownWrites
+	refusals refusalReports
 }
 
 // DefaultConcurrency is the default MaxConcurrentReconciles. A pass spends most of its time
@@ -145,6 +146,7 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	for _, e := range d.Events {
 		r.Recorder.Eventf(&kr, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
 	}
+	r.reportRefusals(&kr, obs.refused)
 	var stampErrs []error // and eviction errors
 	if d.Stamp != "" {
 		for _, obj := range obs.targets {
