@@ -43,6 +43,9 @@ type observed struct {
 	targets []client.Object
 	// refused says, by pod name, why an acknowledgement was not taken as proof (acknowledgement).
 	refused map[string]string
+	// pods are the uid and resourceVersion each pod was read at, by name: the preconditions of its
+	// eviction.
+	pods map[string]metav1.Preconditions
 }
 
 // gather reads everything rotation.Step needs (cert-manager's gatherer): the Secret (live), the
@@ -76,7 +79,7 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 		}
 	}
 	settings := rotation.SettingsFrom(kr.Spec)
-	po := podObserver{key: ack.AnnotationKey(kr.EffectiveSecretName()), secret: keyringWrite(sec, kr.Status.PhaseStartedAt), refused: map[string]string{}}
+	po := podObserver{key: ack.AnnotationKey(kr.EffectiveSecretName()), secret: keyringWrite(sec, kr.Status.PhaseStartedAt), refused: map[string]string{}, versions: map[string]metav1.Preconditions{}}
 	ws := observeWorkloads(targets, kr)
 	stampable := make([]client.Object, 0, len(targets.Found))
 	counted := map[string]bool{} // pods counted with a target, by name
@@ -118,7 +121,7 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 		SelectedPods:  selected,
 		RotateRequest: kr.Annotations[mrtrv1alpha1.RotateAnnotation],
 		RevokeRequest: kr.Annotations[mrtrv1alpha1.RevokeAnnotation],
-	}, observed{secret: secret, targets: stampable, refused: po.refused}, nil
+	}, observed{secret: secret, targets: stampable, refused: po.refused, pods: po.versions}, nil
 }
 
 // workloadPods reads the pods obj's selector selects, through the cache.
@@ -151,11 +154,13 @@ func (r *MRTRKeyringReconciler) selectedPods(ctx context.Context, kr *mrtrv1alph
 }
 
 // podObserver turns pods into rotation.Pods with what each acknowledged under key, by the
-// acceptance rule (acknowledgement), and collects why it refused an acknowledgement.
+// acceptance rule (acknowledgement), and collects why it refused an acknowledgement and the
+// version of each pod it saw.
 type podObserver struct {
-	key     string
-	secret  secretWrite
-	refused map[string]string
+	key      string
+	secret   secretWrite
+	refused  map[string]string
+	versions map[string]metav1.Preconditions
 }
 
 // observe turns pods into rotation.Pods, leaving out those in skip.
@@ -170,6 +175,7 @@ func (po *podObserver) observe(pods []corev1.Pod, skip map[string]bool) []rotati
 		if refusal != "" {
 			po.refused[p.Name] = refusal
 		}
+		po.versions[p.Name] = metav1.Preconditions{UID: &p.UID, ResourceVersion: &p.ResourceVersion}
 		out = append(out, rotation.Pod{Name: p.Name, Loaded: loaded, CreatedAt: p.CreationTimestamp.Time,
 			Terminating: p.DeletionTimestamp != nil})
 	}

@@ -148,10 +148,15 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	r.reportRefusals(&kr, obs.refused)
 	var stampErrs []error // and eviction errors
+	requeue := d.RequeueAfter
 	if d.Stamp != "" {
 		for _, obj := range obs.targets {
 			wrote, err := workload.Stamp(ctx, r.Client, obj, d.Stamp, kr.Name)
-			if err != nil && !apierrors.IsNotFound(err) {
+			switch {
+			case apierrors.IsConflict(err):
+				// The workload changed since it was read: the next pass decides from its new state.
+				requeue = soonest(requeue, conflictRetry)
+			case err != nil && !apierrors.IsNotFound(err):
 				stampErrs = append(stampErrs, err)
 			}
 			if wrote {
@@ -159,12 +164,11 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			}
 		}
 	}
-	requeue := d.RequeueAfter
 	if len(d.Evict) > 0 {
-		refused, err := r.evict(ctx, &kr, d.Evict)
+		retry, err := r.evict(ctx, &kr, d.Evict, obs.pods)
 		stampErrs = append(stampErrs, err)
-		if refused && (requeue == 0 || requeue > evictionRetry) {
-			requeue = evictionRetry
+		if retry {
+			requeue = soonest(requeue, evictionRetry)
 		}
 	}
 	log.V(1).Info("reconciled", "phase", d.Status.Phase, "fingerprint", d.Status.SecretFingerprint,
@@ -184,6 +188,14 @@ func retryOnConflict(ctx context.Context, err error) (ctrl.Result, error) {
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	return ctrl.Result{}, err
+}
+
+// soonest is the earlier of two requeue delays, where 0 means none.
+func soonest(requeue, d time.Duration) time.Duration {
+	if requeue == 0 || requeue > d {
+		return d
+	}
+	return requeue
 }
 
 func (r *MRTRKeyringReconciler) now() kclock.PassiveClock {
