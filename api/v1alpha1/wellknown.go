@@ -111,4 +111,7 @@ const (
 	// was not written by the pod's own reporter (another field manager, or the pods/status
 	// subresource), or was written before the Secret write it acknowledges: not taken as proof.
 	EventAcknowledgementRefused = "AcknowledgementRefused"
+	// EventStampReverted (Warning): another field manager put back a workload's stamp that the
+	// operator wrote; it stops re-stamping that workload for a back-off (see ConditionStampReverted).
+	EventStampReverted = "StampReverted"
 )
