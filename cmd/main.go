@@ -143,6 +143,10 @@ func main() {
 			setupLog.Error(err, "Failed to set up leader election")
 			os.Exit(1)
 		}
+		// The replica's lease identity in its User-Agent: the API server's audit log then tells the
+		// replicas' requests apart, a deposed leader's from its successor's.
+		config = rest.CopyConfig(config)
+		config.UserAgent = rest.DefaultKubernetesUserAgent() + " replica/" + lease.Identity()
 	}
 
 	setupLog.Info("Starting manager")
