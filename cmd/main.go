@@ -34,7 +34,6 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -185,12 +184,12 @@ func newManager(config *rest.Config, opts ctrl.Options, lease *leaderguard.Lease
 	opts.LeaderElection = lease != nil
 	if lease != nil {
 		opts.LeaderElectionResourceLockInterface = lease
-		opts.RenewDeadline = ptr.To(renewDeadline)
+		opts.RenewDeadline = new(renewDeadline)
 	}
 	// The probes are served across managers (supervise.ServeProbes).
 	opts.HealthProbeBindAddress = "0"
 	// Each run registers the same controller again, in the same process.
-	opts.Controller.SkipNameValidation = ptr.To(true)
+	opts.Controller.SkipNameValidation = new(true)
 	mgr, err := ctrl.NewManager(config, opts)
 	if err != nil {
 		return nil, fmt.Errorf("create the manager: %w", err)

@@ -38,14 +38,14 @@ func TestAcknowledgement(t *testing.T) {
 			b.WriteString(`,"f:` + k + `":{}`)
 		}
 		b.WriteString(`}}}`)
-		return &metav1.FieldsV1{Raw: []byte(b.String())}
+		return metav1.NewFieldsV1(b.String())
 	}
 	entry := func(manager, subresource string, at time.Time, keys ...string) metav1.ManagedFieldsEntry {
 		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
 			Time: &metav1.Time{Time: at}, FieldsType: "FieldsV1", FieldsV1: fields(keys...), Subresource: subresource}
 	}
 	kubelet := metav1.ManagedFieldsEntry{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status",
-		Time: &metav1.Time{Time: written}, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:phase":{}}}`)}}
+		Time: &metav1.Time{Time: written}, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:phase":{}}}`)}
 	for name, c := range map[string]struct {
 		value   string // "" for no annotation
 		managed []metav1.ManagedFieldsEntry

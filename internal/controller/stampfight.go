@@ -138,7 +138,7 @@ func setStampCondition(st *mrtrv1alpha1.MRTRKeyringStatus, held []*stampFight, g
 	slices.Sort(msgs)
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 		Type: mrtrv1alpha1.ConditionStampReverted, Status: metav1.ConditionTrue, Reason: mrtrv1alpha1.ReasonRevertedByOtherManager,
-		Message: strings.Join(msgs, "; ") + ". Keep the stamp out of that manager's source (docs/runbook.md#revertedbyothermanager)",
+		Message:            strings.Join(msgs, "; ") + ". Keep the stamp out of that manager's source (docs/runbook.md#revertedbyothermanager)",
 		ObservedGeneration: generation, LastTransitionTime: metav1.NewTime(now.Truncate(time.Second)),
 	})
 }

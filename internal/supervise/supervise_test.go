@@ -28,7 +28,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -92,12 +91,12 @@ func supervised(apiserver *rest.Config, lease string) *runs {
 			HealthProbeBindAddress:              "0",
 			LeaderElection:                      true,
 			LeaderElectionResourceLockInterface: l,
-			LeaseDuration:                       ptr.To(leaseDuration),
-			RenewDeadline:                       ptr.To(renewDeadline),
-			RetryPeriod:                         ptr.To(retryPeriod),
+			LeaseDuration:                       new(leaseDuration),
+			RenewDeadline:                       new(renewDeadline),
+			RetryPeriod:                         new(retryPeriod),
 			LeaderElectionReleaseOnCancel:       true,
 			// Each run registers the same controller again, in the same process.
-			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+			Controller: config.Controller{SkipNameValidation: new(true)},
 		})
 		if err != nil {
 			return nil, err

@@ -19,6 +19,7 @@ package workload
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -66,13 +67,11 @@ func StampWriters(obj client.Object) []metav1.ManagedFieldsEntry {
 func annotationWriter(managed []metav1.ManagedFieldsEntry, path []string, key string) (metav1.ManagedFieldsEntry, bool) {
 	needle := []byte(`"f:` + key + `"`)
 	for _, m := range managed {
-		if m.FieldsV1 == nil || !bytes.Contains(m.FieldsV1.Raw, needle) {
+		if m.FieldsV1 == nil || !bytes.Contains(m.FieldsV1.GetRawBytes(), needle) {
 			continue
 		}
-		for _, k := range ownedAnnotations(m.FieldsV1.Raw, path) {
-			if k == key {
-				return m, true
-			}
+		if slices.Contains(ownedAnnotations(m.FieldsV1.GetRawBytes(), path), key) {
+			return m, true
 		}
 	}
 	return metav1.ManagedFieldsEntry{}, false
@@ -110,11 +109,11 @@ func ownedAnnotations(raw []byte, path []string) []string {
 func annotationWriters(managed []metav1.ManagedFieldsEntry, path []string, keep func(string) bool) []metav1.ManagedFieldsEntry {
 	var out []metav1.ManagedFieldsEntry
 	for _, m := range managed {
-		if m.FieldsV1 == nil || !bytes.Contains(m.FieldsV1.Raw, []byte(`"f:annotations"`)) {
+		if m.FieldsV1 == nil || !bytes.Contains(m.FieldsV1.GetRawBytes(), []byte(`"f:annotations"`)) {
 			continue
 		}
 		owned := map[string]any{}
-		for _, k := range ownedAnnotations(m.FieldsV1.Raw, path) {
+		for _, k := range ownedAnnotations(m.FieldsV1.GetRawBytes(), path) {
 			if keep(k) {
 				owned["f:"+k] = struct{}{}
 			}
@@ -123,15 +122,15 @@ func annotationWriters(managed []metav1.ManagedFieldsEntry, path []string, keep 
 			continue
 		}
 		var fields any = owned
-		for i := len(path) - 1; i >= 0; i-- {
-			fields = map[string]any{path[i]: fields}
+		for _, step := range slices.Backward(path) {
+			fields = map[string]any{step: fields}
 		}
 		raw, err := json.Marshal(fields)
 		if err != nil {
 			continue // cannot happen: strings and empty structs always encode
 		}
 		out = append(out, metav1.ManagedFieldsEntry{Manager: m.Manager, Operation: m.Operation, APIVersion: m.APIVersion,
-			Time: m.Time, FieldsType: m.FieldsType, FieldsV1: &metav1.FieldsV1{Raw: raw}, Subresource: m.Subresource})
+			Time: m.Time, FieldsType: m.FieldsType, FieldsV1: metav1.NewFieldsV1(string(raw)), Subresource: m.Subresource})
 	}
 	return out
 }

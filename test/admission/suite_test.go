@@ -171,8 +171,9 @@ func waitForPolicy() {
 	}).Should(Succeed(), "the policy binding never took effect")
 	Eventually(func(g Gomega) {
 		probe := &corev1.Binding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "probe", Annotations: map[string]string{"loaded.mrtr.dev/probe": "fingerprint"}},
-			Target:     corev1.ObjectReference{Kind: "Node", Name: "node-1"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "probe",
+				Annotations: map[string]string{"loaded.mrtr.dev/probe": "fingerprint"}},
+			Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"},
 		}
 		err := admin.Create(ctx, probe, client.DryRunAll)
 		expectPolicyDeniedIn(g, err, bindingsPolicyName, bindingMessage("default", "probe"))

@@ -150,7 +150,8 @@ var _ = Describe("Attacks and faults", Ordered, func() {
 		revert := fmt.Appendf(nil, `{"spec":{"template":{"metadata":{"annotations":{%q:%q}}}}}`, mrtrv1alpha1.FingerprintAnnotation, inGit)
 		for end := time.Now().Add(45 * time.Second); time.Now().Before(end); {
 			target := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-			Expect(env.Client.Patch(ctx, target, client.RawPatch(types.MergePatchType, revert), client.FieldOwner("argocd-controller"))).To(Succeed())
+			Expect(env.Client.Patch(ctx, target, client.RawPatch(types.MergePatchType, revert),
+				client.FieldOwner("argocd-controller"))).To(Succeed())
 			time.Sleep(3 * time.Second) //nolint:forbidigo // the loop's period is the scenario
 		}
 		Expect(env.Client.Get(ctx, key, d)).To(Succeed())
