@@ -123,11 +123,16 @@ var _ = Describe("Attacks and faults", Ordered, func() {
 		time.Sleep(15 * time.Second) //nolint:forbidigo // a span to count writes in, not a condition to await
 		Expect(first.Err()).NotTo(HaveOccurred(), "the resumed manager exited")
 
+		led := writesBy(env, deposed, time.Time{})
+		Expect(led).NotTo(BeEmpty(), "no write of the first leader in the audit log at all: its User-Agent does not name it")
 		writes := writesBy(env, deposed, takeover)
 		Expect(writes).To(BeEmpty(), "the deposed leader wrote after its successor took over")
+		refused := strings.Count(tail(first.LogPaths()[len(first.LogPaths())-1], 100000), "does not hold the leader lease")
 		AddReportEntry("leader paused past its lease", fmt.Sprintf("paused %v, successor leading after %v; "+
-			"writes of the deposed leader after the takeover, by the audit log: %d",
-			resumed.Sub(paused).Round(100*time.Millisecond), takeover.Sub(paused).Round(100*time.Millisecond), len(writes)))
+			"writes of the first leader while it led: %d; after the takeover, by the audit log: %d; "+
+			"log lines of writes its lease guard refused: %d",
+			resumed.Sub(paused).Round(100*time.Millisecond), takeover.Sub(paused).Round(100*time.Millisecond),
+			len(led), len(writes), refused))
 	})
 
 	It("costs at most 2 extra rollouts when a GitOps loop puts the stamp back every 3 s, then reports it", func() {
