@@ -45,10 +45,15 @@ import (
 // stop a determined forger; with the policy, the forger must hold a token bound to the pod, which
 // only the pod and its node have.
 
-// refusedAcknowledgement stands, in rotation.Pod.Loaded, for an acknowledgement that is not proof:
-// it names no keyring, so the pod counts as a laggard (restarted at its reload deadline) rather
-// than as a pod that never acknowledged (which passes if it was created after the write).
-const refusedAcknowledgement = "(refused)"
+// A refused acknowledgement counts as none: the pod passes only if it was created after the Secret
+// write (it started with what the write held, whatever it claims), and a pod that existed before
+// lags until its reload deadline restarts it. So a forged acknowledgement proves nothing, and an
+// honest server that acknowledges the wrong way costs a restart per phase, not a loop of them.
+
+// legacyFieldManager is the field manager the API server derived, from its User-Agent (the part
+// before the first "/"), for the acknowledgements of pkg/ack before it named ack.FieldManager:
+// servers built with it keep acknowledging until they are rebuilt.
+const legacyFieldManager = "mrtr-ack (github.com"
 
 // secretWrite is what the acceptance rule knows of the Secret: the fingerprint it holds and when
 // it came to hold it, zero when unknown.
@@ -75,8 +80,8 @@ func keyringWrite(sec rotation.SecretObservation, phaseStartedAt *metav1.Time) s
 	return w
 }
 
-// acknowledgement returns the fingerprint pod acknowledged under key, "" when none, or
-// refusedAcknowledgement with why when its managedFields show it is not proof.
+// acknowledgement returns the fingerprint pod acknowledged under key, "" when none; and, when its
+// managedFields show that what it carries is not proof, "" and why.
 func acknowledgement(pod *corev1.Pod, key string, secret secretWrite) (loaded, refusal string) {
 	value, ok := pod.Annotations[key]
 	if !ok {
@@ -85,17 +90,15 @@ func acknowledgement(pod *corev1.Pod, key string, secret secretWrite) (loaded, r
 	m, ok := workload.AcknowledgementWriter(pod, key)
 	switch {
 	case !ok:
-		return refusedAcknowledgement, "no managedFields entry records who wrote it"
+		return "", "no managedFields entry records who wrote it"
 	case m.Subresource != "":
-		return refusedAcknowledgement, fmt.Sprintf("field manager %q wrote it through pods/%s, not through the Pod itself",
-			m.Manager, m.Subresource)
-	case m.Manager != ack.FieldManager:
-		return refusedAcknowledgement, fmt.Sprintf("field manager %q wrote it, not the pod's reporter (%s)",
-			m.Manager, ack.FieldManager)
+		return "", fmt.Sprintf("field manager %q wrote it through pods/%s, not through the Pod itself", m.Manager, m.Subresource)
+	case m.Manager != ack.FieldManager && m.Manager != legacyFieldManager:
+		return "", fmt.Sprintf("field manager %q wrote it, not the pod's reporter (%s)", m.Manager, ack.FieldManager)
 	case value == secret.fingerprint && !secret.at.IsZero() && m.Time != nil && m.Time.Time.Before(secret.at):
 		// Both times are whole seconds of the API server's clock: an acknowledgement in the write's
 		// own second passes.
-		return refusedAcknowledgement, fmt.Sprintf("written at %s, before the Secret write at %s that it acknowledges",
+		return "", fmt.Sprintf("written at %s, before the Secret write at %s that it acknowledges",
 			m.Time.UTC().Format(time.RFC3339), secret.at.UTC().Format(time.RFC3339))
 	}
 	return value, ""
