@@ -15,14 +15,17 @@ limitations under the License.
 */
 
 // Command manager runs the MRTRKeyring controller: flags, scheme, cache, metrics, health probes and
-// leader election, then the reconciler (internal/controller).
+// leader election, then the reconciler (internal/controller), in managers that internal/supervise
+// starts again after an outage of the API server or a lost lease, without leaving the process.
 package main
 
 import (
 	"crypto/tls"
 	"flag"
+	"fmt"
 	"os"
 	"strings"
+	"time"
 
 	// All client-go auth plugins (OIDC, exec, ...), so that `make run` works with any kubeconfig.
 	_ "k8s.io/client-go/plugin/pkg/client/auth"
@@ -30,15 +33,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/controller"
+	"github.com/mrtr-dev/mrtr-operator/internal/leaderguard"
 	"github.com/mrtr-dev/mrtr-operator/internal/memlimit"
 	"github.com/mrtr-dev/mrtr-operator/internal/metricsauth"
+	"github.com/mrtr-dev/mrtr-operator/internal/supervise"
 )
 
 var (
@@ -118,52 +124,91 @@ func main() {
 		metricsServerOptions.KeyName = metricsCertKey
 	}
 
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  controller.CacheOptions(splitNamespaces(namespaces)...),
-		Metrics:                metricsServerOptions,
-		HealthProbeBindAddress: probeAddr,
-		PprofBindAddress:       pprofAddr,
-		LeaderElection:         enableLeaderElection,
-		// Kept from the scaffold: a new name would let an old and a new replica both lead during an
-		// upgrade.
-		LeaderElectionID:        "4710c0f2.dev",
-		LeaderElectionNamespace: leaderElectionNamespace,
-		// The manager does nothing after it stops, so the leader may hand the Lease over at once
-		// instead of letting its successor wait out the lease duration.
-		LeaderElectionReleaseOnCancel: true,
-	})
-	if err != nil {
-		setupLog.Error(err, "Failed to start manager")
+	config := ctrl.GetConfigOrDie()
+	ctx := ctrl.SetupSignalHandler()
+	// The probes outlive each manager: the process is healthy while it waits for the API server.
+	if err := supervise.ServeProbes(ctx, probeAddr, setupLog); err != nil {
+		setupLog.Error(err, "Failed to serve the health probes")
 		os.Exit(1)
 	}
-
-	// Wired here, where a reader sees them: the cached client, the live reader for the few reads the
-	// cache cannot answer (see MRTRKeyringReconciler.APIReader). SetupWithManager adds the events
-	// recorder (internal/events).
-	if err := (&controller.MRTRKeyringReconciler{
-		Client:                  mgr.GetClient(),
-		APIReader:               mgr.GetAPIReader(),
-		MaxConcurrentReconciles: concurrency,
-	}).SetupWithManager(mgr); err != nil {
-		setupLog.Error(err, "Failed to create controller", "controller", "mrtrkeyring")
-		os.Exit(1)
-	}
-
-	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		setupLog.Error(err, "Failed to set up health check")
-		os.Exit(1)
-	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
-		setupLog.Error(err, "Failed to set up ready check")
-		os.Exit(1)
+	// One lease lock for the process, so that a manager started again competes under the same
+	// identity, and one guard in front of each manager's writes (internal/leaderguard).
+	var lease *leaderguard.Lease
+	if enableLeaderElection {
+		var err error
+		if lease, err = leaderguard.NewLease(config, leaderguard.LeaseConfig{
+			Namespace: leaderElectionNamespace, Name: leaderElectionID, Validity: renewDeadline,
+		}); err != nil {
+			setupLog.Error(err, "Failed to set up leader election")
+			os.Exit(1)
+		}
+		// The replica's lease identity in its User-Agent: the API server's audit log then tells the
+		// replicas' requests apart, a deposed leader's from its successor's.
+		config = rest.CopyConfig(config)
+		config.UserAgent = rest.DefaultKubernetesUserAgent() + " replica/" + lease.Identity()
 	}
 
 	setupLog.Info("Starting manager")
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	err := supervise.Run(ctx, supervise.Options{Config: config, Log: setupLog, Build: func() (manager.Manager, error) {
+		return newManager(config, ctrl.Options{
+			Scheme:           scheme,
+			Cache:            controller.CacheOptions(splitNamespaces(namespaces)...),
+			Metrics:          metricsServerOptions,
+			PprofBindAddress: pprofAddr,
+			// The manager does nothing after it stops, so the leader may hand the Lease over at
+			// once instead of letting its successor wait out the lease duration.
+			LeaderElectionReleaseOnCancel: true,
+		}, lease, concurrency)
+	}})
+	if lease != nil {
+		lease.Close()
+	}
+	if err != nil {
 		setupLog.Error(err, "Failed to run manager")
 		os.Exit(1)
 	}
+}
+
+// leaderElectionID names the leader election Lease. Kept from the scaffold: a new name would let an
+// old and a new replica both lead during an upgrade.
+const leaderElectionID = "4710c0f2.dev"
+
+// renewDeadline is how long a leader keeps leading without renewing its lease (controller-runtime's
+// default, of a lease duration of 15 s), and so how long after its last renewal its writes pass the
+// lease guard.
+const renewDeadline = 10 * time.Second
+
+// newManager makes one run's manager with the reconciler, its writes guarded by lease (nil: no
+// leader election, nothing to guard).
+func newManager(config *rest.Config, opts ctrl.Options, lease *leaderguard.Lease, concurrency int) (manager.Manager, error) {
+	opts.LeaderElection = lease != nil
+	if lease != nil {
+		opts.LeaderElectionResourceLockInterface = lease
+		opts.RenewDeadline = new(renewDeadline)
+	}
+	// The probes are served across managers (supervise.ServeProbes).
+	opts.HealthProbeBindAddress = "0"
+	// Each run registers the same controller again, in the same process.
+	opts.Controller.SkipNameValidation = new(true)
+	mgr, err := ctrl.NewManager(config, opts)
+	if err != nil {
+		return nil, fmt.Errorf("create the manager: %w", err)
+	}
+	c := mgr.GetClient()
+	if lease != nil {
+		c = leaderguard.NewClient(c, lease.Session())
+	}
+	// Wired here, where a reader sees them: the cached client behind the lease guard, the live
+	// reader for the few reads the cache cannot answer (see MRTRKeyringReconciler.APIReader).
+	// SetupWithManager adds the events recorder (internal/events).
+	if err := (&controller.MRTRKeyringReconciler{
+		Client:                  c,
+		APIReader:               mgr.GetAPIReader(),
+		MaxConcurrentReconciles: concurrency,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("create the mrtrkeyring controller: %w", err)
+	}
+	return mgr, nil
 }
 
 // splitNamespaces parses --namespaces: comma-separated names, blanks ignored.

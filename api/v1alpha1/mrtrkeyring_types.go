@@ -553,6 +553,12 @@ const (
 	// ConditionKeyRevoked is True once a key was revoked (reason KeyRevoked; the message names the
 	// latest revocation: the keys, when, and whether tokens in flight fail), False before.
 	ConditionKeyRevoked = "KeyRevoked"
+	// ConditionStampReverted is True while another field manager keeps putting back the pod-template
+	// stamp of a target workload that the operator wrote (Restart delivery: a GitOps tool with the
+	// stamp in its source, say): the message names the workloads and the managers. The operator
+	// then stops re-stamping the workload for a back-off, instead of restarting its pods each time.
+	// Absent otherwise.
+	ConditionStampReverted = "StampReverted"
 )
 
 // Condition reasons.
@@ -595,6 +601,9 @@ const (
 	ReasonKeyRevoked = "KeyRevoked"
 	// ReasonNoneRevoked (KeyRevoked=False): no key of this keyring was ever revoked.
 	ReasonNoneRevoked = "NoneRevoked"
+	// ReasonRevertedByOtherManager (StampReverted=True; Warning event StampReverted): another field
+	// manager put back a stamp the operator wrote.
+	ReasonRevertedByOtherManager = "RevertedByOtherManager"
 )
 
 // +kubebuilder:object:root=true

@@ -99,4 +99,11 @@ const (
 	EventKeyRevoked          = "KeyRevoked"          // Warning: keys revoked through mrtr.dev/revoke, removed at once
 	EventRevokeIgnored       = "RevokeIgnored"       // Warning: a mrtr.dev/revoke request naming no key of the keyring
 	EventRevocationCompleted = "RevocationCompleted" // every pod runs the keyring without the revoked keys
+	// EventAcknowledgementRefused (Warning): a pod's acknowledgement that its Pod's managedFields show
+	// was not written by the pod's own reporter (another field manager, or the pods/status
+	// subresource), or was written before the Secret write it acknowledges: not taken as proof.
+	EventAcknowledgementRefused = "AcknowledgementRefused"
+	// EventStampReverted (Warning): another field manager put back a workload's stamp that the
+	// operator wrote; it stops re-stamping that workload for a back-off (see ConditionStampReverted).
+	EventStampReverted = "StampReverted"
 )

@@ -201,6 +201,8 @@ func TestValues(t *testing.T) {
 				objectKey("ClusterRole", "", "mrtr-keyring-consumer"),
 				objectKey("ValidatingAdmissionPolicy", "", "mrtr-keyring-acknowledgements"),
 				objectKey("ValidatingAdmissionPolicyBinding", "", "mrtr-keyring-acknowledgements"),
+				objectKey("ValidatingAdmissionPolicy", "", "mrtr-keyring-acknowledgement-bindings"),
+				objectKey("ValidatingAdmissionPolicyBinding", "", "mrtr-keyring-acknowledgement-bindings"),
 			} {
 				if _, ok := objs[k]; ok {
 					t.Errorf("%s rendered with consumer.enable false", k)

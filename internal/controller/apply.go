@@ -127,24 +127,30 @@ func apiReason(err error) error {
 const evictionRetry = 5 * time.Second
 
 // evict restarts the named pods of kr's namespace through the eviction API, which respects their
-// PodDisruptionBudgets. It reports whether an eviction was refused for now (429), to be tried again;
-// a pod already gone is no error.
-func (r *MRTRKeyringReconciler) evict(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, names []string) (refused bool, err error) {
+// PodDisruptionBudgets, each on the condition that it is still the pod at the version gather read
+// (versions): a pod replaced or changed since (an acknowledgement that came in meanwhile) is left to
+// the next pass. It reports whether an eviction was refused or conflicted for now, to be tried
+// again; a pod already gone is no error.
+func (r *MRTRKeyringReconciler) evict(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, names []string,
+	versions map[string]metav1.Preconditions) (retry bool, err error) {
 	var errs []error
 	evicted := 0
 	defer func() { r.metrics().PodsRestarted(kr.Namespace, kr.Name, evicted) }()
 	for _, name := range names {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: kr.Namespace, Name: name}}
 		eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: kr.Namespace, Name: name}}
+		if v, ok := versions[name]; ok {
+			eviction.DeleteOptions = &metav1.DeleteOptions{Preconditions: &v}
+		}
 		switch err := r.SubResource("eviction").Create(ctx, pod, eviction); {
 		case err == nil:
 			evicted++
 		case apierrors.IsNotFound(err):
-		case apierrors.IsTooManyRequests(err):
-			refused = true
+		case apierrors.IsTooManyRequests(err), apierrors.IsConflict(err):
+			retry = true
 		default:
 			errs = append(errs, fmt.Errorf("evict pod %s/%s: %w", kr.Namespace, name, err))
 		}
 	}
-	return refused, errors.Join(errs...)
+	return retry, errors.Join(errs...)
 }

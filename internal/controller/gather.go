@@ -41,6 +41,11 @@ type observed struct {
 	secret *corev1.Secret
 	// targets are the found target workloads, which Reconcile stamps (workload.Stamp).
 	targets []client.Object
+	// refused says, by pod name, why an acknowledgement was not taken as proof (acknowledgement).
+	refused map[string]string
+	// pods are the uid and resourceVersion each pod was read at, by name: the preconditions of its
+	// eviction.
+	pods map[string]metav1.Preconditions
 }
 
 // gather reads everything rotation.Step needs (cert-manager's gatherer): the Secret (live), the
@@ -73,6 +78,7 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 			return rotation.Input{}, observed{}, err
 		}
 	}
+	po := podObserver{key: ack.AnnotationKey(kr.EffectiveSecretName()), secret: keyringWrite(sec, kr.Status.PhaseStartedAt), refused: map[string]string{}, versions: map[string]metav1.Preconditions{}}
 	ws := observeWorkloads(targets, kr)
 	stampable := make([]client.Object, 0, len(targets.Found))
 	counted := map[string]bool{} // pods counted with a target, by name
@@ -80,7 +86,7 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 		ref, _ := workload.RefOf(obj)
 		w := &ws[slices.IndexFunc(ws, func(w rotation.Workload) bool { return w.Name == ref.Name && string(w.Kind) == string(ref.Kind) })]
 		if settings.Reload() {
-			if w.Pods, err = r.workloadPods(ctx, kr, obj); err != nil {
+			if w.Pods, err = r.workloadPods(ctx, kr, obj, &po); err != nil {
 				return rotation.Input{}, observed{}, err
 			}
 			w.CountedPods = workload.CountedPods(obj)
@@ -98,7 +104,7 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 		}
 		w.ClaimedBy = owner
 	}
-	selected, err := r.selectedPods(ctx, kr, counted)
+	selected, err := r.selectedPods(ctx, kr, counted, &po)
 	if err != nil {
 		return rotation.Input{}, observed{}, err
 	}
@@ -114,11 +120,11 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 		SelectedPods:  selected,
 		RotateRequest: kr.Annotations[mrtrv1alpha1.RotateAnnotation],
 		RevokeRequest: kr.Annotations[mrtrv1alpha1.RevokeAnnotation],
-	}, observed{secret: secret, targets: stampable}, nil
+	}, observed{secret: secret, targets: stampable, refused: po.refused, pods: po.versions}, nil
 }
 
 // workloadPods reads the pods obj's selector selects, through the cache.
-func (r *MRTRKeyringReconciler) workloadPods(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, obj client.Object) ([]rotation.Pod, error) {
+func (r *MRTRKeyringReconciler) workloadPods(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, obj client.Object, po *podObserver) ([]rotation.Pod, error) {
 	sel, err := workload.Selector(obj)
 	if err != nil {
 		return nil, err
@@ -127,11 +133,11 @@ func (r *MRTRKeyringReconciler) workloadPods(ctx context.Context, kr *mrtrv1alph
 	if err != nil {
 		return nil, err
 	}
-	return observePods(pods, kr.EffectiveSecretName(), nil), nil
+	return po.observe(pods, nil), nil
 }
 
 // selectedPods reads the pods spec.podSelector selects, but for those counted with a target.
-func (r *MRTRKeyringReconciler) selectedPods(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, counted map[string]bool) ([]rotation.Pod, error) {
+func (r *MRTRKeyringReconciler) selectedPods(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, counted map[string]bool, po *podObserver) ([]rotation.Pod, error) {
 	if kr.Spec.PodSelector == nil {
 		return nil, nil
 	}
@@ -143,19 +149,33 @@ func (r *MRTRKeyringReconciler) selectedPods(ctx context.Context, kr *mrtrv1alph
 	if err != nil {
 		return nil, err
 	}
-	return observePods(pods, kr.EffectiveSecretName(), counted), nil
+	return po.observe(pods, counted), nil
 }
 
-// observePods turns pods into rotation.Pods, with what each acknowledged for Secret secret, leaving
-// out those in skip.
-func observePods(pods []corev1.Pod, secret string, skip map[string]bool) []rotation.Pod {
-	key := ack.AnnotationKey(secret)
+// podObserver turns pods into rotation.Pods with what each acknowledged under key, by the
+// acceptance rule (acknowledgement), and collects why it refused an acknowledgement and the
+// version of each pod it saw.
+type podObserver struct {
+	key      string
+	secret   secretWrite
+	refused  map[string]string
+	versions map[string]metav1.Preconditions
+}
+
+// observe turns pods into rotation.Pods, leaving out those in skip.
+func (po *podObserver) observe(pods []corev1.Pod, skip map[string]bool) []rotation.Pod {
 	out := make([]rotation.Pod, 0, len(pods))
-	for _, p := range pods {
+	for i := range pods {
+		p := &pods[i]
 		if skip[p.Name] {
 			continue
 		}
-		out = append(out, rotation.Pod{Name: p.Name, Loaded: p.Annotations[key], CreatedAt: p.CreationTimestamp.Time,
+		loaded, refusal := acknowledgement(p, po.key, po.secret)
+		if refusal != "" {
+			po.refused[p.Name] = refusal
+		}
+		po.versions[p.Name] = metav1.Preconditions{UID: &p.UID, ResourceVersion: &p.ResourceVersion}
+		out = append(out, rotation.Pod{Name: p.Name, Loaded: loaded, CreatedAt: p.CreationTimestamp.Time,
 			Terminating: p.DeletionTimestamp != nil})
 	}
 	return out

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -64,7 +65,9 @@ type MRTRKeyringReconciler struct {
 	// DefaultConcurrency. controller-runtime never runs two passes of one keyring at once.
 	MaxConcurrentReconciles int
 
-	written ownWrites
+	written  ownWrites
+	refusals refusalReports
+	fights   stampFights
 }
 
 // DefaultConcurrency is the default MaxConcurrentReconciles. A pass spends most of its time
@@ -122,6 +125,14 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
 	}
 	d := rotation.Step(in)
+	// Which targets to stamp, and which another field manager fights over (stampfight.go): decided
+	// before the status write, which reports the fights.
+	var toStamp []client.Object
+	var held, reverted []*stampFight
+	if d.Stamp != "" {
+		toStamp, held, reverted = r.fights.plan(obs.targets, kr.Name, d.Stamp, in.Now)
+	}
+	setStampCondition(&d.Status, held, kr.Generation, in.Now)
 
 	// The Secret first: if we stop before the status write, the Secret's annotations let the next
 	// pass resume in the phase it was written for.
@@ -146,24 +157,36 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	for _, e := range d.Events {
 		r.Recorder.Eventf(&kr, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
 	}
+	r.reportRefusals(&kr, obs.refused)
+	for _, f := range reverted {
+		r.Recorder.Eventf(&kr, nil, corev1.EventTypeWarning, mrtrv1alpha1.EventStampReverted, "Stamp", "%s", f)
+	}
 	var stampErrs []error // and eviction errors
+	requeue := d.RequeueAfter
+	for _, f := range held {
+		requeue = soonest(requeue, f.until.Sub(in.Now))
+	}
 	if d.Stamp != "" {
-		for _, obj := range obs.targets {
+		for _, obj := range toStamp {
 			wrote, err := workload.Stamp(ctx, r.Client, obj, d.Stamp, kr.Name)
-			if err != nil && !apierrors.IsNotFound(err) {
+			switch {
+			case apierrors.IsConflict(err):
+				// The workload changed since it was read: the next pass decides from its new state.
+				requeue = soonest(requeue, conflictRetry)
+			case err != nil && !apierrors.IsNotFound(err):
 				stampErrs = append(stampErrs, err)
 			}
 			if wrote {
 				r.written.wrote(obj)
+				r.fights.wrote(obj, d.Stamp)
 			}
 		}
 	}
-	requeue := d.RequeueAfter
 	if len(d.Evict) > 0 {
-		refused, err := r.evict(ctx, &kr, d.Evict)
+		retry, err := r.evict(ctx, &kr, d.Evict, obs.pods)
 		stampErrs = append(stampErrs, err)
-		if refused && (requeue == 0 || requeue > evictionRetry) {
-			requeue = evictionRetry
+		if retry {
+			requeue = soonest(requeue, evictionRetry)
 		}
 	}
 	log.V(1).Info("reconciled", "phase", d.Status.Phase, "fingerprint", d.Status.SecretFingerprint,
@@ -183,6 +206,14 @@ func retryOnConflict(ctx context.Context, err error) (ctrl.Result, error) {
 		return ctrl.Result{RequeueAfter: conflictRetry}, nil
 	}
 	return ctrl.Result{}, err
+}
+
+// soonest is the earlier of two requeue delays, where 0 means none.
+func soonest(requeue, d time.Duration) time.Duration {
+	if requeue == 0 || requeue > d {
+		return d
+	}
+	return requeue
 }
 
 func (r *MRTRKeyringReconciler) now() kclock.PassiveClock {

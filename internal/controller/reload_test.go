@@ -18,6 +18,7 @@ package controller
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -71,7 +72,7 @@ func createPod(namespace, name string, labels map[string]string) *corev1.Pod {
 func acknowledge(pod *corev1.Pod, secret, fp string) {
 	GinkgoHelper()
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey(secret), fp)
-	Expect(k8sClient.Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+	Expect(k8sClient.Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(ack.FieldManager))).To(Succeed())
 }
 
 // acknowledgeAll makes every pod acknowledge the keyring the Secret holds now.
@@ -200,6 +201,57 @@ var _ = Describe("Reload delivery", func() {
 		By("its replacement started after the write: it runs the keyring without acknowledging")
 		waitPastWrite(ns, "payments")
 		createPod(ns, "api-new", map[string]string{"app": "api"})
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseSealingWithNew)
+	})
+
+	It("takes as proof no acknowledgement written through pods/status or by another field manager, and says so", func() {
+		d := createWorkload(workload.Deployment, ns, "api", 2, nil)
+		viaStatus := createPod(ns, "api-status", map[string]string{"app": "api"})
+		viaKubectl := createPod(ns, "api-kubectl", map[string]string{"app": "api"})
+		kr := createKeyring(ns, "payments", reloading(func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(d) }))
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseStable)
+		acknowledgeAll(kr, viaStatus, viaKubectl)
+		requestRotation(kr, "r1")
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseAccepting)
+		var accepting string
+		Eventually(func(g Gomega) { accepting = secretKeyring(g, ns, "payments").Fingerprint() }).Should(Succeed())
+
+		By("forging both acknowledgements: one through pods/status under the reporter's own name, one as kubectl")
+		forged := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey("payments"), accepting))
+		Expect(k8sClient.Status().Patch(ctx, viaStatus, client.RawPatch(types.MergePatchType, forged),
+			client.FieldOwner(ack.FieldManager))).To(Succeed())
+		Expect(viaStatus.Annotations).To(HaveKeyWithValue(ack.AnnotationKey("payments"), accepting),
+			"the API server dropped the annotation written through pods/status: the door this test closes is not open")
+		Expect(k8sClient.Patch(ctx, viaKubectl, client.RawPatch(types.MergePatchType, forged),
+			client.FieldOwner("kubectl-annotate"))).To(Succeed())
+
+		By("neither counts: both pods lag, and a Warning event names each")
+		Eventually(func(g Gomega) {
+			g.Expect(getKeyring(g, kr).Status.Workloads[0].Laggards).To(ConsistOf("api-kubectl", "api-status"))
+			g.Expect(keyringEvents(g, kr)).To(ContainElements(
+				ContainSubstring(`AcknowledgementRefused: pod api-status: its acknowledgement of keyring Secret payments is not taken as proof: `+
+					`field manager "mrtr-ack" wrote it through pods/status, not through the Pod itself`),
+				ContainSubstring(`AcknowledgementRefused: pod api-kubectl: its acknowledgement of keyring Secret payments is not taken as proof: `+
+					`field manager "kubectl-annotate" wrote it, not the pod's reporter (mrtr-ack)`)))
+		}).Should(Succeed())
+		reconcileNow(kr)
+		Expect(getKeyring(Default, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseAccepting))
+		Expect(keyringEvents(Default, kr)).To(HaveEach(Not(ContainSubstring("api-status did not acknowledge"))),
+			"the forged pod was restarted before its deadline")
+		refusals := 0
+		for _, e := range keyringEvents(Default, kr) {
+			if strings.HasPrefix(e, mrtrv1alpha1.EventAcknowledgementRefused) {
+				refusals++
+			}
+		}
+		Expect(refusals).To(Equal(2), "a refusal is reported once, not once per pass")
+
+		By("the pods' own acknowledgements, once the forged ones are gone, move the rotation on")
+		for _, p := range []*corev1.Pod{viaStatus, viaKubectl} {
+			remove := fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, ack.AnnotationKey("payments"))
+			Expect(k8sClient.Patch(ctx, p, client.RawPatch(types.MergePatchType, []byte(remove)))).To(Succeed())
+		}
+		acknowledgeAll(kr, viaStatus, viaKubectl)
 		eventuallyInPhase(kr, mrtrv1alpha1.PhaseSealingWithNew)
 	})
 

@@ -321,13 +321,22 @@ func stripApplied(obj any) (any, error) {
 }
 
 // stripWorkload is stripApplied, then workload.StripWorkload (a transform of its own replaces the
-// default one).
+// default one), keeping of the managed fields only who wrote each stamp.
 func stripWorkload(obj any) (any, error) {
+	// Who wrote each stamp is kept (stampfight.go reads it), and nothing else of managed fields.
+	var stampWriters []metav1.ManagedFieldsEntry
+	if o, ok := obj.(client.Object); ok {
+		stampWriters = workload.StampWriters(o)
+	}
 	obj, err := stripApplied(obj)
 	if err != nil {
 		return nil, err
 	}
-	return workload.StripWorkload(obj)
+	obj, err = workload.StripWorkload(obj)
+	if o, ok := obj.(client.Object); ok && err == nil {
+		o.SetManagedFields(stampWriters)
+	}
+	return obj, err
 }
 
 // stripSecret is stripApplied for a keyring Secret, but it keeps the time of mrtrv1alpha1.FieldManager's last

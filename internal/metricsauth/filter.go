@@ -30,6 +30,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -82,6 +83,8 @@ type Authorizer struct {
 	// users holds a *authnv1.UserInfo (nil: not authenticated) by the token's SHA-256, so that the
 	// token itself is never kept; allowed holds a bool by the review's spec, as JSON.
 	users, allowed *cache.LRUExpireCache
+	// limit bounds the TokenReviews of tokens not in users (limit.go).
+	limit *reviewLimiter
 }
 
 // New returns an Authorizer that reviews with the given clients.
@@ -90,12 +93,13 @@ func New(tokens authnclient.TokenReviewInterface, reviews authzclient.SubjectAcc
 }
 
 func newWithClock(tokens authnclient.TokenReviewInterface, reviews authzclient.SubjectAccessReviewInterface, c cache.Clock) *Authorizer {
-	return &Authorizer{tokens: tokens, reviews: reviews,
+	return &Authorizer{tokens: tokens, reviews: reviews, limit: newReviewLimiter(c),
 		users: cache.NewLRUExpireCacheWithClock(maxCached, c), allowed: cache.NewLRUExpireCacheWithClock(maxCached, c)}
 }
 
 // Filter is a metricsserver.Filter: it answers 401 to a caller without a valid token, 403 to one
-// not allowed the request, 500 when the API server cannot say, and passes the rest to next.
+// not allowed the request, 429 to one whose unknown token would exceed the reviews' rate limit,
+// 500 when the API server cannot say, and passes the rest to next.
 func (a *Authorizer) Filter(log logr.Logger, next http.Handler) (http.Handler, error) {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		token, ok := bearerToken(req.Header.Get("Authorization"))
@@ -103,7 +107,13 @@ func (a *Authorizer) Filter(log logr.Logger, next http.Handler) (http.Handler, e
 			http.Error(w, "Unauthorized: a bearer token is required", http.StatusUnauthorized)
 			return
 		}
-		user, err := a.authenticate(req.Context(), token)
+		user, err := a.authenticate(req.Context(), token, req.RemoteAddr)
+		if errors.Is(err, errTooManyReviews) {
+			log.V(1).Info("metrics: token review rate-limited", "client", req.RemoteAddr)
+			w.Header().Set("Retry-After", retryAfter)
+			http.Error(w, "Too many requests with unknown tokens", http.StatusTooManyRequests)
+			return
+		}
 		if err != nil {
 			log.Error(err, "metrics: the TokenReview failed")
 			http.Error(w, "Authentication failed", http.StatusInternalServerError)
@@ -141,11 +151,18 @@ func bearerToken(header string) (string, bool) {
 	return token, true
 }
 
+// errTooManyReviews refuses a TokenReview over the rate limit.
+var errTooManyReviews = errors.New("too many token reviews")
+
 // authenticate returns who token belongs to, or nil when the API server does not authenticate it.
-func (a *Authorizer) authenticate(ctx context.Context, token string) (*authnv1.UserInfo, error) {
+// A token it has no answer for is reviewed only within the rate limit of client (its address).
+func (a *Authorizer) authenticate(ctx context.Context, token, client string) (*authnv1.UserInfo, error) {
 	key := sha256.Sum256([]byte(token))
 	if user, ok := a.users.Get(key); ok {
 		return user.(*authnv1.UserInfo), nil
+	}
+	if !a.limit.allow(client) {
+		return nil, errTooManyReviews
 	}
 	ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
 	defer cancel()

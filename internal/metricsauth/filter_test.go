@@ -198,6 +198,29 @@ func TestAgainstTheAPIServer(t *testing.T) {
 			return ask("GET", "/metrics", "Bearer "+stranger).code
 		}).WithTimeout(30 * time.Second).Should(Equal(200))
 	})
+	t.Run("unknown tokens beyond the rate limit are refused without a review", func(t *testing.T) {
+		past(allowedTTL) // every answer expired, every client's burst back
+		g.Expect(ask("GET", "/metrics", "Bearer "+scraper).code).To(Equal(200))
+		reviewed := tokens.calls.Load()
+		codes := map[int]int{}
+		for i := range 20 {
+			got := ask("GET", "/metrics", fmt.Sprintf("Bearer unknown-%d", i))
+			codes[got.code]++
+			if got.code == http.StatusTooManyRequests {
+				g.Expect(got.body).To(ContainSubstring("Too many requests with unknown tokens"))
+			}
+		}
+		// This client had its burst less the scraper's review.
+		g.Expect(codes).To(Equal(map[int]int{401: clientBurst - 1, 429: 20 - (clientBurst - 1)}))
+		g.Expect(tokens.calls.Load() - reviewed).To(BeEquivalentTo(clientBurst - 1))
+		reviewed = tokens.calls.Load()
+		g.Expect(ask("GET", "/metrics", "Bearer "+scraper).code).To(Equal(200), "a known token is never limited")
+		g.Expect(tokens.calls.Load()).To(Equal(reviewed))
+		past(time.Second / clientReviews)
+		g.Expect(ask("GET", "/metrics", "Bearer unknown-again").code).To(Equal(401), "a second later, one more review")
+		g.Expect(ask("GET", "/metrics", "Bearer unknown-again-2").code).To(Equal(429))
+		g.Expect(tokens.calls.Load() - reviewed).To(BeEquivalentTo(1))
+	})
 	t.Run("an API server that cannot say is a 500, and not remembered", func(t *testing.T) {
 		past(allowedTTL)
 		tokens.fail.Store(true)
@@ -244,5 +267,29 @@ func TestTheCachesAreBounded(t *testing.T) {
 	fake.Step(time.Minute + time.Nanosecond)
 	if _, ok := a.allowed.Get(fmt.Sprint(maxCached + 9)); ok {
 		t.Error("an answer is kept past its lifetime")
+	}
+}
+
+func TestReviewsAreLimitedInAll(t *testing.T) {
+	fake := clocktesting.NewFakeClock(time.Now())
+	l := newReviewLimiter(fake)
+	allowed := func(clients int) int {
+		n := 0
+		for i := range clients {
+			if l.allow(fmt.Sprintf("10.0.%d.%d:4000", i/256, i%256)) {
+				n++
+			}
+		}
+		return n
+	}
+	if n := allowed(100); n != allBurst {
+		t.Errorf("100 clients at once had %d reviews, want the burst of all, %d", n, allBurst)
+	}
+	fake.Step(time.Second)
+	if n := allowed(100); n != allReviews {
+		t.Errorf("a second later, %d reviews, want %d", n, allReviews)
+	}
+	if l.allow("[fd00::1]:4000") {
+		t.Error("a new client got a review with the limit of all exhausted")
 	}
 }

@@ -82,9 +82,10 @@ func AcknowledgementKeys(pod client.Object) []string {
 }
 
 // StripPod is a cache transform for Pods: it keeps what the operator reads (name, labels,
-// acknowledgements, creation and deletion times, owners, phase, and the Secrets the pod references)
-// and drops the rest (the spec but for its Secret references, the status but for its phase, every
-// other annotation, managed fields), so that watching every pod of the cluster costs little memory.
+// acknowledgements and who wrote them, creation and deletion times, owners, phase, and the Secrets
+// the pod references) and drops the rest (the spec but for its Secret references, the status but for
+// its phase, every other annotation, the managed fields of anything but an acknowledgement), so that
+// watching every pod of the cluster costs little memory.
 func StripPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -93,7 +94,7 @@ func StripPod(obj any) (any, error) {
 	out := &corev1.Pod{TypeMeta: pod.TypeMeta, ObjectMeta: metav1.ObjectMeta{
 		Name: pod.Name, Namespace: pod.Namespace, UID: pod.UID, ResourceVersion: pod.ResourceVersion,
 		Generation: pod.Generation, CreationTimestamp: pod.CreationTimestamp, DeletionTimestamp: pod.DeletionTimestamp,
-		Labels: pod.Labels, OwnerReferences: pod.OwnerReferences,
+		Labels: pod.Labels, OwnerReferences: pod.OwnerReferences, ManagedFields: acknowledgementWriters(pod.ManagedFields),
 	}, Status: corev1.PodStatus{Phase: pod.Status.Phase}}
 	for _, k := range AcknowledgementKeys(pod) {
 		if out.Annotations == nil {

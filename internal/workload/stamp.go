@@ -18,11 +18,9 @@ package workload
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
@@ -34,9 +32,12 @@ import (
 // calling it again — after a restart of the operator, or on every reconcile — never restarts the
 // pods a second time. It reports whether it wrote.
 //
-// The write is a JSON merge patch of that one annotation: it cannot clobber a concurrent change to
-// any other field (nor needs a resourceVersion), and it takes no ownership of the rest of the
-// object. On success obj holds the patched workload as the API server returned it.
+// The write is a JSON merge patch of that one annotation (and of the claim), conditional on the
+// resourceVersion obj was read at: it takes no ownership of the rest of the object, and a workload
+// changed since that read (by its owner, by GitOps, or by a new leader while this replica was
+// paused) makes it fail with a conflict instead of stamping from a stale decision. The patch is the
+// difference between obj and its stamped copy, so the fields a cache strips are never written. On
+// success obj holds the patched workload as the API server returned it.
 func Stamp(ctx context.Context, c client.Writer, obj client.Object, fingerprint, keyring string) (bool, error) {
 	key := StampKey(obj, keyring)
 	if key == "" {
@@ -54,17 +55,25 @@ func Stamp(ctx context.Context, c client.Writer, obj client.Object, fingerprint,
 		return false, nil
 	}
 	ref, _ := RefOf(obj)
-	p := map[string]any{"spec": map[string]any{"template": map[string]any{"metadata": map[string]any{
-		"annotations": map[string]string{key: fingerprint},
-	}}}}
+	base, ok := obj.DeepCopyObject().(client.Object)
+	if !ok {
+		return false, fmt.Errorf("stamp %s: %T is not a client.Object", ref, obj)
+	}
+	tmpl, _ := PodTemplate(obj)
+	if tmpl.Annotations == nil {
+		tmpl.Annotations = map[string]string{}
+	}
+	tmpl.Annotations[key] = fingerprint
 	if claim {
-		p["metadata"] = map[string]any{"annotations": map[string]string{mrtrv1alpha1.StampedByAnnotation: keyring}}
+		a := obj.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[mrtrv1alpha1.StampedByAnnotation] = keyring
+		obj.SetAnnotations(a)
 	}
-	patch, err := json.Marshal(p)
-	if err != nil {
-		return false, fmt.Errorf("stamp %s: %w", ref, err)
-	}
-	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(mrtrv1alpha1.FieldManager)); err != nil {
+	patch := client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})
+	if err := c.Patch(ctx, obj, patch, client.FieldOwner(mrtrv1alpha1.FieldManager)); err != nil {
 		return false, fmt.Errorf("stamp %s with keyring fingerprint %s: %w", ref, fingerprint, err)
 	}
 	return true, nil

@@ -43,7 +43,7 @@ const waitFor = 10 * time.Second
 
 // request is what the fake API server saw of one request.
 type request struct {
-	method, path, auth, contentType, accept, userAgent, body string
+	method, path, query, auth, contentType, accept, userAgent, body string
 }
 
 // fakeAPI is a fake API server: it records every request and answers with respond.
@@ -64,7 +64,7 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 	s := &fakeAPI{dir: t.TempDir(), reqs: make(chan request, 1000)}
 	s.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		req := request{r.Method, r.URL.EscapedPath(), r.Header.Get("Authorization"), r.Header.Get("Content-Type"),
+		req := request{r.Method, r.URL.EscapedPath(), r.URL.RawQuery, r.Header.Get("Authorization"), r.Header.Get("Content-Type"),
 			r.Header.Get("Accept"), r.Header.Get("User-Agent"), string(body)}
 		s.mu.Lock()
 		s.requests = append(s.requests, req)
@@ -367,6 +367,7 @@ func TestPatch(t *testing.T) {
 	want := request{
 		method:      http.MethodPatch,
 		path:        "/api/v1/namespaces/mcp/pods/weather-0",
+		query:       "fieldManager=mrtr-ack",
 		auth:        "Bearer token-1",
 		contentType: "application/merge-patch+json",
 		accept:      "application/json",

@@ -58,7 +58,9 @@ limitations under the License.
 // pod or one field, so the ValidatingAdmissionPolicy mrtr-keyring-acknowledgements does: it admits a
 // write of a loaded.mrtr.dev/ annotation only from the Pod itself (with the service account token the
 // kubelet mounts, bound to that Pod), and lets a holder of the marker verb change nothing but its own
-// Pod's acknowledgements. Bind the role with a RoleBinding in the workload's namespace, never a
+// Pod's acknowledgements. Each patch names FieldManager as its field manager, and the operator
+// takes an acknowledgement as proof only when the Pod's managedFields say that manager wrote it
+// through the Pod itself, after the Secret write it acknowledges. Bind the role with a RoleBinding in the workload's namespace, never a
 // ClusterRoleBinding:
 //
 //	apiVersion: rbac.authorization.k8s.io/v1

@@ -37,6 +37,14 @@ import (
 // userAgent names this package in the API server's audit log.
 const userAgent = "mrtr-ack (github.com/mrtr-dev/mrtr-operator/pkg/ack)"
 
+// FieldManager is the field manager of every acknowledgement a Reporter writes: the Pod's
+// managedFields record it, with the time of the write, as the writer of the annotation. The
+// operator takes as proof only an acknowledgement whose entry names this manager and the Pod itself
+// (not its status subresource), and is not older than the Secret write it acknowledges. A server
+// that acknowledges without this package must patch with ?fieldManager=mrtr-ack too. Without the
+// parameter the API server would derive a manager from the User-Agent, which any client shares.
+const FieldManager = "mrtr-ack"
+
 // maxErrorBody is how much of an error response is read for its Status message, and maxDrainedBody how
 // much of a successful one is read (and dropped): no response is ever read whole.
 const (
@@ -200,7 +208,7 @@ func (r *Reporter) publish(ctx context.Context, fp string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, r.url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, r.url+"?fieldManager="+FieldManager, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("ack: %w", err)
 	}

@@ -59,6 +59,16 @@ func createMessage(namespace, pod string) string {
 		"only the pod itself may write it", namespace, pod)
 }
 
+func statusMessage(pod string) string {
+	return fmt.Sprintf("the keyring acknowledgement (annotations loaded.mrtr.dev/*) of pod %s/%s may not change through pods/status: "+
+		"only the pod itself may write it, through the pod, with a token bound to it", ns, pod)
+}
+
+func bindingMessage(namespace, pod string) string {
+	return fmt.Sprintf("the Binding of pod %s/%s may not carry a keyring acknowledgement (annotations loaded.mrtr.dev/*): "+
+		"only the pod itself may write it, through the pod, with a token bound to it", namespace, pod)
+}
+
 func consumerMessage(sa, detail string) string {
 	return fmt.Sprintf("keyring consumer system:serviceaccount:%s:%s may change nothing but the keyring acknowledgement "+
 		"(annotations loaded.mrtr.dev/*) of its own pod, with a token bound to it: %s", ns, sa, detail)
@@ -95,7 +105,7 @@ var _ = Describe("the keyring acknowledgement policy", Ordered, func() {
 		Expect(admin.Create(ctx, &rbacv1.Role{
 			ObjectMeta: metav1.ObjectMeta{Name: "pod-controller", Namespace: ns},
 			Rules: []rbacv1.PolicyRule{{
-				APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "update", "patch"},
+				APIGroups: []string{""}, Resources: []string{"pods", "pods/status"}, Verbs: []string{"get", "update", "patch"},
 			}},
 		})).To(Succeed())
 		Expect(admin.Create(ctx, &rbacv1.RoleBinding{
@@ -110,6 +120,7 @@ var _ = Describe("the keyring acknowledgement policy", Ordered, func() {
 		waitUntilAllowed(consumerSA, "mrtr.dev", "mrtrkeyrings", "acknowledge")
 		waitUntilAllowed(controllerSA, "mrtr.dev", "mrtrkeyrings", "acknowledge")
 		waitUntilAllowed(controllerSA, "", "pods", "update")
+		Expect(allowed(controllerSA, "", "pods/status", "patch")).To(BeTrue())
 		Expect(allowed(consumerSA, "", "pods", "update")).To(BeFalse(), "the consumer role must not grant update on pods")
 		Expect(allowed(consumerSA, "", "pods", "get")).To(BeFalse(), "the consumer role must not grant get on pods")
 
@@ -214,6 +225,66 @@ var _ = Describe("the keyring acknowledgement policy", Ordered, func() {
 		})
 	})
 
+	Context("through every other door to a Pod's annotations", func() {
+		It("refuses an acknowledgement through pods/status, the admin's and the pod's own", func() {
+			expectDenied(statusPatch(admin, podA, setAck("fp-7")), statusMessage("a"))
+			expectDenied(statusPatch(admin, podA, `{"metadata":{"annotations":{"`+ackKey+`":null}}}`), statusMessage("a"))
+			Expect(get(podA).Annotations).To(HaveKeyWithValue(ackKey, "fp-3"))
+			// Pod C's token is bound to it, and its ServiceAccount may patch pods/status: only the pods
+			// resource itself is the door for an acknowledgement.
+			expectDenied(statusPatch(asC, podC, setAck("fp-7")), statusMessage("c"))
+			Expect(get(podC).Annotations).NotTo(HaveKeyWithValue(ackKey, "fp-7"))
+		})
+
+		It("still admits status writes and other annotations through pods/status", func() {
+			Expect(statusPatch(admin, podA, `{"metadata":{"annotations":{"example.com/note":"status"}},"status":{"message":"ok"}}`)).To(Succeed())
+			after := get(podA)
+			Expect(after.Annotations).To(HaveKeyWithValue("example.com/note", "status"))
+			Expect(after.Status.Message).To(Equal("ok"))
+		})
+
+		It("refuses an acknowledgement through server-side apply", func() {
+			apply := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"a","namespace":%q,"annotations":{%q:"fp-8"}}}`, ns, ackKey)
+			target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: podA.Name, Namespace: ns}}
+			expectDenied(admin.Patch(ctx, target, client.RawPatch(types.ApplyPatchType, []byte(apply)),
+				client.FieldOwner("forger"), client.ForceOwnership), ownAckMessage("a"))
+			Expect(get(podA).Annotations).To(HaveKeyWithValue(ackKey, "fp-3"))
+		})
+
+		It("refuses a Binding that carries an acknowledgement, through pods/binding and bindings", func() {
+			pending := newPod(ns, "pending", consumerSA)
+			Expect(admin.Create(ctx, pending)).To(Succeed())
+			binding := func() *corev1.Binding {
+				return &corev1.Binding{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: pending.Name, Annotations: map[string]string{ackKey: "fp-9"}},
+					Target:     corev1.ObjectReference{Kind: "Node", Name: "node-1"},
+				}
+			}
+			expectPolicyDenied(admin.SubResource("binding").Create(ctx, pending, binding()), bindingsPolicyName, bindingMessage(ns, "pending"))
+			expectPolicyDenied(admin.Create(ctx, binding()), bindingsPolicyName, bindingMessage(ns, "pending"))
+			Expect(get(pending).Spec.NodeName).To(BeEmpty())
+
+			By("a Binding without one binds the pod")
+			plain := binding()
+			plain.Annotations = map[string]string{"example.com/note": "bound"}
+			Expect(admin.SubResource("binding").Create(ctx, pending, plain)).To(Succeed())
+			after := get(pending)
+			Expect(after.Spec.NodeName).To(Equal("node-1"))
+			Expect(after.Annotations).To(HaveKeyWithValue("example.com/note", "bound"))
+			Expect(after.Annotations).NotTo(HaveKey(ackKey))
+		})
+
+		It("keeps no annotation written through pods/ephemeralcontainers or pods/resize", func() {
+			for _, sub := range []string{"ephemeralcontainers", "resize"} {
+				By("patching pods/" + sub)
+				target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: podB.Name, Namespace: ns}}
+				Expect(admin.SubResource(sub).Patch(ctx, target, client.RawPatch(types.MergePatchType, []byte(setAck("fp-10"))))).
+					To(Succeed())
+				Expect(get(podB).Annotations).NotTo(HaveKey(ackKey))
+			}
+		})
+	})
+
 	Context("as pod C of a ServiceAccount that may update pods, which is no consumer", func() {
 		It("changes pod C's labels", func() {
 			Expect(mergePatch(asC, podC, `{"metadata":{"labels":{"tier":"gold"}}}`)).To(Succeed())
@@ -255,6 +326,12 @@ func mergePatch(c client.Client, pod *corev1.Pod, patch string) error {
 	return c.Patch(ctx, target, client.RawPatch(types.MergePatchType, []byte(patch)))
 }
 
+// statusPatch sends a JSON merge patch of pod's status subresource as c.
+func statusPatch(c client.Client, pod *corev1.Pod, patch string) error {
+	target := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
+	return c.Status().Patch(ctx, target, client.RawPatch(types.MergePatchType, []byte(patch)))
+}
+
 // get reads pod as the admin, to see what a request really changed.
 func get(pod *corev1.Pod) *corev1.Pod {
 	GinkgoHelper()
@@ -269,13 +346,24 @@ func expectDenied(err error, message string) {
 	expectDeniedIn(Default, err, message)
 }
 
-// expectDeniedIn asserts that err is the policy's denial with message: 403 Forbidden (the policy's
-// reason), from the policy, naming the rule.
+func expectPolicyDenied(err error, policy, message string) {
+	GinkgoHelper()
+	GinkgoWriter.Printf("denied as expected: %v\n", err)
+	expectPolicyDeniedIn(Default, err, policy, message)
+}
+
+// expectDeniedIn asserts that err is the pods policy's denial with message.
 func expectDeniedIn(g Gomega, err error, message string) {
+	expectPolicyDeniedIn(g, err, policyName, message)
+}
+
+// expectPolicyDeniedIn asserts that err is policy's denial with message: 403 Forbidden (the
+// policy's reason), from the policy, naming the rule.
+func expectPolicyDeniedIn(g Gomega, err error, policy, message string) {
 	g.Expect(err).To(HaveOccurred(), "the request was admitted; expected: %s", message)
 	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "not a 403 Forbidden: %v", err)
 	g.Expect(err.Error()).To(ContainSubstring(
-		fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: ", policyName, policyName)))
+		fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: ", policy, policy)))
 	g.Expect(err.Error()).To(ContainSubstring(message))
 }
 

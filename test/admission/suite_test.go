@@ -31,6 +31,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
@@ -45,8 +47,12 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 )
 
-// policyName names both the ValidatingAdmissionPolicy and its binding.
-const policyName = "mrtr-keyring-acknowledgements"
+// policyName names both the ValidatingAdmissionPolicy of pods and its binding, bindingsPolicyName
+// both the policy of Bindings and its binding.
+const (
+	policyName         = "mrtr-keyring-acknowledgements"
+	bindingsPolicyName = "mrtr-keyring-acknowledgement-bindings"
+)
 
 // consumerDir holds the manifests under test, relative to this package.
 var consumerDir = filepath.Join("..", "..", "config", "consumer")
@@ -120,7 +126,8 @@ func applyConsumerManifests() {
 	for i, o := range objs {
 		kinds[i] = o.GetKind()
 	}
-	Expect(kinds).To(ConsistOf("ClusterRole", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"))
+	Expect(kinds).To(ConsistOf("ClusterRole", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
+		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"))
 }
 
 // waitForPolicy type-checks the policy against the Pod schema the API server serves and waits until
@@ -147,6 +154,9 @@ func waitForPolicy() {
 		RestMapper:     admin.RESTMapper(),
 	}
 	Expect(checker.Check(policy)).To(BeEmpty(), "the policy's expressions do not type-check against the Pod schema")
+	bindings := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	Expect(admin.Get(ctx, client.ObjectKey{Name: bindingsPolicyName}, bindings)).To(Succeed())
+	Expect(checker.Check(bindings)).To(BeEmpty(), "the Bindings policy's expressions do not type-check against the Binding schema")
 
 	misspelt := policy.DeepCopy()
 	misspelt.Spec.Validations[0].Expression = "has(object.metadata.anotations)"
@@ -159,4 +169,13 @@ func waitForPolicy() {
 		err := admin.Create(ctx, probe, client.DryRunAll)
 		expectDeniedIn(g, err, createMessage("default", "probe"))
 	}).Should(Succeed(), "the policy binding never took effect")
+	Eventually(func(g Gomega) {
+		probe := &corev1.Binding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "probe",
+				Annotations: map[string]string{"loaded.mrtr.dev/probe": "fingerprint"}},
+			Target: corev1.ObjectReference{Kind: "Node", Name: "node-1"},
+		}
+		err := admin.Create(ctx, probe, client.DryRunAll)
+		expectPolicyDeniedIn(g, err, bindingsPolicyName, bindingMessage("default", "probe"))
+	}).Should(Succeed(), "the Bindings policy binding never took effect")
 }

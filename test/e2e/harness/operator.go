@@ -66,6 +66,7 @@ type Image struct{ Layout, Ref string }
 // instance is one run of the manager: a container or a process.
 type instance interface {
 	kill() error // SIGKILL, then wait until it is gone
+	signal(sig syscall.Signal) error
 	stop() error // SIGTERM, then wait
 	exited() error
 	LogPath() string
@@ -181,6 +182,15 @@ func (o *Operator) Stop() error {
 	return err
 }
 
+// Signal sends sig to the running manager: SIGSTOP and SIGCONT pause and resume it, as a frozen
+// process or VM would be.
+func (o *Operator) Signal(sig syscall.Signal) error {
+	if o.run == nil {
+		return fmt.Errorf("operator %s not running", o.name())
+	}
+	return o.run.signal(sig)
+}
+
 // Err reports a manager that exited on its own.
 func (o *Operator) Err() error {
 	if o.run == nil {
@@ -219,6 +229,8 @@ func (r containerRun) kill() error {
 
 func (r containerRun) stop() error { return r.c.Stop() }
 
+func (r containerRun) signal(sig syscall.Signal) error { return r.c.Kill(sig) }
+
 func (r containerRun) exited() error {
 	select {
 	case <-r.c.Done():
@@ -243,3 +255,5 @@ func (r processRun) kill() error {
 func (r processRun) stop() error     { return r.p.Stop() }
 func (r processRun) exited() error   { return r.p.Err() }
 func (r processRun) LogPath() string { return r.p.LogPath() }
+
+func (r processRun) signal(sig syscall.Signal) error { return syscall.Kill(r.p.PID(), sig) }

@@ -1,0 +1,104 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mrtr-dev/mrtr-operator/internal/workload"
+	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
+)
+
+func TestAcknowledgement(t *testing.T) {
+	const key = ack.AnnotationPrefix + "weather"
+	written := time.Date(2026, 12, 2, 8, 0, 10, 0, time.UTC)
+	fields := func(keys ...string) *metav1.FieldsV1 {
+		var b strings.Builder
+		b.WriteString(`{"f:metadata":{"f:annotations":{".":{}`)
+		for _, k := range keys {
+			b.WriteString(`,"f:` + k + `":{}`)
+		}
+		b.WriteString(`}}}`)
+		return metav1.NewFieldsV1(b.String())
+	}
+	entry := func(manager, subresource string, at time.Time, keys ...string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
+			Time: &metav1.Time{Time: at}, FieldsType: "FieldsV1", FieldsV1: fields(keys...), Subresource: subresource}
+	}
+	kubelet := metav1.ManagedFieldsEntry{Manager: "kubelet", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status",
+		Time: &metav1.Time{Time: written}, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:phase":{}}}`)}
+	for name, c := range map[string]struct {
+		value   string // "" for no annotation
+		managed []metav1.ManagedFieldsEntry
+		secret  secretWrite
+		want    string
+		refusal string // a substring of why, "" when taken
+	}{
+		"no acknowledgement": {managed: []metav1.ManagedFieldsEntry{kubelet}, secret: secretWrite{"fp-1", written}},
+		"the reporter's, after the write": {value: "fp-1", secret: secretWrite{"fp-1", written},
+			managed: []metav1.ManagedFieldsEntry{kubelet, entry(ack.FieldManager, "", written.Add(time.Second), key)}, want: "fp-1"},
+		"the reporter's, in the write's second": {value: "fp-1", secret: secretWrite{"fp-1", written},
+			managed: []metav1.ManagedFieldsEntry{entry(ack.FieldManager, "", written, key)}, want: "fp-1"},
+		"the reporter's, of an older keyring, before the write": {value: "fp-0", secret: secretWrite{"fp-1", written},
+			managed: []metav1.ManagedFieldsEntry{entry(ack.FieldManager, "", written.Add(-time.Minute), key)}, want: "fp-0"},
+		"the reporter's, when the write's time is unknown": {value: "fp-1", secret: secretWrite{fingerprint: "fp-1"},
+			managed: []metav1.ManagedFieldsEntry{entry(ack.FieldManager, "", written.Add(-time.Minute), key)}, want: "fp-1"},
+		"the reporter's, before the write it acknowledges": {value: "fp-1", secret: secretWrite{"fp-1", written},
+			managed: []metav1.ManagedFieldsEntry{entry(ack.FieldManager, "", written.Add(-time.Second), key)},
+			refusal: "written at 2026-12-02T08:00:09Z, before the Secret write at 2026-12-02T08:00:10Z"},
+		"through pods/status, under the reporter's name": {value: "fp-1", secret: secretWrite{"fp-1", written},
+			managed: []metav1.ManagedFieldsEntry{kubelet, entry(ack.FieldManager, "status", written.Add(time.Second), key)},
+			refusal: `field manager "mrtr-ack" wrote it through pods/status`},
+		"by pkg/ack before it named its field manager": {value: "fp-1", secret: secretWrite{"fp-1", written},
+			managed: []metav1.ManagedFieldsEntry{entry(legacyFieldManager, "", written.Add(time.Second), key)}, want: "fp-1"},
+		"by kubectl": {value: "fp-1", secret: secretWrite{"fp-1", written},
+			managed: []metav1.ManagedFieldsEntry{entry("kubectl-annotate", "", written.Add(time.Second), key)},
+			refusal: `field manager "kubectl-annotate" wrote it, not the pod's reporter (mrtr-ack)`},
+		"the reporter's entry owns another Secret's acknowledgement only": {value: "fp-1", secret: secretWrite{"fp-1", written},
+			managed: []metav1.ManagedFieldsEntry{entry(ack.FieldManager, "", written.Add(time.Second), ack.AnnotationPrefix+"other"),
+				entry("kubectl-annotate", "", written.Add(time.Second), key)},
+			refusal: `field manager "kubectl-annotate"`},
+		"no record of the writer": {value: "fp-1", secret: secretWrite{"fp-1", written}, managed: []metav1.ManagedFieldsEntry{kubelet},
+			refusal: "no managedFields entry records who wrote it"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", ManagedFields: c.managed}}
+			if c.value != "" {
+				pod.Annotations = map[string]string{key: c.value, "example.com/other": "x"}
+			}
+			// What the cache keeps must decide the same.
+			stripped, err := workload.StripPod(pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, p := range []*corev1.Pod{pod, stripped.(*corev1.Pod)} {
+				got, refusal := acknowledgement(p, key, c.secret)
+				if got != c.want {
+					t.Errorf("loaded = %q, want %q", got, c.want)
+				}
+				if (c.refusal == "") != (refusal == "") || !strings.Contains(refusal, c.refusal) {
+					t.Errorf("refusal = %q, want one containing %q", refusal, c.refusal)
+				}
+			}
+		})
+	}
+}
