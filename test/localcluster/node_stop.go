@@ -56,10 +56,10 @@ var Sysctls = []string{
 
 // hostBefore is what the node may change outside its folder, as it was before it started.
 type hostBefore struct {
-	existed  map[string]bool   // HostPaths and the kubepods cgroups
-	sysctls  map[string]string // Sysctls' values
-	cgroups  []string          // the kubepods folder the kubelet makes in each cgroup hierarchy
-	hadLinks map[string]bool   // /var/log/containers entries
+	existed  map[string]bool    // HostPaths and the kubepods cgroups
+	sysctls  map[string]string  // Sysctls' values
+	cgroups  []string           // the kubepods folder the kubelet makes in each cgroup hierarchy
+	hadLinks map[string]bool    // /var/log/containers entries
 	iptables map[string]ruleset // by save command: iptables-save, ip6tables-save
 }
 
