@@ -38,9 +38,10 @@ CHART_FILES := dist/chart/files
 .PHONY: chart-files
 chart-files: ## Copy the config/ files that the Helm chart embeds into dist/chart/files.
 	rm -rf "$(CHART_FILES)"
-	mkdir -p "$(CHART_FILES)"/{crd,rbac,consumer,prometheus,grafana}
+	mkdir -p "$(CHART_FILES)"/{crd,rbac,consumer,admission,prometheus,grafana}
 	cp config/crd/bases/*.yaml "$(CHART_FILES)/crd/"
 	cp config/rbac/role.yaml "$(CHART_FILES)/rbac/"
+	cp config/admission/pod_annotation_policy.yaml "$(CHART_FILES)/admission/"
 	cp config/consumer/consumer_role.yaml config/consumer/acknowledgement_policy.yaml "$(CHART_FILES)/consumer/"
 	cp config/prometheus/alerts.yaml "$(CHART_FILES)/prometheus/"
 	cp config/grafana/mrtr-operator-dashboard.json "$(CHART_FILES)/grafana/"
@@ -245,6 +246,9 @@ build-installer: manifests generate kustomize ## Generate a consolidated YAML wi
 	# What the keyrings' consumers need (their ClusterRole and the acknowledgement policy), unprefixed.
 	echo "---" >> dist/install.yaml
 	"$(KUSTOMIZE)" build config/consumer >> dist/install.yaml
+	# The policy that confines the manager's one write to pods to its annotation, unprefixed.
+	echo "---" >> dist/install.yaml
+	"$(KUSTOMIZE)" build config/admission >> dist/install.yaml
 
 # The Helm chart, rendered by bin/helm with its default values and with the values of its ci/ folder
 # (the manager watching some namespaces only; every optional part on). hack/helmcheck (make test)
@@ -288,9 +292,11 @@ deploy: manifests kustomize kubectl ## Deploy controller to the K8s cluster spec
 	cd config/manager && "$(KUSTOMIZE)" edit set image controller=${IMG}
 	"$(KUSTOMIZE)" build config/default | "$(KUBECTL)" apply -f -
 	"$(KUSTOMIZE)" build config/consumer | "$(KUBECTL)" apply -f -
+	"$(KUSTOMIZE)" build config/admission | "$(KUBECTL)" apply -f -
 
 .PHONY: undeploy
 undeploy: kustomize kubectl ## Undeploy controller from the K8s cluster specified in ~/.kube/config. Call with ignore-not-found=true to ignore resource not found errors during deletion.
+	"$(KUSTOMIZE)" build config/admission | "$(KUBECTL)" delete --ignore-not-found=$(ignore-not-found) -f -
 	"$(KUSTOMIZE)" build config/consumer | "$(KUBECTL)" delete --ignore-not-found=$(ignore-not-found) -f -
 	"$(KUSTOMIZE)" build config/default | "$(KUBECTL)" delete --ignore-not-found=$(ignore-not-found) -f -
 
