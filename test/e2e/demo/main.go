@@ -112,20 +112,19 @@ func run(ctx context.Context, delivery mrtrv1alpha1.Delivery, trigger mrtrv1alph
 	}
 
 	p.printf("starting: builds what is missing (the first build of the control plane takes ~10 min)")
-	opts := harness.Options{Delivery: delivery, ReloadTrigger: trigger}
+	opts := harness.Options{
+		Delivery:      delivery,
+		ReloadTrigger: trigger,
+		Logf:          func(f string, a ...any) { p.printf(f, a...) },
+		OnEvent:       onEvent,
+	}
 	rotationLimit := 3 * time.Minute
 	if trigger == mrtrv1alpha1.ReloadTriggerNone {
 		// The kubelet's own pace: syncFrequency (1m) plus its cache, per round; the API's default
 		// reloadDeadline covers it.
 		opts.ReloadDeadline, rotationLimit = 2*time.Minute, 8*time.Minute
 	}
-	env, err := harness.Start(ctx, harness.Options{
-		Delivery:       opts.Delivery,
-		ReloadTrigger:  opts.ReloadTrigger,
-		ReloadDeadline: opts.ReloadDeadline,
-		Logf:     func(f string, a ...any) { p.printf(f, a...) },
-		OnEvent:  onEvent,
-	})
+	env, err := harness.Start(ctx, opts)
 	defer func() {
 		p.printf("cleaning up")
 		if err := env.Stop(); err != nil {
