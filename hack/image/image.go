@@ -28,7 +28,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
+	slashpath "path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -102,7 +102,7 @@ func build(o options) (*result, error) {
 	res := &result{
 		platform:  platform,
 		layoutDir: filepath.Join(o.outDir, "oci"),
-		archive:   filepath.Join(o.outDir, path.Base(o.entry())+".tar"),
+		archive:   filepath.Join(o.outDir, slashpath.Base(o.entry())+".tar"),
 		layoutTar: filepath.Join(o.outDir, "oci.tar"),
 	}
 	if res.digest, err = img.Digest(); err != nil {
@@ -216,7 +216,7 @@ func assemble(o options) (v1.Image, v1.Platform, error) {
 			Created: v1.Time{Time: o.created}, CreatedBy: "hack/image: base (CA certificates, passwd, group, /tmp)",
 		}},
 		mutate.Addendum{Layer: app, MediaType: types.OCILayer, History: v1.History{
-			Created: v1.Time{Time: o.created}, CreatedBy: "hack/image: COPY " + path.Base(o.entry()) + " " + o.entry(),
+			Created: v1.Time{Time: o.created}, CreatedBy: "hack/image: COPY " + slashpath.Base(o.entry()) + " " + o.entry(),
 		}},
 	)
 	if err != nil {

@@ -47,7 +47,8 @@ func main() {
 	flag.StringVar(&o.outDir, "out", "bin/image",
 		"Where oci/ (the OCI layout), oci.tar (the same as one tar, for ctr images import) and <entrypoint's name>.tar (the docker-archive) go.")
 	flag.StringVar(&o.entrypoint, "entrypoint", binaryPath,
-		"Where the binary goes in the image, and what it runs: another program on the same base (the local cluster's example server and pause container).")
+		"Where the binary goes in the image, and what it runs: another program on the same base "+
+			"(the local cluster's example server and pause container).")
 	flag.StringVar(&o.title, "title", imageTitle, "The org.opencontainers.image.title label.")
 	flag.StringVar(&o.source, "source", "https://github.com/mrtr-dev/mrtr-operator", "The org.opencontainers.image.source label.")
 	flag.StringVar(&o.version, "version", "dev", "The org.opencontainers.image.version label.")

@@ -110,7 +110,8 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 		for _, n := range []string{operatorNS, operatorPodsNS} {
 			Expect(client.IgnoreNotFound(admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}))).To(Succeed())
 		}
-		Expect(client.IgnoreNotFound(admin.Delete(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "manager-rolebinding"}}))).To(Succeed())
+		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "manager-rolebinding"}}
+		Expect(client.IgnoreNotFound(admin.Delete(ctx, binding))).To(Succeed())
 	})
 
 	It("lets the operator write the annotation, change it and remove it", func() {
@@ -135,7 +136,8 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 		Entry("its annotation together with another", `{"metadata":{"annotations":{"mrtr.dev/keyring-written":"fp-3","team":"other"}}}`),
 		Entry("a label", `{"metadata":{"labels":{"app":"other"}}}`),
 		Entry("a finalizer", `{"metadata":{"finalizers":["example.com/hold"]}}`),
-		Entry("an ownerReference", `{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"x","uid":"00000000-0000-0000-0000-000000000001"}]}}`),
+		Entry("an ownerReference", `{"metadata":{"ownerReferences":[`+
+			`{"apiVersion":"v1","kind":"ConfigMap","name":"x","uid":"00000000-0000-0000-0000-000000000001"}]}}`),
 		Entry("the spec", `{"spec":{"activeDeadlineSeconds":5}}`),
 	)
 

@@ -360,12 +360,14 @@ var realNodeControllers = []string{
 // against the apiserver.
 func (c *Cluster) startComponents(binDir string) error {
 	kc := "--kubeconfig=" + c.kubeconfig
-	kcm := []string{kc, "--controllers=" + strings.Join(controllers, ","), "--leader-elect=false", "--secure-port=0"}
+	kcmControllers := controllers
+	var kcmExtra []string
 	if c.nodeKind == NodeReal {
-		caFile := filepath.Join(c.workDir, "apiserver-pki", "ca.crt")
-		kcm = []string{kc, "--controllers=" + strings.Join(append(slices.Clone(controllers), realNodeControllers...), ","),
-			"--root-ca-file=" + caFile, "--leader-elect=false", "--secure-port=0"}
+		kcmControllers = append(slices.Clone(controllers), realNodeControllers...)
+		kcmExtra = []string{"--root-ca-file=" + filepath.Join(c.workDir, "apiserver-pki", "ca.crt")}
 	}
+	kcm := append([]string{kc, "--controllers=" + strings.Join(kcmControllers, ","), "--leader-elect=false", "--secure-port=0"},
+		kcmExtra...)
 	components := []struct {
 		name string
 		args []string

@@ -55,6 +55,9 @@ const (
 // where the real node cannot run, and says why; MRTR_NODE=kwok never tries it.
 const NodeEnv = "MRTR_NODE"
 
+// containerdName is containerd's command, and the name of its process in the cluster's list.
+const containerdName = "containerd"
+
 // RealNodeName is the name the real node registers under.
 const RealNodeName = "localcluster-node"
 
@@ -124,7 +127,7 @@ func realNodeMissing(nodes int) string {
 		return "it needs root (mounts, network namespaces, iptables)"
 	}
 	var missing []string
-	for _, tool := range []string{"containerd", "containerd-shim-runc-v2", "ctr", "runc", "iptables", "iptables-save",
+	for _, tool := range []string{containerdName, "containerd-shim-runc-v2", "ctr", "runc", "iptables", "iptables-save",
 		"iptables-restore", "conntrack", "ip"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			missing = append(missing, tool)
@@ -207,8 +210,8 @@ func (c *Cluster) prepareRealNode(binDir string, api *envtest.APIServer) error {
 		return err
 	}
 	api.CertDir = certDir
-	api.SecureServing.CA = n.caPEM
-	api.SecureServing.Address, api.SecureServing.Port = ip.String(), fmt.Sprint(port)
+	api.CA = n.caPEM
+	api.Address, api.Port = ip.String(), fmt.Sprint(port)
 	api.Configure().
 		// The Node authorizer gives the kubelet what its pods need (their Secrets, tokens bound to
 		// them) and RBAC the rest; envtest's default is RBAC alone.
@@ -318,7 +321,7 @@ func (c *Cluster) startContainerd(ctx context.Context) error {
 	if err := os.WriteFile(conflist, []byte(n.cniConfig()), 0o644); err != nil {
 		return err
 	}
-	if _, err := c.StartProcess("containerd", exec.Command("containerd", "--config", cfg)); err != nil {
+	if _, err := c.StartProcess(containerdName, exec.Command(containerdName, "--config", cfg)); err != nil {
 		return err
 	}
 	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {

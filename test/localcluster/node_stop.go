@@ -97,7 +97,7 @@ func recordHost() hostBefore {
 // cleanup removes what is left by force.
 func (c *Cluster) drainNode() error {
 	for _, p := range slices.Backward(c.procs) {
-		if !slices.Contains([]string{"containerd", "kubelet", "kube-proxy"}, p.Name()) {
+		if !slices.Contains([]string{containerdName, "kubelet", "kube-proxy"}, p.Name()) {
 			_ = p.Stop() // stopped for good below; an error is reported there
 		}
 	}

@@ -52,7 +52,8 @@ func main() {
 	delivery := flag.String("delivery", string(mrtrv1alpha1.DeliveryReload),
 		"how each keyring reaches the replicas: Reload (they reload and acknowledge; nothing restarts) or Restart (rollouts)")
 	trigger := flag.String("reload-trigger", string(mrtrv1alpha1.ReloadTriggerPodAnnotation),
-		"Reload delivery: PodAnnotation (the operator tells the kubelet to sync each pod at once) or None (the kubelet's own pace, up to ~2 min a round)")
+		"Reload delivery: PodAnnotation (the operator tells the kubelet to sync each pod at once) "+
+			"or None (the kubelet's own pace, up to ~2 min a round)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

@@ -404,7 +404,7 @@ func (e *Env) serviceObject() *corev1.Service {
 		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name},
 		Spec: corev1.ServiceSpec{
 			Selector: map[string]string{"app.kubernetes.io/name": o.Name},
-			Ports:    []corev1.ServicePort{{Name: "http", Port: 80, TargetPort: intstr.FromInt32(serverPort)}},
+			Ports:    []corev1.ServicePort{{Name: "mcp", Port: 80, TargetPort: intstr.FromInt32(serverPort)}},
 		},
 	}
 }

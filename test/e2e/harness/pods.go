@@ -51,7 +51,7 @@ func (n *PodNetwork) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sync := func(obj any, gone bool) {
+	follow := func(obj any, gone bool) {
 		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 			obj, gone = tomb.Obj, true
 		}
@@ -65,9 +65,9 @@ func (n *PodNetwork) Run(ctx context.Context) error {
 		}
 		n.mu.Lock()
 		defer n.mu.Unlock()
-		switch {
-		case addr == n.serving[pod.Name]:
-		case addr == "":
+		switch addr {
+		case n.serving[pod.Name]:
+		case "":
 			delete(n.serving, pod.Name)
 			n.Balancer.Remove(pod.Name)
 		default:
@@ -76,9 +76,9 @@ func (n *PodNetwork) Run(ctx context.Context) error {
 		}
 	}
 	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { sync(o, false) },
-		UpdateFunc: func(_, o any) { sync(o, false) },
-		DeleteFunc: func(o any) { sync(o, true) },
+		AddFunc:    func(o any) { follow(o, false) },
+		UpdateFunc: func(_, o any) { follow(o, false) },
+		DeleteFunc: func(o any) { follow(o, true) },
 	})
 	return err
 }

@@ -61,7 +61,8 @@ func run() error {
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "also copy the admin kubeconfig to this path")
 	fs.StringVar(&opts.LogDir, "log-dir", "", "folder for the components' logs (default: a temporary one)")
 	fs.IntVar(&opts.Nodes, "nodes", 1, "number of simulated nodes (more than one asks for kwok)")
-	fs.StringVar((*string)(&opts.Node), "node", "", "real or kwok (default: $"+localcluster.NodeEnv+", else real where this machine can run it)")
+	fs.StringVar((*string)(&opts.Node), "node", "",
+		"real or kwok (default: $"+localcluster.NodeEnv+", else real where this machine can run it)")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag
 	opts.CRDDirectoryPaths = crds
 
