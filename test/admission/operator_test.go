@@ -22,15 +22,11 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
-	"k8s.io/apiserver/pkg/cel/openapi/resolver"
-	"k8s.io/client-go/discovery"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,15 +65,7 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 		Expect(objs).To(HaveLen(2))
 
 		By("type-checking the policy against the Pod schema the API server serves")
-		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
-		Expect(admin.Get(ctx, client.ObjectKey{Name: operatorPolicyName}, policy)).To(Succeed())
-		discoveryClient, err := discovery.NewDiscoveryClientForConfig(cfg)
-		Expect(err).NotTo(HaveOccurred())
-		checker := &validating.TypeChecker{
-			SchemaResolver: &resolver.ClientDiscoveryResolver{Discovery: discoveryClient},
-			RestMapper:     admin.RESTMapper(),
-		}
-		Expect(checker.Check(policy)).To(BeEmpty(), "the policy's expressions do not type-check against the Pod schema")
+		expectTypeChecks(operatorPolicyName)
 
 		By("binding the role to the operator's ServiceAccount")
 		for _, n := range []string{operatorNS, operatorPodsNS} {

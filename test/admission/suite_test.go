@@ -138,15 +138,7 @@ func applyConsumerManifests() {
 // behind if it is admitted before that.
 func waitForPolicy() {
 	GinkgoHelper()
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
-	Expect(admin.Get(ctx, client.ObjectKey{Name: policyName}, policy)).To(Succeed())
-	discoveryClient, err := discovery.NewDiscoveryClientForConfig(cfg)
-	Expect(err).NotTo(HaveOccurred())
-	checker := &validating.TypeChecker{
-		SchemaResolver: &resolver.ClientDiscoveryResolver{Discovery: discoveryClient},
-		RestMapper:     admin.RESTMapper(),
-	}
-	Expect(checker.Check(policy)).To(BeEmpty(), "the policy's expressions do not type-check against the Pod schema")
+	policy, checker := expectTypeChecks(policyName)
 
 	misspelt := policy.DeepCopy()
 	misspelt.Spec.Validations[0].Expression = "has(object.metadata.anotations)"
@@ -159,4 +151,20 @@ func waitForPolicy() {
 		err := admin.Create(ctx, probe, client.DryRunAll)
 		expectDeniedIn(g, err, createMessage("default", "probe"))
 	}).Should(Succeed(), "the policy binding never took effect")
+}
+
+// expectTypeChecks type-checks the policy named name against the schemas the API server serves
+// (see waitForPolicy) and returns it with the checker.
+func expectTypeChecks(name string) (*admissionregistrationv1.ValidatingAdmissionPolicy, *validating.TypeChecker) {
+	GinkgoHelper()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	Expect(admin.Get(ctx, client.ObjectKey{Name: name}, policy)).To(Succeed())
+	discoveryClient, err := discovery.NewDiscoveryClientForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	checker := &validating.TypeChecker{
+		SchemaResolver: &resolver.ClientDiscoveryResolver{Discovery: discoveryClient},
+		RestMapper:     admin.RESTMapper(),
+	}
+	Expect(checker.Check(policy)).To(BeEmpty(), "the policy's expressions do not type-check against the Pod schema")
+	return policy, checker
 }

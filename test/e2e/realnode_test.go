@@ -33,6 +33,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -86,22 +87,7 @@ var _ = Describe("on a real node (kubelet, containerd)", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 	})
 
-	AfterEach(func() {
-		if !CurrentSpecReport().Failed() || env == nil {
-			return
-		}
-		for _, p := range env.Operator.LogPaths() {
-			GinkgoWriter.Printf("==> %s <==\n%s\n", p, tail(p, 60))
-		}
-		GinkgoWriter.Println("==> timeline <==")
-		for _, e := range env.Timeline.Events() {
-			GinkgoWriter.Printf("%s %s\n", e.At.Format("15:04:05.000"), e)
-		}
-		if load != nil {
-			GinkgoWriter.Printf("==> load: %s <==\n%s\n", load.Counts(), strings.Join(load.Errors(), "\n"))
-		}
-		GinkgoWriter.Println(env.Cluster.TailLogs(20))
-	})
+	AfterEach(func() { dumpOnFailure(env, load) })
 
 	It("rotates twice in Reload delivery under live traffic: no container restarts, the same pods, nothing rejected, "+
 		"each round within a few seconds of the write", func() {
@@ -211,11 +197,18 @@ var _ = Describe("on a real node (kubelet, containerd)", Ordered, func() {
 		GinkgoWriter.Printf("round trips with the pinned pod evicted: %s\n", c)
 
 		// Each write of the rotation pins the pinned Deployment's pod of the moment: the first
-		// write's, then its replacement's at the next write. Only they are evicted.
-		var k mrtrv1alpha1.MRTRKeyring
-		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(keyringObj), &k)).To(Succeed())
-		Expect(k.Status.RestartedPods).To(ContainElement(stuck))
-		Expect(k.Status.RestartedPods).To(HaveEach(HavePrefix(pinned.Name + "-")))
+		// write's, then its replacement's at the next write. Only they are evicted, each named in a
+		// Warning event (status.restartedPods is the current rotation's, empty once it is done).
+		var evs eventsv1.EventList
+		Expect(env.Client.List(ctx, &evs, client.InNamespace(env.Opts.Namespace))).To(Succeed())
+		var missing []string
+		for _, e := range evs.Items {
+			if e.Reason == mrtrv1alpha1.ReasonAcknowledgementMissing {
+				missing = append(missing, e.Note)
+			}
+		}
+		Expect(missing).To(ContainElement(ContainSubstring(stuck+" did not acknowledge keyring")))
+		Expect(missing).To(HaveEach(HavePrefix(pinned.Name + "-")))
 		_, uidsAfter, err := env.Restarts(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		for name, uid := range uids {
