@@ -16,9 +16,10 @@ limitations under the License.
 
 // Package harness runs the whole product on this machine for the end-to-end suite and the demo: the
 // local cluster (test/localcluster), the operator as its own process, a Deployment of the example MCP
-// server whose pods run as real processes (Kubelet), a non-sticky round-robin Balancer in front of
-// them, a Load of real MCP clients doing MRTR round trips through it, and a Timeline of what the
-// operator and the Deployment controller did.
+// server whose pods run as containers on the real node (PodNetwork follows them) or as processes of
+// this machine on kwok's (Kubelet), a non-sticky round-robin Balancer in front of them, a Load of
+// real MCP clients doing MRTR round trips through it, and a Timeline of what the operator and the
+// Deployment controller did.
 package harness
 
 import (
