@@ -207,7 +207,7 @@ var _ = Describe("on a real node (kubelet, containerd)", Ordered, func() {
 				missing = append(missing, e.Note)
 			}
 		}
-		Expect(missing).To(ContainElement(ContainSubstring(stuck+" did not acknowledge keyring")))
+		Expect(missing).To(ContainElement(ContainSubstring(stuck + " did not acknowledge keyring")))
 		Expect(missing).To(HaveEach(HavePrefix(pinned.Name + "-")))
 		_, uidsAfter, err := env.Restarts(ctx)
 		Expect(err).NotTo(HaveOccurred())
