@@ -121,11 +121,22 @@ func layerEntries(t *testing.T, l v1.Layer) ([]string, map[string]string) {
 	defer rc.Close() //nolint:errcheck // read-only
 	var list []string
 	content := map[string]string{}
-	tr := tar.NewReader(rc)
+	forEachEntry(t, rc, func(hdr *tar.Header, b []byte) {
+		list = append(list, fmt.Sprintf("%s %d:%d %s %d %q%q", hdr.Name, hdr.Uid, hdr.Gid, hdr.FileInfo().Mode(),
+			hdr.ModTime.Unix(), hdr.Uname, hdr.Gname))
+		content[hdr.Name] = string(b)
+	})
+	return list, content
+}
+
+// forEachEntry calls fn with every entry of the tar r and its content.
+func forEachEntry(t *testing.T, r io.Reader, fn func(*tar.Header, []byte)) {
+	t.Helper()
+	tr := tar.NewReader(r)
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -134,11 +145,8 @@ func layerEntries(t *testing.T, l v1.Layer) ([]string, map[string]string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		list = append(list, fmt.Sprintf("%s %d:%d %s %d %q%q", hdr.Name, hdr.Uid, hdr.Gid, hdr.FileInfo().Mode(),
-			hdr.ModTime.Unix(), hdr.Uname, hdr.Gname))
-		content[hdr.Name] = string(b)
+		fn(hdr, b)
 	}
-	return list, content
 }
 
 func TestImageLayersAndConfig(t *testing.T) {
@@ -480,21 +488,11 @@ func TestOtherEntrypoint(t *testing.T) {
 	}
 	defer f.Close() //nolint:errcheck // read-only
 	files := map[string][]byte{}
-	tr := tar.NewReader(f)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	forEachEntry(t, f, func(hdr *tar.Header, b []byte) {
 		if hdr.Typeflag == tar.TypeReg {
-			if files[hdr.Name], err = io.ReadAll(tr); err != nil {
-				t.Fatal(err)
-			}
+			files[hdr.Name] = b
 		}
-	}
+	})
 	var onDisk int
 	err = filepath.WalkDir(res.layoutDir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
