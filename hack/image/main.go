@@ -26,8 +26,7 @@ limitations under the License.
 // sorted and carry numeric owners only, and gzip writes no name or time, so the same binary and CA
 // bundle always give the same digest.
 //
-// It is a module of its own, as hack/promrules is, so that go-containerregistry stays out of the
-// operator's go.mod.
+// It is a module of its own, as hack/promrules is: a tool of the build, not of the operator.
 package main
 
 import (
