@@ -44,6 +44,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -643,13 +644,33 @@ func (e *Env) PodUIDs(ctx context.Context) (map[string]types.UID, error) {
 }
 
 // ServiceURL is the MCP endpoint of the example server's Service, on the real node: its cluster
-// IP, which kube-proxy takes to one of the pods.
+// IP, which kube-proxy takes to one of the pods. It returns once kube-proxy serves it: the
+// Service's health check answered through it ten times in a row, each on a new connection (so on
+// pods kube-proxy picked at random), within a minute.
 func (e *Env) ServiceURL(ctx context.Context) (string, error) {
 	var svc corev1.Service
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: e.Opts.Namespace, Name: e.Opts.Name}, &svc); err != nil {
 		return "", err
 	}
-	return "http://" + svc.Spec.ClusterIP + "/mcp", nil
+	base := "http://" + svc.Spec.ClusterIP
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	ok := 0
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		resp, err := c.Get(base + "/healthz")
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		if err != nil || resp.StatusCode != http.StatusOK {
+			ok = 0
+			return false, nil
+		}
+		ok++
+		return ok >= 10, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("the Service %s/%s (%s) never served its pods: %w", e.Opts.Namespace, e.Opts.Name, base, err)
+	}
+	return base + "/mcp", nil
 }
 
 // Restarts is the number of container restarts of the namespace's pods (their restartCount), and
