@@ -35,9 +35,10 @@ CHART_FILES := dist/chart/files
 .PHONY: chart-files
 chart-files: ## Copy the config/ files that the Helm chart embeds into dist/chart/files.
 	rm -rf "$(CHART_FILES)"
-	mkdir -p "$(CHART_FILES)"/{crd,rbac,consumer,prometheus,grafana}
+	mkdir -p "$(CHART_FILES)"/{crd,rbac,consumer,admission,prometheus,grafana}
 	cp config/crd/bases/*.yaml "$(CHART_FILES)/crd/"
 	cp config/rbac/role.yaml "$(CHART_FILES)/rbac/"
+	cp config/admission/pod_annotation_policy.yaml "$(CHART_FILES)/admission/"
 	cp config/consumer/consumer_role.yaml config/consumer/acknowledgement_policy.yaml "$(CHART_FILES)/consumer/"
 	cp config/prometheus/alerts.yaml "$(CHART_FILES)/prometheus/"
 	cp config/grafana/mrtr-operator-dashboard.json "$(CHART_FILES)/grafana/"
@@ -69,8 +70,14 @@ envtest-assets: ## Build etcd and kube-apiserver if missing; print their folder 
 	@hack/build-controlplane.sh envtest
 
 .PHONY: e2e-assets
-e2e-assets: ## Build the whole local control plane if missing; print its folder as the last line.
-	@hack/build-controlplane.sh all
+e2e-assets: ## Build the whole local control plane and the kubelet and kube-proxy if missing; print its folder as the last line.
+	@hack/build-controlplane.sh node
+
+# The local cluster's real node runs Debian's containerd, runc and CNI plugins: installed where the
+# machine allows (root, apt-get); elsewhere the cluster uses kwok and says why.
+.PHONY: node-packages
+node-packages: ## Install containerd, runc, the CNI plugins, iptables and conntrack for the real node, if root with apt-get.
+	@hack/node-packages.sh
 
 # hack/helmcheck runs uncached (-count=1): what it reads, the chart and config/, lies outside its
 # module, where Go's test cache does not look for changes.
@@ -86,7 +93,7 @@ test: manifests generate fmt vet envtest-assets ## Run unit and envtest suites (
 # The end-to-end tests, and the test of the local cluster itself, carry the e2e build tag: they need
 # the whole control plane, and they run processes of their own (see test/localcluster).
 .PHONY: test-e2e
-test-e2e: manifests generate fmt vet build helm e2e-assets ## Run the end-to-end tests on a local cluster.
+test-e2e: manifests generate fmt vet build helm e2e-assets node-packages ## Run the end-to-end tests on a local cluster.
 	go test -tags=e2e -p 1 -timeout 30m -v ./test/e2e/... ./test/localcluster/... ./test/docs/...
 
 # The operator documentation's commands: test/docs runs every sh block of docs/*.md (but
@@ -172,16 +179,17 @@ LEADER_ELECTION_NAMESPACE ?= default
 run: manifests generate fmt vet ## Run a controller from your host against the cluster of ~/.kube/config (with leader election).
 	go run ./cmd --leader-elect --leader-election-namespace=$(LEADER_ELECTION_NAMESPACE)
 
-# The demo runs everything as local processes: no image, no kubectl. test/e2e/demo starts the local
-# cluster (test/localcluster), the operator as its own process, a 3-replica Deployment of the example
-# MCP server (one real process per Ready pod) and an MCP client, then walks two rotations and cleans up.
+# The demo needs no registry and no kubectl. test/e2e/demo starts the local cluster
+# (test/localcluster) with a real node (kubelet, containerd) where the machine can run it, the
+# operator as its own process, a 3-replica Deployment of the example MCP server (containers of its
+# image; processes on kwok) and MCP clients, then walks two rotations and cleans up.
 .PHONY: demo
-demo: manifests helm e2e-assets ## Two key rotations under live MRTR traffic on a local cluster; cleans up (also on Ctrl-C).
+demo: manifests helm e2e-assets node-packages ## Two key rotations under live MRTR traffic on a local cluster; cleans up (also on Ctrl-C).
 	go run ./test/e2e/demo
 
 # The same local cluster with the CRDs and the manager, left running for you to explore with kubectl.
 .PHONY: run-local
-run-local: build e2e-assets ## Start a local cluster with the CRDs and run the manager on it; Ctrl-C stops all.
+run-local: build e2e-assets node-packages ## Start a local cluster with the CRDs and run the manager on it; Ctrl-C stops all.
 	go build -o "$(LOCALBIN)/localcluster" ./test/localcluster/cmd/localcluster
 	"$(LOCALBIN)/localcluster" -crds config/crd/bases -kubeconfig "$(LOCALBIN)/demo.kubeconfig" \
 		-log-dir "$(LOCALBIN)/demo-logs" -- \
@@ -219,6 +227,9 @@ build-installer: manifests generate kustomize ## Generate a consolidated YAML wi
 	# What the keyrings' consumers need (their ClusterRole and the acknowledgement policy), unprefixed.
 	echo "---" >> dist/install.yaml
 	"$(KUSTOMIZE)" build config/consumer >> dist/install.yaml
+	# The policy that confines the manager's one write to pods to its annotation, unprefixed.
+	echo "---" >> dist/install.yaml
+	"$(KUSTOMIZE)" build config/admission >> dist/install.yaml
 
 # The Helm chart, rendered by bin/helm with its default values and with the values of its ci/ folder
 # (the manager watching some namespaces only; every optional part on). hack/helmcheck (make test)
@@ -262,9 +273,11 @@ deploy: manifests kustomize kubectl ## Deploy controller to the K8s cluster spec
 	cd config/manager && "$(KUSTOMIZE)" edit set image controller=${IMG}
 	"$(KUSTOMIZE)" build config/default | "$(KUBECTL)" apply -f -
 	"$(KUSTOMIZE)" build config/consumer | "$(KUBECTL)" apply -f -
+	"$(KUSTOMIZE)" build config/admission | "$(KUBECTL)" apply -f -
 
 .PHONY: undeploy
 undeploy: kustomize kubectl ## Undeploy controller from the K8s cluster specified in ~/.kube/config. Call with ignore-not-found=true to ignore resource not found errors during deletion.
+	"$(KUSTOMIZE)" build config/admission | "$(KUBECTL)" delete --ignore-not-found=$(ignore-not-found) -f -
 	"$(KUSTOMIZE)" build config/consumer | "$(KUBECTL)" delete --ignore-not-found=$(ignore-not-found) -f -
 	"$(KUSTOMIZE)" build config/default | "$(KUBECTL)" delete --ignore-not-found=$(ignore-not-found) -f -
 

@@ -138,6 +138,20 @@ type MRTRKeyringSpec struct {
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5s') && duration(self) <= duration('1h')",message="spec.reloadDeadline must be between 5s and 1h"
 	ReloadDeadline metav1.Duration `json:"reloadDeadline,omitzero"`
+	// reloadTrigger is how, in Reload delivery, the kubelet learns that the Secret changed.
+	//
+	// PodAnnotation (the default): right after each Secret write, the operator writes the
+	// fingerprint it wrote in the annotation mrtr.dev/keyring-written of each pod that must load
+	// it. A change to its Pod makes the kubelet sync the pod at once, and the sync refreshes its
+	// Secret volumes: the new keyring reaches the pods in about a second. An admission policy
+	// that ships with the operator lets it change nothing else on a pod.
+	//
+	// None: the pods get the new keyring when the kubelet syncs them on its own, every
+	// syncFrequency (1m by default) plus its Secret cache's TTL: up to about two minutes per
+	// round, which reloadDeadline must exceed.
+	// +optional
+	// +kubebuilder:default=PodAnnotation
+	ReloadTrigger ReloadTrigger `json:"reloadTrigger,omitempty"`
 	// podSelector adds the pods of this namespace whose labels match as consumers, whatever runs
 	// them (bare pods, other controllers' pods). They are gated by their acknowledgement alone, in
 	// either delivery: never restarted, a phase waits until each has acknowledged. Pods of the
@@ -166,6 +180,18 @@ type MRTRKeyringSpec struct {
 	// +kubebuilder:default=Staged
 	NextKey NextKey `json:"nextKey,omitempty"`
 }
+
+// ReloadTrigger is how the kubelet learns of a new keyring: see MRTRKeyringSpec.reloadTrigger.
+// +kubebuilder:validation:Enum=PodAnnotation;None
+type ReloadTrigger string
+
+const (
+	// ReloadTriggerPodAnnotation: the operator annotates each pod that must load a new keyring
+	// (WrittenAnnotation), so that the kubelet syncs it, and its Secret volume, at once.
+	ReloadTriggerPodAnnotation ReloadTrigger = "PodAnnotation"
+	// ReloadTriggerNone: the kubelet's own periodic sync brings the new keyring.
+	ReloadTriggerNone ReloadTrigger = "None"
+)
 
 // NextKey is when the next key is made: see MRTRKeyringSpec.nextKey.
 // +kubebuilder:validation:Enum=Staged;AtRotation

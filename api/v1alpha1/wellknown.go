@@ -80,6 +80,12 @@ const (
 	// SharedByAnnotation, on a workload, lets several MRTRKeyrings share it: their names, comma
 	// separated; the first stamps FingerprintAnnotation, each other its own prefixed annotation.
 	SharedByAnnotation = "mrtr.dev/keyrings"
+	// WrittenAnnotation, on a Pod, is the fingerprint of the keyring the operator last wrote to a
+	// Secret that the pod must load (reloadTrigger PodAnnotation). The operator changes it right
+	// after the write, and nothing else on the pod (the admission policy
+	// mrtr-operator-pod-annotation): the change makes the kubelet sync the pod, and so refresh its
+	// Secret volumes, at once instead of at its next periodic sync.
+	WrittenAnnotation = "mrtr.dev/keyring-written"
 )
 
 // Event reasons, besides the condition reasons (Reason*), which Warning events also carry.

@@ -39,19 +39,21 @@ var chartOnly = []string{
 }
 
 // TestDefaultsAgreeWithKustomize compares the chart with its default values against
-// `kustomize build config/default` and `kustomize build config/consumer`: the same objects under the
+// `kustomize build` of config/default, config/consumer and config/admission: the same objects under the
 // same names, the same CRDs, RBAC rules and bindings, consumer role and admission policy, metrics
 // Service, and a manager container that kustomize's args, ports, probes and securityContext hold in.
 func TestDefaultsAgreeWithKustomize(t *testing.T) {
-	want := union(t, kustomize(t, "default"), kustomize(t, "consumer"))
+	want := union(t, union(t, kustomize(t, "default"), kustomize(t, "consumer")), kustomize(t, "admission"))
 	// kustomize's YAML library reads a folded scalar's more-indented lines with an extra line break
 	// (in the admission policy's CEL expressions: harmless there), which YAML, kubectl and Helm do not:
 	// the policy compares with its file as those read it.
-	for k, o := range configFile(t, "consumer/acknowledgement_policy.yaml") {
-		if _, ok := want[k]; !ok {
-			t.Fatalf("config/consumer does not install %s", k)
+	for _, file := range []string{"consumer/acknowledgement_policy.yaml", "admission/pod_annotation_policy.yaml"} {
+		for k, o := range configFile(t, file) {
+			if _, ok := want[k]; !ok {
+				t.Fatalf("config/%s does not install %s", filepath.Dir(file), k)
+			}
+			want[k] = o
 		}
-		want[k] = o
 	}
 	got := render(t, nil).objects
 

@@ -1,6 +1,6 @@
 // Builds the manager's image (make image) with go-containerregistry. A module of its own, as
-// hack/promrules is, so that go-containerregistry and its dependencies stay out of the operator's
-// go.mod.
+// hack/promrules is: a tool of the build, not of the operator (whose go.mod needs
+// go-containerregistry only for test/container, which reads the image).
 module github.com/mrtr-dev/mrtr-operator/hack/image
 
 go 1.26.0

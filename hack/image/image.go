@@ -19,6 +19,7 @@ package main
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"compress/gzip"
 	"debug/elf"
 	"encoding/binary"
@@ -27,6 +28,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	slashpath "path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -69,13 +71,21 @@ type options struct {
 	source, version  string
 	revision         string
 	created          time.Time
+	// entrypoint is where the binary goes in the image, and what runs; "" means binaryPath. The
+	// local cluster's images (the example server, the pause container) take the same base.
+	entrypoint string
+	// title is the org.opencontainers.image.title label; "" means imageTitle.
+	title string
 }
+
+func (o options) entry() string { return cmp.Or(o.entrypoint, binaryPath) }
 
 type result struct {
 	digest                   v1.Hash
 	platform                 v1.Platform
 	layoutDir, archive       string
-	compressed, uncompressed int64 // the layers' sizes, summed
+	layoutTar                string // the OCI layout as one tar, for ctr images import
+	compressed, uncompressed int64  // the layers' sizes, summed
 	layers                   int
 }
 
@@ -92,7 +102,8 @@ func build(o options) (*result, error) {
 	res := &result{
 		platform:  platform,
 		layoutDir: filepath.Join(o.outDir, "oci"),
-		archive:   filepath.Join(o.outDir, "manager.tar"),
+		archive:   filepath.Join(o.outDir, slashpath.Base(o.entry())+".tar"),
+		layoutTar: filepath.Join(o.outDir, "oci.tar"),
 	}
 	if res.digest, err = img.Digest(); err != nil {
 		return nil, err
@@ -123,6 +134,9 @@ func build(o options) (*result, error) {
 	}
 	if err := tarball.WriteToFile(res.archive, tag, img); err != nil {
 		return nil, fmt.Errorf("writing the docker-archive %s: %w", res.archive, err)
+	}
+	if err := tarDir(res.layoutDir, res.layoutTar, o.created); err != nil {
+		return nil, fmt.Errorf("writing the OCI layout's tar %s: %w", res.layoutTar, err)
 	}
 	return res, nil
 }
@@ -160,14 +174,14 @@ func assemble(o options) (v1.Image, v1.Platform, error) {
 	if err != nil {
 		return nil, v1.Platform{}, err
 	}
-	app, err := layer(o.created, []entry{file(strings.TrimPrefix(binaryPath, "/"), 0o755, bin)})
+	app, err := layer(o.created, []entry{file(strings.TrimPrefix(o.entry(), "/"), 0o755, bin)})
 	if err != nil {
 		return nil, v1.Platform{}, err
 	}
 
 	labels := map[string]string{
 		"org.opencontainers.image.source":   o.source,
-		"org.opencontainers.image.title":    imageTitle,
+		"org.opencontainers.image.title":    cmp.Or(o.title, imageTitle),
 		"org.opencontainers.image.version":  o.version,
 		"org.opencontainers.image.revision": o.revision,
 	}
@@ -184,7 +198,7 @@ func assemble(o options) (v1.Image, v1.Platform, error) {
 		Created:      v1.Time{Time: o.created},
 		Config: v1.Config{
 			User:       imageUser,
-			Entrypoint: []string{binaryPath},
+			Entrypoint: []string{o.entry()},
 			WorkingDir: workDir,
 			Env: []string{
 				"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -202,7 +216,7 @@ func assemble(o options) (v1.Image, v1.Platform, error) {
 			Created: v1.Time{Time: o.created}, CreatedBy: "hack/image: base (CA certificates, passwd, group, /tmp)",
 		}},
 		mutate.Addendum{Layer: app, MediaType: types.OCILayer, History: v1.History{
-			Created: v1.Time{Time: o.created}, CreatedBy: "hack/image: COPY manager " + binaryPath,
+			Created: v1.Time{Time: o.created}, CreatedBy: "hack/image: COPY " + slashpath.Base(o.entry()) + " " + o.entry(),
 		}},
 	)
 	if err != nil {
@@ -331,7 +345,12 @@ func writeLayout(dir string, img v1.Image, platform v1.Platform, tag string) err
 	// not an image; an image's index entry has none.
 	desc.ArtifactType = ""
 	desc.Platform = &platform
-	desc.Annotations = map[string]string{"org.opencontainers.image.ref.name": tag}
+	// containerd's importer (ctr images import, the local cluster's real node) names the image by
+	// io.containerd.image.name, which must be the normalized reference the kubelet asks for.
+	desc.Annotations = map[string]string{
+		"org.opencontainers.image.ref.name": tag,
+		"io.containerd.image.name":          containerdName(tag),
+	}
 	if err := p.AppendDescriptor(*desc); err != nil {
 		return err
 	}
@@ -343,4 +362,75 @@ func writeLayout(dir string, img v1.Image, platform v1.Platform, tag string) err
 		return err
 	}
 	return os.Rename(tmp, dir)
+}
+
+// containerdName is ref as containerd and the kubelet normalize it (docker's rules): a first
+// component without a dot, a colon or "localhost" is not a registry, so docker.io is added, and
+// library/ before a single name. "controller:latest" is docker.io/library/controller:latest.
+func containerdName(ref string) string {
+	first, _, found := strings.Cut(ref, "/")
+	if found && (strings.ContainsAny(first, ".:") || first == "localhost") {
+		return ref
+	}
+	if !found {
+		ref = "library/" + ref
+	}
+	return "docker.io/" + ref
+}
+
+// tarDir writes the files under dir into a tar at out, sorted, every time stamped with created: the
+// form of an OCI layout that ctr images import reads.
+func tarDir(dir, out string, created time.Time) error {
+	var names []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		names = append(names, p)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	slices.Sort(names)
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(f)
+	for _, p := range names {
+		info, err := os.Stat(p)
+		if err != nil {
+			return errors.Join(err, f.Close())
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return errors.Join(err, f.Close())
+		}
+		hdr := &tar.Header{Name: filepath.ToSlash(rel), Mode: 0o644, ModTime: created, Format: tar.FormatPAX}
+		if info.IsDir() {
+			hdr.Typeflag, hdr.Name, hdr.Mode = tar.TypeDir, hdr.Name+"/", 0o755
+		} else {
+			hdr.Typeflag, hdr.Size = tar.TypeReg, info.Size()
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return errors.Join(err, f.Close())
+		}
+		if !info.IsDir() {
+			if err := copyFile(tw, p); err != nil {
+				return errors.Join(err, f.Close())
+			}
+		}
+	}
+	return errors.Join(tw.Close(), f.Close())
+}
+
+func copyFile(w io.Writer, p string) error {
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close() //nolint:errcheck // read-only
+	_, err = io.Copy(w, f)
+	return err
 }

@@ -120,11 +120,22 @@ func layerEntries(t *testing.T, l v1.Layer) ([]string, map[string]string) {
 	defer rc.Close() //nolint:errcheck // read-only
 	var list []string
 	content := map[string]string{}
-	tr := tar.NewReader(rc)
+	forEachEntry(t, rc, func(hdr *tar.Header, b []byte) {
+		list = append(list, fmt.Sprintf("%s %d:%d %s %d %q%q", hdr.Name, hdr.Uid, hdr.Gid, hdr.FileInfo().Mode(),
+			hdr.ModTime.Unix(), hdr.Uname, hdr.Gname))
+		content[hdr.Name] = string(b)
+	})
+	return list, content
+}
+
+// forEachEntry calls fn with every entry of the tar r and its content.
+func forEachEntry(t *testing.T, r io.Reader, fn func(*tar.Header, []byte)) {
+	t.Helper()
+	tr := tar.NewReader(r)
 	for {
 		hdr, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			break
+			return
 		}
 		if err != nil {
 			t.Fatal(err)
@@ -133,11 +144,8 @@ func layerEntries(t *testing.T, l v1.Layer) ([]string, map[string]string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		list = append(list, fmt.Sprintf("%s %d:%d %s %d %q%q", hdr.Name, hdr.Uid, hdr.Gid, hdr.FileInfo().Mode(),
-			hdr.ModTime.Unix(), hdr.Uname, hdr.Gname))
-		content[hdr.Name] = string(b)
+		fn(hdr, b)
 	}
-	return list, content
 }
 
 func TestImageLayersAndConfig(t *testing.T) {
@@ -234,6 +242,9 @@ func TestImageIsReproducible(t *testing.T) {
 	}
 	if ra.digest != rb.digest {
 		t.Fatalf("two builds of the same inputs: %s and %s", ra.digest, rb.digest)
+	}
+	if sum(t, ra.layoutTar) != sum(t, rb.layoutTar) {
+		t.Error("two builds of the same inputs wrote different OCI layout tars")
 	}
 	if sum(t, ra.archive) != sum(t, rb.archive) {
 		t.Error("two builds of the same inputs wrote different docker-archives")
@@ -388,5 +399,85 @@ func TestPlatformFromTheBinary(t *testing.T) {
 	}
 	if _, err := staticLinuxArch(fakeELF(t, elf.EM_386, false, "")); err == nil {
 		t.Error("a 386 binary should be refused")
+	}
+}
+
+func TestContainerdName(t *testing.T) {
+	for ref, want := range map[string]string{
+		"controller:latest":                       "docker.io/library/controller:latest",
+		"mrtr/manager:v1":                         "docker.io/mrtr/manager:v1",
+		"example.com/mrtr-example-mcp-server:dev": "example.com/mrtr-example-mcp-server:dev",
+		"localhost/pause:local":                   "localhost/pause:local",
+		"registry:5000/pause:local":               "registry:5000/pause:local",
+	} {
+		if got := containerdName(ref); got != want {
+			t.Errorf("containerdName(%q) = %q, want %q", ref, got, want)
+		}
+	}
+}
+
+// TestOtherEntrypoint builds another program on the same base, as the local cluster does for the
+// example server: the binary, the entrypoint and the docker-archive take its name, and oci.tar holds
+// the layout with the name containerd's importer reads.
+func TestOtherEntrypoint(t *testing.T) {
+	o := testOptions(t)
+	o.entrypoint, o.title, o.tag = "/mcp-server", "mrtr-example-mcp-server", "example.com/mrtr-example-mcp-server:dev"
+	res, err := build(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(res.archive) != "mcp-server.tar" {
+		t.Errorf("docker-archive %s, want mcp-server.tar", res.archive)
+	}
+	cf, err := loadLayout(t, res).ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cf.Config.Entrypoint; len(got) != 1 || got[0] != "/mcp-server" {
+		t.Errorf("entrypoint %q", got)
+	}
+	if got := cf.Config.Labels["org.opencontainers.image.title"]; got != o.title {
+		t.Errorf("title %q", got)
+	}
+
+	f, err := os.Open(res.layoutTar)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close() //nolint:errcheck // read-only
+	files := map[string][]byte{}
+	forEachEntry(t, f, func(hdr *tar.Header, b []byte) {
+		if hdr.Typeflag == tar.TypeReg {
+			files[hdr.Name] = b
+		}
+	})
+	var onDisk int
+	err = filepath.WalkDir(res.layoutDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(res.layoutDir, p)
+		want, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(files[filepath.ToSlash(rel)], want) {
+			t.Errorf("oci.tar's %s differs from the layout's", rel)
+		}
+		onDisk++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if onDisk != len(files) {
+		t.Errorf("oci.tar has %d files, the layout %d", len(files), onDisk)
+	}
+	var idx v1.IndexManifest
+	if err := json.Unmarshal(files["index.json"], &idx); err != nil {
+		t.Fatal(err)
+	}
+	if len(idx.Manifests) != 1 || idx.Manifests[0].Annotations["io.containerd.image.name"] != o.tag {
+		t.Errorf("index.json's manifests: %+v", idx.Manifests)
 	}
 }

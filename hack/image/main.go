@@ -17,14 +17,16 @@ limitations under the License.
 // Command image builds the manager's container image without a container engine (`make image`):
 // the static manager binary on a distroless-like base assembled here, because the distroless base
 // cannot be pulled. It writes the image twice, as an OCI image layout (for skopeo, crane, umoci,
-// test/container) and as a docker-archive (for `docker load`), and prints its digest and sizes.
+// test/container), as that layout in one tar (for `ctr images import`, the local cluster's real node)
+// and as a docker-archive (for `docker load`), and prints its digest and sizes. -entrypoint puts
+// another static program on the same base: the local cluster builds its example-server and pause
+// images so.
 //
 // The build is reproducible: every timestamp is SOURCE_DATE_EPOCH (0 when unset), tar entries are
 // sorted and carry numeric owners only, and gzip writes no name or time, so the same binary and CA
 // bundle always give the same digest.
 //
-// It is a module of its own, as hack/promrules is, so that go-containerregistry stays out of the
-// operator's go.mod.
+// It is a module of its own, as hack/promrules is: a tool of the build, not of the operator.
 package main
 
 import (
@@ -41,7 +43,12 @@ func main() {
 	flag.StringVar(&o.caBundle, "ca-bundle", "/etc/ssl/certs/ca-certificates.crt",
 		"The PEM bundle of CA certificates the image trusts (Debian's ca-certificates package).")
 	flag.StringVar(&o.tag, "tag", "controller:latest", "The image's name and tag, as in `make image IMG=...`.")
-	flag.StringVar(&o.outDir, "out", "bin/image", "Where oci/ (the OCI layout) and manager.tar (the docker-archive) go.")
+	flag.StringVar(&o.outDir, "out", "bin/image",
+		"Where oci/ (the OCI layout), oci.tar (the same as one tar, for ctr images import) and <entrypoint's name>.tar (the docker-archive) go.")
+	flag.StringVar(&o.entrypoint, "entrypoint", binaryPath,
+		"Where the binary goes in the image, and what it runs: another program on the same base "+
+			"(the local cluster's example server and pause container).")
+	flag.StringVar(&o.title, "title", imageTitle, "The org.opencontainers.image.title label.")
 	flag.StringVar(&o.source, "source", "https://github.com/mrtr-dev/mrtr-operator", "The org.opencontainers.image.source label.")
 	flag.StringVar(&o.version, "version", "dev", "The org.opencontainers.image.version label.")
 	flag.StringVar(&o.revision, "revision", "", "The org.opencontainers.image.revision label: the commit the binary is built from.")
@@ -60,6 +67,7 @@ func main() {
 	fmt.Printf("image %s %s (%s): %s compressed, %s uncompressed, %d layers\n",
 		o.tag, res.digest, res.platform, mib(res.compressed), mib(res.uncompressed), res.layers)
 	fmt.Printf("  OCI image layout: %s (skopeo inspect oci:%s:%s)\n", res.layoutDir, res.layoutDir, o.tag)
+	fmt.Printf("  OCI layout tar:   %s (ctr -n k8s.io images import %s)\n", res.layoutTar, res.layoutTar)
 	fmt.Printf("  docker-archive:   %s (docker load -i %s)\n", res.archive, res.archive)
 }
 

@@ -99,7 +99,7 @@ const DefaultConcurrency = 8
 // +kubebuilder:rbac:groups=mrtr.dev,resources=mrtrkeyrings/status,verbs=update
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create
-// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;patch
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
 
 // Reconcile runs one pass: gather, rotation.Step, then the writes it decided (writeSecret, the
@@ -136,10 +136,12 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 
 	// The Secret first: if we stop before the status write, the Secret's annotations let the next
 	// pass resume in the phase it was written for.
+	annotated := 0 // pods told to sync the Secret at once (reloadTrigger)
 	if d.Secret != nil {
 		if err := r.writeSecret(ctx, &kr, obs.secret, d); err != nil {
 			return retryOnConflict(ctx, err)
 		}
+		annotated = r.syncPods(ctx, &kr, in, d.Secret.Fingerprint(), obs.pods)
 	}
 	if !equality.Semantic.DeepEqual(kr.Status, d.Status) {
 		previous := kr.Status
@@ -190,7 +192,7 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 	}
 	log.V(1).Info("reconciled", "phase", d.Status.Phase, "fingerprint", d.Status.SecretFingerprint,
-		"target", d.Status.TargetFingerprint, "requeueAfter", requeue, "evicted", len(d.Evict))
+		"target", d.Status.TargetFingerprint, "requeueAfter", requeue, "evicted", len(d.Evict), "podsAnnotated", annotated)
 	return ctrl.Result{RequeueAfter: requeue, Priority: requeuePriority(d.Status.Phase)}, errors.Join(stampErrs...)
 }
 

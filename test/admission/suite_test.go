@@ -145,18 +145,8 @@ func applyConsumerManifests() {
 // behind if it is admitted before that.
 func waitForPolicy() {
 	GinkgoHelper()
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
-	Expect(admin.Get(ctx, client.ObjectKey{Name: policyName}, policy)).To(Succeed())
-	discoveryClient, err := discovery.NewDiscoveryClientForConfig(cfg)
-	Expect(err).NotTo(HaveOccurred())
-	checker := &validating.TypeChecker{
-		SchemaResolver: &resolver.ClientDiscoveryResolver{Discovery: discoveryClient},
-		RestMapper:     admin.RESTMapper(),
-	}
-	Expect(checker.Check(policy)).To(BeEmpty(), "the policy's expressions do not type-check against the Pod schema")
-	bindings := &admissionregistrationv1.ValidatingAdmissionPolicy{}
-	Expect(admin.Get(ctx, client.ObjectKey{Name: bindingsPolicyName}, bindings)).To(Succeed())
-	Expect(checker.Check(bindings)).To(BeEmpty(), "the Bindings policy's expressions do not type-check against the Binding schema")
+	policy, checker := expectTypeChecks(policyName)
+	expectTypeChecks(bindingsPolicyName)
 
 	misspelt := policy.DeepCopy()
 	misspelt.Spec.Validations[0].Expression = "has(object.metadata.anotations)"
@@ -178,4 +168,20 @@ func waitForPolicy() {
 		err := admin.Create(ctx, probe, client.DryRunAll)
 		expectPolicyDeniedIn(g, err, bindingsPolicyName, bindingMessage("default", "probe"))
 	}).Should(Succeed(), "the Bindings policy binding never took effect")
+}
+
+// expectTypeChecks type-checks the policy named name against the schemas the API server serves
+// (see waitForPolicy) and returns it with the checker.
+func expectTypeChecks(name string) (*admissionregistrationv1.ValidatingAdmissionPolicy, *validating.TypeChecker) {
+	GinkgoHelper()
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	Expect(admin.Get(ctx, client.ObjectKey{Name: name}, policy)).To(Succeed())
+	discoveryClient, err := discovery.NewDiscoveryClientForConfig(cfg)
+	Expect(err).NotTo(HaveOccurred())
+	checker := &validating.TypeChecker{
+		SchemaResolver: &resolver.ClientDiscoveryResolver{Discovery: discoveryClient},
+		RestMapper:     admin.RESTMapper(),
+	}
+	Expect(checker.Check(policy)).To(BeEmpty(), "the expressions of policy %s do not type-check against the schemas it matches", name)
+	return policy, checker
 }

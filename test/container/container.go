@@ -17,8 +17,9 @@ limitations under the License.
 */
 
 // Package container runs an image of an OCI image layout (the manager's, from `make image`) under
-// runc, for end-to-end tests that want the image itself rather than the binary: it unpacks the
-// layers into a bundle, writes the runtime config (see runtimeConfig) and runs `runc run` as a
+// runc, for end-to-end tests that want the image itself rather than the binary: it reads the
+// layout with go-containerregistry, unpacks the layers into a bundle (whiteouts applied, every
+// write through an os.Root), writes the runtime config (see runtimeConfig) and runs `runc run` as a
 // child process whose output goes to a log file.
 //
 //	c, err := container.Run(ctx, container.Spec{
@@ -131,7 +132,7 @@ func Run(ctx context.Context, s Spec) (*Container, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := runtimeConfig(s, img.config.Config, s.Name)
+	cfg, err := runtimeConfig(s, img.config, s.Name)
 	if err != nil {
 		return nil, fmt.Errorf("container %s: %w", s.Name, err)
 	}

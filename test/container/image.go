@@ -20,10 +20,6 @@ package container
 
 import (
 	"archive/tar"
-	"bufio"
-	"bytes"
-	"compress/gzip"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -34,130 +30,87 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/opencontainers/go-digest"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 )
 
-// image is an image of an OCI layout: its config and its layers, bottom first.
+// image is an image of an OCI layout, read with go-containerregistry: its config and its layers,
+// bottom first.
 type image struct {
 	layout string
-	config ocispec.Image
-	layers []ocispec.Descriptor
+	config ocispec.ImageConfig
+	layers []v1.Layer
 }
 
 // openImage finds ref (the org.opencontainers.image.ref.name of an entry of index.json) in the
 // layout; for a multi-platform index, the manifest for this machine's linux/GOARCH.
-func openImage(layout, ref string) (*image, error) {
-	var index ocispec.Index
-	if err := readJSON(filepath.Join(layout, "index.json"), &index); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("no OCI image layout at %s (make image writes bin/image/oci): %w", layout, err)
-		}
+func openImage(dir, ref string) (*image, error) {
+	if _, err := os.Stat(filepath.Join(dir, "index.json")); err != nil {
+		return nil, fmt.Errorf("no OCI image layout at %s (make image writes bin/image/oci): %w", dir, err)
+	}
+	idx, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		return nil, err
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
 		return nil, err
 	}
 	var names []string
-	var desc *ocispec.Descriptor
-	for i, d := range index.Manifests {
+	var desc *v1.Descriptor
+	for i, d := range m.Manifests {
 		names = append(names, d.Annotations[ocispec.AnnotationRefName])
 		if d.Annotations[ocispec.AnnotationRefName] == ref {
-			desc = &index.Manifests[i]
+			desc = &m.Manifests[i]
 			break
 		}
 	}
 	if desc == nil {
-		return nil, fmt.Errorf("the OCI layout %s has no image named %q (it has %q)", layout, ref, names)
+		return nil, fmt.Errorf("the OCI layout %s has no image named %q (it has %q)", dir, ref, names)
 	}
-	img := &image{layout: layout}
-	for desc.MediaType == ocispec.MediaTypeImageIndex {
-		var sub ocispec.Index
-		if err := img.readBlob(*desc, &sub); err != nil {
+	for desc.MediaType.IsIndex() {
+		if idx, err = idx.ImageIndex(desc.Digest); err != nil {
 			return nil, err
 		}
-		if desc = forThisPlatform(sub.Manifests); desc == nil {
-			return nil, fmt.Errorf("image %s of %s has no manifest for linux/%s", ref, layout, runtime.GOARCH)
+		if m, err = idx.IndexManifest(); err != nil {
+			return nil, err
+		}
+		if desc = forThisPlatform(m.Manifests); desc == nil {
+			return nil, fmt.Errorf("image %s of %s has no manifest for linux/%s", ref, dir, runtime.GOARCH)
 		}
 	}
-	if desc.MediaType != ocispec.MediaTypeImageManifest {
-		return nil, fmt.Errorf("image %s of %s: media type %q is not an OCI image manifest", ref, layout, desc.MediaType)
+	if !desc.MediaType.IsImage() {
+		return nil, fmt.Errorf("image %s of %s: media type %q is not an image manifest", ref, dir, desc.MediaType)
 	}
-	var m ocispec.Manifest
-	if err := img.readBlob(*desc, &m); err != nil {
+	img, err := idx.Image(desc.Digest)
+	if err != nil {
 		return nil, err
 	}
-	if err := img.readBlob(m.Config, &img.config); err != nil {
+	cf, err := img.ConfigFile()
+	if err != nil {
 		return nil, err
 	}
-	if img.config.OS != "linux" || img.config.Architecture != runtime.GOARCH {
+	if cf.OS != "linux" || cf.Architecture != runtime.GOARCH {
 		return nil, fmt.Errorf("image %s of %s is for %s/%s, this machine runs linux/%s",
-			ref, layout, img.config.OS, img.config.Architecture, runtime.GOARCH)
+			ref, dir, cf.OS, cf.Architecture, runtime.GOARCH)
 	}
-	img.layers = m.Layers
-	return img, nil
+	layers, err := img.Layers()
+	if err != nil {
+		return nil, err
+	}
+	c := cf.Config
+	return &image{layout: dir, layers: layers, config: ocispec.ImageConfig{
+		User: c.User, Env: c.Env, Entrypoint: c.Entrypoint, Cmd: c.Cmd, WorkingDir: c.WorkingDir,
+	}}, nil
 }
 
-func forThisPlatform(ds []ocispec.Descriptor) *ocispec.Descriptor {
+func forThisPlatform(ds []v1.Descriptor) *v1.Descriptor {
 	for i, d := range ds {
 		if d.Platform != nil && d.Platform.OS == "linux" && d.Platform.Architecture == runtime.GOARCH {
 			return &ds[i]
 		}
-	}
-	return nil
-}
-
-// openBlob opens the blob of d; the reader fails at its end if the content does not match the
-// digest, so a corrupt or truncated layout is never taken for the image.
-func (img *image) openBlob(d ocispec.Descriptor) (io.ReadCloser, error) {
-	if err := d.Digest.Validate(); err != nil {
-		return nil, fmt.Errorf("descriptor of %s: %w", img.layout, err)
-	}
-	f, err := os.Open(filepath.Join(img.layout, "blobs", d.Digest.Algorithm().String(), d.Digest.Encoded()))
-	if err != nil {
-		return nil, err
-	}
-	return &verifiedBlob{f: f, name: f.Name(), v: d.Digest.Verifier(), want: d.Digest}, nil
-}
-
-type verifiedBlob struct {
-	f    *os.File
-	name string
-	v    digest.Verifier
-	want digest.Digest
-}
-
-func (b *verifiedBlob) Read(p []byte) (int, error) {
-	n, err := b.f.Read(p)
-	_, _ = b.v.Write(p[:n])
-	if errors.Is(err, io.EOF) && !b.v.Verified() {
-		return n, fmt.Errorf("blob %s does not match its digest %s", b.name, b.want)
-	}
-	return n, err
-}
-
-func (b *verifiedBlob) Close() error { return b.f.Close() }
-
-func (img *image) readBlob(d ocispec.Descriptor, v any) error {
-	rc, err := img.openBlob(d)
-	if err != nil {
-		return err
-	}
-	defer rc.Close() //nolint:errcheck // read-only
-	b, err := io.ReadAll(rc)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("blob %s (%s): %w", d.Digest, d.MediaType, err)
-	}
-	return nil
-}
-
-func readJSON(p string, v any) error {
-	b, err := os.ReadFile(p)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", p, err)
 	}
 	return nil
 }
@@ -173,8 +126,12 @@ func (img *image) unpack(dir string) error {
 	}
 	defer root.Close() //nolint:errcheck // directory handle
 	for _, l := range img.layers {
-		if err := img.applyLayer(root, l); err != nil {
-			return fmt.Errorf("unpacking layer %s of %s: %w", l.Digest, img.layout, err)
+		d, err := l.Digest()
+		if err != nil {
+			return err
+		}
+		if err := applyLayer(root, l); err != nil {
+			return fmt.Errorf("unpacking layer %s of %s: %w", d, img.layout, err)
 		}
 	}
 	return nil
@@ -185,16 +142,19 @@ const (
 	opaqueWhiteout = ".wh..wh..opq"
 )
 
-func (img *image) applyLayer(root *os.Root, l ocispec.Descriptor) error {
-	blob, err := img.openBlob(l)
+// applyLayer writes the entries of l and applies its whiteouts. The layer's blob is checked against
+// its digest first (go-containerregistry's validate), so a corrupt or truncated layout is never
+// taken for the image.
+func applyLayer(root *os.Root, l v1.Layer) error {
+	if err := validate.Layer(l); err != nil {
+		return fmt.Errorf("the layer does not match its digest: %w", err)
+	}
+	// Gzipped or not, by its first bytes: go-containerregistry decompresses.
+	r, err := l.Uncompressed()
 	if err != nil {
 		return err
 	}
-	defer blob.Close() //nolint:errcheck // read-only
-	r, err := decompress(blob)
-	if err != nil {
-		return err
-	}
+	defer r.Close() //nolint:errcheck // read-only
 	// Whiteouts hide what the layers below have, never what this one adds.
 	added := map[string]bool{}
 	tr := tar.NewReader(r)
@@ -231,26 +191,7 @@ func (img *image) applyLayer(root *os.Root, l ocispec.Descriptor) error {
 			added[p] = true
 		}
 	}
-	// Drain the stream, so that the blob's digest is checked over all of it.
-	_, err = io.Copy(io.Discard, r)
-	return err
-}
-
-// decompress reads a layer, gzipped or not, by its first bytes rather than its media type, which
-// Docker's and OCI's spell differently.
-func decompress(blob io.Reader) (io.Reader, error) {
-	br := bufio.NewReader(blob)
-	magic, err := br.Peek(4)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	switch {
-	case bytes.HasPrefix(magic, []byte{0x1f, 0x8b}):
-		return gzip.NewReader(br)
-	case bytes.Equal(magic, []byte{0x28, 0xb5, 0x2f, 0xfd}):
-		return nil, errors.New("zstd-compressed layers are not supported")
-	}
-	return br, nil
+	return nil
 }
 
 // emptyDir removes what dir holds from the layers below (an opaque whiteout).

@@ -244,7 +244,11 @@ func TestOpenImageErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	blob := filepath.Join(layout, "blobs", "sha256", img.layers[0].Digest.Encoded())
+	d, err := img.layers[0].Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := filepath.Join(layout, "blobs", "sha256", d.Hex)
 	b, err := os.ReadFile(blob)
 	if err != nil {
 		t.Fatal(err)

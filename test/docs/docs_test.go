@@ -68,7 +68,8 @@ func TestDocs(t *testing.T) {
 
 	start := time.Now()
 	bin := tools(ctx, t, root)
-	env, err := harness.Start(ctx, harness.Options{Namespace: docsNamespace, Name: docsKeyring, Logf: t.Logf})
+	// kwok's node: the docs' commands read the operator and its keyring, which no container changes.
+	env, err := harness.Start(ctx, harness.Options{Namespace: docsNamespace, Name: docsKeyring, Logf: t.Logf, Node: localcluster.NodeKwok})
 	t.Cleanup(func() {
 		if err := env.Stop(); err != nil {
 			t.Errorf("stop the harness: %v", err)

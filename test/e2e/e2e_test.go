@@ -91,6 +91,9 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 	BeforeAll(func() {
 		var err error
 		env, err = harness.Start(ctx, harness.Options{
+			// These specs steer the emulated kubelet (a frozen Secret mount, a pod's own token):
+			// kwok's node, whatever this machine can run. realnode_test.go runs on the real one.
+			Node:    localcluster.NodeKwok,
 			LogDir:  os.Getenv("E2E_LOG_DIR"),
 			Logf:    func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) },
 			Verbose: true,
@@ -102,30 +105,7 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 		Expect(err).NotTo(HaveOccurred())
 	})
 
-	AfterEach(func() {
-		if !CurrentSpecReport().Failed() || env == nil {
-			return
-		}
-		for _, p := range env.Operator.LogPaths() {
-			GinkgoWriter.Printf("==> %s <==\n%s\n", p, tail(p, 80))
-		}
-		var events corev1.EventList
-		if err := env.Client.List(ctx, &events, client.InNamespace(env.Opts.Namespace)); err == nil {
-			GinkgoWriter.Println("==> events <==")
-			for _, e := range events.Items {
-				GinkgoWriter.Printf("%s %s %s/%s %s: %s\n", e.LastTimestamp.Format(time.TimeOnly), e.Type,
-					e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
-			}
-		}
-		GinkgoWriter.Println("==> timeline <==")
-		for _, e := range env.Timeline.Events() {
-			GinkgoWriter.Printf("%s %s\n", e.At.Format("15:04:05.000"), e)
-		}
-		if load != nil {
-			GinkgoWriter.Printf("==> load: %s <==\n%s\n", load.Counts(), strings.Join(load.Errors(), "\n"))
-		}
-		GinkgoWriter.Println(env.Cluster.TailLogs(20))
-	})
+	AfterEach(func() { dumpOnFailure(env, load) })
 
 	// finishRotations waits until the keyring has completed n rotations and settled, stops the load,
 	// and asserts that not one round trip was rejected or failed; it returns the counts.
@@ -607,6 +587,33 @@ func report(title string, c harness.Counts, elapsed time.Duration, rotations []h
 
 // median keeps report's lines short.
 func median(ds []time.Duration) time.Duration { return harness.Median(ds).Round(time.Millisecond) }
+
+// dumpOnFailure prints, after a failed spec, what says why: the operator's logs, the namespace's
+// events, the timeline, the load's errors and the cluster's logs.
+func dumpOnFailure(env *harness.Env, load *harness.Load) {
+	if !CurrentSpecReport().Failed() || env == nil {
+		return
+	}
+	for _, p := range env.Operator.LogPaths() {
+		GinkgoWriter.Printf("==> %s <==\n%s\n", p, tail(p, 80))
+	}
+	var events corev1.EventList
+	if err := env.Client.List(context.Background(), &events, client.InNamespace(env.Opts.Namespace)); err == nil {
+		GinkgoWriter.Println("==> events <==")
+		for _, e := range events.Items {
+			GinkgoWriter.Printf("%s %s %s/%s %s: %s\n", e.LastTimestamp.Format(time.TimeOnly), e.Type,
+				e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+		}
+	}
+	GinkgoWriter.Println("==> timeline <==")
+	for _, e := range env.Timeline.Events() {
+		GinkgoWriter.Printf("%s %s\n", e.At.Format("15:04:05.000"), e)
+	}
+	if load != nil {
+		GinkgoWriter.Printf("==> load: %s <==\n%s\n", load.Counts(), strings.Join(load.Errors(), "\n"))
+	}
+	GinkgoWriter.Println(env.Cluster.TailLogs(20))
+}
 
 func tail(path string, n int) string {
 	b, err := os.ReadFile(path)

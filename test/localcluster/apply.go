@@ -44,29 +44,37 @@ func ApplyKustomization(ctx context.Context, c client.Client, dir string) ([]*un
 	}
 	var created []*unstructured.Unstructured
 	for _, resource := range kustomization.Resources {
-		err := decodeFile(filepath.Join(dir, resource), func(d *yaml.YAMLOrJSONDecoder) error {
-			for {
-				obj := &unstructured.Unstructured{}
-				if err := d.Decode(&obj.Object); err != nil {
-					if errors.Is(err, io.EOF) {
-						return nil
-					}
-					return err
-				}
-				if len(obj.Object) == 0 {
-					continue // an empty document, e.g. after a trailing ---
-				}
-				if err := c.Create(ctx, obj); err != nil {
-					return fmt.Errorf("create %s %s: %w", obj.GetKind(), obj.GetName(), err)
-				}
-				created = append(created, obj)
-			}
-		})
+		objs, err := ApplyFile(ctx, c, filepath.Join(dir, resource))
+		created = append(created, objs...)
 		if err != nil {
 			return created, err
 		}
 	}
 	return created, nil
+}
+
+// ApplyFile creates every object of the YAML (or JSON) file at path, in order, and returns them.
+func ApplyFile(ctx context.Context, c client.Client, path string) ([]*unstructured.Unstructured, error) {
+	var created []*unstructured.Unstructured
+	err := decodeFile(path, func(d *yaml.YAMLOrJSONDecoder) error {
+		for {
+			obj := &unstructured.Unstructured{}
+			if err := d.Decode(&obj.Object); err != nil {
+				if errors.Is(err, io.EOF) {
+					return nil
+				}
+				return err
+			}
+			if len(obj.Object) == 0 {
+				continue // an empty document, e.g. after a trailing ---
+			}
+			if err := c.Create(ctx, obj); err != nil {
+				return fmt.Errorf("create %s %s: %w", obj.GetKind(), obj.GetName(), err)
+			}
+			created = append(created, obj)
+		}
+	})
+	return created, err
 }
 
 func decodeFile(path string, decode func(*yaml.YAMLOrJSONDecoder) error) error {

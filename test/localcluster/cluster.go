@@ -18,15 +18,24 @@ limitations under the License.
 
 // Package localcluster runs a small but real Kubernetes cluster on this machine, for end-to-end tests
 // and demos: etcd and kube-apiserver (started by controller-runtime's envtest), kube-controller-manager
-// with the workload and node-lifecycle controllers, kube-scheduler, and kwok, which plays the kubelet
-// for simulated nodes so that Deployments, StatefulSets and DaemonSets really roll out and become
-// Available. No container runs: pods get a fake IP and turn Ready, their images are never pulled.
+// with the workload and node-lifecycle controllers, kube-scheduler, and a node, so that Deployments,
+// StatefulSets and DaemonSets really roll out and become Available. The node is one of two (see
+// ChooseNode):
+//   - a real one (NodeReal): the kubelet, containerd with runc and the CNI plugins, and kube-proxy.
+//     Pods run as containers of images imported with ImportImage, get an address on a bridge, their
+//     Secret volumes and ServiceAccount tokens from the kubelet, and reach the API server through
+//     its Service address. It needs Linux, root and Debian's containerd, runc,
+//     containernetworking-plugins, iptables and conntrack packages;
+//   - kwok's simulated nodes (NodeKwok), where nothing runs: pods get a fake IP and turn Ready, their
+//     images are never pulled. Any number of them, anywhere, and cheap: the scale benchmark's node.
 //
 // The binaries are built from source once per machine by hack/build-controlplane.sh (see BinDir).
 //
 // Nothing outlives the cluster. Every process runs in its own process group and gets SIGKILL from the
 // kernel if the process that started it dies (Linux), so a crash, a kill -9 or a Ctrl-C of the test
-// leaves nothing behind; Stop terminates and reaps everything; Start undoes what it did if a step fails.
+// leaves no process of ours behind; Stop terminates and reaps everything and, for the real node, also
+// removes what it made outside its processes (containers, shims, mounts, the bridge, iptables rules,
+// cgroups, files outside the cluster's folder, kernel settings); Start undoes what it did if a step fails.
 package localcluster
 
 import (
@@ -79,8 +88,15 @@ type Options struct {
 	LogDir string
 	// BinDir holds the binaries. Empty means BinDir(), which builds them if needed.
 	BinDir string
-	// Nodes is the number of simulated nodes, named kwok-node-0, kwok-node-1, ...; 0 means 1.
+	// Nodes is the number of simulated nodes, named kwok-node-0, kwok-node-1, ...; 0 means 1. The
+	// real node is one, RealNodeName: more than one asks for kwok.
 	Nodes int
+	// Node says what plays the node; NodeAuto (the zero value) leaves it to $MRTR_NODE, else to what
+	// this machine can run (ChooseNode). Cluster.NodeReason says why.
+	Node NodeKind
+	// Images are OCI layout tars (hack/image's oci.tar, see BuildImage) that the real node imports
+	// before Start returns; ignored on kwok, which runs nothing.
+	Images []string
 	// Audit makes kube-apiserver write an audit log (every request's user, verb, object and
 	// response code; no bodies) to AuditLogPath: how a test learns what an identity did.
 	Audit bool
@@ -96,7 +112,31 @@ type Cluster struct {
 	procs      []*Process // in start order; stopped in reverse
 	logFiles   []*os.File // etcd's and kube-apiserver's logs, written by processes envtest starts
 	auditLog   string     // "" without Options.Audit
+	nodes      int
+	nodeKind   NodeKind
+	nodeReason string
+	node       *realNode // nil on kwok
 }
+
+// Node is what plays the node: NodeReal or NodeKwok.
+func (c *Cluster) Node() NodeKind { return c.nodeKind }
+
+// NodeReason says, in words to print, why the node is what it is.
+func (c *Cluster) NodeReason() string { return c.nodeReason }
+
+// NodeNames are the names of the cluster's nodes.
+func (c *Cluster) NodeNames() []string {
+	if c.nodeKind == NodeReal {
+		return []string{RealNodeName}
+	}
+	names := make([]string, c.nodes)
+	for i := range names {
+		names[i] = kwokNodeName(i)
+	}
+	return names
+}
+
+func kwokNodeName(i int) string { return fmt.Sprintf("kwok-node-%d", i) }
 
 // auditPolicy records every request at the Metadata level (who, what, the response code) once it
 // is answered; no request or response bodies, so no Secret data.
@@ -115,23 +155,29 @@ func (c *Cluster) AuditLogPath() string { return c.auditLog }
 // and kwok's stage definitions, building whatever is missing first (about 10 minutes on a cold
 // machine, a second when built). It runs hack/build-controlplane.sh from the repository root, which
 // it finds by walking up from the working directory.
-func BinDir() (string, error) {
+func BinDir() (string, error) { return binDir("all") }
+
+// NodeBinDir is BinDir plus the kubelet and kube-proxy, which the real node runs (about 5 more
+// minutes of build once).
+func NodeBinDir() (string, error) { return binDir("node") }
+
+func binDir(target string) (string, error) {
 	root, err := RepoRoot()
 	if err != nil {
 		return "", err
 	}
 	var out bytes.Buffer
-	cmd := exec.Command("bash", buildScript, "all")
+	cmd := exec.Command("bash", buildScript, target)
 	cmd.Dir = root
 	cmd.Stdout = &out
 	cmd.Stderr = os.Stderr // build progress: the first build takes minutes and should say so
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("%s all: %w", buildScript, err)
+		return "", fmt.Errorf("%s %s: %w", buildScript, target, err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	dir := lines[len(lines)-1]
 	if !filepath.IsAbs(dir) {
-		return "", fmt.Errorf("%s all printed %q, not an absolute folder", buildScript, dir)
+		return "", fmt.Errorf("%s %s printed %q, not an absolute folder", buildScript, target, dir)
 	}
 	return dir, nil
 }
@@ -168,9 +214,17 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
 		defer cancel()
 	}
+	kind, reason, err := ChooseNode(opts.Node, opts.Nodes)
+	if err != nil {
+		return nil, err
+	}
 	binDir := opts.BinDir
 	if binDir == "" {
-		if binDir, err = BinDir(); err != nil {
+		build := BinDir
+		if kind == NodeReal {
+			build = NodeBinDir
+		}
+		if binDir, err = build(); err != nil {
 			return nil, err
 		}
 	}
@@ -179,7 +233,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &Cluster{workDir: workDir, logDir: opts.LogDir}
+	c = &Cluster{workDir: workDir, logDir: opts.LogDir, nodes: opts.Nodes, nodeKind: kind, nodeReason: reason}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Stop())
@@ -198,6 +252,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	if err := c.startComponents(binDir); err != nil {
 		return c, err
+	}
+	if kind == NodeReal {
+		return c, c.startRealNode(ctx, opts.Images)
 	}
 	if err := c.createNodes(ctx, opts.Nodes); err != nil {
 		return c, err
@@ -233,6 +290,11 @@ func (c *Cluster) startAPIServer(binDir string, crdPaths []string, audit bool) e
 	}
 	c.env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath, Out: etcdLog, Err: etcdLog}
 	c.env.ControlPlane.APIServer = &envtest.APIServer{Path: apiserverPath, Out: apiserverLog, Err: apiserverLog}
+	if c.nodeKind == NodeReal {
+		if err := c.prepareRealNode(binDir, c.env.ControlPlane.APIServer); err != nil {
+			return err
+		}
+	}
 	if audit {
 		policy := filepath.Join(c.workDir, "audit-policy.yaml")
 		if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
@@ -285,21 +347,41 @@ func (c *Cluster) guard(bin string) (string, error) {
 	return path, os.WriteFile(path, []byte(script), 0o755)
 }
 
-// startComponents starts the controller manager, the scheduler and kwok against the apiserver.
+// realNodeControllers are the controllers the real node needs besides: every namespace's default
+// ServiceAccount, the kube-root-ca.crt ConfigMap that a pod's projected token volume reads the API
+// server's CA from, and the EndpointSlices kube-proxy serves Services from.
+var realNodeControllers = []string{
+	"serviceaccount-controller",
+	"root-ca-certificate-publisher-controller",
+	"endpointslice-controller",
+}
+
+// startComponents starts the controller manager, the scheduler and kwok (unless the node is real)
+// against the apiserver.
 func (c *Cluster) startComponents(binDir string) error {
 	kc := "--kubeconfig=" + c.kubeconfig
+	kcmControllers := controllers
+	var kcmExtra []string
+	if c.nodeKind == NodeReal {
+		kcmControllers = append(slices.Clone(controllers), realNodeControllers...)
+		kcmExtra = []string{"--root-ca-file=" + filepath.Join(c.workDir, "apiserver-pki", "ca.crt")}
+	}
+	kcm := append([]string{kc, "--controllers=" + strings.Join(kcmControllers, ","), "--leader-elect=false", "--secure-port=0"},
+		kcmExtra...)
 	components := []struct {
 		name string
 		args []string
 	}{
-		{"kube-controller-manager", []string{kc,
-			"--controllers=" + strings.Join(controllers, ","),
-			"--leader-elect=false", "--secure-port=0"}},
+		{"kube-controller-manager", kcm},
 		{"kube-scheduler", []string{kc, "--leader-elect=false", "--secure-port=0"}},
+	}
+	if c.nodeKind == NodeKwok {
 		// kwok exits with "no stages found" unless it is given the stages that make it act as a
 		// kubelet; the build script assembles them from the kwok module.
-		{"kwok", []string{kc, "--manage-all-nodes=true",
-			"--config=" + filepath.Join(binDir, "kwok-stages.yaml")}},
+		components = append(components, struct {
+			name string
+			args []string
+		}{"kwok", []string{kc, "--manage-all-nodes=true", "--config=" + filepath.Join(binDir, "kwok-stages.yaml")}})
 	}
 	for _, comp := range components {
 		if _, err := c.StartProcess(comp.name, exec.Command(filepath.Join(binDir, comp.name), comp.args...)); err != nil {
@@ -319,7 +401,7 @@ func (c *Cluster) createNodes(ctx context.Context, n int) error {
 		return err
 	}
 	for i := range n {
-		name := fmt.Sprintf("kwok-node-%d", i)
+		name := kwokNodeName(i)
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{
 			Name: name,
 			Annotations: map[string]string{
@@ -337,13 +419,19 @@ func (c *Cluster) createNodes(ctx context.Context, n int) error {
 			return fmt.Errorf("creating node %s: %w", name, err)
 		}
 	}
+	return c.waitNodes(ctx, n)
+}
 
+// waitNodes waits until n nodes are registered, Ready and carry no NoSchedule or NoExecute taint.
+func (c *Cluster) waitNodes(ctx context.Context, n int) error {
+	cl, err := client.New(c.config, client.Options{})
+	if err != nil {
+		return err
+	}
 	var notReady string
 	err = wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		for _, p := range c.procs {
-			if err := p.Err(); err != nil {
-				return false, err
-			}
+		if err := c.procErr(); err != nil {
+			return false, err
 		}
 		var nodes corev1.NodeList
 		if err := cl.List(ctx, &nodes); err != nil {
@@ -359,7 +447,7 @@ func (c *Cluster) createNodes(ctx context.Context, n int) error {
 		return len(nodes.Items) == n, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for node %s to be Ready and schedulable (logs in %s): %w", notReady, c.logDir, err)
+		return fmt.Errorf("waiting for node %q to be Ready and schedulable (logs in %s): %w", notReady, c.logDir, err)
 	}
 	return nil
 }
@@ -413,13 +501,22 @@ func (c *Cluster) LogDir() string { return c.logDir }
 
 // Stop stops every process (the ones from StartProcess and kwok, scheduler and controller manager
 // first, then kube-apiserver and etcd), waits until they are gone, and removes the working directory.
+// With the real node it first deletes every pod, so that the kubelet tears each one down the regular
+// way, and once the processes are gone removes whatever the node left (see HostPaths and Sysctls).
 // It is safe to call more than once.
 func (c *Cluster) Stop() error {
 	var errs []error
+	if c.node != nil {
+		errs = append(errs, c.drainNode())
+	}
 	for _, p := range slices.Backward(c.procs) {
 		errs = append(errs, p.Stop())
 	}
 	c.procs = nil
+	if c.node != nil {
+		errs = append(errs, c.node.cleanup(c.workDir, c.logDir))
+		c.node = nil
+	}
 	if c.env != nil {
 		if err := c.env.Stop(); err != nil {
 			errs = append(errs, fmt.Errorf("stopping kube-apiserver and etcd: %w", err))

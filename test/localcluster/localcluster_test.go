@@ -58,7 +58,7 @@ func TestDeploymentBecomesAvailable(t *testing.T) {
 	ctx := t.Context()
 
 	begin := time.Now()
-	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: bin, LogDir: t.TempDir()})
+	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: bin, LogDir: t.TempDir(), Node: localcluster.NodeKwok})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Logf("cluster started in %s", time.Since(begin).Round(time.Millisecond))
 	stopped := false
@@ -137,6 +137,7 @@ func TestStartCleansUpAfterAFailedStep(t *testing.T) {
 	// The CRDs are installed after etcd and kube-apiserver are up, so this fails with both running.
 	_, err := localcluster.Start(t.Context(), localcluster.Options{
 		BinDir:            bin,
+		Node:              localcluster.NodeKwok,
 		CRDDirectoryPaths: []string{filepath.Join(t.TempDir(), "no-such-dir")},
 	})
 	g.Expect(err).To(MatchError(ContainSubstring("no-such-dir")))
@@ -187,7 +188,7 @@ func TestNothingOutlivesAKilledParent(t *testing.T) {
 }
 
 func runHelper(bin string) {
-	c, err := localcluster.Start(context.Background(), localcluster.Options{BinDir: bin})
+	c, err := localcluster.Start(context.Background(), localcluster.Options{BinDir: bin, Node: localcluster.NodeKwok})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "helper:", err)
 		os.Exit(1)

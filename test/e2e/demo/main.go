@@ -16,11 +16,17 @@ limitations under the License.
 
 // Command demo shows the operator rotating a keyring under live MRTR traffic, on a local cluster:
 // it starts the cluster, the operator, an MRTRKeyring and a 3-replica Deployment of the example MCP
-// server (real processes behind a round-robin balancer), runs MCP clients through it, requests two
-// rotations, prints each phase, which key every replica seals with and the running counts of round
-// trips, then a summary, and cleans up (also on Ctrl-C).
+// server, runs MCP clients through a round-robin balancer, requests two rotations, prints each
+// phase, which key every replica seals with and the running counts of round trips, then a summary,
+// and cleans up (also on Ctrl-C).
 //
-//	make demo     (or: go run ./test/e2e/demo)
+// Where this machine can run it (root, containerd; see localcluster.ChooseNode) the node is a real
+// kubelet with containerd: the replicas are containers of the server's image, the kubelet mounts
+// their Secret and token, the balancer reaches them over the pod network, and one more client goes
+// through their Service (kube-proxy). Elsewhere kwok simulates the node and the harness runs the
+// replicas as processes. MRTR_NODE=real or kwok forces either.
+//
+//	make demo     (or: go run ./test/e2e/demo [-delivery=Restart] [-reload-trigger=None])
 package main
 
 import (
@@ -45,10 +51,13 @@ import (
 func main() {
 	delivery := flag.String("delivery", string(mrtrv1alpha1.DeliveryReload),
 		"how each keyring reaches the replicas: Reload (they reload and acknowledge; nothing restarts) or Restart (rollouts)")
+	trigger := flag.String("reload-trigger", string(mrtrv1alpha1.ReloadTriggerPodAnnotation),
+		"Reload delivery: PodAnnotation (the operator tells the kubelet to sync each pod at once) "+
+			"or None (the kubelet's own pace, up to ~2 min a round)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, mrtrv1alpha1.Delivery(*delivery)); err != nil {
+	if err := run(ctx, mrtrv1alpha1.Delivery(*delivery), mrtrv1alpha1.ReloadTrigger(*trigger)); err != nil {
 		if errors.Is(err, context.Canceled) {
 			fmt.Println("interrupted; everything is stopped")
 			os.Exit(130)
@@ -71,7 +80,7 @@ func (p *printer) printf(format string, args ...any) {
 	fmt.Printf("[%5.1fs] %s\n", time.Since(p.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
-func run(ctx context.Context, delivery mrtrv1alpha1.Delivery) error {
+func run(ctx context.Context, delivery mrtrv1alpha1.Delivery, trigger mrtrv1alpha1.ReloadTrigger) error {
 	p := &printer{start: time.Now()}
 	logf.SetLogger(logr.Discard()) // the demo prints its own lines; client-side logs would drown them
 	var env *harness.Env
@@ -104,11 +113,19 @@ func run(ctx context.Context, delivery mrtrv1alpha1.Delivery) error {
 	}
 
 	p.printf("starting: builds what is missing (the first build of the control plane takes ~10 min)")
-	env, err := harness.Start(ctx, harness.Options{
-		Delivery: delivery,
-		Logf:     func(f string, a ...any) { p.printf(f, a...) },
-		OnEvent:  onEvent,
-	})
+	opts := harness.Options{
+		Delivery:      delivery,
+		ReloadTrigger: trigger,
+		Logf:          func(f string, a ...any) { p.printf(f, a...) },
+		OnEvent:       onEvent,
+	}
+	rotationLimit := 3 * time.Minute
+	if trigger == mrtrv1alpha1.ReloadTriggerNone {
+		// The kubelet's own pace: syncFrequency (1m) plus its cache, per round; the API's default
+		// reloadDeadline covers it.
+		opts.ReloadDeadline, rotationLimit = 2*time.Minute, 8*time.Minute
+	}
+	env, err := harness.Start(ctx, opts)
 	defer func() {
 		p.printf("cleaning up")
 		if err := env.Stop(); err != nil {
@@ -121,12 +138,30 @@ func run(ctx context.Context, delivery mrtrv1alpha1.Delivery) error {
 	p.printf("ready: MRTRKeyring %s/%s is Stable; %d replicas serve; MCP endpoint %s",
 		env.Opts.Namespace, env.Opts.Name, env.Opts.Replicas, env.MCPURL)
 	printReplicas(p, env)
+	restartsBefore, uidsBefore, err := env.Restarts(ctx)
+	if err != nil {
+		return err
+	}
 
 	load = &harness.Load{URL: env.MCPURL, Workers: 4}
 	loadStart := time.Now()
 	stopLoad := load.Start(ctx)
 	defer stopLoad()
-	p.printf("traffic: 4 MCP clients run get_weather round trips (elicitation + retry) through the round-robin balancer")
+	var viaService *harness.Load
+	if env.Real() {
+		p.printf("traffic: 4 MCP clients run get_weather round trips (elicitation + retry) through the round-robin balancer, " +
+			"to the pods' addresses on the node's bridge")
+		url, err := env.ServiceURL(ctx)
+		if err != nil {
+			return err
+		}
+		viaService = &harness.Load{URL: url, Workers: 1}
+		stopService := viaService.Start(ctx)
+		defer stopService()
+		p.printf("traffic: 1 more MCP client through Service %s/%s (%s), which kube-proxy balances", env.Opts.Namespace, env.Opts.Name, url)
+	} else {
+		p.printf("traffic: 4 MCP clients run get_weather round trips (elicitation + retry) through the round-robin balancer")
+	}
 
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
@@ -136,7 +171,7 @@ func run(ctx context.Context, delivery mrtrv1alpha1.Delivery) error {
 		if err := env.RequestRotation(ctx, fmt.Sprintf("demo-%d-%d", time.Now().Unix(), i)); err != nil {
 			return err
 		}
-		if err := waitRotations(ctx, env, int64(i), ticker, p); err != nil {
+		if err := waitRotations(ctx, env, int64(i), ticker, p, rotationLimit); err != nil {
 			return err
 		}
 		if err := env.WaitSettled(ctx, time.Minute); err != nil {
@@ -146,21 +181,42 @@ func run(ctx context.Context, delivery mrtrv1alpha1.Delivery) error {
 	}
 	stopLoad()
 	elapsed := time.Since(loadStart)
+	restartsAfter, uidsAfter, err := env.Restarts(ctx)
+	if err != nil {
+		return err
+	}
 
 	c := load.Counts()
 	rotations := harness.Rotations(env.Timeline.Events()[rotationAt:], env.Opts.TTLWait(), env.Timeline.TTLWaitUntils())
 	fmt.Println()
 	fmt.Println("summary")
+	if env.Real() {
+		fmt.Printf("  node: %s, a real kubelet with containerd and runc (%s)\n", strings.Join(env.Cluster.NodeNames(), ", "), trigger)
+	} else {
+		fmt.Printf("  node: %s, simulated by kwok; the harness runs the replicas as processes\n", strings.Join(env.Cluster.NodeNames(), ", "))
+	}
 	fmt.Printf("  round trips: %s in %v (%.0f/s)\n", c, elapsed.Round(time.Second), float64(c.Completed)/elapsed.Seconds())
+	if viaService != nil {
+		fmt.Printf("  round trips through the Service (kube-proxy): %s\n", viaService.Counts())
+		c.Rejected += viaService.Counts().Rejected
+		c.Failed += viaService.Counts().Failed
+	}
 	var lat []time.Duration
-	restarts := 0
+	podsAdded := 0
 	for i, r := range rotations {
 		fmt.Printf("  rotation %d: %s\n", i+1, r)
 		lat = append(lat, r.RolloutToWrite...)
 		lat = append(lat, r.AckToWrite...)
-		restarts += r.PodsAdded
+		podsAdded += r.PodsAdded
 	}
-	fmt.Printf("  pod restarts during rotations: %d\n", restarts)
+	replaced := 0
+	for name, uid := range uidsBefore {
+		if uidsAfter[name] != uid {
+			replaced++
+		}
+	}
+	fmt.Printf("  restarts during rotations: %d container restarts (restartCount), %d pods replaced (UIDs), %d pods added\n",
+		restartsAfter-restartsBefore, replaced, podsAdded)
 	what := "the last acknowledgement"
 	if delivery == mrtrv1alpha1.DeliveryRestart {
 		what = "a rollout completing"
@@ -170,7 +226,13 @@ func run(ctx context.Context, delivery mrtrv1alpha1.Delivery) error {
 	if c.Rejected+c.Failed == 0 {
 		fmt.Println("  no request state was rejected: every token sealed by any replica opened on every replica")
 	} else {
-		fmt.Println("  some round trips failed; see the lines above")
+		errs := load.Errors()
+		if viaService != nil {
+			errs = append(errs, viaService.Errors()...)
+		}
+		fmt.Printf("  some round trips failed: %s\n", strings.Join(errs[:min(len(errs), 5)], "; "))
+		// After the cleanup (deferred), the demo exits 1: zero rejected is the bar it shows.
+		return fmt.Errorf("%d round trips rejected, %d failed", c.Rejected, c.Failed)
 	}
 	return nil
 }
@@ -184,8 +246,8 @@ var phaseMeaning = map[mrtrv1alpha1.Phase]string{
 	mrtrv1alpha1.PhaseStable:         "rotation done; the next key is staged",
 }
 
-func waitRotations(ctx context.Context, env *harness.Env, n int64, ticker *time.Ticker, p *printer) error {
-	deadline := time.After(3 * time.Minute)
+func waitRotations(ctx context.Context, env *harness.Env, n int64, ticker *time.Ticker, p *printer, limit time.Duration) error {
+	deadline := time.After(limit)
 	for {
 		s, err := env.Observe(ctx)
 		if err == nil && s.RotationsCompleted >= n {
@@ -198,7 +260,7 @@ func waitRotations(ctx context.Context, env *harness.Env, n int64, ticker *time.
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline:
-			return fmt.Errorf("rotation %d did not complete within 3 minutes", n)
+			return fmt.Errorf("rotation %d did not complete within %v", n, limit)
 		case <-ticker.C:
 			printReplicas(p, env)
 		}

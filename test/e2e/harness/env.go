@@ -16,9 +16,10 @@ limitations under the License.
 
 // Package harness runs the whole product on this machine for the end-to-end suite and the demo: the
 // local cluster (test/localcluster), the operator as its own process, a Deployment of the example MCP
-// server whose pods run as real processes (Kubelet), a non-sticky round-robin Balancer in front of
-// them, a Load of real MCP clients doing MRTR round trips through it, and a Timeline of what the
-// operator and the Deployment controller did.
+// server whose pods run as containers on the real node (PodNetwork follows them) or as processes of
+// this machine on kwok's (Kubelet), a non-sticky round-robin Balancer in front of them, a Load of
+// real MCP clients doing MRTR round trips through it, and a Timeline of what the operator and the
+// Deployment controller did.
 package harness
 
 import (
@@ -43,6 +44,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -79,6 +81,13 @@ type Options struct {
 	Verbose bool
 	// OnEvent receives each Timeline event as it happens.
 	OnEvent func(Event)
+	// Node is what plays the cluster's node (localcluster.ChooseNode): on the real node the
+	// servers run as containers of their image, the kubelet mounts their Secret and token, and the
+	// balancer reaches them over the pod network; on kwok the emulated Kubelet runs them as
+	// processes of this machine.
+	Node localcluster.NodeKind
+	// ReloadTrigger of the keyring: the API's default (PodAnnotation) when empty.
+	ReloadTrigger mrtrv1alpha1.ReloadTrigger
 }
 
 func (o *Options) defaults() {
@@ -123,7 +132,10 @@ type Env struct {
 	Cache    crcache.Cache
 	Operator *Operator
 	Balancer *Balancer
-	Kubelet  *Kubelet
+	// Kubelet runs the servers on kwok; nil on the real node.
+	Kubelet *Kubelet
+	// Pods keeps the balancer on the real node's serving pods; nil on kwok.
+	Pods     *PodNetwork
 	Timeline *Timeline
 	// MCPURL is the balancer's MCP endpoint.
 	MCPURL string
@@ -199,8 +211,21 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	opts.Logf("starting the local cluster (apiserver, etcd, controller-manager, scheduler, kwok)")
-	e.Cluster, err = localcluster.Start(ctx, localcluster.Options{LogDir: opts.LogDir, Audit: true})
+	node, reason, err := localcluster.ChooseNode(opts.Node, 1)
+	if err != nil {
+		return nil, err
+	}
+	var images []string
+	if node == localcluster.NodeReal {
+		opts.Logf("building the example server's image (hack/image)")
+		img, err := localcluster.BuildImage(ctx, serverBin, "/mcp-server", ServerImage, filepath.Join(e.workDir, "server-image"))
+		if err != nil {
+			return nil, err
+		}
+		images = append(images, img)
+	}
+	opts.Logf("starting the local cluster (apiserver, etcd, controller-manager, scheduler) and its node: %s", reason)
+	e.Cluster, err = localcluster.Start(ctx, localcluster.Options{LogDir: opts.LogDir, Audit: true, Node: node, Images: images})
 	if err != nil {
 		return nil, err
 	}
@@ -233,16 +258,23 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := e.serveBalancer(); err != nil {
 		return nil, err
 	}
-	e.Kubelet = &Kubelet{
-		Cache: e.Cache, Namespace: opts.Namespace, Binary: serverBin,
-		DataDir: filepath.Join(e.workDir, "pods"), Start: e.Cluster.StartProcess, Balancer: e.Balancer,
-		Client: e.Client, Config: cfg,
-	}
-	if opts.Verbose {
-		e.Kubelet.Logf = opts.Logf
-	}
-	if err := e.Kubelet.Run(runCtx); err != nil {
-		return nil, err
+	if e.Real() {
+		e.Pods = &PodNetwork{Cache: e.Cache, Namespace: opts.Namespace, Balancer: e.Balancer, Port: serverPort}
+		if err := e.Pods.Run(runCtx); err != nil {
+			return nil, err
+		}
+	} else {
+		e.Kubelet = &Kubelet{
+			Cache: e.Cache, Namespace: opts.Namespace, Binary: serverBin,
+			DataDir: filepath.Join(e.workDir, "pods"), Start: e.Cluster.StartProcess, Balancer: e.Balancer,
+			Client: e.Client, Config: cfg,
+		}
+		if opts.Verbose {
+			e.Kubelet.Logf = opts.Logf
+		}
+		if err := e.Kubelet.Run(runCtx); err != nil {
+			return nil, err
+		}
 	}
 	if e.Operator, err = e.newOperator(ctx, operatorBin, image); err != nil {
 		return nil, err
@@ -267,6 +299,15 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	}
 	return e, nil
 }
+
+// Real reports whether the servers run on the real node, as containers.
+func (e *Env) Real() bool { return e.Cluster != nil && e.Cluster.Node() == localcluster.NodeReal }
+
+// ServerImage is the example server's image on the real node, imported, never pulled.
+const ServerImage = "example.com/mrtr-example-mcp-server:dev"
+
+// serverPort is where the example server listens in its pod.
+const serverPort = 8080
 
 // newOperator prepares the manager's runs: the chart's flags, its ServiceAccount mounted, the image
 // when runc can run it here.
@@ -324,6 +365,7 @@ func (e *Env) keyringObject() *mrtrv1alpha1.MRTRKeyring {
 			TerminationGracePeriod: metav1.Duration{Duration: o.TerminationGrace},
 			Delivery:               o.Delivery,
 			ReloadDeadline:         metav1.Duration{Duration: o.ReloadDeadline},
+			ReloadTrigger:          o.ReloadTrigger,
 			Workloads:              []mrtrv1alpha1.WorkloadReference{{Kind: mrtrv1alpha1.KindDeployment, Name: o.Name}},
 		},
 	}
@@ -335,6 +377,43 @@ func (e *Env) keyringObject() *mrtrv1alpha1.MRTRKeyring {
 func (e *Env) deploymentObject() *appsv1.Deployment {
 	o := e.Opts
 	labels := map[string]string{"app.kubernetes.io/name": o.Name}
+	d := e.kwokDeploymentObject(labels)
+	if !e.Real() {
+		return d
+	}
+	// On the real node the container is what a user deploys: the image, the keyring folder it
+	// follows, its pod's name and namespace from the downward API (to acknowledge on its own Pod,
+	// with the token the kubelet mounts), and a readiness probe in place of the kwok Deployment's
+	// minReadySeconds.
+	c := &d.Spec.Template.Spec.Containers[0]
+	c.Image, c.ImagePullPolicy = ServerImage, corev1.PullNever
+	c.Args = append(c.Args, "--keyring-dir="+keyringVolumeMount, fmt.Sprintf("--listen=:%d", serverPort))
+	c.Env = []corev1.EnvVar{
+		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+		{Name: "POD_NAMESPACE", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.namespace"}}},
+	}
+	c.ReadinessProbe = &corev1.Probe{
+		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(serverPort)}},
+		PeriodSeconds: 1,
+	}
+	return d
+}
+
+// serviceObject is the example server's Service: the address kube-proxy serves on the real node.
+func (e *Env) serviceObject() *corev1.Service {
+	o := e.Opts
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app.kubernetes.io/name": o.Name},
+			Ports:    []corev1.ServicePort{{Name: "mcp", Port: 80, TargetPort: intstr.FromInt32(serverPort)}},
+		},
+	}
+}
+
+// kwokDeploymentObject is the Deployment as the emulated Kubelet runs it.
+func (e *Env) kwokDeploymentObject(labels map[string]string) *appsv1.Deployment {
+	o := e.Opts
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name, Labels: labels},
 		Spec: appsv1.DeploymentSpec{
@@ -401,7 +480,11 @@ func (e *Env) deploy(ctx context.Context) error {
 		return err
 	}
 	// The Deployment first: a keyring created before its target reports it missing.
-	for _, obj := range append(e.consumerObjects(), e.deploymentObject(), e.keyringObject()) {
+	objs := append(e.consumerObjects(), e.deploymentObject(), e.keyringObject())
+	if e.Real() {
+		objs = append(objs, e.serviceObject())
+	}
+	for _, obj := range objs {
 		if err := e.Client.Create(ctx, obj); err != nil {
 			return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
 		}
@@ -463,8 +546,18 @@ func (e *Env) Observe(ctx context.Context) (State, error) {
 func (e *Env) ReplicaKeyrings() []ReplicaKeyring {
 	var out []ReplicaKeyring
 	c := &http.Client{Timeout: 2 * time.Second}
-	for _, r := range e.Kubelet.Replicas() {
-		resp, err := c.Get("http://" + r.Addr + "/debug/keyring")
+	var addrs []string
+	if e.Pods != nil {
+		for _, a := range e.Pods.Serving() {
+			addrs = append(addrs, a)
+		}
+	} else {
+		for _, r := range e.Kubelet.Replicas() {
+			addrs = append(addrs, r.Addr)
+		}
+	}
+	for _, addr := range addrs {
+		resp, err := c.Get("http://" + addr + "/debug/keyring")
 		if err != nil {
 			continue // stopping
 		}
@@ -548,6 +641,54 @@ func (e *Env) PodUIDs(ctx context.Context) (map[string]types.UID, error) {
 		out[p.Name] = p.UID
 	}
 	return out, nil
+}
+
+// ServiceURL is the MCP endpoint of the example server's Service, on the real node: its cluster
+// IP, which kube-proxy takes to one of the pods. It returns once kube-proxy serves it: the
+// Service's health check answered through it ten times in a row, each on a new connection (so on
+// pods kube-proxy picked at random), within a minute.
+func (e *Env) ServiceURL(ctx context.Context) (string, error) {
+	var svc corev1.Service
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: e.Opts.Namespace, Name: e.Opts.Name}, &svc); err != nil {
+		return "", err
+	}
+	base := "http://" + svc.Spec.ClusterIP
+	c := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	ok := 0
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		resp, err := c.Get(base + "/healthz")
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		if err != nil || resp.StatusCode != http.StatusOK {
+			ok = 0
+			return false, nil
+		}
+		ok++
+		return ok >= 10, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("the Service %s/%s (%s) never served its pods: %w", e.Opts.Namespace, e.Opts.Name, base, err)
+	}
+	return base + "/mcp", nil
+}
+
+// Restarts is the number of container restarts of the namespace's pods (their restartCount), and
+// their UIDs by name: together, whatever restarted, a container or a pod.
+func (e *Env) Restarts(ctx context.Context) (int32, map[string]types.UID, error) {
+	var pods corev1.PodList
+	if err := e.Client.List(ctx, &pods, client.InNamespace(e.Opts.Namespace)); err != nil {
+		return 0, nil, err
+	}
+	var n int32
+	uids := make(map[string]types.UID, len(pods.Items))
+	for _, p := range pods.Items {
+		uids[p.Name] = p.UID
+		for _, c := range p.Status.ContainerStatuses {
+			n += c.RestartCount
+		}
+	}
+	return n, uids, nil
 }
 
 // RequestRotation sets the mrtr.dev/rotate annotation to value, which starts one rotation.

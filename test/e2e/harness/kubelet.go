@@ -41,11 +41,14 @@ import (
 // StartFunc starts a process that must not outlive the cluster: (*localcluster.Cluster).StartProcess.
 type StartFunc func(name string, cmd *exec.Cmd) (*localcluster.Process, error)
 
-// Kubelet plays the part of the kubelet that kwok leaves out: it runs the containers. kwok marks the
-// pods of the simulated node Ready without running anything; Kubelet runs one real example-server
-// process per Ready pod of a namespace (started when the pod turns Ready, stopped when it is deleted),
-// mounts each pod's Secret volume the way the kubelet does (Project, into a folder per pod), updates
-// those folders a little after the Secret changes, and keeps the Balancer's backends in step.
+// Kubelet plays, on kwok's node only, the part of the kubelet that kwok leaves out: it runs the
+// containers. On the real node the kubelet does all of it, and the harness uses PodNetwork instead;
+// what stays here serves the machines where the real node cannot run and the specs that steer it
+// (Freeze). kwok marks the pods of the simulated node Ready without running anything; Kubelet runs
+// one real example-server process per Ready pod of a namespace (started when the pod turns Ready,
+// stopped when it is deleted), mounts each pod's Secret volume the way the kubelet does (Project,
+// into a folder per pod), updates those folders a little after the Secret changes, and keeps the
+// Balancer's backends in step.
 type Kubelet struct {
 	// Cache is an informer cache for the namespace (pods and Secrets are read from it).
 	Cache crcache.Cache

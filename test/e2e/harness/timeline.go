@@ -250,6 +250,11 @@ func (t *Timeline) deploymentChanged(obj any) {
 
 // RolledOut is `kubectl rollout status` for a Deployment, plus "no pod of an old template is left"
 // (status.replicas counts them) and no pod still terminating.
+//
+// It is an oracle of the suite's own, on purpose, not internal/workload.RolloutStatus: the suite
+// checks the operator's decisions (that a phase waited for the rollout), and a check that called
+// the operator's own function would agree with it even where it is wrong. It restates the rules for
+// the one kind the suite rolls through its timeline, from the Deployment's status alone.
 func RolledOut(d *appsv1.Deployment) bool {
 	want := int32(1)
 	if d.Spec.Replicas != nil {

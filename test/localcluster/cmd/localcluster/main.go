@@ -20,7 +20,7 @@ limitations under the License.
 // against it (with KUBECONFIG set), prints how to reach it with kubectl, and stops everything on
 // Ctrl-C or SIGTERM, or when the command exits. `make run-local` runs the manager this way.
 //
-//	localcluster [-crds DIR]... [-kubeconfig PATH] [-log-dir DIR] [-nodes N] [-- COMMAND [ARG]...]
+//	localcluster [-crds DIR]... [-kubeconfig PATH] [-log-dir DIR] [-nodes N] [-node real|kwok] [-- COMMAND [ARG]...]
 package main
 
 import (
@@ -60,7 +60,9 @@ func run() error {
 	fs.Var(&crds, "crds", "folder or file of CRDs to install (repeatable)")
 	fs.StringVar(&kubeconfig, "kubeconfig", "", "also copy the admin kubeconfig to this path")
 	fs.StringVar(&opts.LogDir, "log-dir", "", "folder for the components' logs (default: a temporary one)")
-	fs.IntVar(&opts.Nodes, "nodes", 1, "number of simulated nodes")
+	fs.IntVar(&opts.Nodes, "nodes", 1, "number of simulated nodes (more than one asks for kwok)")
+	fs.StringVar((*string)(&opts.Node), "node", "",
+		"real or kwok (default: $"+localcluster.NodeEnv+", else real where this machine can run it)")
 	_ = fs.Parse(os.Args[1:]) // ExitOnError: Parse exits on a bad flag
 	opts.CRDDirectoryPaths = crds
 
@@ -98,11 +100,12 @@ func run() error {
 			return err
 		}
 	}
-	fmt.Printf(`localcluster: ready in %s (%d kwok node(s); pods are simulated and run no containers)
+	fmt.Printf(`localcluster: ready in %s, node(s) %s
+  %s
   export KUBECONFIG=%s
   kubectl get nodes,pods -A
   logs: %s
-`, time.Since(begin).Round(100*time.Millisecond), max(opts.Nodes, 1), path, c.LogDir())
+`, time.Since(begin).Round(100*time.Millisecond), strings.Join(c.NodeNames(), ", "), c.NodeReason(), path, c.LogDir())
 
 	var done <-chan struct{}
 	var proc *localcluster.Process

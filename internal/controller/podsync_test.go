@@ -1,0 +1,87 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/workload"
+)
+
+var _ = Describe("Reload delivery's pod annotation (reloadTrigger)", func() {
+	var ns string
+	BeforeEach(func() {
+		ns = newNamespace()
+		if behind := time.Since(fakeClock.Now()); behind > 0 {
+			fakeClock.Step((behind + time.Second).Truncate(time.Second))
+		}
+	})
+
+	written := func(g Gomega, pod *corev1.Pod) string {
+		var got corev1.Pod
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(pod), &got)).To(Succeed())
+		return got.Annotations[mrtrv1alpha1.WrittenAnnotation]
+	}
+
+	It("annotates each pod that must load a keyring with its fingerprint, right after each Secret write", func() {
+		d := createWorkload(workload.Deployment, ns, "api", 2, nil)
+		pods := []*corev1.Pod{createPod(ns, "api-1", map[string]string{"app": "api"}), createPod(ns, "api-2", map[string]string{"app": "api"})}
+		kr := createKeyring(ns, "payments", reloading(func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(d) }))
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseStable)
+		acknowledgeAll(kr, pods...)
+
+		requestRotation(kr, "r1")
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseAccepting)
+		var accepting string
+		Eventually(func(g Gomega) { accepting = secretKeyring(g, ns, "payments").Fingerprint() }).Should(Succeed())
+		for _, p := range pods {
+			Eventually(func(g Gomega) { g.Expect(written(g, p)).To(Equal(accepting)) }).Should(Succeed(), "pod %s", p.Name)
+		}
+
+		By("the next write annotates them again, with its own fingerprint")
+		acknowledgeAll(kr, pods...)
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseSealingWithNew)
+		var sealing string
+		Eventually(func(g Gomega) { sealing = secretKeyring(g, ns, "payments").Fingerprint() }).Should(Succeed())
+		Expect(sealing).NotTo(Equal(accepting))
+		for _, p := range pods {
+			Eventually(func(g Gomega) { g.Expect(written(g, p)).To(Equal(sealing)) }).Should(Succeed(), "pod %s", p.Name)
+		}
+	})
+
+	It("writes nothing on pods with reloadTrigger None", func() {
+		d := createWorkload(workload.Deployment, ns, "api", 1, nil)
+		pod := createPod(ns, "api-1", map[string]string{"app": "api"})
+		kr := createKeyring(ns, "payments", reloading(func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.Workloads = targets(d)
+			s.ReloadTrigger = mrtrv1alpha1.ReloadTriggerNone
+		}))
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseStable)
+		acknowledgeAll(kr, pod)
+		requestRotation(kr, "r1")
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseAccepting)
+		acknowledgeAll(kr, pod)
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseSealingWithNew)
+		Expect(written(Default, pod)).To(BeEmpty())
+	})
+})

@@ -1,0 +1,182 @@
+/*
+Copyright 2026.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package admission
+
+import (
+	"fmt"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
+)
+
+// The operator's side: config/rbac/role.yaml (the manager's ClusterRole, generated from the RBAC
+// markers) bound to the operator's ServiceAccount, and config/admission (the policy that confines
+// the role's "patch pods" to the annotation that makes the kubelet sync a pod at once).
+const (
+	operatorNS          = "mrtr-operator-system"
+	operatorSA          = "controller-manager"
+	operatorPolicyName  = "mrtr-operator-pod-annotation"
+	operatorPodsNS      = "payments"
+	operatorPodName     = "server"
+	operatorDeniedFixed = "the mrtr-operator (system:serviceaccount:" + operatorNS + ":" + operatorSA +
+		") may change nothing on pod " + operatorPodsNS + "/" + operatorPodName + " but its annotation mrtr.dev/keyring-written"
+)
+
+var _ = Describe("the operator's pod annotation policy", Ordered, func() {
+	var (
+		pod      *corev1.Pod
+		operator client.Client
+	)
+	rbacDir := filepath.Join("..", "..", "config", "rbac")
+
+	BeforeAll(func() {
+		By("applying the manager's role and the pod annotation policy as they ship")
+		objs, err := localcluster.ApplyFile(ctx, admin, filepath.Join(rbacDir, "role.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(objs).To(HaveLen(1))
+		role := objs[0].GetName()
+		objs, err = localcluster.ApplyKustomization(ctx, admin, filepath.Join("..", "..", "config", "admission"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(objs).To(HaveLen(2))
+
+		By("type-checking the policy against the Pod schema the API server serves")
+		expectTypeChecks(operatorPolicyName)
+
+		By("binding the role to the operator's ServiceAccount")
+		for _, n := range []string{operatorNS, operatorPodsNS} {
+			Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}})).To(Succeed())
+		}
+		Expect(admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: operatorSA, Namespace: operatorNS}})).To(Succeed())
+		Expect(admin.Create(ctx, &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "manager-rolebinding"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: operatorSA, Namespace: operatorNS}},
+		})).To(Succeed())
+		pod = newPod(operatorPodsNS, operatorPodName, "default")
+		pod.Labels = map[string]string{"app": "server"}
+		pod.Annotations = map[string]string{"team": "payments"}
+		Expect(admin.Create(ctx, pod)).To(Succeed())
+		request := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+		account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: operatorSA, Namespace: operatorNS}}
+		Expect(admin.SubResource("token").Create(ctx, account, request)).To(Succeed())
+		operator = clientWithToken(request.Status.Token)
+
+		By("waiting until RBAC and the policy are in force for the operator")
+		Eventually(func(g Gomega) {
+			err := operator.Patch(ctx, podRef(pod), client.RawPatch("application/merge-patch+json",
+				[]byte(`{"metadata":{"labels":{"app":"other"}}}`)), client.DryRunAll)
+			expectOperatorDeniedIn(g, err, operatorDeniedFixed)
+		}).Should(Succeed(), "the operator's policy never took effect")
+	})
+
+	AfterAll(func() {
+		for _, n := range []string{operatorNS, operatorPodsNS} {
+			Expect(client.IgnoreNotFound(admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}))).To(Succeed())
+		}
+		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "manager-rolebinding"}}
+		Expect(client.IgnoreNotFound(admin.Delete(ctx, binding))).To(Succeed())
+	})
+
+	It("lets the operator write the annotation, change it and remove it", func() {
+		Expect(operatorPatch(operator, pod, written("fp-1"))).To(Succeed())
+		Expect(get(pod).Annotations).To(HaveKeyWithValue(mrtrv1alpha1.WrittenAnnotation, "fp-1"))
+		Expect(operatorPatch(operator, pod, written("fp-2"))).To(Succeed())
+		Expect(get(pod).Annotations).To(HaveKeyWithValue(mrtrv1alpha1.WrittenAnnotation, "fp-2"))
+		Expect(operatorPatch(operator, pod, fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, mrtrv1alpha1.WrittenAnnotation))).To(Succeed())
+		Expect(get(pod).Annotations).NotTo(HaveKey(mrtrv1alpha1.WrittenAnnotation))
+	})
+
+	DescribeTable("refuses the operator any other change to a pod",
+		func(patch string) {
+			before := get(pod)
+			expectOperatorDeniedIn(Default, operatorPatch(operator, pod, patch), operatorDeniedFixed)
+			after := get(pod)
+			Expect(after.ResourceVersion).To(Equal(before.ResourceVersion), "the pod changed")
+		},
+		Entry("another annotation", `{"metadata":{"annotations":{"team":"other"}}}`),
+		Entry("removing another annotation", `{"metadata":{"annotations":{"team":null}}}`),
+		Entry("a new annotation", `{"metadata":{"annotations":{"mrtr.dev/rotate":"now"}}}`),
+		Entry("its annotation together with another", `{"metadata":{"annotations":{"mrtr.dev/keyring-written":"fp-3","team":"other"}}}`),
+		Entry("a label", `{"metadata":{"labels":{"app":"other"}}}`),
+		Entry("a finalizer", `{"metadata":{"finalizers":["example.com/hold"]}}`),
+		Entry("an ownerReference", `{"metadata":{"ownerReferences":[`+
+			`{"apiVersion":"v1","kind":"ConfigMap","name":"x","uid":"00000000-0000-0000-0000-000000000001"}]}}`),
+		Entry("the spec", `{"spec":{"activeDeadlineSeconds":5}}`),
+	)
+
+	It("refuses the operator a pod's acknowledgement (which the acknowledgement policy refuses it too)", func() {
+		before := get(pod)
+		err := operatorPatch(operator, pod, `{"metadata":{"annotations":{"loaded.mrtr.dev/payments":"forged"}}}`)
+		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "not a 403 Forbidden: %v", err)
+		Expect(get(pod).ResourceVersion).To(Equal(before.ResourceVersion), "the pod changed")
+	})
+
+	It("refuses the operator a pod of its own, even where RBAC would allow it", func() {
+		// RBAC grants the operator no create: add it, so that the refusal is the policy's.
+		Expect(admin.Create(ctx, &rbacv1.Role{
+			ObjectMeta: metav1.ObjectMeta{Name: "create-pods", Namespace: operatorPodsNS},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create"}}},
+		})).To(Succeed())
+		Expect(admin.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "create-pods", Namespace: operatorPodsNS},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "create-pods"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: operatorSA, Namespace: operatorNS}},
+		})).To(Succeed())
+		Eventually(func(g Gomega) {
+			err := operator.Create(ctx, newPod(operatorPodsNS, "made-by-operator", "default"), client.DryRunAll)
+			expectOperatorDeniedIn(g, err, "it may not create pods")
+		}).Should(Succeed())
+	})
+
+	It("leaves everyone else alone: an admin changes labels and annotations", func() {
+		Expect(mergePatch(admin, pod, `{"metadata":{"labels":{"app":"renamed"},"annotations":{"team":"other"}}}`)).To(Succeed())
+		Expect(get(pod).Labels).To(HaveKeyWithValue("app", "renamed"))
+	})
+})
+
+func written(fingerprint string) string {
+	return fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, mrtrv1alpha1.WrittenAnnotation, fingerprint)
+}
+
+func podRef(pod *corev1.Pod) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
+}
+
+// operatorPatch patches pod as the operator does (internal/controller's syncPods): a JSON merge patch.
+func operatorPatch(c client.Client, pod *corev1.Pod, patch string) error {
+	return mergePatch(c, pod, patch)
+}
+
+// expectOperatorDeniedIn asserts that err is the operator policy's denial with message.
+func expectOperatorDeniedIn(g Gomega, err error, message string) {
+	g.Expect(err).To(HaveOccurred(), "the request was admitted; expected: %s", message)
+	g.Expect(apierrors.IsForbidden(err)).To(BeTrue(), "not a 403 Forbidden: %v", err)
+	g.Expect(err.Error()).To(ContainSubstring(
+		fmt.Sprintf("ValidatingAdmissionPolicy '%s' with binding '%s' denied request: ", operatorPolicyName, operatorPolicyName)))
+	g.Expect(err.Error()).To(ContainSubstring(message))
+}
