@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Copyright 2026 The mrtr-operator Authors.
+# Licensed under the Apache License, Version 2.0: http://www.apache.org/licenses/LICENSE-2.0
+#
 # Builds the local control plane from source through the Go module proxy (nothing can be downloaded as
 # a binary here) into a cache folder outside the checkout, keyed by version, and skips whatever is
 # already there. Prints the absolute folder that holds the binaries as its last line.

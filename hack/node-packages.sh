@@ -1,4 +1,7 @@
 #!/usr/bin/env bash
+# Copyright 2026 The mrtr-operator Authors.
+# Licensed under the Apache License, Version 2.0: http://www.apache.org/licenses/LICENSE-2.0
+#
 # Installs what the local cluster's real node needs (test/localcluster, make demo, make test-e2e):
 # Debian's containerd, runc, containernetworking-plugins, iptables, conntrack and iproute2, where it
 # can, that is as root with apt-get. Nothing starts them: the local cluster runs its own containerd.

@@ -1,7 +1,7 @@
 //go:build unix
 
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.

@@ -1,5 +1,5 @@
 /*
-Copyright 2026.
+Copyright 2026 The mrtr-operator Authors.
 
 Licensed under the Apache License, Version 2.0 (the "License");
 you may not use this file except in compliance with the License.
@@ -46,6 +46,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/retry"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -696,10 +697,25 @@ func (e *Env) RequestRotation(ctx context.Context, value string) error {
 	return e.annotate(ctx, mrtrv1alpha1.RotateAnnotation, value)
 }
 
-// Revoke asks the operator to revoke keys, as a user does: the mrtr.dev/revoke annotation set to
-// value (key ids, comma separated, or "*").
+// Revoke asks the operator to revoke keys, as `kubectl mrtr revoke` does: value (key ids, comma
+// separated, or "*") appended to the mrtr.dev/revoke annotation's requests, in an update conditional
+// on the keyring as read, so that no earlier unhandled request is dropped.
 func (e *Env) Revoke(ctx context.Context, value string) error {
-	return e.annotate(ctx, mrtrv1alpha1.RevokeAnnotation, value)
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		k := &mrtrv1alpha1.MRTRKeyring{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: e.Opts.Namespace, Name: e.Opts.Name}, k); err != nil {
+			return err
+		}
+		requests := k.Annotations[mrtrv1alpha1.RevokeAnnotation]
+		if requests != "" {
+			requests += ","
+		}
+		if k.Annotations == nil {
+			k.Annotations = map[string]string{}
+		}
+		k.Annotations[mrtrv1alpha1.RevokeAnnotation] = requests + value
+		return e.Client.Update(ctx, k)
+	})
 }
 
 func (e *Env) annotate(ctx context.Context, key, value string) error {
