@@ -42,7 +42,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
-	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 	"github.com/mrtr-dev/mrtr-operator/test/e2e/harness"
@@ -224,46 +223,7 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 
 	It("hands over to a second manager when the leader is killed mid-rotation: "+
 		"it resumes the phase, restarts nothing and rejects nothing", func() {
-		By("running two managers with leader election, the first one leading")
-		Expect(env.Operator.Stop()).To(Succeed())
-		first, second := env.Operator.Replica("leader-a"), env.Operator.Replica("leader-b")
-		DeferCleanup(func() {
-			Expect(first.Stop()).To(Succeed())
-			Expect(second.Stop()).To(Succeed())
-			Expect(env.Operator.Launch()).To(Succeed()) // the single manager, for the specs after this one
-		})
-		Expect(first.Launch()).To(Succeed())
-		Eventually(first.Leads).WithTimeout(time.Minute).Should(BeTrue())
-		Expect(second.Launch()).To(Succeed())
-
-		load = startLoad()
-		from := len(env.Timeline.Events())
-		waitsBefore := len(env.Timeline.TTLWaitUntils())
-		before, err := env.PodUIDs(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(env.RequestRotation(ctx, "rotation-4")).To(Succeed())
-		Eventually(func() []mrtrv1alpha1.Phase { return phasesSince(env.Timeline.Events(), from) }).
-			WithTimeout(2 * time.Minute).Should(ContainElement(mrtrv1alpha1.PhaseSealingWithNew))
-		Expect(second.Leads()).To(BeFalse(), "two leaders")
-
-		By("killing the leader with SIGKILL: it cannot hand its Lease over")
-		Expect(first.Kill()).To(Succeed())
-		killed := time.Now()
-		Eventually(second.Leads).WithTimeout(time.Minute).Should(BeTrue())
-		failover := time.Since(killed)
-		c := finishRotations(4)
-		after, err := env.PodUIDs(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(after).To(Equal(before), "a pod was restarted")
-		events := env.Timeline.Events()
-		rotations := harness.Rotations(events[from:], env.Opts.TTLWait(), env.Timeline.TTLWaitUntils())
-		Expect(rotations).To(HaveLen(1))
-		Expect(rotations[0].Phases).To(Equal(harness.StagedRotationPhases))
-		Expect(rotations[0].Secrets).To(HaveLen(2), "a Secret write was repeated or skipped: %v", rotations[0].Secrets)
-		Expect(rotations[0].GateViolations(events)).To(BeEmpty())
-		Expect(env.Timeline.TTLWaitUntils()).To(HaveLen(waitsBefore+1), "the TTL wait was restarted")
-		AddReportEntry("two managers, leader killed", fmt.Sprintf("failover (SIGKILL to the standby leading): %v\nrotation: %s\nround trips: %s",
-			failover.Round(100*time.Millisecond), rotations[0], c))
+		leaderFailover(ctx, env, "rotation-4", func() { load = startLoad() }, finishRotations)
 	})
 
 	It("refuses an acknowledgement that one pod's token writes for another pod", func() {
@@ -385,57 +345,11 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 	})
 
 	It("rotates a StatefulSet and a DaemonSet too, stamping their pod templates (Restart delivery)", func() {
-		const ns = "batch"
-		Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		sts, ds := batchWorkloads(ns)
-		Expect(env.Client.Create(ctx, sts)).To(Succeed())
-		Expect(env.Client.Create(ctx, ds)).To(Succeed())
-		kr := &mrtrv1alpha1.MRTRKeyring{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "batch"},
-			Spec: mrtrv1alpha1.MRTRKeyringSpec{
-				RotationInterval: metav1.Duration{Duration: time.Hour}, TokenTTL: metav1.Duration{Duration: 5 * time.Second},
-				ClockSkew: metav1.Duration{Duration: time.Second}, TerminationGracePeriod: metav1.Duration{Duration: time.Second},
-				Delivery: mrtrv1alpha1.DeliveryRestart,
-				Workloads: []mrtrv1alpha1.WorkloadReference{
-					{Kind: mrtrv1alpha1.KindStatefulSet, Name: sts.Name}, {Kind: mrtrv1alpha1.KindDaemonSet, Name: ds.Name},
-				},
-			},
-		}
-		Expect(env.Client.Create(ctx, kr)).To(Succeed())
-		batch := func(g Gomega) *mrtrv1alpha1.MRTRKeyring {
-			var k mrtrv1alpha1.MRTRKeyring
-			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(kr), &k)).To(Succeed())
-			return &k
-		}
-		settled := func(g Gomega) {
-			k := batch(g)
-			g.Expect(k.Status.Phase).To(Equal(mrtrv1alpha1.PhaseStable))
-			g.Expect(k.Status.WorkloadsUpToDate).To(BeEquivalentTo(2), "%+v", k.Status.Workloads)
-		}
-		Eventually(settled).WithTimeout(2 * time.Minute).Should(Succeed())
-		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:"batch-1"}}}`, mrtrv1alpha1.RotateAnnotation)
-		Expect(env.Client.Patch(ctx, kr, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
-		Eventually(func(g Gomega) {
-			settled(g)
-			g.Expect(batch(g).Status.RotationsCompleted).To(BeEquivalentTo(1))
-		}).WithTimeout(3 * time.Minute).Should(Succeed())
-		k := batch(Default)
-		for _, obj := range []client.Object{sts, ds} {
-			Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
-			Expect(workload.Fingerprint(obj)).To(Equal(k.Status.SecretFingerprint), "%s stamped with the keyring after the rotation", obj.GetName())
-		}
+		rotateBatch(ctx, env)
 	})
 
 	It("serves its metrics to a scraper the chart's metrics-reader role allows, and to no one else", func() {
-		token, err := env.MetricsScraperToken(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(env.ScrapeMetrics(ctx, token)).To(ContainSubstring("mrtr_keyring_phase"))
-		_, err = env.ScrapeMetrics(ctx, "")
-		Expect(err).To(MatchError(ContainSubstring("401")))
-		stranger, err := env.StrangerToken(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		_, err = env.ScrapeMetrics(ctx, stranger)
-		Expect(err).To(MatchError(ContainSubstring("403")), "authenticated, but not allowed")
+		metricsAccess(ctx, env)
 	})
 
 	It("rejects request states when the keys are replaced in one step (control experiment)", func() {
@@ -463,16 +377,7 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 	})
 
 	It("ran, installed from its chart, as the chart's ServiceAccount: never refused, and using every permission it holds", func() {
-		forbidden, unused, err := env.Permissions(ctx)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(forbidden).To(BeEmpty(), "requests the API server refused the operator")
-		Expect(unused).To(BeEmpty(), "permissions the chart grants the operator that it never used")
-		runs := "its image under runc as uid 65532, read-only root"
-		if env.Operator.Fallback != "" {
-			runs = "the binary (runc: " + env.Operator.Fallback + ")"
-		}
-		AddReportEntry("identity", fmt.Sprintf("ServiceAccount %s/%s, %s; every permission used, none refused",
-			harness.OperatorNamespace, harness.OperatorServiceAccount, runs))
+		leastPrivilege(ctx, env)
 	})
 
 	// Last: make undeploy removes the CRDs, and with them every keyring.
@@ -503,30 +408,6 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 		}).Should(BeTrue(), "make undeploy leaves the operator's namespace")
 	})
 })
-
-// batchWorkloads are a StatefulSet and a DaemonSet that mount the keyring Secret "batch"; kwok
-// runs their pods (no process: Restart delivery needs none).
-func batchWorkloads(ns string) (*appsv1.StatefulSet, *appsv1.DaemonSet) {
-	labels := map[string]string{"app": "batch"}
-	tmpl := corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: labels},
-		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "batch", Image: "example.com/batch:1",
-				VolumeMounts: []corev1.VolumeMount{{Name: "keyring", MountPath: "/etc/mrtr", ReadOnly: true}}}},
-			Volumes: []corev1.Volume{{Name: "keyring", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "batch"}}}},
-		},
-	}
-	sts := &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "batch"},
-		Spec: appsv1.StatefulSetSpec{Replicas: new(int32(1)), Selector: &metav1.LabelSelector{MatchLabels: labels},
-			ServiceName: "batch", Template: tmpl},
-	}
-	ds := &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "batch"},
-		Spec:       appsv1.DaemonSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: tmpl},
-	}
-	return sts, ds
-}
 
 func rotationsCompleted(env *harness.Env) func() (int64, error) {
 	return func() (int64, error) {

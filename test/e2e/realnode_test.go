@@ -145,13 +145,26 @@ var _ = Describe("on a real node (kubelet, containerd)", Ordered, func() {
 		Expect(uidsAfter).To(Equal(uids), "the pod stays; only its container restarted")
 	})
 
+	It("hands over to the second of two managers when the leader is killed with SIGKILL mid-rotation: "+
+		"it completes the rotation, no container restarts, the same pods, nothing rejected", func() {
+		finish := func(n int64) harness.Counts {
+			GinkgoHelper()
+			Eventually(rotationsCompleted(env)).WithTimeout(2 * time.Minute).Should(BeNumerically("==", n))
+			Expect(env.WaitSettled(ctx, time.Minute)).To(Succeed())
+			c := endLoad()
+			Expect(c.Failed).To(BeZero(), "failed round trips: %s", load.Errors())
+			return c
+		}
+		leaderFailover(ctx, env, "real-failover", startLoad, finish)
+	})
+
 	It("rotates in Restart delivery with real rollouts, and rejects nothing", func() {
 		_, uids, err := env.Restarts(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(env.SetDelivery(ctx, mrtrv1alpha1.DeliveryRestart)).To(Succeed())
 		startLoad()
 		Expect(env.RequestRotation(ctx, "real-restart")).To(Succeed())
-		Eventually(rotationsCompleted(env)).WithTimeout(2 * time.Minute).Should(BeNumerically("==", 4))
+		Eventually(rotationsCompleted(env)).WithTimeout(2 * time.Minute).Should(BeNumerically("==", 5))
 		Expect(env.WaitSettled(ctx, time.Minute)).To(Succeed())
 		c := endLoad()
 		GinkgoWriter.Printf("round trips through real rollouts: %s\n", c)
@@ -193,7 +206,7 @@ var _ = Describe("on a real node (kubelet, containerd)", Ordered, func() {
 
 		startLoad()
 		Expect(env.RequestRotation(ctx, "real-subpath")).To(Succeed())
-		Eventually(rotationsCompleted(env)).WithTimeout(2 * time.Minute).Should(BeNumerically("==", 5))
+		Eventually(rotationsCompleted(env)).WithTimeout(2 * time.Minute).Should(BeNumerically("==", 6))
 		c := endLoad()
 		GinkgoWriter.Printf("round trips with the pinned pod evicted: %s\n", c)
 
@@ -224,6 +237,19 @@ var _ = Describe("on a real node (kubelet, containerd)", Ordered, func() {
 			g.Expect(pods).To(HaveLen(1))
 			g.Expect(pods[0].Name).NotTo(Equal(stuck))
 		}).WithTimeout(time.Minute).Should(Succeed())
+	})
+
+	It("rotates a StatefulSet and a DaemonSet too, with real rollouts of their pods (Restart delivery)", func() {
+		rotateBatch(ctx, env)
+	})
+
+	It("serves its metrics to a scraper the chart's metrics-reader role allows, and to no one else", func() {
+		metricsAccess(ctx, env)
+	})
+
+	// Last: the permissions the specs above needed, every one of which the chart grants.
+	It("ran, installed from its chart, as the chart's ServiceAccount: never refused, and using every permission it holds", func() {
+		leastPrivilege(ctx, env)
 	})
 })
 
