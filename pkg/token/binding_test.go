@@ -168,6 +168,9 @@ func TestOpenRejectsForgeriesBeforeReadingParams(t *testing.T) {
 		if _, err := c.Open(b, forged); err != ErrInvalid {
 			t.Fatalf("%s: Open of a forgery: %v", cc.name, err)
 		}
+		if raceEnabled {
+			continue // the pools drop items at random under -race: the count means nothing there
+		}
 		if n := testing.AllocsPerRun(20, func() { _, _ = c.Open(b, forged) }); n != 0 {
 			t.Errorf("%s: Open of a forgery with %d bytes of params allocates %v times: it read the params", cc.name, len(args), n)
 		}

@@ -311,3 +311,17 @@ func fitsFloat64(lit string) bool {
 	f, err := strconv.ParseFloat(lit, 64)
 	return err == nil && !math.IsInf(f, 0)
 }
+
+// A repeated member name is the client's: the error names it cut to 64 characters, so that a
+// 1 MiB name costs a short line in the server's log, not a megabyte on every request.
+func TestRepeatedNameErrorIsCut(t *testing.T) {
+	name := strings.Repeat("n", 1<<20)
+	src := []byte(`{"` + name + `":1,"` + name + `":2}`)
+	_, err := Append(nil, src)
+	if err == nil {
+		t.Fatal("Append accepted a repeated name")
+	}
+	if msg := err.Error(); len(msg) > 200 || !strings.Contains(msg, strings.Repeat("n", 64)) {
+		t.Errorf("error is %d bytes long (%.80q...); want the name cut to 64 characters", len(msg), msg)
+	}
+}

@@ -336,7 +336,9 @@ func (d *Decoder) sortMembers(ms []member) error {
 			continue
 		}
 		if !d.rules.firstWins {
-			return d.errorf(d.pos, "object has the name %q twice", d.key(&ms[k]))
+			// %.64q: the name is the client's and may be megabytes long; 64 characters name it
+			// well enough, as the fold check's errors do.
+			return d.errorf(d.pos, "object has the name %.64q twice", d.key(&ms[k]))
 		}
 		ms[k].drop = true
 	}
