@@ -257,7 +257,7 @@ func TestAnnotationKey(t *testing.T) {
 
 // clearEnv unsets every variable New reads, so the machine running the tests does not matter.
 func clearEnv(t *testing.T) {
-	for _, v := range []string{"POD_NAME", "POD_NAMESPACE", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"} {
+	for _, v := range []string{"POD_NAME", "POD_NAMESPACE", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", ServiceAccountDirEnv} {
 		t.Setenv(v, "")
 	}
 }
@@ -299,6 +299,26 @@ func TestNewErrors(t *testing.T) {
 				t.Errorf("error %q contains the token", err)
 			}
 		})
+	}
+}
+
+// $MRTR_SERVICE_ACCOUNT_DIR replaces the kubelet's mount when Config leaves the directory empty:
+// the token, CA and namespace all come from there.
+func TestServiceAccountDirFromEnv(t *testing.T) {
+	clearEnv(t)
+	s := newFakeAPI(t)
+	writeFile(t, filepath.Join(s.dir, "namespace"), "mcp\n")
+	t.Setenv(ServiceAccountDirEnv, s.dir)
+	c := s.config()
+	c.ServiceAccountDir, c.Namespace = "", ""
+	r := mustNew(t, c)
+	if r.tokenPath != filepath.Join(s.dir, "token") || r.pod != "mcp/weather-0" {
+		t.Errorf("token %q, pod %q: not read from $%s", r.tokenPath, r.pod, ServiceAccountDirEnv)
+	}
+	run(t, r)
+	r.Report("f1")
+	if got := s.next(t).path; got != "/api/v1/namespaces/mcp/pods/weather-0" {
+		t.Errorf("path = %q", got)
 	}
 }
 
