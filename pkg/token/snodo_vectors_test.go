@@ -527,7 +527,7 @@ func TestSnodoVectorHashOrderData(t *testing.T) {
 // included (Snodo seals and opens them).
 func TestMaxMembersReadsBigIntegers(t *testing.T) {
 	big := "1" + strings.Repeat("0", 400)
-	if n := maxMembers(t, []byte(`{"a":[{"b":` + big + `,"c":1}],"d":-` + big + `}`)); n != 2 {
+	if n := maxMembers(t, []byte(`{"a":[{"b":`+big+`,"c":1}],"d":-`+big+`}`)); n != 2 {
 		t.Errorf("maxMembers = %d, want 2", n)
 	}
 }
