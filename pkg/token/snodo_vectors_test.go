@@ -39,7 +39,9 @@ import (
 
 // The interop test: vectors produced by running the real Snodo.MRTR.State under Elixir, every
 // testdata/snodo/*.json (vectors.json, and vectors-casefold.json: member names that differ only by
-// case, params with members beyond name and arguments, params that are not an object). Any file of
+// case, params with members beyond name and arguments, params that are not an object;
+// vectors-shapes.json: arguments that are {}, null, hold a null or are absent, a tools/call with a
+// uri and a resources/read with a name, which the SDK decodes alike and Snodo binds apart). Any file of
 // the same schema must pass; MRTR_SNODO_VECTORS names another one to run instead.
 
 const snodoSchemaPrefix = "snodo-mrtr-state-vectors/1"

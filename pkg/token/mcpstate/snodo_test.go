@@ -40,6 +40,7 @@ import (
 // snodoVector is the part of a vector of pkg/token/testdata/snodo that a Guard needs.
 type snodoVector struct {
 	ID        string              `json:"id"`
+	BasedOn   string              `json:"based_on"`
 	Mode      string              `json:"mode"`
 	SecretHex string              `json:"secret_hex"`
 	Keys      []map[string]string `json:"keys"` // id, secret_hex
@@ -55,22 +56,29 @@ type snodoVector struct {
 	} `json:"expected"`
 }
 
-func loadSnodoVectors(t *testing.T) map[string]snodoVector {
+// loadSnodoVectors returns the vectors of the named files of ../testdata/snodo by id (default
+// vectors-casefold.json).
+func loadSnodoVectors(t *testing.T, files ...string) map[string]snodoVector {
 	t.Helper()
-	raw, err := os.ReadFile("../testdata/snodo/vectors-casefold.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var f struct {
-		Seal []snodoVector `json:"seal_vectors"`
-		Open []snodoVector `json:"open_vectors"`
-	}
-	if err := json.Unmarshal(raw, &f); err != nil {
-		t.Fatal(err)
-	}
 	byID := map[string]snodoVector{}
-	for _, v := range append(f.Seal, f.Open...) {
-		byID[v.ID] = v
+	if len(files) == 0 {
+		files = []string{"vectors-casefold.json"}
+	}
+	for _, name := range files {
+		raw, err := os.ReadFile("../testdata/snodo/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f struct {
+			Seal []snodoVector `json:"seal_vectors"`
+			Open []snodoVector `json:"open_vectors"`
+		}
+		if err := json.Unmarshal(raw, &f); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range append(f.Seal, f.Open...) {
+			byID[v.ID] = v
+		}
 	}
 	return byID
 }
@@ -126,6 +134,13 @@ func sdkRequest(t *testing.T, method, params, state string) mcp.Request {
 		}
 		p.RequestState = state
 		return &mcp.ReadResourceRequest{Params: &p}
+	case mcpstate.MethodGetPrompt:
+		var p mcp.GetPromptParams
+		if err := json.Unmarshal([]byte(params), &p); err != nil {
+			t.Fatal(err)
+		}
+		p.RequestState = state
+		return &mcp.GetPromptRequest{Params: &p}
 	}
 	t.Fatalf("no request type for %s", method)
 	return nil
@@ -187,6 +202,58 @@ func TestWholeParamsInteroperateWithSnodo(t *testing.T) {
 			if tc.seal != "f02-arguments-headers" {
 				if _, err := sdkOnly.Open(sdkRequest(t, sv.Method, sv.Params, sv.Expected.Token)); !mcpstate.IsInvalidRequestState(err) {
 					t.Errorf("without WholeParams, Snodo's state opened (%v): the SDK's types carry all the members?", err)
+				}
+			}
+		})
+	}
+}
+
+// The shapes of params the SDK decodes alike but Snodo binds apart (prompt and tool arguments that
+// are {}, null, hold a null or are absent; a tools/call with a uri, a resources/read with a name),
+// against the real Snodo (testdata/snodo/vectors-shapes.json). Behind WholeParams the Guard seals
+// Snodo's token byte for byte and opens exactly what Snodo opens. With the SDK's types alone it
+// still seals Snodo's token for the shapes those types carry: {} and absent arguments.
+func TestSnodoShapes(t *testing.T) {
+	vectors := loadSnodoVectors(t, "vectors-shapes.json")
+	sdkCarries := map[string]bool{ // the seal vectors whose params the SDK's types carry whole
+		"prompt-args-empty": true, "prompt-args-missing": true,
+		"tool-args-empty": true, "tool-args-null": true, "tool-args-missing": true,
+	}
+	opens := map[string][]snodoVector{}
+	var seals []string
+	for id, v := range vectors {
+		if v.BasedOn != "" {
+			opens[v.BasedOn] = append(opens[v.BasedOn], v)
+		} else {
+			seals = append(seals, id)
+		}
+	}
+	if len(seals) < 18 {
+		t.Fatalf("%d seal vectors, want 18", len(seals))
+	}
+	for _, id := range seals {
+		sv := vectors[id]
+		t.Run(id, func(t *testing.T) {
+			var raw json.RawMessage
+			principal := func(mcp.Request) (json.RawMessage, error) { return json.RawMessage(sv.Principal), nil }
+			whole := mcpstate.New(signedFor(t, sv), principal,
+				mcpstate.WholeParams(func(mcp.Request) (json.RawMessage, bool) { return raw, true }))
+			raw = json.RawMessage(sv.Params)
+			if tok, err := whole.Seal(sdkRequest(t, sv.Method, sv.Params, ""), json.RawMessage(sv.Data)); err != nil || tok != sv.Expected.Token {
+				t.Errorf("WholeParams: Seal = %s, %v\nSnodo sealed %s", tok, err, sv.Expected.Token)
+			}
+			for _, ov := range opens[id] {
+				raw = json.RawMessage(ov.Params)
+				_, err := whole.Open(sdkRequest(t, ov.Method, ov.Params, ov.Token))
+				if *ov.Expected.OK != (err == nil) || (err != nil && !mcpstate.IsInvalidRequestState(err)) {
+					t.Errorf("%s: WholeParams: Open: %v; Snodo opens it: %v", ov.ID, err, *ov.Expected.OK)
+				}
+			}
+			shape := id[strings.Index(id[4:], "-")+5:] // m01-secret-prompt-args-empty: prompt-args-empty
+			if sdkCarries[shape] {
+				sdkOnly := mcpstate.New(signedFor(t, sv), principal)
+				if tok, err := sdkOnly.Seal(sdkRequest(t, sv.Method, sv.Params, ""), json.RawMessage(sv.Data)); err != nil || tok != sv.Expected.Token {
+					t.Errorf("the SDK's types: Seal = %s, %v\nSnodo sealed %s", tok, err, sv.Expected.Token)
 				}
 			}
 		})
