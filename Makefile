@@ -83,12 +83,13 @@ node-packages: ## Install containerd, runc, the CNI plugins, iptables and conntr
 	@hack/node-packages.sh
 
 # hack/helmcheck runs uncached (-count=1): what it reads, the chart and config/, lies outside its
-# module, where Go's test cache does not look for changes.
+# module, where Go's test cache does not look for changes. The library (pkg), which servers import
+# and run concurrently, is tested under the race detector.
 .PHONY: test
 test: manifests generate fmt vet envtest-assets ## Run unit and envtest suites (real kube-apiserver and etcd).
 	assets="$$(hack/build-controlplane.sh envtest)"; \
 	KUBEBUILDER_ASSETS="$$assets" go test $$(go list ./... | grep -v /test/e2e) -coverprofile cover.out
-	cd pkg && go test ./... -coverprofile cover.out
+	cd pkg && go test -race ./... -coverprofile cover.out
 	cd hack/promrules && go test -count=1 ./...
 	cd hack/image && go test -count=1 ./...
 	cd hack/helmcheck && go test -count=1 ./...

@@ -114,9 +114,12 @@ type Reporter struct {
 
 	minBackoff, maxBackoff, timeout time.Duration
 
-	mu     sync.Mutex // guards latest and acked
+	mu     sync.Mutex // guards latest, acked and onPod
 	latest string     // the last fingerprint reported
 	acked  string     // the last fingerprint the API server accepted
+	// onPod is the fingerprint the Pod is known to carry: acked after an accepted request, "" after
+	// a failed one, whose PATCH the API server may have applied although its answer was lost.
+	onPod string
 
 	// wake holds a token when Report changed latest since Run last looked: one slot, so Report
 	// never blocks and any number of Reports coalesce into one wake-up.
