@@ -141,10 +141,11 @@ type MRTRKeyringSpec struct {
 	// reloadTrigger is how, in Reload delivery, the kubelet learns that the Secret changed.
 	//
 	// PodAnnotation (the default): right after each Secret write, the operator writes the
-	// fingerprint it wrote in the annotation mrtr.dev/keyring-written of each pod that must load
-	// it. A change to its Pod makes the kubelet sync the pod at once, and the sync refreshes its
-	// Secret volumes: the new keyring reaches the pods in about a second. An admission policy
-	// that ships with the operator lets it change nothing else on a pod.
+	// fingerprint it wrote and the nudge's number ("<fingerprint>/<n>", a new value each time) in
+	// the annotation mrtr.dev/keyring-written of each pod that must load it and mounts the Secret
+	// as a volume. A change to its Pod makes the kubelet sync the pod at once, and the sync
+	// refreshes its Secret volumes: the new keyring reaches the pods in about a second. An
+	// admission policy that ships with the operator lets it change nothing else on a pod.
 	//
 	// None: the pods get the new keyring when the kubelet syncs them on its own, every
 	// syncFrequency (1m by default) plus its Secret cache's TTL: up to about two minutes per

@@ -80,11 +80,13 @@ const (
 	// SharedByAnnotation, on a workload, lets several MRTRKeyrings share it: their names, comma
 	// separated; the first stamps FingerprintAnnotation, each other its own prefixed annotation.
 	SharedByAnnotation = "mrtr.dev/keyrings"
-	// WrittenAnnotation, on a Pod, is the fingerprint of the keyring the operator last wrote to a
-	// Secret that the pod must load (reloadTrigger PodAnnotation). The operator changes it right
-	// after the write, and nothing else on the pod (the admission policy
-	// mrtr-operator-pod-annotation): the change makes the kubelet sync the pod, and so refresh its
-	// Secret volumes, at once instead of at its next periodic sync.
+	// WrittenAnnotation, on a Pod, is "<fingerprint>/<n>": the fingerprint of the keyring the
+	// operator last wrote to a Secret that the pod mounts and must load (reloadTrigger
+	// PodAnnotation), and the number of that nudge, so that each nudge changes the Pod even when it
+	// already names the fingerprint. The operator changes it right after the write, and nothing
+	// else on the pod (the admission policy mrtr-operator-pod-annotation): the change makes the
+	// kubelet sync the pod, and so refresh its Secret volumes, at once instead of at its next
+	// periodic sync. No consumer reads it.
 	WrittenAnnotation = "mrtr.dev/keyring-written"
 )
 
