@@ -6,6 +6,12 @@ IMG ?= controller:latest
 # YEAR defines the year value used for substituting the YEAR placeholder in the boilerplate header.
 YEAR ?= 2026
 
+# CONTAINER_TOOL defines the container tool to be used for building images.
+# Be aware that the target commands are only tested with Docker which is
+# scaffolded by default. However, you might want to replace it to use other
+# tools. (i.e. podman)
+CONTAINER_TOOL ?= docker
+
 # Setting SHELL to bash allows bash commands to be executed by recipes.
 # Options are set to exit when a recipe line exits non-zero or a piped command fails.
 SHELL = /usr/bin/env bash -o pipefail
@@ -63,14 +69,16 @@ vet: ## Run go vet against code, including the files behind the e2e build tag.
 	@for m in $(MODULES); do (cd $$m && go vet ./...); done
 	go vet -tags=e2e ./test/...
 
-# The control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok) cannot be
-# downloaded here: hack/build-controlplane.sh builds it from source through the Go module proxy into a
-# per-version cache folder outside the checkout (~/.cache/mrtr-operator), once per machine. It prints
-# that folder as its last line.
+# envtest's etcd and kube-apiserver (hack/envtest-assets.sh prints their folder as its last line):
+# KUBEBUILDER_ASSETS when it is set; else setup-envtest's download of ENVTEST_K8S_VERSION into bin/k8s;
+# else, where nothing can be downloaded, hack/build-controlplane.sh's build from source through the
+# Go module proxy into a per-version cache folder outside the checkout (~/.cache/mrtr-operator), once
+# per machine. The whole local control plane (kube-controller-manager, kube-scheduler, kwok, the
+# kubelet) always comes from that build.
 
 .PHONY: envtest-assets
-envtest-assets: ## Build etcd and kube-apiserver if missing; print their folder as the last line.
-	@hack/build-controlplane.sh envtest
+envtest-assets: setup-envtest ## Print envtest's binaries' folder as the last line: KUBEBUILDER_ASSETS, setup-envtest's download, or a build from source.
+	@ENVTEST="$(ENVTEST)" ENVTEST_K8S_VERSION="$(ENVTEST_K8S_VERSION)" ENVTEST_BIN_DIR="$(LOCALBIN)" hack/envtest-assets.sh
 
 .PHONY: e2e-assets
 e2e-assets: ## Build the whole local control plane and the kubelet and kube-proxy if missing; print its folder as the last line.
@@ -86,7 +94,7 @@ node-packages: ## Install containerd, runc, the CNI plugins, iptables and conntr
 # module, where Go's test cache does not look for changes.
 .PHONY: test
 test: manifests generate fmt vet envtest-assets ## Run unit and envtest suites (real kube-apiserver and etcd).
-	assets="$$(hack/build-controlplane.sh envtest)"; \
+	assets="$$(ENVTEST="$(ENVTEST)" ENVTEST_K8S_VERSION="$(ENVTEST_K8S_VERSION)" ENVTEST_BIN_DIR="$(LOCALBIN)" hack/envtest-assets.sh | tail -1)"; \
 	KUBEBUILDER_ASSETS="$$assets" go test $$(go list ./... | grep -v /test/e2e) -coverprofile cover.out
 	cd pkg && go test ./... -coverprofile cover.out
 	cd hack/promrules && go test -count=1 ./...
@@ -145,7 +153,7 @@ bench-token: ## Benchmark pkg/token's codecs against their floors and alternativ
 SCALE_N ?= 100,1000
 .PHONY: bench-scale
 bench-scale: envtest-assets ## Benchmark the manager with SCALE_N keyrings (default 100,1000) on envtest: Ready, rotate all, cost per rotation.
-	KUBEBUILDER_ASSETS="$$(hack/build-controlplane.sh envtest | tail -1)" go run ./hack/benchscale -n "$(SCALE_N)"
+	KUBEBUILDER_ASSETS="$$(ENVTEST="$(ENVTEST)" ENVTEST_K8S_VERSION="$(ENVTEST_K8S_VERSION)" ENVTEST_BIN_DIR="$(LOCALBIN)" hack/envtest-assets.sh | tail -1)" go run ./hack/benchscale -n "$(SCALE_N)"
 
 # The linter also covers the test tool modules under hack/ (each its own module for its
 # dependencies: Helm, the Prometheus rule evaluator, the image builder, the token libraries that
@@ -199,22 +207,66 @@ run-local: build e2e-assets node-packages ## Start a local cluster with the CRDs
 		"$(LOCALBIN)/manager" --health-probe-bind-address=0 --metrics-bind-address=0 \
 		--leader-elect --leader-election-namespace=$(LEADER_ELECTION_NAMESPACE)
 
-# The manager image without a container engine (the distroless base cannot be pulled here):
-# hack/image, a module of its own, puts the static binary on a base it builds (this machine's CA
-# certificates from Debian's ca-certificates package, a nonroot user and group 65532, /tmp) and
-# writes $(IMAGE_DIR)/oci, an OCI image layout holding the image as $(IMG), and
-# $(IMAGE_DIR)/manager.tar for `docker load -i`. Reproducible: every timestamp is SOURCE_DATE_EPOCH
-# (the last commit's time), so the same tree gives the same digest. IMAGE_ARCH cross-builds.
+# If you wish to build the manager image targeting other platforms you can use the --platform flag.
+# (i.e. docker build --platform linux/arm64). However, you must enable docker buildKit for it.
+# More info: https://docs.docker.com/develop/develop-images/build_enhancements/
+.PHONY: docker-build
+docker-build: ## Build docker image with the manager.
+	$(CONTAINER_TOOL) build -t ${IMG} .
+
+.PHONY: docker-push
+docker-push: ## Push docker image with the manager.
+	$(CONTAINER_TOOL) push ${IMG}
+
+# PLATFORMS defines the target platforms for the manager image be built to provide support to multiple
+# architectures. (i.e. make docker-buildx IMG=myregistry/mypoperator:0.0.1). To use this option you need to:
+# - be able to use docker buildx. More info: https://docs.docker.com/build/buildx/
+# - have enabled BuildKit. More info: https://docs.docker.com/develop/develop-images/build_enhancements/
+# - be able to push the image to your registry (i.e. if you do not set a valid value via IMG=<myregistry/image:<tag>> then the export will fail)
+# To adequately provide solutions that are compatible with multiple platforms, you should consider using this option.
+# make image-push (no container engine) builds and pushes the same platforms.
+PLATFORMS ?= linux/arm64,linux/amd64,linux/s390x,linux/ppc64le
+.PHONY: docker-buildx
+docker-buildx: ## Build and push docker image for the manager for cross-platform support
+	# copy existing Dockerfile and insert --platform=${BUILDPLATFORM} into Dockerfile.cross, and preserve the original Dockerfile
+	sed -e '1 s/\(^FROM\)/FROM --platform=\$$\{BUILDPLATFORM\}/; t' -e ' 1,// s//FROM --platform=\$$\{BUILDPLATFORM\}/' Dockerfile > Dockerfile.cross
+	- $(CONTAINER_TOOL) buildx create --name mrtr-operator-builder
+	$(CONTAINER_TOOL) buildx use mrtr-operator-builder
+	- $(CONTAINER_TOOL) buildx build --push --platform=$(PLATFORMS) --tag ${IMG} -f Dockerfile.cross .
+	- $(CONTAINER_TOOL) buildx rm mrtr-operator-builder
+	rm Dockerfile.cross
+
+# The manager image without a container engine, the one the tests run (test/container, the e2e
+# suites): hack/image, a module of its own, puts the static binary on a base it builds like
+# distroless static:nonroot (this machine's CA certificates from Debian's ca-certificates package,
+# a nonroot user and group 65532, /tmp) and writes $(IMAGE_DIR)/oci, an OCI image layout holding
+# the image as $(IMG), $(IMAGE_DIR)/oci.tar (ctr images import) and $(IMAGE_DIR)/manager.tar for
+# `docker load -i`. Reproducible: every timestamp is SOURCE_DATE_EPOCH (the last commit's time), so
+# the same tree gives the same digest. IMAGE_PLATFORMS (default: this machine's) cross-builds; with
+# more than one the image is an index of one image per platform. MANAGER_BUILD_FLAGS are the
+# Dockerfile's too (hack/image's TestDockerfileAgrees).
 IMAGE_DIR ?= $(LOCALBIN)/image
 IMAGE_ARCH ?= $(shell go env GOARCH)
+IMAGE_PLATFORMS ?= linux/$(IMAGE_ARCH)
+MANAGER_BUILD_FLAGS := -trimpath -ldflags="-s -w"
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 .PHONY: image
 image: ## Build the manager image without Docker: bin/image/oci (OCI layout, named IMG) and bin/image/manager.tar (docker load).
 	mkdir -p "$(LOCALBIN)"
-	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) go build -trimpath -ldflags="-s -w" -o "$(LOCALBIN)/manager-static" ./cmd
-	cd hack/image && SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) go run . -binary "$(LOCALBIN)/manager-static" \
+	binaries=""; for p in $$(echo "$(IMAGE_PLATFORMS)" | tr ',' ' '); do \
+		os=$${p%%/*}; arch=$${p#*/}; out="$(LOCALBIN)/manager-static-$$os-$$arch"; \
+		CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build $(MANAGER_BUILD_FLAGS) -o "$$out" cmd/main.go; \
+		binaries="$${binaries:+$$binaries,}$$out"; \
+	done; \
+	cd hack/image && SOURCE_DATE_EPOCH=$(SOURCE_DATE_EPOCH) go run . -binary "$$binaries" \
 		-out "$(IMAGE_DIR)" -tag "$(IMG)" -revision "$$(git rev-parse HEAD 2>/dev/null)" \
-		-version "$$(git describe --tags --always --dirty 2>/dev/null || echo dev)"
+		-version "$$(git describe --tags --always --dirty 2>/dev/null || echo dev)" $(IMAGE_FLAGS)
+
+# The same image for every platform of PLATFORMS, pushed to the registry of IMG (credentials as
+# docker login or crane auth login store them in ~/.docker/config.json).
+.PHONY: image-push
+image-push: ## Build the image without Docker for every platform of PLATFORMS (an index) and push it as IMG.
+	@$(MAKE) --no-print-directory image IMAGE_PLATFORMS="$(PLATFORMS)" IMAGE_FLAGS=-push
 
 # test/container runs that image under runc (the way an e2e test can run the manager as its image);
 # its own e2e tests run the image for real: they need root and runc (apt-get install runc).
@@ -296,12 +348,18 @@ $(LOCALBIN):
 KUBECTL ?= $(LOCALBIN)/kubectl
 KUSTOMIZE ?= $(LOCALBIN)/kustomize
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
+ENVTEST ?= $(LOCALBIN)/setup-envtest
 GOLANGCI_LINT = $(LOCALBIN)/golangci-lint
 HELM ?= $(LOCALBIN)/helm
 
 ## Tool Versions
 KUSTOMIZE_VERSION ?= v5.8.1
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
+#ENVTEST_VERSION is the version of controller-runtime release branch to fetch the envtest setup script (i.e. release-0.20)
+# Pinned to the setup-envtest module's tag of controller-runtime v0.25.
+ENVTEST_VERSION ?= v0.25.1
+#ENVTEST_K8S_VERSION is the version of Kubernetes to use for setting up ENVTEST binaries (i.e. 1.31)
+ENVTEST_K8S_VERSION ?= $(shell go list -m -f "{{ .Version }}" k8s.io/api | awk -F'[v.]' '{printf "1.%d", $$3}')
 GOLANGCI_LINT_VERSION ?= v2.15.0
 # Keep in step with hack/helmcheck/go.mod, which renders the chart with the same Helm.
 HELM_VERSION ?= v3.22.0
@@ -315,6 +373,14 @@ kubectl: ## Build kubectl v1.37.2 from source into the control-plane cache (once
 		echo "This target needs kubectl ($(KUBECTL)), which is not there; set KUBECTL=/path/to/kubectl."; \
 		exit 1; \
 	}
+
+# setup-envtest is built even where it can download nothing: envtest-assets then falls back to the
+# source build. A failed build of it (no module proxy) falls back too.
+.PHONY: setup-envtest
+setup-envtest: ## Download setup-envtest locally if necessary (envtest-assets uses it to download etcd and kube-apiserver).
+	@if [ -z "$${KUBEBUILDER_ASSETS:-}" ]; then $(MAKE) --no-print-directory "$(ENVTEST)" 1>&2 || true; fi
+$(ENVTEST): $(LOCALBIN)
+	$(call go-install-tool,$(ENVTEST),sigs.k8s.io/controller-runtime/tools/setup-envtest,$(ENVTEST_VERSION))
 
 .PHONY: kustomize
 kustomize: $(KUSTOMIZE) ## Download kustomize locally if necessary.
