@@ -267,6 +267,10 @@ const (
 	PhaseRevoking Phase = "Revoking"
 )
 
+// UnderWay reports whether a rotation, or the rollout of a revocation, is under way: any phase but
+// Stable, once the operator has set one.
+func (p Phase) UnderWay() bool { return p != "" && p != PhaseStable }
+
 // KeyRole is what a key is used for right now.
 // +kubebuilder:validation:Enum=Primary;Accepted;Staged;Retiring
 type KeyRole string
@@ -550,8 +554,17 @@ type MRTRKeyringStatus struct {
 	// +kubebuilder:validation:MaxItems=32
 	RevokedKeys []RevokedKey `json:"revokedKeys,omitempty"`
 
-	// lastHandledRevokeRequest lists the requests of the mrtr.dev/revoke annotation handled, comma
-	// separated (the last 64): a request of the annotation not among them is new.
+	// lastHandledRevokeSequence is the highest sequence of the numbered mrtr.dev/revoke requests
+	// handled ("SEQUENCE:TARGET", as kubectl mrtr revoke writes them): a numbered request at or
+	// below it is handled, and never handled again, whatever the annotation holds.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	LastHandledRevokeSequence int64 `json:"lastHandledRevokeSequence,omitempty"`
+
+	// lastHandledRevokeRequest lists the unnumbered requests of the mrtr.dev/revoke annotation
+	// handled that the annotation still holds, comma separated: one not among them is new. (Before
+	// sequences, every request was unnumbered and this held the last 64 handled; an existing list
+	// is read the same way.)
 	// +optional
 	LastHandledRevokeRequest string `json:"lastHandledRevokeRequest,omitempty"`
 

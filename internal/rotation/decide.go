@@ -154,7 +154,7 @@ func createSecret(f facts, o outcome) outcome {
 	}
 	// A new keyring has nothing a pending revocation could name.
 	if fresh := newRevokeRequests(f.in, o.status); len(fresh) > 0 {
-		o.status.LastHandledRevokeRequest = handledRevokeRequests(f.in, o.status, fresh)
+		o.status = handledRevokeRequests(f.in, o.status, fresh)
 	}
 	o.status.NextRotationTime = later(f.now, f.in.Settings.RotationInterval)
 	return enter(f, o, change{phase: mrtrv1alpha1.PhaseStable, keyring: kr, staged: staged, write: true})
@@ -533,7 +533,10 @@ func newKeys(f facts, st mrtrv1alpha1.MRTRKeyringStatus, kr *keyring.Keyring, n 
 	// Nor one a request names, handled or not: a key named by a request never seals. (Such ids
 	// are skipped, not taken as used: a request naming an id of the future must not move every
 	// id after it.)
-	named := append(splitIDs(f.in.RevokeRequest), splitIDs(st.LastHandledRevokeRequest)...)
+	named := splitIDs(st.LastHandledRevokeRequest)
+	for _, r := range mrtrv1alpha1.ParseRevokeRequests(f.in.RevokeRequest) {
+		named = append(named, r.Target)
+	}
 	out := make([]keyring.Key, n)
 	for i := range out {
 		id := NewKeyID(f.in.Now, used...)

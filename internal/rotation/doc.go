@@ -117,8 +117,12 @@ limitations under the License.
 //
 // The mrtr.dev/revoke annotation holds revocation requests (key ids, or "*" for every key), which
 // accumulate: every request not yet handled is acted on, however many were written while the
-// operator was away, and recorded as handled (status.lastHandledRevokeRequest, and the Secret's
-// HandledRevokeAnnotation). The keys they name are removed at once, in any phase (suspended or
+// operator was away, and recorded as handled: a numbered request ("7:KEYID", as kubectl mrtr
+// revoke writes them) by the highest sequence handled (status.lastHandledRevokeSequence, and the
+// Secret's HandledRevokeSequenceAnnotation), which lets the plugin prune handled requests and
+// keeps one that GitOps puts back from being handled again; an unnumbered one by its text, for as
+// long as the annotation holds it (status.lastHandledRevokeRequest, and the Secret's
+// HandledRevokeAnnotation). So a request is handled once however many a keyring sees. The keys they name are removed at once, in any phase (suspended or
 // stalled too), without the TTL wait: tokens sealed with them fail from then on, which is the
 // point. A key any request names never seals: revocation comes before any other decision of the
 // pass, a keyring taken as it is included, and a fresh key never takes a named id. A revoked

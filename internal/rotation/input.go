@@ -129,8 +129,10 @@ type SecretObservation struct {
 	WrittenPhase       mrtrv1alpha1.Phase
 	WrittenFingerprint string
 	// HandledRotateRequest is the mrtrv1alpha1.HandledRotateAnnotation, HandledRevokeRequest the
-	// HandledRevokeAnnotation.
+	// HandledRevokeAnnotation, HandledRevokeSequence the HandledRevokeSequenceAnnotation (0 when
+	// absent or not a number).
 	HandledRotateRequest, HandledRevokeRequest string
+	HandledRevokeSequence                      int64
 	// Staged is the id the StagedKeyAnnotation names, "" when none.
 	Staged string
 	// Revoked are the ids the RevokedKeysAnnotation lists.
@@ -163,15 +165,16 @@ func ObserveSecret(exists bool, secretType string, data map[string][]byte, annot
 		return SecretObservation{State: SecretInvalid, Problem: err.Error()}
 	}
 	return SecretObservation{
-		State:                SecretValid,
-		Keyring:              r,
-		WrittenPhase:         mrtrv1alpha1.Phase(annotations[mrtrv1alpha1.PhaseAnnotation]),
-		WrittenFingerprint:   annotations[mrtrv1alpha1.FingerprintAnnotation],
-		HandledRotateRequest: annotations[mrtrv1alpha1.HandledRotateAnnotation],
-		HandledRevokeRequest: annotations[mrtrv1alpha1.HandledRevokeAnnotation],
-		Staged:               annotations[mrtrv1alpha1.StagedKeyAnnotation],
-		Revoked:              splitIDs(annotations[mrtrv1alpha1.RevokedKeysAnnotation]),
-		TokenTTL:             declaredTTL(data[keyring.TokenTTLDataKey]),
+		State:                 SecretValid,
+		Keyring:               r,
+		WrittenPhase:          mrtrv1alpha1.Phase(annotations[mrtrv1alpha1.PhaseAnnotation]),
+		WrittenFingerprint:    annotations[mrtrv1alpha1.FingerprintAnnotation],
+		HandledRotateRequest:  annotations[mrtrv1alpha1.HandledRotateAnnotation],
+		HandledRevokeRequest:  annotations[mrtrv1alpha1.HandledRevokeAnnotation],
+		HandledRevokeSequence: handledSequence(annotations[mrtrv1alpha1.HandledRevokeSequenceAnnotation]),
+		Staged:                annotations[mrtrv1alpha1.StagedKeyAnnotation],
+		Revoked:               splitIDs(annotations[mrtrv1alpha1.RevokedKeysAnnotation]),
+		TokenTTL:              declaredTTL(data[keyring.TokenTTLDataKey]),
 	}
 }
 
@@ -184,13 +187,32 @@ func (d Decision) SecretAnnotations() map[string]string {
 		revoked[i] = k.ID
 	}
 	return map[string]string{
-		mrtrv1alpha1.PhaseAnnotation:         string(d.SecretPhase),
-		mrtrv1alpha1.FingerprintAnnotation:   d.Secret.Fingerprint(),
-		mrtrv1alpha1.HandledRotateAnnotation: d.Status.LastHandledRotateRequest,
-		mrtrv1alpha1.HandledRevokeAnnotation: d.Status.LastHandledRevokeRequest,
-		mrtrv1alpha1.RevokedKeysAnnotation:   strings.Join(revoked, ","),
-		mrtrv1alpha1.StagedKeyAnnotation:     d.SecretStaged,
+		mrtrv1alpha1.PhaseAnnotation:                 string(d.SecretPhase),
+		mrtrv1alpha1.FingerprintAnnotation:           d.Secret.Fingerprint(),
+		mrtrv1alpha1.HandledRotateAnnotation:         d.Status.LastHandledRotateRequest,
+		mrtrv1alpha1.HandledRevokeAnnotation:         d.Status.LastHandledRevokeRequest,
+		mrtrv1alpha1.HandledRevokeSequenceAnnotation: handledSequenceValue(d.Status.LastHandledRevokeSequence),
+		mrtrv1alpha1.RevokedKeysAnnotation:           strings.Join(revoked, ","),
+		mrtrv1alpha1.StagedKeyAnnotation:             d.SecretStaged,
 	}
+}
+
+// handledSequence reads a HandledRevokeSequenceAnnotation: 0, nothing handled, unless it is a
+// non-negative number.
+func handledSequence(s string) int64 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// handledSequenceValue is the HandledRevokeSequenceAnnotation of n: none for 0.
+func handledSequenceValue(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // splitIDs splits a comma-separated list of key ids, dropping blanks.
