@@ -89,6 +89,8 @@ type options struct {
 	push bool
 	// remote are the options of the push: the credentials, and in tests the transport.
 	remote []remote.Option
+	// trees, when it names layers, makes an image of directory trees instead (see rootfs.go).
+	trees treeOptions
 }
 
 func (o options) entry() string { return cmp.Or(o.entrypoint, binaryPath) }
@@ -118,6 +120,9 @@ func build(ctx context.Context, o options) (*result, error) {
 	tag, err := name.NewTag(o.tag)
 	if err != nil {
 		return nil, fmt.Errorf("image tag %q: %w", o.tag, err)
+	}
+	if len(o.trees.layers) > 0 {
+		o.binaries = []string{""} // one image, of the trees
 	}
 	if len(o.binaries) == 0 {
 		return nil, errors.New("no binary to build the image of (-binary)")
@@ -249,6 +254,9 @@ func push(ctx context.Context, tag name.Tag, top partial.Describable, opts []rem
 // assemble builds the image of bin in memory: a base layer (CA certificates, accounts, /tmp) and a
 // layer with the binary, so that the base layer is shared between versions.
 func assemble(o options, binPath string) (v1.Image, v1.Platform, error) {
+	if len(o.trees.layers) > 0 {
+		return assembleTrees(o)
+	}
 	bin, err := os.ReadFile(binPath)
 	if err != nil {
 		return nil, v1.Platform{}, fmt.Errorf("reading the manager binary (built by `make image`): %w", err)

@@ -61,8 +61,14 @@ func main() {
 	flag.StringVar(&o.revision, "revision", "", "The org.opencontainers.image.revision label: the commit the binary is built from.")
 	flag.BoolVar(&o.push, "push", false,
 		"Push the image to the registry of -tag, with the credentials of ~/.docker/config.json (docker login, crane auth login).")
+	var layers, env repeated
+	flag.Var(&layers, "layer", "A directory whose tree is a layer of the image, in the order given (repeatable): "+
+		"an image of trees (a Debian root, a server with its runtime) instead of a binary on the distroless-like base.")
+	flag.StringVar(&o.trees.cmd, "cmd", "", `With -layer: the entrypoint, as a JSON array ("["/usr/bin/python3","/app/server.py"]").`)
+	flag.Var(&env, "env", "With -layer: VAR=value added to the image's environment (repeatable).")
 	flag.Parse()
 	o.binaries = strings.Split(binaries, ",")
+	o.trees.layers, o.trees.env = layers, env
 
 	epoch, err := sourceDateEpoch(os.Getenv("SOURCE_DATE_EPOCH"))
 	if err != nil {
@@ -111,3 +117,9 @@ func fail(err error) {
 	fmt.Fprintln(os.Stderr, "image:", err)
 	os.Exit(1)
 }
+
+// repeated is a flag that may be given several times.
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, ",") }
+func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }
