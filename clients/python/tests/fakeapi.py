@@ -89,7 +89,8 @@ class Patch:
     body: Any
 
 
-# What the server does with one request: answer (status, body), or "drop" (read it, close without answer).
+# What the server does with one request: answer (status, body); "drop": read it and close the
+# connection without an answer; "applied-drop": the same, after applying the patch (a lost answer).
 Action = tuple[int, bytes] | str
 
 
@@ -124,11 +125,11 @@ class FakeAPIServer:
                 action = outer.plan(pod)
                 with outer.changed:
                     outer.requests.append(patch)
-                    if action != "drop" and isinstance(action, tuple) and action[0] // 100 == 2:
+                    if action == "applied-drop" or isinstance(action, tuple) and action[0] // 100 == 2:
                         notes = patch.body.get("metadata", {}).get("annotations", {})
                         outer.annotations.setdefault(pod, {}).update(notes)
                     outer.changed.notify_all()
-                if action == "drop":
+                if action in ("drop", "applied-drop"):
                     self.close_connection = True
                     self.connection.shutdown(2)
                     return

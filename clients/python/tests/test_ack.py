@@ -144,3 +144,32 @@ def test_backoff_bounds(api: FakeAPIServer, tmp_path: Path) -> None:
     for n in range(1, 40):
         d = r.backoff(n)
         assert 0.01 <= d <= 0.05
+
+
+def test_resends_after_a_lost_answer(api: FakeAPIServer, tmp_path: Path) -> None:
+    # fp2's patch is applied but its answer lost; the keyring then returns to fp1, acknowledged
+    # before: the Pod may carry fp2, so fp1 must be sent again.
+    plan: list[Action] = []
+    api.plan = lambda pod: plan.pop(0) if plan else (200, b"{}")
+    with reporter(api, tmp_path, []) as r:
+        r.report("fp1")
+        assert api.wait(lambda: r.acknowledged == "fp1")
+        plan[:] = ["applied-drop", (500, b""), (500, b"")]
+        r.report("fp2")
+        assert api.wait(lambda: len(api.requests) >= 3)
+        assert api.annotations["mcp/weather-0"]["loaded.mrtr.dev/weather-keyring"] == "fp2"
+        r.report("fp1")
+        assert api.wait(lambda: api.annotations["mcp/weather-0"]["loaded.mrtr.dev/weather-keyring"] == "fp1")
+    sent = [q.body["metadata"]["annotations"]["loaded.mrtr.dev/weather-keyring"] for q in api.requests]
+    assert sent[0] == "fp1" and "fp2" in sent and sent[-1] == "fp1"
+
+
+def test_service_account_dir_from_the_environment(
+    api: FakeAPIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MRTR_SERVICE_ACCOUNT_DIR", str(api.service_account(tmp_path / "elsewhere", "other")))
+    monkeypatch.delenv("POD_NAMESPACE", raising=False)
+    with AckReporter("weather-keyring", pod_name="p", api_server=api.url) as r:
+        assert r.pod == "other/p"
+        r.report("fp")
+        assert api.wait(lambda: r.acknowledged == "fp")
