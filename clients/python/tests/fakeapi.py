@@ -125,7 +125,7 @@ class FakeAPIServer:
                 action = outer.plan(pod)
                 with outer.changed:
                     outer.requests.append(patch)
-                    if action == "applied-drop" or isinstance(action, tuple) and action[0] // 100 == 2:
+                    if action == "applied-drop" or (isinstance(action, tuple) and action[0] // 100 == 2):
                         notes = patch.body.get("metadata", {}).get("annotations", {})
                         outer.annotations.setdefault(pod, {}).update(notes)
                     outer.changed.notify_all()
