@@ -17,6 +17,7 @@ without end, for the latest fingerprint only: serving never waits for it.
 from __future__ import annotations
 
 import hashlib
+import http
 import http.client
 import ipaddress
 import json
@@ -38,6 +39,9 @@ ANNOTATION_PREFIX = "loaded.mrtr.dev/"
 FIELD_MANAGER = "mrtr-ack"
 USER_AGENT = "mrtr-ack (mrtr-keyring for Python)"
 DEFAULT_SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
+# Replaces the default service account directory when set (the conformance check points it at its
+# fake API server's token and CA).
+SERVICE_ACCOUNT_DIR_ENV = "MRTR_SERVICE_ACCOUNT_DIR"
 DEFAULT_MIN_BACKOFF = 0.2
 DEFAULT_MAX_BACKOFF = 30.0
 DEFAULT_TIMEOUT = 10.0
@@ -78,6 +82,19 @@ def _quote_cut(msg: str) -> str:
     if len(raw) <= _MAX_MESSAGE:
         return json.dumps(msg)
     return json.dumps(raw[:_MAX_MESSAGE].decode(errors="ignore")) + "…"
+
+
+def _status_line(code: int, reason: str, token: str) -> str:
+    """The status code and reason phrase; a phrase other than the standard one is the server's text
+    (any endpoint the CA trusts can answer), so it is redacted, quoted and cut like a message."""
+    try:
+        standard = http.HTTPStatus(code).phrase
+    except ValueError:
+        standard = ""
+    reason = reason.strip()
+    if not reason or reason == standard:
+        return f"{code} {standard}".strip()
+    return f"{code} {_quote_cut(reason.replace(token, '[token]'))}"
 
 
 def _status_message(body: bytes, token: str) -> str:
@@ -130,7 +147,9 @@ class AckReporter:
                 f"ack: secret {secret!r} is not a Secret name "
                 "(a DNS subdomain: at most 253 lowercase letters, digits, '-' and '.')"
             )
-        sa_dir = os.fspath(service_account_dir or DEFAULT_SERVICE_ACCOUNT_DIR)
+        sa_dir = os.fspath(
+            service_account_dir or os.environ.get(SERVICE_ACCOUNT_DIR_ENV) or DEFAULT_SERVICE_ACCOUNT_DIR
+        )
         pod = pod_name or os.environ.get("POD_NAME", "")
         if not pod:
             raise ValueError("ack: no pod name: pass pod_name or set $POD_NAME (the downward API's metadata.name)")
@@ -169,6 +188,10 @@ class AckReporter:
         self._cond = threading.Condition()
         self._latest = ""
         self._acked = ""
+        # What the Pod is known to carry: the acknowledged fingerprint after an accepted request, ""
+        # after a failed one, whose patch the API server may have applied although its answer was
+        # lost; so a return to the fingerprint acknowledged before is sent again.
+        self._on_pod = ""
         self._stopped = False
         self._thread: threading.Thread | None = None
         self._conn: http.client.HTTPSConnection | None = None
@@ -282,7 +305,7 @@ class AckReporter:
         off from a failure of `failed`, only a newer one or the end of the pause. None once stopped."""
         with self._cond:
             while not self._stopped:
-                pending = self._latest if self._latest != self._acked else ""
+                pending = self._latest if self._latest != self._on_pod else ""
                 if retry_at is None:
                     if pending:
                         return pending, None
@@ -305,6 +328,8 @@ class AckReporter:
             try:
                 self.publish(fp)
             except Exception as e:
+                with self._cond:
+                    self._on_pod = ""
                 failures += 1
                 failed, retry_at = fp, time.monotonic() + self.backoff(failures)
                 if self._on_error is not None:
@@ -315,7 +340,7 @@ class AckReporter:
                 continue
             failures, failed = 0, ""
             with self._cond:
-                self._acked = fp
+                self._acked = self._on_pod = fp
 
     def _token(self) -> str:
         try:
@@ -361,4 +386,5 @@ class AckReporter:
             self._close()
             raise AckError(f"ack: patch pod {self.pod}: {type(e).__name__}: {e}") from None
         message = _status_message(text, token)
-        raise AckError(f"ack: patch pod {self.pod}: {resp.status} {resp.reason}: {message}{_hint(resp.status)}")
+        status = _status_line(resp.status, resp.reason, token)
+        raise AckError(f"ack: patch pod {self.pod}: {status}: {message}{_hint(resp.status)}")

@@ -208,6 +208,8 @@ class KeyringWatcher:
         self._reloads = self._changes = self._errors = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # Taken before the first read, so that a change during it or before start() is seen.
+        self._sig = _signature(self.path)
         snap = _read_settled(self.path, sleep)
         self._current = _parse_snapshot(self.path, snap)
         self._last_sum: bytes | None = self._sum(snap)
@@ -319,7 +321,7 @@ class KeyringWatcher:
         self.stop()
 
     def _run(self) -> None:
-        sig = _signature(self.path)
+        sig = self._sig
         next_resync = time.monotonic() + self._resync
         while not self._stop.wait(self._poll):
             now_sig = _signature(self.path)
