@@ -174,6 +174,49 @@ export class Reader {
     return out;
   }
 
+  /**
+   * The members of the top-level object as [decoded name, value text as written], in document
+   * order; undefined if the text is not one JSON object. Repeated names are kept, for the caller
+   * to judge; nested objects may repeat names too.
+   */
+  topLevelMembers(): [string, string][] | undefined {
+    const lenient = new Reader(this.src, FIRST_WINS);
+    try {
+      lenient.skipSpace();
+      if (!lenient.consume('{')) {
+        return undefined;
+      }
+      const out: [string, string][] = [];
+      if (!lenient.consume('}')) {
+        for (;;) {
+          lenient.skipSpace();
+          if (lenient.src.charCodeAt(lenient.pos) !== 0x22) {
+            return undefined;
+          }
+          const name = lenient.decodeString();
+          if (!lenient.consume(':')) {
+            return undefined;
+          }
+          lenient.skipSpace();
+          const start = lenient.pos;
+          lenient.value(undefined);
+          out.push([name, lenient.src.slice(start, lenient.pos)]);
+          if (lenient.consume(',')) {
+            continue;
+          }
+          if (lenient.consume('}')) {
+            break;
+          }
+          return undefined;
+        }
+      }
+      lenient.end();
+      return out;
+    } catch {
+      return undefined;
+    }
+  }
+
   error(at: number, msg: string): JSONSyntaxError {
     return new JSONSyntaxError(at, msg);
   }

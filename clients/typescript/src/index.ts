@@ -35,3 +35,21 @@ export {
   MAX_SIGNED_TOKEN_BYTES,
 } from './signed.js';
 export { canonical, canonicalFirstWins, canonicalParams, formatFloat, JSONSyntaxError } from './canonical.js';
+export {
+  RequestState,
+  type RequestStateOptions,
+  type RequestStateContext,
+  type AuthInfoLike,
+  type FetchHandler,
+  recordParams,
+  anonymous,
+  principalFromAuthInfo,
+} from './mcp.js';
+export {
+  KeyringWatcher,
+  type WatcherOptions,
+  loadKeyringFile,
+  DEFAULT_DEBOUNCE_MS,
+  DEFAULT_RESYNC_MS,
+} from './watch.js';
+export { AckReporter, type AckConfig, annotationKey, ANNOTATION_PREFIX, FIELD_MANAGER } from './ack.js';
