@@ -94,7 +94,7 @@ type kubelet struct {
 	n       int      // timestamped directories made so far
 	ts      string   // the current one
 	visible []string // the user-visible links
-	// linksFirst creates the user-visible links before the ..data switch, as kubelets before 1.27 did.
+	// linksFirst creates the user-visible links before the ..data switch, as older kubelets did.
 	linksFirst bool
 }
 
@@ -175,7 +175,7 @@ func swapVectors() (*swapsFile, error) {
 				k := &kubelet{}
 				return [][]op{k.write(snapshot(A, ""))}, [][]op{k.write(snapshot(A, "300")), k.write(snapshot(BA, "300"))}
 			}},
-		{"token-ttl added, links before the switch", "As \"token-ttl added\", with the user-visible links created before the ..data switch (kubelets before 1.27): the token-ttl link dangles until the switch.",
+		{"token-ttl added, links before the switch", "As \"token-ttl added\", with the user-visible links created before the ..data switch (older kubelets): the token-ttl link dangles until the switch.",
 			func() (setup, steps [][]op) {
 				k := &kubelet{linksFirst: true}
 				return [][]op{k.write(snapshot(A, ""))}, [][]op{k.write(snapshot(A, "300")), k.write(snapshot(BA, "300"))}

@@ -36,6 +36,7 @@ import (
 // of docs/ is an operator document, run in full.
 var NotRun = map[string]string{
 	"benchmarks.md": "its commands run the token and scale benchmarks on a developer's machine (minutes of CPU each), not against a cluster",
+	"consumers.md":  "the contract for server authors: its commands run the conformance check on a developer's machine, not against a cluster",
 }
 
 // Block is one fenced code block of a Markdown file.
