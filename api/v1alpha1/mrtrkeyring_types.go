@@ -331,6 +331,13 @@ type KeyStatus struct {
 	// rotation before it seals, so its age is not how long it has sealed.
 	// +optional
 	SealingSince *metav1.Time `json:"sealingSince,omitempty"`
+	// pythonKid is the kid that python-sdk (mcp 2.3.0) writes into every token it seals with this
+	// key, as 8 lowercase hex digits. python-sdk derives it from the key bytes and takes no id, so
+	// this is how a Python token is traced to its key (kubectl mrtr inspect). It is a hash of a hash
+	// of the key, as safe to show as the fingerprint.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{8}$`
+	PythonKid string `json:"pythonKid,omitempty"`
 }
 
 // Sealing is when k began to seal: sealingSince, or createdAt in a status from before it.

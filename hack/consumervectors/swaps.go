@@ -69,6 +69,10 @@ type state struct {
 	Error    string `json:"error,omitempty"`
 	// Acknowledge: the fingerprint in service changed at this step; the consumer must acknowledge it.
 	Acknowledge bool `json:"acknowledge"`
+	// TornRead, when set, is what a reader that reads <dir>/keyring.json and <dir>/token-ttl through
+	// their own links (not through the directory ..data names) would take from the directory right
+	// now, where that differs from the above: the torn read a consumer must not make.
+	TornRead string `json:"tornRead,omitempty"`
 }
 
 var swapsComment = []string{
@@ -84,6 +88,9 @@ var swapsComment = []string{
 	"..data/<file>, remove the links of files gone from the Secret, remove the old timestamped directory.",
 	"expect.rejected: the directory does not hold a valid snapshot right now; keep serving the keyring",
 	"given (the last good one) and report `error`. expect.acknowledge: the fingerprint in service changed.",
+	"expect.tornRead, when set: what a reader that opens <dir>/keyring.json and <dir>/token-ttl by their own",
+	"names takes at that moment (\"<fingerprint> ttl=<seconds|none>\", or \"refused\"), which differs from what",
+	"it must serve: read both files from the directory ..data names, and check ..data did not move meanwhile.",
 }
 
 // dir is the placeholder for the temporary directory in error messages.
@@ -94,7 +101,7 @@ type kubelet struct {
 	n       int      // timestamped directories made so far
 	ts      string   // the current one
 	visible []string // the user-visible links
-	// linksFirst creates the user-visible links before the ..data switch, as kubelets before 1.27 did.
+	// linksFirst creates the user-visible links before the ..data switch, as older kubelets did.
 	linksFirst bool
 }
 
@@ -175,7 +182,7 @@ func swapVectors() (*swapsFile, error) {
 				k := &kubelet{}
 				return [][]op{k.write(snapshot(A, ""))}, [][]op{k.write(snapshot(A, "300")), k.write(snapshot(BA, "300"))}
 			}},
-		{"token-ttl added, links before the switch", "As \"token-ttl added\", with the user-visible links created before the ..data switch (kubelets before 1.27): the token-ttl link dangles until the switch.",
+		{"token-ttl added, links before the switch", "As \"token-ttl added\", with the user-visible links created before the ..data switch (older kubelets): the token-ttl link dangles until the switch.",
 			func() (setup, steps [][]op) {
 				k := &kubelet{linksFirst: true}
 				return [][]op{k.write(snapshot(A, ""))}, [][]op{k.write(snapshot(A, "300")), k.write(snapshot(BA, "300"))}
@@ -290,6 +297,11 @@ func run(name, description string, setup, steps []op) (sequence, error) {
 		}
 		st.Acknowledge = st.Fingerprint != last
 		last = st.Fingerprint
+		if !st.Rejected {
+			if naive := throughLinks(tmp); naive != describeState(st) {
+				st.TornRead = naive
+			}
+		}
 		o.Expect = &st
 		seq.Steps = append(seq.Steps, o)
 	}
@@ -332,4 +344,36 @@ func apply(root string, o op) error {
 		return fmt.Errorf("%s %s: %w", o.Op, o.Path, err)
 	}
 	return nil
+}
+
+// throughLinks is what a reader that opens <dir>/keyring.json and <dir>/token-ttl by their own
+// names takes from the directory: "<fingerprint> ttl=<seconds|none>", or "refused" when it would
+// refuse the files as they stand.
+func throughLinks(dir string) string {
+	data, err := os.ReadFile(filepath.Join(dir, keyring.SecretDataKey))
+	if err != nil {
+		return "refused"
+	}
+	r, err := keyring.Parse(data)
+	if err != nil {
+		return "refused"
+	}
+	st := served(r)
+	if b, err := os.ReadFile(filepath.Join(dir, keyring.TokenTTLDataKey)); err == nil {
+		d, err := keyring.ParseTokenTTL(b)
+		if err != nil {
+			return "refused"
+		}
+		s := int64(d / time.Second)
+		st.TokenTTLSeconds = &s
+	}
+	return describeState(st)
+}
+
+func describeState(st state) string {
+	ttl := "none"
+	if st.TokenTTLSeconds != nil {
+		ttl = fmt.Sprint(*st.TokenTTLSeconds)
+	}
+	return st.Fingerprint + " ttl=" + ttl
 }

@@ -17,6 +17,7 @@ limitations under the License.
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +26,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 	"github.com/mrtr-dev/mrtr-operator/pkg/token"
@@ -34,6 +38,7 @@ import (
 // with, which the codecs bind.
 type inspectOptions struct {
 	keyringFile                  string
+	mrtrKeyring                  string // the MRTRKeyring whose status maps a python-sdk kid to its key
 	method, params, principal    string
 	protocolVersion, server      string
 	ttl, anonymousTTL, clockSkew time.Duration
@@ -57,11 +62,15 @@ func newInspectCommand(e *env) *cobra.Command {
 			"Snodo's HMAC format, or Sealed, AES-256-GCM), format version, key id and, where the text shows them\n" +
 			"(Signed), its times. Given the keyring file (the Secret's keyring.json) and the request the token\n" +
 			"came back with, it runs the codec's checks and names the one that rejects the token, or says that\n" +
-			"it opens. TOKEN - reads the token from standard input. It never prints key bytes or the state.",
+			"it opens. TOKEN - reads the token from standard input. It never prints key bytes or the state.\n\n" +
+			"A python-sdk token (v1., mcp's built-in codec) carries no key id but a kid derived from the key:\n" +
+			"with --mrtrkeyring NAME inspect reads that keyring's status.keys[].pythonKid (the namespace of -n)\n" +
+			"and names the key, or with --keyring it derives each key's kid itself. It does not open the token.",
 		Example: "  kubectl mrtr inspect \"$TOKEN\"\n" +
 			"  kubectl get secret payments -n mcp -o jsonpath='{.data.keyring\\.json}' | base64 -d > keyring.json\n" +
 			"  kubectl mrtr inspect - --keyring keyring.json --method tools/call --params \"$PARAMS\" \\\n" +
-			"      --principal '\"user:ada\"' --server https://payments.example.com/mcp --protocol-version 2025-06-18 <token.txt",
+			"      --principal '\"user:ada\"' --server https://payments.example.com/mcp --protocol-version 2025-06-18 <token.txt\n" +
+			"  kubectl mrtr inspect \"$PYTHON_TOKEN\" --mrtrkeyring weather -n mcp",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tok := args[0]
@@ -72,6 +81,13 @@ func newInspectCommand(e *env) *cobra.Command {
 				}
 				tok = string(b)
 			}
+			tok = strings.TrimSpace(tok)
+			if kid, ok := keyring.PythonTokenKid(tok); ok {
+				return o.runPython(cmd.Context(), e, tok, kid)
+			}
+			if o.mrtrKeyring != "" {
+				return errors.New("--mrtrkeyring names the key of a python-sdk token (v1.); this is not one: give --keyring to check it")
+			}
 			if o.keyringFile == "" {
 				for _, f := range requestFlags {
 					if cmd.Flags().Changed(f) {
@@ -79,11 +95,12 @@ func newInspectCommand(e *env) *cobra.Command {
 					}
 				}
 			}
-			return o.run(e.streams.Out, strings.TrimSpace(tok), e.now())
+			return o.run(e.streams.Out, tok, e.now())
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.keyringFile, "keyring", "", "the keyring file (the Secret's keyring.json) to check the token with")
+	f.StringVar(&o.mrtrKeyring, "mrtrkeyring", "", "python-sdk tokens: the MRTRKeyring whose status names the key of the token's kid")
 	f.StringVar(&o.method, "method", "", "the request's JSON-RPC method, e.g. tools/call (required with --keyring)")
 	f.StringVar(&o.params, "params", "", "the request's params object as JSON (default: none, bound as {})")
 	f.StringVar(&o.principal, "principal", "null", "the authenticated caller as JSON, e.g. '\"user:ada\"'; null is anonymous")
@@ -299,4 +316,64 @@ func flagError(err error) error {
 		return err
 	}
 	return fmt.Errorf("%s %s", flag, ce.Reason)
+}
+
+// pythonCodec names python-sdk's built-in codec, whose tokens inspect reads the kid of.
+const pythonCodec = "python-sdk (mcp 2.3.0 built-in: AES-256-GCM, v1.)"
+
+// runPython names the key of a python-sdk token from its kid: through the MRTRKeyring's status
+// (--mrtrkeyring) or the keys of a keyring file (--keyring). It opens nothing: the kid is the one
+// part of the token that is not encrypted. A kid that no key has fails with errRejected, as the SDK
+// would refuse the token ("unknown key").
+func (o *inspectOptions) runPython(ctx context.Context, e *env, tok, kid string) error {
+	d := &textWriter{out: e.streams.Out, now: e.now()}
+	fields := []string{"Codec", pythonCodec, "Size", fmt.Sprintf("%d bytes", len(tok)),
+		"Kid", kid + " (python-sdk derives it from the key; it takes no key id)"}
+	var (
+		keys  []mrtrv1alpha1.KeyStatus // ids with their kids, in keyring order
+		where string
+	)
+	switch {
+	case o.mrtrKeyring != "":
+		c, err := e.kube()
+		if err != nil {
+			return err
+		}
+		ns, err := e.namespace()
+		if err != nil {
+			return err
+		}
+		kr := &mrtrv1alpha1.MRTRKeyring{}
+		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.mrtrKeyring}, kr); err != nil {
+			return fmt.Errorf("get MRTRKeyring %s/%s: %w", ns, o.mrtrKeyring, err)
+		}
+		keys, where = kr.Status.Keys, fmt.Sprintf("MRTRKeyring %s/%s", ns, o.mrtrKeyring)
+	case o.keyringFile != "":
+		ring, err := keyring.LoadFile(o.keyringFile)
+		if err != nil {
+			return err // it names the file and the entry, never key bytes
+		}
+		for _, k := range ring.Keys() {
+			keys = append(keys, mrtrv1alpha1.KeyStatus{ID: k.ID(), PythonKid: k.PythonKid()})
+		}
+		where = o.keyringFile
+	default:
+		d.fields(append(fields, "Key id", "give --mrtrkeyring NAME (its status.keys[].pythonKid) or --keyring FILE to name the key",
+			"Result", "not opened: inspect reads a python-sdk token's kid only")...)
+		return d.err
+	}
+	for i, k := range keys {
+		if k.PythonKid != kid {
+			continue
+		}
+		line := fmt.Sprintf("%s, key %d of %d in %s", k.ID, i+1, len(keys), where)
+		if k.Role != "" {
+			line += fmt.Sprintf(" (%s)", k.Role)
+		}
+		d.fields(append(fields, "Key id", line, "Result", "not opened: inspect names a python-sdk token's key only")...)
+		return d.err
+	}
+	d.fields(append(fields, "Key id", fmt.Sprintf("none of the %d keys in %s has this kid", len(keys), where),
+		"Result", "rejected: python-sdk refuses a token of an unknown key (a key removed since, or another keyring's)")...)
+	return errors.Join(d.err, errRejected)
 }

@@ -483,7 +483,7 @@ func keyStatuses(f facts, kr *keyring.Keyring, phase mrtrv1alpha1.Phase, staged 
 		known[k.ID] = k
 	}
 	arriving := phase == mrtrv1alpha1.PhaseRemoving || phase == mrtrv1alpha1.PhaseRevoking
-	ids := kr.IDs()
+	ids, keys := kr.IDs(), kr.Keys()
 	out := make([]mrtrv1alpha1.KeyStatus, len(ids))
 	for i, id := range ids {
 		was, ok := known[id]
@@ -502,7 +502,7 @@ func keyStatuses(f facts, kr *keyring.Keyring, phase mrtrv1alpha1.Phase, staged 
 		if !ok {
 			created = f.now
 		}
-		out[i] = mrtrv1alpha1.KeyStatus{ID: id, Role: role, CreatedAt: created}
+		out[i] = mrtrv1alpha1.KeyStatus{ID: id, Role: role, CreatedAt: created, PythonKid: keys[i].PythonKid()}
 		if role == mrtrv1alpha1.KeyPrimary {
 			since := metav1.Time{}
 			if ok && was.Role == mrtrv1alpha1.KeyPrimary {

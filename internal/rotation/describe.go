@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
 // report is what describe says of one outcome, each part derived once: the conditions, the status
@@ -84,6 +85,11 @@ func describe(f facts, o outcome) Decision {
 
 	r.st.ObservedGeneration = f.in.Generation
 	r.st.SecretName = f.in.SecretName
+	kr := f.in.Secret.Keyring
+	if o.write != nil {
+		kr = o.write.keyring
+	}
+	r.st.Keys = withPythonKids(r.st.Keys, kr)
 	r.st.SelectedPods = r.selectedStatus()
 	r.st.Workloads = r.workloadStatuses()
 	events := o.events
@@ -577,4 +583,20 @@ func (r *report) waitingReplaced() *mrtrv1alpha1.WaitingFor {
 	return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitReplacedPods, Until: &until,
 		Message: fmt.Sprintf("the pods the rollout replaced to stop: terminationGracePeriod (%s) after the rollout, until %s, so that no pod that knew only the old key still serves when the new key seals",
 			grace, until.UTC().Format(time.RFC3339))}
+}
+
+// withPythonKids returns keys with each one's pythonKid derived from the key of that id in kr, the
+// keyring the Secret holds or is about to: a status written before the field existed gets it on
+// the next pass, not at the next rotation. keys is copied, never changed: it may be the Input's.
+func withPythonKids(keys []mrtrv1alpha1.KeyStatus, kr *keyring.Keyring) []mrtrv1alpha1.KeyStatus {
+	if kr == nil || len(keys) == 0 {
+		return keys
+	}
+	out := slices.Clone(keys)
+	for i := range out {
+		if k, ok := kr.Lookup(out[i].ID); ok {
+			out[i].PythonKid = k.PythonKid()
+		}
+	}
+	return out
 }

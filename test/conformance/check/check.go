@@ -467,7 +467,7 @@ func (r *run) scenario() error {
 	for i, f := range faults {
 		name := map[fault]string{fault409: CheckRetries409, fault403: CheckRetries403, fault500: CheckRetries500, faultHang: CheckRetriesTimeout}[f]
 		idx := slices.Index(answers, f.String())
-		r.result(name, idx >= i && idx < len(answers)-1, "sends %s again after the answer %s (answers, in order: %v)", s8.fingerprint, f, answers)
+		r.result(name, idx >= i && idx < len(answers)-1, "sends %s again after the answer %s (answers, in order: %s)", s8.fingerprint, f, runs(answers))
 	}
 	r.result(CheckAcksAfterRetries, acked, "acknowledges %s once the API server answers again (annotation %q)", s8.fingerprint, r.api.annotation())
 
@@ -516,7 +516,7 @@ func (r *run) final() {
 			bad = append(bad, q.problem)
 		}
 	}
-	r.result(CheckRequestFormat, len(requests) > 0 && len(bad) == 0, "%d requests, %d not a well-formed acknowledgement %s", len(requests), len(bad), firstOf(bad))
+	r.result(CheckRequestFormat, len(requests) > 0 && len(bad) == 0, "%d requests, %d not a well-formed acknowledgement%s", len(requests), len(bad), firstOf(bad))
 
 	pairs := map[string]bool{}
 	goodFP := map[string]bool{}
@@ -532,7 +532,7 @@ func (r *run) final() {
 			torn = append(torn, p.fingerprint+" "+p.ttl)
 		}
 	}
-	r.result(CheckNoTornRead, len(loaded) > 0 && len(torn) == 0, "%d keyrings loaded, %d not a snapshot's keyring.json with its own token-ttl %s", len(loaded), len(torn), firstOf(torn))
+	r.result(CheckNoTornRead, len(loaded) > 0 && len(torn) == 0, "%d keyrings loaded, %d not a snapshot's keyring.json with its own token-ttl%s", len(loaded), len(torn), firstOf(torn))
 
 	var wrong []string
 	for _, q := range requests {
@@ -540,7 +540,7 @@ func (r *run) final() {
 			wrong = append(wrong, q.fingerprint)
 		}
 	}
-	r.result(CheckAcksOnlyGood, len(wrong) == 0, "%d acknowledgements of a fingerprint that is no valid snapshot's or that the consumer never said it loaded %s", len(wrong), firstOf(wrong))
+	r.result(CheckAcksOnlyGood, len(wrong) == 0, "%d acknowledgements of a fingerprint that is no valid snapshot's or that the consumer never said it loaded%s", len(wrong), firstOf(wrong))
 
 	var leaks int
 	for _, l := range lines {
@@ -562,5 +562,23 @@ func firstOf(s []string) string {
 	if len(s) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("(first: %q)", s[0])
+	return fmt.Sprintf(" (first: %q)", s[0])
+}
+
+// runs writes a list of answers with repeats counted: [401x12 409 200].
+func runs(s []string) string {
+	var parts []string
+	for i := 0; i < len(s); {
+		j := i
+		for j < len(s) && s[j] == s[i] {
+			j++
+		}
+		if j-i > 1 {
+			parts = append(parts, fmt.Sprintf("%sx%d", s[i], j-i))
+		} else {
+			parts = append(parts, s[i])
+		}
+		i = j
+	}
+	return "[" + strings.Join(parts, " ") + "]"
 }
