@@ -606,6 +606,12 @@ const (
 	// then stops re-stamping the workload for a back-off, instead of restarting its pods each time.
 	// Absent otherwise.
 	ConditionStampReverted = "StampReverted"
+	// ConditionAcknowledgementPathSuspect is True while most pods of the targets (more than half,
+	// two at least) have not acknowledged the phase's keyring within spec.reloadDeadline at once
+	// (Reload delivery): what they share, their path to the API server or the kubelets, is more
+	// likely at fault than each pod. The message counts them. The pods are still restarted, at
+	// the pace of their workloads. Absent otherwise.
+	ConditionAcknowledgementPathSuspect = "AcknowledgementPathSuspect"
 )
 
 // Condition reasons.
@@ -651,6 +657,8 @@ const (
 	// ReasonRevertedByOtherManager (StampReverted=True; Warning event StampReverted): another field
 	// manager put back a stamp the operator wrote.
 	ReasonRevertedByOtherManager = "RevertedByOtherManager"
+	// ReasonMostPodsUnacknowledged (AcknowledgementPathSuspect=True): most pods are overdue at once.
+	ReasonMostPodsUnacknowledged = "MostPodsUnacknowledged"
 )
 
 // +kubebuilder:object:root=true

@@ -45,10 +45,12 @@ import (
 // wake no kubelet.
 
 // syncPods writes WrittenAnnotation (nudgeValue) on the pods in that must load fingerprint: the
-// pods of every target and the selected pods that mount the keyring Secret as a volume (only a
-// volume is refreshed in a running pod, and the admission policy lets the operator nudge no pod
-// without one), have not acknowledged it and are not terminating (a pod on its way out is not
-// synced for a new volume). It is a nudge, not a step of the rotation: a
+// pods of every target and the selected pods that are its consumers (they mount the keyring Secret
+// as a volume, the only kind a running pod gets refreshed, and acknowledged a keyring of it: the
+// admission policy lets the operator nudge no other pod), have not acknowledged this one and are
+// not terminating (a pod on its way out is not synced for a new volume). A pod not yet
+// acknowledging anything gets the keyring at the kubelet's pace. It is a nudge, not a step of the
+// rotation: a
 // refused or failed patch is logged and left to the kubelet's own sync, which reloadDeadline
 // covers. Each patch is conditional on the uid and resourceVersion the pod was read at (versions),
 // so that it never lands on a pod replaced or changed since; a pod changed since (it acknowledged, or
@@ -116,7 +118,7 @@ func (r *MRTRKeyringReconciler) annotatePod(ctx context.Context, namespace, name
 
 func appendToSync(names []string, pods []rotation.Pod, fingerprint string, seen map[string]seenPod) []string {
 	for _, p := range pods {
-		if !p.Terminating && p.Loaded != fingerprint && seen[p.Name].mounts {
+		if !p.Terminating && p.Loaded != fingerprint && seen[p.Name].consumer {
 			names = append(names, p.Name)
 		}
 	}
@@ -125,7 +127,7 @@ func appendToSync(names []string, pods []rotation.Pod, fingerprint string, seen 
 
 // maxNudges bounds the number of a nudge: past it, the count starts again at 1. It only has to
 // differ from the value the pod carries.
-const maxNudges = 1_000_000
+const maxNudges = 999_999
 
 // nudgeValue is the value of WrittenAnnotation that nudges a pod carrying current to load
 // fingerprint: "<fingerprint>/<n>", where n is one more than current's when current is a nudge of

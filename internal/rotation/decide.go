@@ -37,10 +37,12 @@ type outcome struct {
 	// write, when not nil, is what the Secret must hold.
 	write *secretWrite
 	// stamp is the fingerprint every found target's pod template must carry, "" for none.
-	stamp  string
-	evict  []string
-	events []Event
-	stall  *stall
+	stamp string
+	evict []string
+	// restarts is what restartOverdue found of the overdue pods.
+	restarts restarts
+	events   []Event
+	stall    *stall
 	// conflict: the Secret belongs to another keyring, so nothing is written or stamped.
 	conflict bool
 }

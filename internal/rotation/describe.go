@@ -135,8 +135,12 @@ func (r *report) podsWaitFor(t target) string {
 	if len(t.laggards) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s: %d of %d pods run keyring %s; waiting for %s", t.ref(), len(t.Pods)-len(t.laggards), len(t.Pods),
+	msg := fmt.Sprintf("%s: %d of %d pods run keyring %s; waiting for %s", t.ref(), len(t.Pods)-len(t.laggards), len(t.Pods),
 		r.v.target, joinSome(podNames(t.laggards), ", ", len(t.laggards)))
+	if h := r.o.restarts.byWorkload[t.ref()].message(); h != "" {
+		msg += "; " + h
+	}
+	return msg
 }
 
 // claimed stalls on targets whose stamp belongs to another keyring, in Restart delivery: the
@@ -267,6 +271,12 @@ func (r *report) nextDeadline() time.Duration {
 	if d := nextReloadDeadline(in, st, r.v); !d.IsZero() && (at.IsZero() || !at.After(in.Now) || d.Before(at)) {
 		at = d
 	}
+	// So may an overdue one held back, by its workload's pace or its node.
+	if len(r.o.restarts.byWorkload) > 0 {
+		if d := in.Now.Add(HeldRestartRecheck); at.IsZero() || !at.After(in.Now) || d.Before(at) {
+			at = d
+		}
+	}
 	if d := at.Sub(in.Now); !at.IsZero() && d > 0 {
 		return d
 	}
@@ -374,17 +384,39 @@ func (r *report) setConditions() *Event {
 			reconciling.Message += "; " + o
 		}
 	}
+	suspect := r.pathSuspect()
 	var e *Event
 	if old := meta.FindStatusCondition(in.Status.Conditions, mrtrv1alpha1.ConditionReady); ready.Status == metav1.ConditionFalse && (old == nil || old.Reason != ready.Reason) {
 		e = &Event{Type: corev1Warning, Reason: ready.Reason, Action: "Reconcile", Note: ready.Message}
 	}
 	st.Conditions = slices.Clone(st.Conditions) // the facts' copy stays as observed
-	for _, c := range []metav1.Condition{ready, reconciling, stalled, revokedCondition(st.RevokedKeys)} {
+	conds := []metav1.Condition{ready, reconciling, stalled, revokedCondition(st.RevokedKeys)}
+	if suspect != nil {
+		conds = append(conds, *suspect)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, mrtrv1alpha1.ConditionAcknowledgementPathSuspect)
+	}
+	for _, c := range conds {
 		c.ObservedGeneration = in.Generation
 		c.LastTransitionTime = r.f.now // kept by SetStatusCondition unless the status flips
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
 	return e
+}
+
+// pathSuspect is the AcknowledgementPathSuspect condition when most pods of the targets are
+// overdue at once (restarts.suspectPath), nil otherwise.
+func (r *report) pathSuspect() *metav1.Condition {
+	rs := r.o.restarts
+	if !rs.suspectPath() {
+		return nil
+	}
+	c := condition(mrtrv1alpha1.ConditionAcknowledgementPathSuspect, true, mrtrv1alpha1.ReasonMostPodsUnacknowledged,
+		fmt.Sprintf("%d of %d pods did not acknowledge keyring %s within %s: suspect what they share, their path to the API server "+
+			"(a network policy, the API server's reachability, the consumer role binding) or the kubelets' pace, before the pods; "+
+			"they are restarted at the pace each workload allows, and pods on nodes that are not Ready are not",
+			rs.overdue, rs.pods, r.st.TargetFingerprint, r.f.in.Settings.ReloadDeadline))
+	return &c
 }
 
 // phaseWaitsFor says what the current phase waits for (the Reconciling message).

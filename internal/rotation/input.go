@@ -274,6 +274,13 @@ type Workload struct {
 	// (status.replicas): a view of Pods with fewer is partial (the cache has not seen them all
 	// yet) and proves nothing.
 	CountedPods int32
+	// MaxUnavailable is how many of its pods its rollout strategy lets be unavailable at once
+	// (maxUnavailable, resolved against its replicas); 0 means none or unknown. It paces the
+	// restarts of pods that do not acknowledge, when no PodDisruptionBudget covers them.
+	MaxUnavailable int32
+	// DisruptionBudget, when not nil, is the disruptionsAllowed of the PodDisruptionBudget that
+	// covers its pods: that paces the restarts instead.
+	DisruptionBudget *int32
 }
 
 // Pod is one consumer pod as observed.
@@ -286,7 +293,25 @@ type Pod struct {
 	CreatedAt time.Time
 	// Terminating: deletionTimestamp is set. It may serve until it is gone, so it still counts.
 	Terminating bool
+	// NodeName is the node it is scheduled on, "" when none yet.
+	NodeName string
+	// Node is what is known of that node's readiness. A pod on a node that is not Ready is not
+	// restarted for a missing acknowledgement.
+	Node NodeState
 }
+
+// NodeState is what is known of the readiness of a pod's node.
+type NodeState int
+
+const (
+	// NodeUnknown: the pod is not scheduled, its node was not seen, or the operator may not read
+	// Nodes (Input.NodesUnreadable).
+	NodeUnknown NodeState = iota
+	// NodeReady: its node's Ready condition is True.
+	NodeReady
+	// NodeNotReady: its node's Ready condition is False or Unknown (the node stopped reporting).
+	NodeNotReady
+)
 
 // ref is "Kind/name", as in messages.
 func (w Workload) ref() string { return string(w.Kind) + "/" + w.Name }
@@ -317,6 +342,9 @@ type Input struct {
 	// RotateRequest and RevokeRequest are the current values of the mrtr.dev/rotate and
 	// mrtr.dev/revoke annotations.
 	RotateRequest, RevokeRequest string
+	// NodesUnreadable: the operator may not read Nodes (a namespace-scoped install), so every pod's
+	// Node is NodeUnknown, and the status says so when that matters.
+	NodesUnreadable bool
 }
 
 // Event is a Kubernetes Event to emit (events.k8s.io/v1: type, reason, action, note).
