@@ -166,6 +166,7 @@ func dockerfileDisagreements(dockerfile, makefile, gomod string) []string {
 	}
 	return diffs
 }
+
 // recipeLine returns the first line of the Makefile target's recipe that contains substr.
 func recipeLine(makefile, target, substr string) string {
 	in := false
@@ -184,15 +185,14 @@ func recipeLine(makefile, target, substr string) string {
 
 func readRepoFiles(t *testing.T) (dockerfile, makefile, gomod string) {
 	t.Helper()
-	var texts []string
-	for _, p := range []string{"../../Dockerfile", "../../Makefile", "../../go.mod"} {
+	read := func(p string) string {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		texts = append(texts, string(b))
+		return string(b)
 	}
-	return texts[0], texts[1], texts[2]
+	return read("../../Dockerfile"), read("../../Makefile"), read("../../go.mod")
 }
 
 // TestDockerfileAgrees checks that the Dockerfile parses and lints clean as docker build reads it,

@@ -74,12 +74,12 @@ const (
 type options struct {
 	// binaries are the static Linux programs, one per platform (read from each ELF header): with
 	// one the image is a single image, with more an index of one image per platform.
-	binaries         []string
-	caBundle         string
-	tag, outDir      string
-	source, version  string
-	revision         string
-	created          time.Time
+	binaries        []string
+	caBundle        string
+	tag, outDir     string
+	source, version string
+	revision        string
+	created         time.Time
 	// entrypoint is where the binary goes in the image, and what runs; "" means binaryPath. The
 	// local cluster's images (the example server, the pause container) take the same base.
 	entrypoint string
