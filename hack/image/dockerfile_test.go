@@ -17,65 +17,56 @@ limitations under the License.
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/moby/buildkit/frontend/dockerfile/instructions"
+	"github.com/moby/buildkit/frontend/dockerfile/linter"
+	"github.com/moby/buildkit/frontend/dockerfile/parser"
 )
 
 // The Dockerfile (make docker-build, docker-buildx) and this program (make image, the image the
-// tests run) must make the same image: both are read here, as text, since no container engine runs
-// where the tests do.
+// tests run) must make the same image. No container engine runs where the tests do, so the
+// Dockerfile is read by BuildKit's own parser and linter, the front end of docker build: what they
+// refuse or warn about, docker build --check would too.
 
-// stage is one FROM of a Dockerfile: its image and name, and its instructions in order.
-type stage struct {
-	from, name string
-	instr      [][2]string // {INSTRUCTION, arguments}
+// parseDockerfile returns the Dockerfile's stages as BuildKit reads them, and every syntax error or
+// lint warning as an error.
+func parseDockerfile(text string) ([]instructions.Stage, error) {
+	res, err := parser.Parse(strings.NewReader(text))
+	if err != nil {
+		return nil, fmt.Errorf("the Dockerfile does not parse: %w", err)
+	}
+	var warnings []string
+	for _, w := range res.Warnings {
+		warnings = append(warnings, w.Short)
+	}
+	lint := linter.New(&linter.Config{Warn: func(rule, _, _, msg string, _ []parser.Range) {
+		warnings = append(warnings, rule+": "+msg)
+	}})
+	stages, _, err := instructions.Parse(res.AST, lint)
+	if err != nil {
+		return nil, fmt.Errorf("the Dockerfile's instructions do not parse: %w", err)
+	}
+	if len(warnings) > 0 {
+		return nil, fmt.Errorf("the Dockerfile has warnings: %s", strings.Join(warnings, "; "))
+	}
+	return stages, nil
 }
 
-func (s stage) last(instr string) string {
-	v := ""
-	for _, i := range s.instr {
-		if i[0] == instr {
-			v = i[1]
+// last returns the stage's last command of type T (the one that takes effect), or nil.
+func last[T instructions.Command](s instructions.Stage) T {
+	var found T
+	for _, c := range s.Commands {
+		if t, ok := c.(T); ok {
+			found = t
 		}
 	}
-	return v
-}
-
-// parseDockerfile splits a Dockerfile into stages, joining continued lines and dropping comments.
-func parseDockerfile(text string) []stage {
-	var stages []stage
-	var line string
-	for raw := range strings.SplitSeq(text, "\n") {
-		raw = strings.TrimSpace(raw)
-		if strings.HasPrefix(raw, "#") || (raw == "" && line == "") {
-			continue
-		}
-		if cont, ok := strings.CutSuffix(raw, `\`); ok {
-			line += cont + " "
-			continue
-		}
-		line += raw
-		instr, args, _ := strings.Cut(line, " ")
-		instr, args, line = strings.ToUpper(instr), strings.TrimSpace(args), ""
-		if instr == "FROM" {
-			f := strings.Fields(args)
-			s := stage{from: f[len(f)-1]}
-			if len(f) >= 3 && strings.EqualFold(f[len(f)-2], "AS") {
-				s.from, s.name = f[len(f)-3], f[len(f)-1]
-			}
-			stages = append(stages, s)
-			continue
-		}
-		if len(stages) > 0 {
-			stages[len(stages)-1].instr = append(stages[len(stages)-1].instr, [2]string{instr, args})
-		}
-	}
-	return stages
+	return found
 }
 
 var (
@@ -109,8 +100,8 @@ func goBuildArgs(cmd string) (flags, out, pkg string) {
 }
 
 // dockerfileDisagreements lists how the Dockerfile differs from what this program builds, from the
-// binary the Makefile's image target builds (MANAGER_BUILD_FLAGS, cmd/main.go) and from go.mod's Go
-// version.
+// binary the Makefile's image target builds (MANAGER_BUILD_FLAGS, its package) and from go.mod's
+// Go version.
 func dockerfileDisagreements(dockerfile, makefile, gomod string) []string {
 	var diffs []string
 	differ := func(what, got, want string) {
@@ -118,28 +109,35 @@ func dockerfileDisagreements(dockerfile, makefile, gomod string) []string {
 			diffs = append(diffs, fmt.Sprintf("%s: the Dockerfile has %q, make image %q", what, got, want))
 		}
 	}
-	stages := parseDockerfile(dockerfile)
+	stages, err := parseDockerfile(dockerfile)
+	if err != nil {
+		return []string{err.Error()}
+	}
 	if len(stages) != 2 {
 		return []string{fmt.Sprintf("the Dockerfile has %d stages, want 2 (a builder and the image)", len(stages))}
 	}
 	builder, final := stages[0], stages[1]
 
 	// The image: base, user, working directory, entrypoint, where the binary lands.
-	differ("the final stage's base", final.from, distrolessBase)
-	differ("USER", final.last("USER"), imageUser)
-	differ("WORKDIR", final.last("WORKDIR"), workDir)
-	var entrypoint []string
-	if err := json.Unmarshal([]byte(final.last("ENTRYPOINT")), &entrypoint); err != nil {
-		diffs = append(diffs, fmt.Sprintf("ENTRYPOINT %q is not an exec-form JSON array: %v", final.last("ENTRYPOINT"), err))
+	differ("the final stage's base", final.BaseName, distrolessBase)
+	user, wd, ep := last[*instructions.UserCommand](final), last[*instructions.WorkdirCommand](final),
+		last[*instructions.EntrypointCommand](final)
+	if user == nil || wd == nil || ep == nil {
+		return append(diffs, "the final stage lacks a USER, WORKDIR or ENTRYPOINT")
 	}
-	differ("ENTRYPOINT", strings.Join(entrypoint, " "), binaryPath)
-	copyArgs := strings.Fields(final.last("COPY"))
-	if len(copyArgs) < 3 || copyArgs[0] != "--from="+builder.name {
-		return append(diffs, fmt.Sprintf("the final stage's COPY %q does not copy from the builder stage %q", copyArgs, builder.name))
+	differ("USER", user.User, imageUser)
+	differ("WORKDIR", wd.Path, workDir)
+	if ep.PrependShell {
+		diffs = append(diffs, fmt.Sprintf("ENTRYPOINT %q is in shell form, which runs /bin/sh: the image has none", ep.CmdLine))
 	}
-	src, dest := copyArgs[len(copyArgs)-2], copyArgs[len(copyArgs)-1]
+	differ("ENTRYPOINT", strings.Join(ep.CmdLine, " "), binaryPath)
+	cp := last[*instructions.CopyCommand](final)
+	if cp == nil || cp.From != builder.Name || len(cp.SourcePaths) != 1 {
+		return append(diffs, fmt.Sprintf("the final stage does not copy one binary from the builder stage %q", builder.Name))
+	}
+	src, dest := cp.SourcePaths[0], cp.DestPath
 	if dest == "." || strings.HasSuffix(dest, "/") {
-		dest = path.Join(final.last("WORKDIR"), dest, path.Base(src))
+		dest = path.Join(wd.Path, dest, path.Base(src))
 	}
 	differ("the binary's path", dest, binaryPath)
 
@@ -148,18 +146,23 @@ func dockerfileDisagreements(dockerfile, makefile, gomod string) []string {
 	if m := goDirective.FindStringSubmatch(gomod); m != nil {
 		goVersion = m[1]
 	}
-	differ("the builder's Go", builder.from, "golang:"+goVersion)
+	differ("the builder's Go", builder.BaseName, "golang:"+goVersion)
 	wantFlags := ""
 	if m := makeBuildFlags.FindStringSubmatch(makefile); m != nil {
 		wantFlags = strings.Join(strings.Fields(m[1]), " ")
 	}
 	_, _, makePkg := goBuildArgs(recipeLine(makefile, "image", "go build"))
-	flags, out, pkg := goBuildArgs(builder.last("RUN"))
+	run, bwd := last[*instructions.RunCommand](builder), last[*instructions.WorkdirCommand](builder)
+	if run == nil || bwd == nil {
+		return append(diffs, "the builder stage lacks a RUN or WORKDIR")
+	}
+	cmd := strings.Join(run.CmdLine, " ")
+	flags, out, pkg := goBuildArgs(cmd)
 	differ("go build's flags", flags, wantFlags)
 	differ("go build's package", pkg, makePkg)
-	differ("the builder's binary", path.Join(builder.last("WORKDIR"), out), src)
-	if run := builder.last("RUN"); !strings.Contains(run, "CGO_ENABLED=0") {
-		diffs = append(diffs, fmt.Sprintf("the builder's go build %q is not static (CGO_ENABLED=0)", run))
+	differ("the builder's binary", path.Join(bwd.Path, out), src)
+	if !strings.Contains(cmd, "CGO_ENABLED=0") {
+		diffs = append(diffs, fmt.Sprintf("the builder's go build %q is not static (CGO_ENABLED=0)", cmd))
 	}
 	return diffs
 }
@@ -182,20 +185,20 @@ func recipeLine(makefile, target, substr string) string {
 
 func readRepoFiles(t *testing.T) (dockerfile, makefile, gomod string) {
 	t.Helper()
-	var texts []string
-	for _, p := range []string{"../../Dockerfile", "../../Makefile", "../../go.mod"} {
+	read := func(p string) string {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		texts = append(texts, string(b))
+		return string(b)
 	}
-	return texts[0], texts[1], texts[2]
+	return read("../../Dockerfile"), read("../../Makefile"), read("../../go.mod")
 }
 
-// TestDockerfileAgrees checks that the Dockerfile makes the image make image makes: the same base
-// (distroless static:nonroot), user, working directory, entrypoint and binary path, the binary built
-// with the same flags from the same package, by the Go of go.mod.
+// TestDockerfileAgrees checks that the Dockerfile parses and lints clean as docker build reads it,
+// and makes the image make image makes: the same base (distroless static:nonroot), user, working
+// directory, entrypoint and binary path, the binary built with the same flags from the same
+// package, by the Go of go.mod.
 func TestDockerfileAgrees(t *testing.T) {
 	dockerfile, makefile, gomod := readRepoFiles(t)
 	if _, _, pkg := goBuildArgs(recipeLine(makefile, "image", "go build")); pkg == "" {
@@ -206,7 +209,8 @@ func TestDockerfileAgrees(t *testing.T) {
 	}
 }
 
-// TestDockerfileDrift checks that the agreement test sees each kind of drift.
+// TestDockerfileDrift checks that the agreement test sees each kind of drift, and a syntax error
+// or lint warning.
 func TestDockerfileDrift(t *testing.T) {
 	dockerfile, makefile, gomod := readRepoFiles(t)
 	for _, tc := range []struct{ old, new, says string }{
@@ -218,6 +222,9 @@ func TestDockerfileDrift(t *testing.T) {
 		{`-trimpath -ldflags="-s -w"`, `-ldflags="-s -w"`, "flags"},
 		{"-o manager cmd/main.go", "-o manager ./cmd/kubectl-mrtr", "package"},
 		{"CGO_ENABLED=0 GOOS", "GOOS", "static"},
+		{`ENTRYPOINT ["/manager"]`, `ENTRYPOINT /manager`, "shell form"},
+		{"FROM golang:1.26 AS builder", "FROM golang:1.26 as builder", "FromAsCasing"},
+		{"USER 65532:65532", "USR 65532:65532", "unknown instruction"},
 	} {
 		if !strings.Contains(dockerfile, tc.old) {
 			t.Fatalf("the Dockerfile has no %q to change", tc.old)

@@ -231,12 +231,19 @@ func measure(img v1.Image, platform v1.Platform) (platformImage, error) {
 func index(images []platformImage) v1.ImageIndex {
 	adds := make([]mutate.IndexAddendum, 0, len(images))
 	for _, pi := range images {
-		adds = append(adds, mutate.IndexAddendum{Add: pi.img, Descriptor: v1.Descriptor{
+		adds = append(adds, mutate.IndexAddendum{Add: image{pi.img}, Descriptor: v1.Descriptor{
 			MediaType: types.OCIManifestSchema1, Platform: &pi.platform,
 		}})
 	}
 	return mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
 }
+
+// image is an image whose descriptor has no artifactType. go-containerregistry fills it with the
+// config's media type, which marks an artifact, not an image: registries and clients that honour
+// it would not take the index's entries for the platforms' images.
+type image struct{ v1.Image }
+
+func (image) ArtifactType() (string, error) { return "", nil }
 
 // push writes the image or index top to the registry as tag, credentials from the docker config
 // (docker login, crane auth login) unless opts give others.

@@ -121,8 +121,8 @@ func checkIndex(t *testing.T, idx v1.ImageIndex, o options) {
 	var bases []v1.Hash
 	for i, arch := range []string{"amd64", "arm64"} {
 		d := m.Manifests[i]
-		if d.Platform == nil || d.Platform.String() != "linux/"+arch || d.MediaType != types.OCIManifestSchema1 {
-			t.Errorf("manifest %d: %s %v, want an OCI image for linux/%s", i, d.MediaType, d.Platform, arch)
+		if d.Platform == nil || d.Platform.String() != "linux/"+arch || d.MediaType != types.OCIManifestSchema1 || d.ArtifactType != "" {
+			t.Errorf("manifest %d: %s %v (artifactType %q), want an OCI image for linux/%s", i, d.MediaType, d.Platform, d.ArtifactType, arch)
 			continue
 		}
 		img, err := idx.Image(d.Digest)
