@@ -278,7 +278,7 @@ func nextRotationLine(kr *mrtrv1alpha1.MRTRKeyring, now time.Time) string {
 	switch phase := kr.Status.Phase; {
 	case kr.Spec.Suspend:
 		return "suspended (spec.suspend): none starts until resumed"
-	case phase != "" && phase != mrtrv1alpha1.PhaseStable:
+	case phase.UnderWay():
 		return fmt.Sprintf("%s after the rotation under way completes", interval)
 	case next == nil:
 		return "-"

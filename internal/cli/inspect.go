@@ -58,9 +58,9 @@ func newInspectCommand(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect TOKEN",
 		Short: "Read an MRTR request-state token offline and say whether, and why not, it opens",
-		Long: "inspect reads a request-state token of pkg/token without cluster access: its codec (Signed,\n" +
-			"Snodo's HMAC format, or Sealed, AES-256-GCM), format version, key id and, where the text shows them\n" +
-			"(Signed), its times. Given the keyring file (the Secret's keyring.json) and the request the token\n" +
+		Long: "inspect reads a request-state token without cluster access: its codec (pkg/token's Signed,\n" +
+			"Snodo's HMAC format, or Sealed, AES-256-GCM; or the python-sdk's, which only that SDK opens), format\n" +
+			"version, key id and, where the text shows them (Signed), its times. Given the keyring file (the Secret's keyring.json) and the request the token\n" +
 			"came back with, it runs the codec's checks and names the one that rejects the token, or says that\n" +
 			"it opens. TOKEN - reads the token from standard input. It never prints key bytes or the state.\n\n" +
 			"A python-sdk token (v1., mcp's built-in codec) carries no key id but a kid derived from the key:\n" +
@@ -112,20 +112,37 @@ func newInspectCommand(e *env) *cobra.Command {
 	return cmd
 }
 
-// inspection is one run of inspect: the options, and the writer with the clock.
+// inspection is one run of inspect: the options, the token's format, and the writer with the clock.
 type inspection struct {
 	*inspectOptions
-	d *textWriter
+	format tokenFormat
+	d      *textWriter
 }
 
+// errNotChecked is inspect's failure when --keyring is given for a token that pkg/token does not
+// open (another SDK's): its text was read, nothing was checked.
+var errNotChecked = errors.New("the token was not checked: kubectl mrtr inspect opens pkg/token's formats only")
+
 func (o *inspectOptions) run(out io.Writer, tok string, now time.Time) error {
-	in := inspection{inspectOptions: o, d: &textWriter{out: out, now: now}}
-	info, err := token.Inspect(tok)
-	if o.keyringFile == "" {
-		fields := append(in.header(info, len(tok)), "Key id", keyIDLine(info, nil))
-		if err != nil {
+	var ring *keyring.Keyring
+	if o.keyringFile != "" {
+		var err error
+		if ring, err = keyring.LoadFile(o.keyringFile); err != nil {
+			return err // it names the file and the entry, never key bytes
+		}
+	}
+	in := inspection{inspectOptions: o, format: formatOf(tok, ring), d: &textWriter{out: out, now: now}}
+	info, err := in.format.inspect(tok)
+	if ring == nil || (err == nil && in.format.open == nil) {
+		fields := append(in.header(info, len(tok)), in.keyringLine(ring)...)
+		fields = append(fields, "Key id", in.keyIDLine(info, ring))
+		switch {
+		case err != nil:
 			in.d.fields(append(fields, "Result", rejection(err))...)
 			return errors.Join(in.d.err, errRejected)
+		case ring != nil:
+			in.d.fields(append(fields, "Result", "not checked: the "+in.format.name+" opens its own tokens")...)
+			return errors.Join(in.d.err, errNotChecked)
 		}
 		in.d.fields(append(fields,
 			"Issued at", in.timeLine(info, info.Issued, false),
@@ -133,12 +150,8 @@ func (o *inspectOptions) run(out io.Writer, tok string, now time.Time) error {
 		return in.d.err
 	}
 
-	ring, err := keyring.LoadFile(o.keyringFile)
-	if err != nil {
-		return err // it names the file and the entry, never key bytes
-	}
-	explain, err := o.explainer(info, ring, now)
-	if err != nil {
+	var explain explainFunc
+	if explain, err = in.format.open(o, ring, now); err != nil {
 		return err
 	}
 	b, err := o.binding()
@@ -149,12 +162,12 @@ func (o *inspectOptions) run(out io.Writer, tok string, now time.Time) error {
 	if token.IsConfigError(err) {
 		return flagError(err)
 	}
-	fields := append(in.header(info, len(tok)),
-		"Keyring", fmt.Sprintf("%s: keys %s; fingerprint %s", o.keyringFile, strings.Join(ring.IDs(), ", "), ring.Fingerprint()),
-		"Key id", keyIDLine(info, ring),
+	fields := append(in.header(info, len(tok)), in.keyringLine(ring)...)
+	fields = append(fields,
+		"Key id", in.keyIDLine(info, ring),
 		"Issued at", in.timeLine(info, info.Issued, false),
 		"Expires at", in.timeLine(info, info.Expires, true),
-		"Request", o.requestLine(info),
+		"Request", in.requestLine(),
 	)
 	if err != nil {
 		in.d.fields(append(fields, "Result", rejection(err)+hint(err))...)
@@ -164,16 +177,17 @@ func (o *inspectOptions) run(out io.Writer, tok string, now time.Time) error {
 	return in.d.err
 }
 
-// header is what the token's text says of its codec, and its size.
+// header is what the token's text says of its format, and its size.
 func (in inspection) header(info token.Info, size int) []string {
-	codec := "unknown"
-	switch info.Codec {
-	case token.CodecSigned:
-		codec = fmt.Sprintf("Signed (HMAC-SHA256, Snodo's wire format), format version %d (mrtr%d)", info.Version, info.Version)
-	case token.CodecSealed:
-		codec = fmt.Sprintf("Sealed (AES-256-GCM), format version %d (mrtr-sealed-v%d)", info.Version, info.Version)
+	return []string{"Codec", in.format.describe(info), "Size", fmt.Sprintf("%d bytes", size)}
+}
+
+// keyringLine names the keyring given, if any.
+func (in inspection) keyringLine(ring *keyring.Keyring) []string {
+	if ring == nil {
+		return nil
 	}
-	return []string{"Codec", codec, "Size", fmt.Sprintf("%d bytes", size)}
+	return []string{"Keyring", fmt.Sprintf("%s: keys %s; fingerprint %s", in.keyringFile, strings.Join(ring.IDs(), ", "), ring.Fingerprint())}
 }
 
 // timeLine shows a token's time and how far to trust it: a Sealed token's times are encrypted until
@@ -181,8 +195,10 @@ func (in inspection) header(info token.Info, size int) []string {
 func (in inspection) timeLine(info token.Info, t time.Time, expiry bool) string {
 	if t.IsZero() {
 		switch {
-		case info.Codec != token.CodecSealed:
+		case !in.format.encryptedTimes:
 			return "-"
+		case in.format.open == nil:
+			return "encrypted: only the " + in.format.name + " reads it"
 		case in.keyringFile == "":
 			return "encrypted: give --keyring and the request's --method, --server and --protocol-version to read it"
 		}
@@ -200,31 +216,6 @@ func (in inspection) timeLine(info token.Info, t time.Time, expiry bool) string 
 	return s
 }
 
-// explainer returns the Explain of the token's codec over ring, with the flags' options.
-func (o *inspectOptions) explainer(info token.Info, ring *keyring.Keyring, now time.Time) (func(token.Binding, string) (token.Info, error), error) {
-	src := keyring.Static(ring)
-	clock := func() time.Time { return now }
-	if info.Codec == token.CodecSigned {
-		c, err := token.NewSigned(src, token.SignedTTL(o.ttl), token.SignedClock(clock))
-		if err != nil {
-			return nil, flagError(err)
-		}
-		return c.Explain, nil
-	}
-	if o.server == "" {
-		return nil, errors.New("--server is required for a Sealed token: the codec binds the server identity (NewSealed's argument)")
-	}
-	opts := []token.SealedOption{token.SealedTTL(o.ttl), token.SealedClockSkew(o.clockSkew), token.SealedClock(clock)}
-	if o.anonymousTTL != 0 {
-		opts = append(opts, token.SealedAnonymousTTL(o.anonymousTTL))
-	}
-	c, err := token.NewSealed(src, o.server, opts...)
-	if err != nil {
-		return nil, flagError(err)
-	}
-	return c.Explain, nil
-}
-
 // binding is the request of the flags.
 func (o *inspectOptions) binding() (token.Binding, error) {
 	if o.method == "" {
@@ -238,32 +229,40 @@ func (o *inspectOptions) binding() (token.Binding, error) {
 }
 
 // requestLine names what the token was checked against: what the codec binds.
-func (o *inspectOptions) requestLine(info token.Info) string {
+func (in inspection) requestLine() string {
 	params := "none"
-	if o.params != "" {
-		params = fmt.Sprintf("%d bytes", len(o.params))
+	if in.params != "" {
+		params = fmt.Sprintf("%d bytes", len(in.params))
 	}
-	s := fmt.Sprintf("method %s, principal %s, params %s", o.method, o.principal, params)
-	if info.Codec == token.CodecSealed {
-		s += fmt.Sprintf(", protocol version %q, server %s", o.protocolVersion, o.server)
+	s := fmt.Sprintf("method %s, principal %s, params %s", in.method, in.principal, params)
+	if in.format.bindsServer {
+		s += fmt.Sprintf(", protocol version %q, server %s", in.protocolVersion, in.server)
 	}
 	return s
 }
 
 // keyIDLine names the token's key id and, given the keyring, where it is in it.
-func keyIDLine(info token.Info, ring *keyring.Keyring) string {
-	if info.KeyID == "" {
-		if info.Codec == token.CodecSigned && info.Version == 1 {
-			return "none (mrtr1: any key of the keyring may have sealed it)"
-		}
+func (in inspection) keyIDLine(info token.Info, ring *keyring.Keyring) string {
+	switch {
+	case info.KeyID == "" && in.format.noKeyID != nil:
+		return in.format.noKeyID(info)
+	case info.KeyID == "":
 		return "-"
-	}
-	if ring == nil {
+	case ring == nil:
 		return info.KeyID
+	case in.format.keyIn == nil:
+		return info.KeyID + " (the " + in.format.name + "'s own key id, not matched against the keyring's)"
 	}
-	for i, id := range ring.IDs() {
-		if id == info.KeyID {
-			s := fmt.Sprintf("%s, key %d of %d in the keyring", id, i+1, ring.Len())
+	id, ok := in.format.keyIn(info.KeyID, ring)
+	if !ok {
+		return info.KeyID + ", not in the keyring"
+	}
+	for i, k := range ring.IDs() {
+		if k == id {
+			s := fmt.Sprintf("%s, key %d of %d in the keyring", info.KeyID, i+1, ring.Len())
+			if id != info.KeyID {
+				s = fmt.Sprintf("%s, key %s (%d of %d) in the keyring", info.KeyID, id, i+1, ring.Len())
+			}
 			if i == 0 {
 				s += " (the primary)"
 			}
@@ -292,11 +291,8 @@ func hint(err error) string {
 	if !errors.As(err, &re) {
 		return ""
 	}
-	if re.Check == token.CheckBinding {
-		if re.Codec == token.CodecSealed {
-			return "; check --params"
-		}
-		return "; check --method, --params and --principal"
+	if f, ok := formatNamed(re.Codec); ok && re.Check == token.CheckBinding {
+		return f.bindingHint
 	}
 	return checkHints[re.Check]
 }

@@ -391,7 +391,7 @@ func rotationDue(in Input, st mrtrv1alpha1.MRTRKeyringStatus) (why string, due b
 	}
 	// Handled once for this Secret, by this keyring (status) or by an earlier one of the same name
 	// (the Secret's annotation): never again.
-	if r := in.RotateRequest; r != "" && r != st.LastHandledRotateRequest && r != in.Secret.HandledRotateRequest {
+	if r := in.RotateRequest; mrtrv1alpha1.RotateRequested(r, st.LastHandledRotateRequest, in.Secret.HandledRotateRequest) {
 		return fmt.Sprintf("requested by %s=%q", mrtrv1alpha1.RotateAnnotation, r), true
 	}
 	if t := st.NextRotationTime; t != nil && !in.Now.Before(t.Time) {

@@ -557,7 +557,7 @@ func (r *report) waitingFor() *mrtrv1alpha1.WaitingFor {
 func (r *report) waitingStable() *mrtrv1alpha1.WaitingFor {
 	st, in := r.st, r.f.in
 	request := in.RotateRequest
-	requested := request != "" && request != st.LastHandledRotateRequest && request != in.Secret.HandledRotateRequest
+	requested := mrtrv1alpha1.RotateRequested(request, st.LastHandledRotateRequest, in.Secret.HandledRotateRequest)
 	switch _, due := rotationDue(in, st); {
 	case in.Settings.Suspend && requested:
 		return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitResume,

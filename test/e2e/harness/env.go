@@ -748,23 +748,21 @@ func (e *Env) RequestRotation(ctx context.Context, value string) error {
 	return e.annotate(ctx, mrtrv1alpha1.RotateAnnotation, value)
 }
 
-// Revoke asks the operator to revoke keys, as `kubectl mrtr revoke` does: value (key ids, comma
-// separated, or "*") appended to the mrtr.dev/revoke annotation's requests, in an update conditional
-// on the keyring as read, so that no earlier unhandled request is dropped.
-func (e *Env) Revoke(ctx context.Context, value string) error {
+// Revoke asks the operator to revoke keys, as `kubectl mrtr revoke` does: a numbered request for
+// each of targets (key ids, or "*") appended to the mrtr.dev/revoke annotation, handled ones pruned
+// (mrtrv1alpha1.AppendRevokeRequests), in an update conditional on the keyring as read, so that no
+// earlier unhandled request is dropped.
+func (e *Env) Revoke(ctx context.Context, targets ...string) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		k := &mrtrv1alpha1.MRTRKeyring{}
 		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: e.Opts.Namespace, Name: e.Opts.Name}, k); err != nil {
 			return err
 		}
-		requests := k.Annotations[mrtrv1alpha1.RevokeAnnotation]
-		if requests != "" {
-			requests += ","
-		}
 		if k.Annotations == nil {
 			k.Annotations = map[string]string{}
 		}
-		k.Annotations[mrtrv1alpha1.RevokeAnnotation] = requests + value
+		k.Annotations[mrtrv1alpha1.RevokeAnnotation], _ = mrtrv1alpha1.AppendRevokeRequests(
+			k.Annotations[mrtrv1alpha1.RevokeAnnotation], k.Status.LastHandledRevokeSequence, targets...)
 		return e.Client.Update(ctx, k)
 	})
 }
