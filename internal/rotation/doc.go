@@ -172,6 +172,13 @@ limitations under the License.
 //     what the kubelet had projected then. A pod that stops mid-phase stops counting once its Pod
 //     is gone. An eviction a PodDisruptionBudget refuses is asked again on the next passes.
 //   - spec.suspend: no rotation starts (neither due nor requested); one under way finishes.
+//   - spec.rotationWindows (windows.go): a rotation due outside every window starts at the next
+//     opening, which status.nextRotationTime shows; one that started inside a window finishes
+//     after it closes, since only leaving Stable waits for a window. A request (mrtr.dev/rotate)
+//     and a revocation never wait: whoever asks has decided that now is the time, and a revoked
+//     key must go at once. Windows the parser refuses hold scheduled rotations back, Stalled
+//     naming the field; no window within rotationInterval of the due time is the
+//     RotationWindowWarning condition.
 //   - spec.tokenTTL (or clockSkew, terminationGracePeriod) raised: a server may now seal tokens
 //     that live longer, so status.ttlWaits keeps the longest TTL wait declared while each key
 //     sealed, and the wait before the old keys' removal lasts at least the longest declared since

@@ -45,6 +45,8 @@ type Settings struct {
 	NextKey mrtrv1alpha1.NextKey
 	// KeyBytes is how many random bytes each new key has.
 	KeyBytes int
+	// Windows are spec.rotationWindows, parsed; nil when there are none (always open).
+	Windows *Windows
 }
 
 // Staged reports whether each rotation ends by staging the next key.
@@ -96,6 +98,7 @@ func SettingsFrom(spec mrtrv1alpha1.MRTRKeyringSpec) Settings {
 		Suspend:                spec.Suspend,
 		NextKey:                cmp.Or(spec.NextKey, Defaults.NextKey),
 		KeyBytes:               max(int(spec.KeyBytes), Defaults.KeyBytes),
+		Windows:                ParseWindows(spec.RotationWindows),
 	}
 	return s
 }
