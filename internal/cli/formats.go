@@ -17,8 +17,6 @@ limitations under the License.
 package cli
 
 import (
-	"encoding/base64"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -151,26 +149,21 @@ var sealedFormat = tokenFormat{
 	bindingHint:    "; check --params",
 }
 
-// The python-sdk's format (PyPI mcp 2.3.0, mcp.server.request_state): "v1." and the base64url,
-// unpadded, of a 4-byte key id (a hash of the key), a 12-byte nonce and the AES-256-GCM ciphertext
-// with its 16-byte tag.
-const (
-	pythonSDKPrefix = "v1."
-	pythonSDKKidLen = 4
-	pythonSDKMinLen = pythonSDKKidLen + 12 + 16
-)
-
-// pythonSDKFormat reads the python-sdk's tokens, which only the python-sdk opens. A Sealed token
-// sealed with a key named "v1" has the same text: given a keyring that holds a key v1, inspect
-// reads the token as Sealed.
+// pythonSDKFormat reads the python-sdk's tokens (PyPI mcp 2.3.0, mcp.server.request_state: "v1."
+// and the base64url of a 4-byte kid derived from the key, a nonce and the AES-256-GCM ciphertext),
+// which only the python-sdk opens: keyring.PythonTokenKid reads them. The kid is no key id of the
+// keyring but names one of its keys all the same (keyring.Key.PythonKid, status.keys[].pythonKid).
+// A Sealed token sealed with a key named "v1" has the same text: given a keyring that holds a key
+// v1, inspect reads the token as Sealed.
 var pythonSDKFormat = tokenFormat{
 	name: "python-sdk",
 	sniff: func(tok string, ring *keyring.Keyring) bool {
-		if !strings.HasPrefix(tok, pythonSDKPrefix) || strings.Contains(tok[len(pythonSDKPrefix):], ".") {
+		body, ok := strings.CutPrefix(tok, keyring.PythonTokenPrefix)
+		if !ok || strings.Contains(body, ".") {
 			return false
 		}
 		if ring != nil {
-			if _, ok := ring.Lookup(strings.TrimSuffix(pythonSDKPrefix, ".")); ok {
+			if _, ok := ring.Lookup(strings.TrimSuffix(keyring.PythonTokenPrefix, ".")); ok {
 				return false
 			}
 		}
@@ -181,16 +174,24 @@ var pythonSDKFormat = tokenFormat{
 		if len(tok) > token.MaxSealedTokenBytes {
 			return info, &token.RejectError{Codec: info.Codec, Check: token.CheckSize}
 		}
-		raw, err := base64.RawURLEncoding.Strict().DecodeString(tok[len(pythonSDKPrefix):])
-		if err != nil || base64.RawURLEncoding.EncodedLen(len(raw)) != len(tok)-len(pythonSDKPrefix) || len(raw) < pythonSDKMinLen {
+		kid, ok := keyring.PythonTokenKid(tok)
+		if !ok {
 			return info, &token.RejectError{Codec: info.Codec, Check: token.CheckFormat}
 		}
-		info.KeyID = hex.EncodeToString(raw[:pythonSDKKidLen])
+		info.KeyID = kid
 		return info, nil
 	},
 	describe: func(info token.Info) string {
 		return fmt.Sprintf("python-sdk (mcp.server.request_state, AES-256-GCM), format version %d (v1.), which only the python-sdk opens; "+
 			"a Sealed token of a key named v1 reads the same (give a --keyring that holds v1 to read it as one)", info.Version)
+	},
+	keyIn: func(kid string, ring *keyring.Keyring) (string, bool) {
+		for _, k := range ring.Keys() {
+			if k.PythonKid() == kid {
+				return k.ID(), true
+			}
+		}
+		return "", false
 	},
 	encryptedTimes: true,
 }

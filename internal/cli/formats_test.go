@@ -80,9 +80,10 @@ func TestInspectPythonSDK(t *testing.T) {
 		t.Errorf("the output does not show key id %s:\n%s", kid, r.out)
 	}
 
+	// A keyring without the token's key: the python-sdk would refuse the token.
 	path := writeKeyring(t, keyA, keyB)
 	r = inspect(t, now, append([]string{py}, requestArgs(path)...)...)
-	if !errors.Is(r.err, errNotChecked) || !strings.Contains(r.out, "not checked: the python-sdk opens its own tokens") {
+	if !errors.Is(r.err, errRejected) || !strings.Contains(r.out, "refuses a token of a key the keyring does not hold") {
 		t.Fatalf("inspect --keyring: %v\n%s", r.err, r.out)
 	}
 

@@ -82,11 +82,12 @@ func newInspectCommand(e *env) *cobra.Command {
 				tok = string(b)
 			}
 			tok = strings.TrimSpace(tok)
-			if kid, ok := keyring.PythonTokenKid(tok); ok {
-				return o.runPython(cmd.Context(), e, tok, kid)
-			}
 			if o.mrtrKeyring != "" {
-				return errors.New("--mrtrkeyring names the key of a python-sdk token (v1.); this is not one: give --keyring to check it")
+				kid, ok := keyring.PythonTokenKid(tok)
+				if !ok {
+					return errors.New("--mrtrkeyring names the key of a python-sdk token (v1.); this is not one: give --keyring to check it")
+				}
+				return o.runPython(cmd.Context(), e, tok, kid)
 			}
 			if o.keyringFile == "" {
 				for _, f := range requestFlags {
@@ -140,6 +141,16 @@ func (o *inspectOptions) run(out io.Writer, tok string, now time.Time) error {
 		case err != nil:
 			in.d.fields(append(fields, "Result", rejection(err))...)
 			return errors.Join(in.d.err, errRejected)
+		case ring != nil && in.format.keyIn != nil:
+			// What inspect can tell of such a token with keys: which key it names. A key the
+			// keyring does not have is one the SDK refuses the token for.
+			if _, ok := in.format.keyIn(info.KeyID, ring); !ok {
+				in.d.fields(append(fields, "Result", "rejected: the "+in.format.name+" refuses a token of a key the keyring does not hold "+
+					"(a key removed since, or another keyring's)")...)
+				return errors.Join(in.d.err, errRejected)
+			}
+			in.d.fields(append(fields, "Result", "not opened: the "+in.format.name+" opens its own tokens; inspect names its key")...)
+			return in.d.err
 		case ring != nil:
 			in.d.fields(append(fields, "Result", "not checked: the "+in.format.name+" opens its own tokens")...)
 			return errors.Join(in.d.err, errNotChecked)
@@ -314,50 +325,30 @@ func flagError(err error) error {
 	return fmt.Errorf("%s %s", flag, ce.Reason)
 }
 
-// pythonCodec names python-sdk's built-in codec, whose tokens inspect reads the kid of.
-const pythonCodec = "python-sdk (mcp 2.3.0 built-in: AES-256-GCM, v1.)"
-
-// runPython names the key of a python-sdk token from its kid: through the MRTRKeyring's status
-// (--mrtrkeyring) or the keys of a keyring file (--keyring). It opens nothing: the kid is the one
-// part of the token that is not encrypted. A kid that no key has fails with errRejected, as the SDK
-// would refuse the token ("unknown key").
+// runPython names the key of a python-sdk token from its kid through the MRTRKeyring's status
+// (--mrtrkeyring): the keyring file's keys are the token format's (pythonSDKFormat.keyIn). It opens
+// nothing: the kid is the one part of the token that is not encrypted. A kid that no key has fails
+// with errRejected, as the SDK would refuse the token ("unknown key").
 func (o *inspectOptions) runPython(ctx context.Context, e *env, tok, kid string) error {
 	d := &textWriter{out: e.streams.Out, now: e.now()}
-	fields := []string{"Codec", pythonCodec, "Size", fmt.Sprintf("%d bytes", len(tok)),
-		"Kid", kid + " (python-sdk derives it from the key; it takes no key id)"}
-	var (
-		keys  []mrtrv1alpha1.KeyStatus // ids with their kids, in keyring order
-		where string
-	)
-	switch {
-	case o.mrtrKeyring != "":
-		c, err := e.kube()
-		if err != nil {
-			return err
-		}
-		ns, err := e.namespace()
-		if err != nil {
-			return err
-		}
-		kr := &mrtrv1alpha1.MRTRKeyring{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.mrtrKeyring}, kr); err != nil {
-			return fmt.Errorf("get MRTRKeyring %s/%s: %w", ns, o.mrtrKeyring, err)
-		}
-		keys, where = kr.Status.Keys, fmt.Sprintf("MRTRKeyring %s/%s", ns, o.mrtrKeyring)
-	case o.keyringFile != "":
-		ring, err := keyring.LoadFile(o.keyringFile)
-		if err != nil {
-			return err // it names the file and the entry, never key bytes
-		}
-		for _, k := range ring.Keys() {
-			keys = append(keys, mrtrv1alpha1.KeyStatus{ID: k.ID(), PythonKid: k.PythonKid()})
-		}
-		where = o.keyringFile
-	default:
-		d.fields(append(fields, "Key id", "give --mrtrkeyring NAME (its status.keys[].pythonKid) or --keyring FILE to name the key",
-			"Result", "not opened: inspect reads a python-sdk token's kid only")...)
-		return d.err
+	info, err := pythonSDKFormat.inspect(tok)
+	if err != nil {
+		return err // unreachable: kid was read from tok
 	}
+	fields := []string{"Codec", pythonSDKFormat.describe(info), "Size", fmt.Sprintf("%d bytes", len(tok)), "Kid", kid}
+	c, err := e.kube()
+	if err != nil {
+		return err
+	}
+	ns, err := e.namespace()
+	if err != nil {
+		return err
+	}
+	kr := &mrtrv1alpha1.MRTRKeyring{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.mrtrKeyring}, kr); err != nil {
+		return fmt.Errorf("get MRTRKeyring %s/%s: %w", ns, o.mrtrKeyring, err)
+	}
+	keys, where := kr.Status.Keys, fmt.Sprintf("MRTRKeyring %s/%s", ns, o.mrtrKeyring)
 	for i, k := range keys {
 		if k.PythonKid != kid {
 			continue
