@@ -347,7 +347,7 @@ func (r *run) scenario() error {
 	}
 	defer r.c.stop(5 * time.Second)
 
-	ok := r.rec.await(r.opts.Timeout, func() bool { return r.loadedAfter(0, s1.fingerprint, "") })
+	ok := r.rec.await(r.opts.Timeout, func() bool { return r.loadedAfter(0, s1.fingerprint, "300") })
 	r.result(CheckStarts, ok, "prints \"loaded %s 300\" for the keyring it starts with", s1.fingerprint)
 	ok = r.awaitAck(s1.fingerprint, r.opts.Timeout)
 	r.result(CheckAcknowledgesFirst, ok, "the Pod's annotation %s is %q, want %s",
