@@ -17,9 +17,11 @@ limitations under the License.
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -46,6 +48,9 @@ func describe(out io.Writer, v keyringView, now time.Time) error {
 		"TTL wait", ttlWaitLine(st, now),
 		"Next rotation", nextRotationLine(kr, now),
 		"Last rotation", lastRotationLine(st, now),
+	}
+	if len(kr.Spec.RotationWindows) > 0 {
+		fields = append(fields, "Next window", nextWindowLine(kr, now))
 	}
 	if r, pending := pendingRotateRequest(kr); r != "" {
 		state := "handled"
@@ -288,12 +293,43 @@ func nextRotationLine(kr *mrtrv1alpha1.MRTRKeyring, now time.Time) string {
 	switch phase := kr.Status.Phase; {
 	case kr.Spec.Suspend:
 		return "suspended (spec.suspend): none starts until resumed"
-	case phase != "" && phase != mrtrv1alpha1.PhaseStable:
+	case phase.UnderWay():
 		return fmt.Sprintf("%s after the rotation under way completes", interval)
 	case next == nil:
 		return "-"
 	}
 	return fmt.Sprintf("%s, every %s", stamp(next.Time, now), interval)
+}
+
+// nextWindowLine is the rotation window the next rotation is due in, as status says (the operator
+// computed it; this recomputes no rule), and the windows of the spec.
+func nextWindowLine(kr *mrtrv1alpha1.MRTRKeyring, now time.Time) string {
+	specs := make([]string, len(kr.Spec.RotationWindows))
+	for i, w := range kr.Spec.RotationWindows {
+		specs[i] = fmt.Sprintf("%s (%s) for %s", w.Schedule, cmp.Or(w.TimeZone, "UTC"), shortDuration(w.Duration.Duration))
+	}
+	windows := "windows: " + strings.Join(specs, ", ")
+	w := kr.Status.NextWindow
+	if w == nil {
+		return "- (" + windows + ")"
+	}
+	state := "opens " + stamp(w.OpensAt.Time, now)
+	if !w.OpensAt.After(now) {
+		state = "open since " + stamp(w.OpensAt.Time, now)
+	}
+	return fmt.Sprintf("%s, closes %s (%s)", state, stamp(w.ClosesAt.Time, now), windows)
+}
+
+// shortDuration is d as Go writes it without its trailing zero units: 2h, 1h30m, 90m stays 1h30m.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func lastRotationLine(st mrtrv1alpha1.MRTRKeyringStatus, now time.Time) string {

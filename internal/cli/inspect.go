@@ -58,9 +58,9 @@ func newInspectCommand(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect TOKEN",
 		Short: "Read an MRTR request-state token offline and say whether, and why not, it opens",
-		Long: "inspect reads a request-state token of pkg/token without cluster access: its codec (Signed,\n" +
-			"Snodo's HMAC format, or Sealed, AES-256-GCM), format version, key id and, where the text shows them\n" +
-			"(Signed), its times. Given the keyring file (the Secret's keyring.json) and the request the token\n" +
+		Long: "inspect reads a request-state token without cluster access: its codec (pkg/token's Signed,\n" +
+			"Snodo's HMAC format, or Sealed, AES-256-GCM; or the python-sdk's, which only that SDK opens), format\n" +
+			"version, key id and, where the text shows them (Signed), its times. Given the keyring file (the Secret's keyring.json) and the request the token\n" +
 			"came back with, it runs the codec's checks and names the one that rejects the token, or says that\n" +
 			"it opens. TOKEN - reads the token from standard input. It never prints key bytes or the state.\n\n" +
 			"A python-sdk token (v1., mcp's built-in codec) carries no key id but a kid derived from the key:\n" +
@@ -82,11 +82,12 @@ func newInspectCommand(e *env) *cobra.Command {
 				tok = string(b)
 			}
 			tok = strings.TrimSpace(tok)
-			if kid, ok := keyring.PythonTokenKid(tok); ok {
-				return o.runPython(cmd.Context(), e, tok, kid)
-			}
 			if o.mrtrKeyring != "" {
-				return errors.New("--mrtrkeyring names the key of a python-sdk token (v1.); this is not one: give --keyring to check it")
+				kid, ok := keyring.PythonTokenKid(tok)
+				if !ok {
+					return errors.New("--mrtrkeyring names the key of a python-sdk token (v1.); this is not one: give --keyring to check it")
+				}
+				return o.runPython(cmd.Context(), e, tok, kid)
 			}
 			if o.keyringFile == "" {
 				for _, f := range requestFlags {
@@ -112,20 +113,47 @@ func newInspectCommand(e *env) *cobra.Command {
 	return cmd
 }
 
-// inspection is one run of inspect: the options, and the writer with the clock.
+// inspection is one run of inspect: the options, the token's format, and the writer with the clock.
 type inspection struct {
 	*inspectOptions
-	d *textWriter
+	format tokenFormat
+	d      *textWriter
 }
 
+// errNotChecked is inspect's failure when --keyring is given for a token that pkg/token does not
+// open (another SDK's): its text was read, nothing was checked.
+var errNotChecked = errors.New("the token was not checked: kubectl mrtr inspect opens pkg/token's formats only")
+
 func (o *inspectOptions) run(out io.Writer, tok string, now time.Time) error {
-	in := inspection{inspectOptions: o, d: &textWriter{out: out, now: now}}
-	info, err := token.Inspect(tok)
-	if o.keyringFile == "" {
-		fields := append(in.header(info, len(tok)), "Key id", keyIDLine(info, nil))
-		if err != nil {
+	var ring *keyring.Keyring
+	if o.keyringFile != "" {
+		var err error
+		if ring, err = keyring.LoadFile(o.keyringFile); err != nil {
+			return err // it names the file and the entry, never key bytes
+		}
+	}
+	in := inspection{inspectOptions: o, format: formatOf(tok, ring), d: &textWriter{out: out, now: now}}
+	info, err := in.format.inspect(tok)
+	if ring == nil || (err == nil && in.format.open == nil) {
+		fields := append(in.header(info, len(tok)), in.keyringLine(ring)...)
+		fields = append(fields, "Key id", in.keyIDLine(info, ring))
+		switch {
+		case err != nil:
 			in.d.fields(append(fields, "Result", rejection(err))...)
 			return errors.Join(in.d.err, errRejected)
+		case ring != nil && in.format.keyIn != nil:
+			// What inspect can tell of such a token with keys: which key it names. A key the
+			// keyring does not have is one the SDK refuses the token for.
+			if _, ok := in.format.keyIn(info.KeyID, ring); !ok {
+				in.d.fields(append(fields, "Result", "rejected: the "+in.format.name+" refuses a token of a key the keyring does not hold "+
+					"(a key removed since, or another keyring's)")...)
+				return errors.Join(in.d.err, errRejected)
+			}
+			in.d.fields(append(fields, "Result", "not opened: the "+in.format.name+" opens its own tokens; inspect names its key")...)
+			return in.d.err
+		case ring != nil:
+			in.d.fields(append(fields, "Result", "not checked: the "+in.format.name+" opens its own tokens")...)
+			return errors.Join(in.d.err, errNotChecked)
 		}
 		in.d.fields(append(fields,
 			"Issued at", in.timeLine(info, info.Issued, false),
@@ -133,12 +161,8 @@ func (o *inspectOptions) run(out io.Writer, tok string, now time.Time) error {
 		return in.d.err
 	}
 
-	ring, err := keyring.LoadFile(o.keyringFile)
-	if err != nil {
-		return err // it names the file and the entry, never key bytes
-	}
-	explain, err := o.explainer(info, ring, now)
-	if err != nil {
+	var explain explainFunc
+	if explain, err = in.format.open(o, ring, now); err != nil {
 		return err
 	}
 	b, err := o.binding()
@@ -149,12 +173,12 @@ func (o *inspectOptions) run(out io.Writer, tok string, now time.Time) error {
 	if token.IsConfigError(err) {
 		return flagError(err)
 	}
-	fields := append(in.header(info, len(tok)),
-		"Keyring", fmt.Sprintf("%s: keys %s; fingerprint %s", o.keyringFile, strings.Join(ring.IDs(), ", "), ring.Fingerprint()),
-		"Key id", keyIDLine(info, ring),
+	fields := append(in.header(info, len(tok)), in.keyringLine(ring)...)
+	fields = append(fields,
+		"Key id", in.keyIDLine(info, ring),
 		"Issued at", in.timeLine(info, info.Issued, false),
 		"Expires at", in.timeLine(info, info.Expires, true),
-		"Request", o.requestLine(info),
+		"Request", in.requestLine(),
 	)
 	if err != nil {
 		in.d.fields(append(fields, "Result", rejection(err)+hint(err))...)
@@ -164,16 +188,17 @@ func (o *inspectOptions) run(out io.Writer, tok string, now time.Time) error {
 	return in.d.err
 }
 
-// header is what the token's text says of its codec, and its size.
+// header is what the token's text says of its format, and its size.
 func (in inspection) header(info token.Info, size int) []string {
-	codec := "unknown"
-	switch info.Codec {
-	case token.CodecSigned:
-		codec = fmt.Sprintf("Signed (HMAC-SHA256, Snodo's wire format), format version %d (mrtr%d)", info.Version, info.Version)
-	case token.CodecSealed:
-		codec = fmt.Sprintf("Sealed (AES-256-GCM), format version %d (mrtr-sealed-v%d)", info.Version, info.Version)
+	return []string{"Codec", in.format.describe(info), "Size", fmt.Sprintf("%d bytes", size)}
+}
+
+// keyringLine names the keyring given, if any.
+func (in inspection) keyringLine(ring *keyring.Keyring) []string {
+	if ring == nil {
+		return nil
 	}
-	return []string{"Codec", codec, "Size", fmt.Sprintf("%d bytes", size)}
+	return []string{"Keyring", fmt.Sprintf("%s: keys %s; fingerprint %s", in.keyringFile, strings.Join(ring.IDs(), ", "), ring.Fingerprint())}
 }
 
 // timeLine shows a token's time and how far to trust it: a Sealed token's times are encrypted until
@@ -181,8 +206,10 @@ func (in inspection) header(info token.Info, size int) []string {
 func (in inspection) timeLine(info token.Info, t time.Time, expiry bool) string {
 	if t.IsZero() {
 		switch {
-		case info.Codec != token.CodecSealed:
+		case !in.format.encryptedTimes:
 			return "-"
+		case in.format.open == nil:
+			return "encrypted: only the " + in.format.name + " reads it"
 		case in.keyringFile == "":
 			return "encrypted: give --keyring and the request's --method, --server and --protocol-version to read it"
 		}
@@ -200,31 +227,6 @@ func (in inspection) timeLine(info token.Info, t time.Time, expiry bool) string 
 	return s
 }
 
-// explainer returns the Explain of the token's codec over ring, with the flags' options.
-func (o *inspectOptions) explainer(info token.Info, ring *keyring.Keyring, now time.Time) (func(token.Binding, string) (token.Info, error), error) {
-	src := keyring.Static(ring)
-	clock := func() time.Time { return now }
-	if info.Codec == token.CodecSigned {
-		c, err := token.NewSigned(src, token.SignedTTL(o.ttl), token.SignedClock(clock))
-		if err != nil {
-			return nil, flagError(err)
-		}
-		return c.Explain, nil
-	}
-	if o.server == "" {
-		return nil, errors.New("--server is required for a Sealed token: the codec binds the server identity (NewSealed's argument)")
-	}
-	opts := []token.SealedOption{token.SealedTTL(o.ttl), token.SealedClockSkew(o.clockSkew), token.SealedClock(clock)}
-	if o.anonymousTTL != 0 {
-		opts = append(opts, token.SealedAnonymousTTL(o.anonymousTTL))
-	}
-	c, err := token.NewSealed(src, o.server, opts...)
-	if err != nil {
-		return nil, flagError(err)
-	}
-	return c.Explain, nil
-}
-
 // binding is the request of the flags.
 func (o *inspectOptions) binding() (token.Binding, error) {
 	if o.method == "" {
@@ -238,32 +240,40 @@ func (o *inspectOptions) binding() (token.Binding, error) {
 }
 
 // requestLine names what the token was checked against: what the codec binds.
-func (o *inspectOptions) requestLine(info token.Info) string {
+func (in inspection) requestLine() string {
 	params := "none"
-	if o.params != "" {
-		params = fmt.Sprintf("%d bytes", len(o.params))
+	if in.params != "" {
+		params = fmt.Sprintf("%d bytes", len(in.params))
 	}
-	s := fmt.Sprintf("method %s, principal %s, params %s", o.method, o.principal, params)
-	if info.Codec == token.CodecSealed {
-		s += fmt.Sprintf(", protocol version %q, server %s", o.protocolVersion, o.server)
+	s := fmt.Sprintf("method %s, principal %s, params %s", in.method, in.principal, params)
+	if in.format.bindsServer {
+		s += fmt.Sprintf(", protocol version %q, server %s", in.protocolVersion, in.server)
 	}
 	return s
 }
 
 // keyIDLine names the token's key id and, given the keyring, where it is in it.
-func keyIDLine(info token.Info, ring *keyring.Keyring) string {
-	if info.KeyID == "" {
-		if info.Codec == token.CodecSigned && info.Version == 1 {
-			return "none (mrtr1: any key of the keyring may have sealed it)"
-		}
+func (in inspection) keyIDLine(info token.Info, ring *keyring.Keyring) string {
+	switch {
+	case info.KeyID == "" && in.format.noKeyID != nil:
+		return in.format.noKeyID(info)
+	case info.KeyID == "":
 		return "-"
-	}
-	if ring == nil {
+	case ring == nil:
 		return info.KeyID
+	case in.format.keyIn == nil:
+		return info.KeyID + " (the " + in.format.name + "'s own key id, not matched against the keyring's)"
 	}
-	for i, id := range ring.IDs() {
-		if id == info.KeyID {
-			s := fmt.Sprintf("%s, key %d of %d in the keyring", id, i+1, ring.Len())
+	id, ok := in.format.keyIn(info.KeyID, ring)
+	if !ok {
+		return info.KeyID + ", not in the keyring"
+	}
+	for i, k := range ring.IDs() {
+		if k == id {
+			s := fmt.Sprintf("%s, key %d of %d in the keyring", info.KeyID, i+1, ring.Len())
+			if id != info.KeyID {
+				s = fmt.Sprintf("%s, key %s (%d of %d) in the keyring", info.KeyID, id, i+1, ring.Len())
+			}
 			if i == 0 {
 				s += " (the primary)"
 			}
@@ -292,11 +302,8 @@ func hint(err error) string {
 	if !errors.As(err, &re) {
 		return ""
 	}
-	if re.Check == token.CheckBinding {
-		if re.Codec == token.CodecSealed {
-			return "; check --params"
-		}
-		return "; check --method, --params and --principal"
+	if f, ok := formatNamed(re.Codec); ok && re.Check == token.CheckBinding {
+		return f.bindingHint
 	}
 	return checkHints[re.Check]
 }
@@ -318,50 +325,30 @@ func flagError(err error) error {
 	return fmt.Errorf("%s %s", flag, ce.Reason)
 }
 
-// pythonCodec names python-sdk's built-in codec, whose tokens inspect reads the kid of.
-const pythonCodec = "python-sdk (mcp 2.3.0 built-in: AES-256-GCM, v1.)"
-
-// runPython names the key of a python-sdk token from its kid: through the MRTRKeyring's status
-// (--mrtrkeyring) or the keys of a keyring file (--keyring). It opens nothing: the kid is the one
-// part of the token that is not encrypted. A kid that no key has fails with errRejected, as the SDK
-// would refuse the token ("unknown key").
+// runPython names the key of a python-sdk token from its kid through the MRTRKeyring's status
+// (--mrtrkeyring): the keyring file's keys are the token format's (pythonSDKFormat.keyIn). It opens
+// nothing: the kid is the one part of the token that is not encrypted. A kid that no key has fails
+// with errRejected, as the SDK would refuse the token ("unknown key").
 func (o *inspectOptions) runPython(ctx context.Context, e *env, tok, kid string) error {
 	d := &textWriter{out: e.streams.Out, now: e.now()}
-	fields := []string{"Codec", pythonCodec, "Size", fmt.Sprintf("%d bytes", len(tok)),
-		"Kid", kid + " (python-sdk derives it from the key; it takes no key id)"}
-	var (
-		keys  []mrtrv1alpha1.KeyStatus // ids with their kids, in keyring order
-		where string
-	)
-	switch {
-	case o.mrtrKeyring != "":
-		c, err := e.kube()
-		if err != nil {
-			return err
-		}
-		ns, err := e.namespace()
-		if err != nil {
-			return err
-		}
-		kr := &mrtrv1alpha1.MRTRKeyring{}
-		if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.mrtrKeyring}, kr); err != nil {
-			return fmt.Errorf("get MRTRKeyring %s/%s: %w", ns, o.mrtrKeyring, err)
-		}
-		keys, where = kr.Status.Keys, fmt.Sprintf("MRTRKeyring %s/%s", ns, o.mrtrKeyring)
-	case o.keyringFile != "":
-		ring, err := keyring.LoadFile(o.keyringFile)
-		if err != nil {
-			return err // it names the file and the entry, never key bytes
-		}
-		for _, k := range ring.Keys() {
-			keys = append(keys, mrtrv1alpha1.KeyStatus{ID: k.ID(), PythonKid: k.PythonKid()})
-		}
-		where = o.keyringFile
-	default:
-		d.fields(append(fields, "Key id", "give --mrtrkeyring NAME (its status.keys[].pythonKid) or --keyring FILE to name the key",
-			"Result", "not opened: inspect reads a python-sdk token's kid only")...)
-		return d.err
+	info, err := pythonSDKFormat.inspect(tok)
+	if err != nil {
+		return err // unreachable: kid was read from tok
 	}
+	fields := []string{"Codec", pythonSDKFormat.describe(info), "Size", fmt.Sprintf("%d bytes", len(tok)), "Kid", kid}
+	c, err := e.kube()
+	if err != nil {
+		return err
+	}
+	ns, err := e.namespace()
+	if err != nil {
+		return err
+	}
+	kr := &mrtrv1alpha1.MRTRKeyring{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.mrtrKeyring}, kr); err != nil {
+		return fmt.Errorf("get MRTRKeyring %s/%s: %w", ns, o.mrtrKeyring, err)
+	}
+	keys, where := kr.Status.Keys, fmt.Sprintf("MRTRKeyring %s/%s", ns, o.mrtrKeyring)
 	for i, k := range keys {
 		if k.PythonKid != kid {
 			continue

@@ -43,9 +43,21 @@ type observed struct {
 	targets []client.Object
 	// refused says, by pod name, why an acknowledgement was not taken as proof (acknowledgement).
 	refused map[string]string
-	// pods are the uid and resourceVersion each pod was read at, by name: the preconditions of its
-	// eviction.
-	pods map[string]metav1.Preconditions
+	// pods are what Reconcile's writes to pods need of each pod read, by name.
+	pods map[string]seenPod
+}
+
+// seenPod is what the writes to a pod need of it as gather read it.
+type seenPod struct {
+	// version is the uid and resourceVersion it was read at: the preconditions of its eviction and
+	// of its nudge.
+	version metav1.Preconditions
+	// written is its WrittenAnnotation, which its next nudge must change (nudgeValue).
+	written string
+	// consumer: it mounts the keyring Secret as a volume, so that a nudge refreshes it, and
+	// carries an acknowledgement of it (any): the pods the admission policy lets the operator
+	// nudge (syncPods).
+	consumer bool
 }
 
 // gather reads everything rotation.Step needs (cert-manager's gatherer): the Secret (live), the
@@ -78,7 +90,7 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 			return rotation.Input{}, observed{}, err
 		}
 	}
-	po := podObserver{key: ack.AnnotationKey(kr.EffectiveSecretName()), secret: keyringWrite(sec, kr.Status.PhaseStartedAt), refused: map[string]string{}, versions: map[string]metav1.Preconditions{}}
+	po := podObserver{key: ack.AnnotationKey(kr.EffectiveSecretName()), secretName: kr.EffectiveSecretName(), secret: keyringWrite(sec, kr.Status.PhaseStartedAt), refused: map[string]string{}, seen: map[string]seenPod{}}
 	ws := observeWorkloads(targets, kr)
 	stampable := make([]client.Object, 0, len(targets.Found))
 	counted := map[string]bool{} // pods counted with a target, by name
@@ -120,7 +132,7 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 		SelectedPods:  selected,
 		RotateRequest: kr.Annotations[mrtrv1alpha1.RotateAnnotation],
 		RevokeRequest: kr.Annotations[mrtrv1alpha1.RevokeAnnotation],
-	}, observed{secret: secret, targets: stampable, refused: po.refused, pods: po.versions}, nil
+	}, observed{secret: secret, targets: stampable, refused: po.refused, pods: po.seen}, nil
 }
 
 // workloadPods reads the pods obj's selector selects, through the cache.
@@ -156,10 +168,12 @@ func (r *MRTRKeyringReconciler) selectedPods(ctx context.Context, kr *mrtrv1alph
 // acceptance rule (acknowledgement), and collects why it refused an acknowledgement and the
 // version of each pod it saw.
 type podObserver struct {
-	key      string
-	secret   secretWrite
-	refused  map[string]string
-	versions map[string]metav1.Preconditions
+	key     string
+	secret  secretWrite
+	refused map[string]string
+	seen    map[string]seenPod
+	// secretName is the keyring Secret, which a pod must mount to be nudged.
+	secretName string
 }
 
 // observe turns pods into rotation.Pods, leaving out those in skip.
@@ -174,11 +188,19 @@ func (po *podObserver) observe(pods []corev1.Pod, skip map[string]bool) []rotati
 		if refusal != "" {
 			po.refused[p.Name] = refusal
 		}
-		po.versions[p.Name] = metav1.Preconditions{UID: &p.UID, ResourceVersion: &p.ResourceVersion}
+		po.seen[p.Name] = seenPod{version: metav1.Preconditions{UID: &p.UID, ResourceVersion: &p.ResourceVersion},
+			written: p.Annotations[mrtrv1alpha1.WrittenAnnotation], consumer: consumes(p, po.secretName, po.key)}
 		out = append(out, rotation.Pod{Name: p.Name, Loaded: loaded, CreatedAt: p.CreationTimestamp.Time,
 			Terminating: p.DeletionTimestamp != nil})
 	}
 	return out
+}
+
+// consumes reports whether pod mounts the Secret secret as a volume and carries an
+// acknowledgement of it, under key, whatever its value.
+func consumes(pod *corev1.Pod, secret, key string) bool {
+	_, acked := pod.Annotations[key]
+	return acked && slices.Contains(workload.MountedSecrets(pod), secret)
 }
 
 // stampOwner returns the keyring that owns the stamp kr would write on obj, when that is another

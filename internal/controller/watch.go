@@ -111,7 +111,13 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.Recorder == nil {
-		rec := events.NewRecorder(mgr.GetClient(), mgr.GetScheme(), "mrtr-operator")
+		// Through r.Client, so that the lease guard in front of it (internal/leaderguard) holds back
+		// the events of a replica that no longer leads, as it does its other writes.
+		c := r.Client
+		if c == nil {
+			c = mgr.GetClient()
+		}
+		rec := events.NewRecorder(c, mgr.GetScheme(), "mrtr-operator")
 		if err := mgr.Add(rec); err != nil {
 			return err
 		}

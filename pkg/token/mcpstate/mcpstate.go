@@ -413,8 +413,8 @@ func (g *Guard) checkFolded(b token.Binding) error {
 const reasonNil = "is nil"
 
 // unboundParams are the top-level params members that neither codec binds: they change between the
-// rounds of one request.
-var unboundParams = []string{"_meta", "requestState", "inputResponses"}
+// rounds of one request. The codecs own the list.
+var unboundParams = token.UnboundParams()
 
 // clientError returns InvalidParams for an error of the client's params, after handing the cause to
 // the OnInvalidParams function, and any other error unchanged.

@@ -1,0 +1,162 @@
+# Copyright 2026 The mrtr-operator Authors.
+# Licensed under the Apache License, Version 2.0: http://www.apache.org/licenses/LICENSE-2.0
+"""Seal the Python MCP SDK's request state with the operator's keyring (needs the extra "mcp").
+
+    watcher = KeyringWatcher("/etc/mrtr/keyring").start()
+    security = request_state_security(watcher, audience="weather")
+    server = MCPServer("weather", request_state_security=security)
+
+KeyringCodec is the SDK's RequestStateCodec over the keyring in service: it hands every seal and
+unseal to the SDK's own AESGCMRequestStateCodec built from the keyring's secrets, keys[0] sealing,
+so tokens are exactly the SDK's. The SDK's boundary reads security.codec and security.ttl on every
+round, so a rotated keyring or token-ttl takes effect on the next round with no restart.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from mcp.server.context import ServerRequestContext
+from mcp.server.request_state import (
+    AESGCMRequestStateCodec,
+    InvalidRequestState,
+    RequestStateSecurity,
+    authenticated_principal,
+)
+
+from ._keyring import Keyring
+from ._watch import KeyringWatcher
+
+__all__ = [
+    "DEFAULT_TTL_SECONDS",
+    "InvalidRequestState",
+    "KeyringCodec",
+    "KeyringRequestStateSecurity",
+    "request_state_security",
+]
+
+# The operator's default tokenTTL (5 minutes): the ttl when neither the caller nor the Secret says.
+DEFAULT_TTL_SECONDS = 300.0
+
+KeyringSource = KeyringWatcher | Keyring | Callable[[], Keyring]
+
+
+def _sdk_codec(ring: Keyring) -> AESGCMRequestStateCodec:
+    # The SDK refuses two equal secrets in one ring; two ids may share one (the keyring allows it),
+    # and the first one's position is the one that counts.
+    secrets: list[bytes] = []
+    for k in ring.keys:
+        if k.secret not in secrets:
+            secrets.append(k.secret)
+    return AESGCMRequestStateCodec(secrets)
+
+
+class KeyringCodec:
+    """The SDK's RequestStateCodec over the current keyring of source (a KeyringWatcher, a fixed
+    Keyring, or a function returning the keyring in service)."""
+
+    def __init__(self, source: KeyringSource) -> None:
+        if isinstance(source, KeyringWatcher):
+            watcher = source
+            self._get: Callable[[], Keyring] = lambda: watcher.keyring
+            # Built off the request path when the keyring changes; the check in _codec covers the
+            # rounds that come between the swap and this listener.
+            watcher.on_change(self._prebuild)
+        elif isinstance(source, Keyring):
+            ring = source
+            self._get = lambda: ring
+        else:
+            self._get = source
+        self._lock = threading.Lock()
+        first = self._get()
+        self._built: tuple[Keyring, AESGCMRequestStateCodec] = (first, _sdk_codec(first))
+
+    @property
+    def keyring(self) -> Keyring:
+        """The keyring in service."""
+        return self._get()
+
+    def _prebuild(self, ring: Keyring) -> None:
+        self._build(ring)
+
+    def _build(self, ring: Keyring) -> AESGCMRequestStateCodec:
+        with self._lock:
+            built = self._built
+            if built[0] is not ring:
+                built = (ring, _sdk_codec(ring))
+                self._built = built  # one reference swap: readers see the old pair or the new one
+            return built[1]
+
+    def _codec(self) -> AESGCMRequestStateCodec:
+        ring = self._get()
+        built = self._built
+        if built[0] is ring:
+            return built[1]
+        return self._build(ring)
+
+    def seal(self, payload: bytes) -> str:
+        return self._codec().seal(payload)
+
+    def unseal(self, token: str) -> bytes:
+        return self._codec().unseal(token)
+
+
+class KeyringRequestStateSecurity(RequestStateSecurity):
+    """RequestStateSecurity whose ttl is never longer than the keyring's token-ttl, read on every
+    seal: the operator drops a key only token-ttl after the last pod sealed with it."""
+
+    codec: KeyringCodec
+
+    def __init__(
+        self,
+        codec: KeyringCodec,
+        *,
+        audience: str,
+        ttl: float | None = None,
+        bind_principal: Callable[[ServerRequestContext[Any, Any]], str | None] | None = authenticated_principal,
+    ) -> None:
+        if not isinstance(audience, str) or not audience:
+            raise ValueError(
+                "request_state_security: audience must be a non-empty string shared by every replica "
+                "(tokens are bound to it; the SDK's default, the server name, would differ between servers)"
+            )
+        self._max_ttl: float | None = None
+        super().__init__(
+            codec=codec,
+            ttl=DEFAULT_TTL_SECONDS if ttl is None else ttl,
+            bind_principal=bind_principal,
+            audience=audience,
+        )
+        self._max_ttl = ttl
+
+    @property
+    def ttl(self) -> float:
+        declared = self.codec.keyring.token_ttl
+        wanted = self._max_ttl
+        if declared is None:
+            return DEFAULT_TTL_SECONDS if wanted is None else wanted
+        return float(declared) if wanted is None else min(wanted, float(declared))
+
+    @ttl.setter
+    def ttl(self, value: float) -> None:
+        # RequestStateSecurity.__init__ validates and assigns it; any assignment sets the ceiling.
+        self._max_ttl = value
+
+
+def request_state_security(
+    source: KeyringSource | KeyringCodec,
+    *,
+    audience: str,
+    ttl: float | None = None,
+    bind_principal: Callable[[ServerRequestContext[Any, Any]], str | None] | None = authenticated_principal,
+) -> KeyringRequestStateSecurity:
+    """The SDK's RequestStateSecurity over the keyring of source, for MCPServer(request_state_security=).
+
+    audience is required and must be the same on every replica (a retry may land on any of them).
+    ttl is the longest token lifetime wanted, in seconds; the one used is never longer than the
+    Secret's token-ttl, and is that token-ttl when ttl is None (300 s when neither says).
+    """
+    codec = source if isinstance(source, KeyringCodec) else KeyringCodec(source)
+    return KeyringRequestStateSecurity(codec, audience=audience, ttl=ttl, bind_principal=bind_principal)

@@ -1,0 +1,154 @@
+# Copyright 2026 The mrtr-operator Authors.
+# Licensed under the Apache License, Version 2.0: http://www.apache.org/licenses/LICENSE-2.0
+"""The consumer contract's shared vectors (testdata/consumers/, made by the Go library) and its
+conformance check (test/conformance), read and run in place from the repository.
+
+$MRTR_CONSUMER_VECTORS names another vectors directory. The tests exist only where the files do.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mrtr_keyring import KeyringError, KeyringWatcher, parse_keyring, parse_token_ttl
+
+from .conftest import REPO, SHARED_VECTORS
+
+VECTORS = Path(os.environ.get("MRTR_CONSUMER_VECTORS") or SHARED_VECTORS)
+
+
+def _load(name: str) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((VECTORS / name).read_text())
+    return doc
+
+
+def _bytes(v: dict[str, Any]) -> bytes:
+    data = base64.b64decode(v.get("data") or "")
+    pad = v.get("padTo")
+    return data + b" " * (pad - len(data)) if pad else data
+
+
+if (VECTORS / "keyrings.json").exists():
+    KEYRINGS = _load("keyrings.json")
+
+    @pytest.mark.parametrize("v", KEYRINGS["valid"], ids=[v["name"] for v in KEYRINGS["valid"]])
+    def test_valid_keyrings(v: dict[str, Any]) -> None:
+        ring = parse_keyring(_bytes(v))
+        assert ring.fingerprint == v["fingerprint"]
+        assert [(k.id, base64.b64encode(k.secret).decode(), k.python_kid) for k in ring.keys] == [
+            (k["id"], k["secret"], k["pythonKid"]) for k in v["keys"]
+        ]
+
+    @pytest.mark.parametrize("v", KEYRINGS["invalid"], ids=[v["name"] for v in KEYRINGS["invalid"]])
+    def test_invalid_keyrings(v: dict[str, Any]) -> None:
+        with pytest.raises(KeyringError) as info:
+            parse_keyring(_bytes(v))
+        # Go's very message, which names keys[entry] when the vector sets one.
+        assert str(info.value) == v["error"]
+        if v.get("entry") is not None:
+            assert f"keys[{v['entry']}]" in str(info.value)
+
+
+if (VECTORS / "token-ttl.json").exists():
+    TTLS = _load("token-ttl.json")
+
+    @pytest.mark.parametrize("v", TTLS["valid"], ids=[v["name"] for v in TTLS["valid"]])
+    def test_valid_token_ttl(v: dict[str, Any]) -> None:
+        assert parse_token_ttl(_bytes(v)) == v["seconds"]
+
+    @pytest.mark.parametrize("v", TTLS["invalid"], ids=[v["name"] for v in TTLS["invalid"]])
+    def test_invalid_token_ttl(v: dict[str, Any]) -> None:
+        with pytest.raises(KeyringError) as info:
+            parse_token_ttl(_bytes(v))
+        assert str(info.value) == v["error"]
+
+
+def _apply(root: Path, op: dict[str, Any]) -> None:
+    path = root / op["path"]
+    match op["op"]:
+        case "mkdir":
+            path.mkdir()
+        case "write":
+            path.write_bytes(_bytes(op))
+        case "symlink":
+            os.symlink(op["target"], path)
+        case "rename":
+            os.rename(path, root / op["to"])
+        case "remove":
+            path.unlink()
+        case "removeAll":
+            shutil.rmtree(path)
+        case other:
+            raise AssertionError(f"unknown op {other}")
+
+
+if (VECTORS / "swaps.json").exists():
+    SWAPS = _load("swaps.json")["sequences"]
+
+    @pytest.mark.parametrize("seq", SWAPS, ids=[s["name"] for s in SWAPS])
+    def test_swap_sequences(seq: dict[str, Any], tmp_path: Path) -> None:
+        root = tmp_path / "vol"
+        root.mkdir()
+        for op in seq["setup"]:
+            _apply(root, op)
+
+        def same_error(err: Exception, want: str | None) -> None:
+            if want is not None and isinstance(err, KeyringError):
+                assert str(err).replace(str(root), "$MRTR_KEYRING_DIR") == want
+
+        start = seq["start"]
+        if start.get("refused"):
+            with pytest.raises((KeyringError, OSError)) as info:
+                KeyringWatcher(root)
+            same_error(info.value, start.get("error"))
+            return
+        w = KeyringWatcher(root, on_error=lambda e: None)
+
+        def check(expect: dict[str, Any], where: str) -> None:
+            ring = w.keyring
+            assert ring.fingerprint == expect["fingerprint"], where
+            assert list(ring.ids) == expect["keys"], where
+            assert ring.token_ttl == expect["tokenTTLSeconds"], where
+
+        check(start, "start")
+        for i, step in enumerate(seq["steps"]):
+            _apply(root, step)
+            before = w.keyring.fingerprint
+            try:
+                w.reload()
+                rejected = False
+            except (KeyringError, OSError) as e:
+                rejected = True
+                same_error(e, step["expect"].get("error"))
+            where = f"step {i} ({step['op']} {step['path']})"
+            assert rejected == step["expect"]["rejected"], where
+            check(step["expect"], where)
+            assert (w.keyring.fingerprint != before) == step["expect"]["acknowledge"], where
+
+
+CONFORMANCE = REPO / "test" / "conformance" / "main.go"
+if CONFORMANCE.exists():
+
+    @pytest.mark.parametrize("flags", [[], ["-lost-answer"]], ids=["default", "lost-answer"])
+    def test_conformance_check(flags: list[str]) -> None:
+        """The Go conformance check passes with this package's consumer (python -m mrtr_keyring.conformance)."""
+        go = shutil.which("go")
+        assert go is not None, "the conformance check needs Go on PATH"
+        out = subprocess.run(
+            [go, "run", "./test/conformance", *flags, "--", sys.executable, "-m", "mrtr_keyring.conformance"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert " 0 failed" in out.stdout
