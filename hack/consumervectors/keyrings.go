@@ -78,6 +78,17 @@ type invalidKeyring struct {
 	Error string `json:"error"`
 }
 
+// The rules of keyring.Parse, as keyrings.json names them.
+const (
+	ruleSize       = "size"
+	ruleJSON       = "json"
+	ruleSchema     = "schema"
+	ruleDuplicates = "duplicates"
+	ruleLimits     = "limits"
+	ruleID         = "id"
+	ruleBase64     = "base64"
+)
+
 var keyringsComment = []string{
 	"Made by `go run ./hack/consumervectors` from pkg/keyring; do not edit. See docs/consumers.md.",
 	"Each file's bytes are `data` (standard base64); `text` is the same bytes as text when they are UTF-8.",
@@ -123,7 +134,7 @@ func doc(pairs ...any) string {
 
 // nkeys builds a keyring.json of n keys k0..k(n-1).
 func nkeys(n int) string {
-	var pairs []any
+	pairs := make([]any, 0, 2*n)
 	for i := range n {
 		pairs = append(pairs, fmt.Sprintf("k%d", i), secret(100+i, 32))
 	}
@@ -212,59 +223,62 @@ func keyringVectors() (*keyringsFile, error) {
 		data       []byte
 		padTo      int
 	}{
-		{"one byte over maxDocumentBytes (padded with spaces)", "size", []byte(doc("a", a)), keyring.MaxDocumentBytes + 1},
-		{"empty file", "json", nil, 0},
-		{"only whitespace", "json", []byte(" \n"), 0},
-		{"a byte-order mark before the object", "json", append([]byte("\xef\xbb\xbf"), doc("a", a)...), 0},
-		{"truncated", "json", []byte(doc("a", a)[:20]), 0},
-		{"a trailing comma in the list", "json", []byte(`{"keys":[` + entryA + `,]}`), 0},
-		{"single quotes", "json", []byte(`{'keys':[]}`), 0},
-		{"a second object after the first", "json", []byte(doc("a", a) + doc("b", b)), 0},
-		{"text after the object", "json", []byte(doc("a", a) + " x"), 0},
-		{"invalid UTF-8 in an id", "id", []byte(`{"keys":[{"id":"a` + "\xff" + `","secret":"` + sa + `"}]}`), 0},
-		{"a list, not an object", "schema", []byte(`[` + entryA + `]`), 0},
-		{"null", "schema", []byte(`null`), 0},
-		{"a string", "schema", []byte(`"keys"`), 0},
-		{"an empty object: no \"keys\"", "schema", []byte(`{}`), 0},
-		{"\"Keys\": names are case-sensitive", "schema", []byte(`{"Keys":[` + entryA + `]}`), 0},
-		{"an unknown top-level field beside \"keys\"", "schema", []byte(`{"keys":[` + entryA + `],"version":1}`), 0},
-		{"\"keys\" is null", "schema", []byte(`{"keys":null}`), 0},
-		{"\"keys\" is an object", "schema", []byte(`{"keys":` + entryA + `}`), 0},
-		{"\"keys\" is a string", "schema", []byte(`{"keys":"a"}`), 0},
-		{"an entry is null", "schema", []byte(`{"keys":[` + entryA + `,null]}`), 0},
-		{"an entry is a string", "schema", []byte(`{"keys":["` + sa + `"]}`), 0},
-		{"an entry is a list", "schema", []byte(`{"keys":[["a","` + sa + `"]]}`), 0},
-		{"an entry without \"id\"", "schema", []byte(`{"keys":[{"secret":"` + sa + `"}]}`), 0},
-		{"an entry without \"secret\"", "schema", []byte(`{"keys":[` + entryA + `,{"id":"b"}]}`), 0},
-		{"an unknown field in an entry", "schema", []byte(`{"keys":[` + entryA + `,{"id":"b","secret":"` + b64(b) + `","kid":"x"}]}`), 0},
-		{"\"ID\": entry field names are case-sensitive", "schema", []byte(`{"keys":[{"ID":"a","secret":"` + sa + `"}]}`), 0},
-		{"an id that is a number", "schema", []byte(`{"keys":[{"id":1,"secret":"` + sa + `"}]}`), 0},
-		{"an id that is a huge number", "schema", []byte(`{"keys":[{"id":1e999,"secret":"` + sa + `"}]}`), 0},
-		{"a secret that is null", "schema", []byte(`{"keys":[{"id":"a","secret":null}]}`), 0},
-		{"a secret that is a list of bytes", "schema", []byte(`{"keys":[{"id":"a","secret":[1,2,3]}]}`), 0},
-		{"a secret that is true", "schema", []byte(`{"keys":[{"id":"a","secret":true}]}`), 0},
-		{"\"keys\" twice", "duplicates", []byte(`{"keys":[` + entryA + `],"keys":[` + entryA + `]}`), 0},
-		{"\"id\" twice in an entry", "duplicates", []byte(`{"keys":[{"id":"a","id":"b","secret":"` + sa + `"}]}`), 0},
-		{"\"secret\" twice in an entry", "duplicates", []byte(`{"keys":[{"id":"a","secret":"` + sa + `","secret":"` + b64(b) + `"}]}`), 0},
-		{"two entries with one id", "duplicates", []byte(doc("a", a, "b", b, "a", c)), 0},
-		{"one id spelled twice, once with an escape", "duplicates", []byte(`{"keys":[` + entryA + `,{"id":"\u0061","secret":"` + b64(b) + `"}]}`), 0},
-		{"no keys", "limits", []byte(`{"keys":[]}`), 0},
-		{"nine keys, one more than allowed", "limits", []byte(nkeys(9)), 0},
-		{"a 31-byte secret", "limits", []byte(doc("a", a, "short", short)), 0},
-		{"an empty secret", "limits", []byte(`{"keys":[{"id":"a","secret":""}]}`), 0},
-		{"an empty id", "id", []byte(doc("", a)), 0},
-		{"an id of 33 characters", "id", []byte(doc(id32+"b", a)), 0},
-		{"an id with a dot", "id", []byte(doc("a.b", a)), 0},
-		{"an id with a space", "id", []byte(doc("a b", a)), 0},
-		{"an id with a non-ASCII letter", "id", []byte(doc("é", a)), 0},
-		{"an id with a slash", "id", []byte(doc("a/b", a)), 0},
-		{"a secret without its padding", "base64", []byte(`{"keys":[{"id":"p","secret":"` + strings.TrimRight(b64(secret(6, 34)), "=") + `"}]}`), 0},
-		{"a secret in the base64url alphabet", "base64", []byte(`{"keys":[{"id":"a","secret":"` + urlAlphabet(secret(8, 32)) + `"}]}`), 0},
-		{"a secret with a line break in it", "base64", []byte(`{"keys":[{"id":"a","secret":"` + sa[:20] + `\n` + sa[20:] + `"}]}`), 0},
-		{"a secret with a space in it", "base64", []byte(`{"keys":[{"id":"a","secret":"` + sa[:20] + ` ` + sa[20:] + `"}]}`), 0},
-		{"a secret with non-zero padding bits", "base64", []byte(`{"keys":[{"id":"p","secret":"` + nonZeroPadding(secret(6, 34)) + `"}]}`), 0},
-		{"a secret with a character outside the alphabet", "base64", []byte(`{"keys":[{"id":"a","secret":"` + sa[:10] + `*` + sa[11:] + `"}]}`), 0},
-		{"id and secret swapped", "id", []byte(`{"keys":[{"id":"` + sa + `","secret":"a"}]}`), 0},
+		{"one byte over maxDocumentBytes (padded with spaces)", ruleSize, []byte(doc("a", a)), keyring.MaxDocumentBytes + 1},
+		{"empty file", ruleJSON, nil, 0},
+		{"only whitespace", ruleJSON, []byte(" \n"), 0},
+		{"a byte-order mark before the object", ruleJSON, append([]byte("\xef\xbb\xbf"), doc("a", a)...), 0},
+		{"truncated", ruleJSON, []byte(doc("a", a)[:20]), 0},
+		{"a trailing comma in the list", ruleJSON, []byte(`{"keys":[` + entryA + `,]}`), 0},
+		{"single quotes", ruleJSON, []byte(`{'keys':[]}`), 0},
+		{"a second object after the first", ruleJSON, []byte(doc("a", a) + doc("b", b)), 0},
+		{"text after the object", ruleJSON, []byte(doc("a", a) + " x"), 0},
+		{"invalid UTF-8 in an id", ruleID, []byte(`{"keys":[{"id":"a` + "\xff" + `","secret":"` + sa + `"}]}`), 0},
+		{"a list, not an object", ruleSchema, []byte(`[` + entryA + `]`), 0},
+		{"null", ruleSchema, []byte(`null`), 0},
+		{"a string", ruleSchema, []byte(`"keys"`), 0},
+		{"an empty object: no \"keys\"", ruleSchema, []byte(`{}`), 0},
+		{"\"Keys\": names are case-sensitive", ruleSchema, []byte(`{"Keys":[` + entryA + `]}`), 0},
+		{"an unknown top-level field beside \"keys\"", ruleSchema, []byte(`{"keys":[` + entryA + `],"version":1}`), 0},
+		{"\"keys\" is null", ruleSchema, []byte(`{"keys":null}`), 0},
+		{"\"keys\" is an object", ruleSchema, []byte(`{"keys":` + entryA + `}`), 0},
+		{"\"keys\" is a string", ruleSchema, []byte(`{"keys":"a"}`), 0},
+		{"an entry is null", ruleSchema, []byte(`{"keys":[` + entryA + `,null]}`), 0},
+		{"an entry is a string", ruleSchema, []byte(`{"keys":["` + sa + `"]}`), 0},
+		{"an entry is a list", ruleSchema, []byte(`{"keys":[["a","` + sa + `"]]}`), 0},
+		{"an entry without \"id\"", ruleSchema, []byte(`{"keys":[{"secret":"` + sa + `"}]}`), 0},
+		{"an entry without \"secret\"", ruleSchema, []byte(`{"keys":[` + entryA + `,{"id":"b"}]}`), 0},
+		{"an unknown field in an entry", ruleSchema, []byte(`{"keys":[` + entryA + `,{"id":"b","secret":"` + b64(b) + `","kid":"x"}]}`), 0},
+		{"\"ID\": entry field names are case-sensitive", ruleSchema, []byte(`{"keys":[{"ID":"a","secret":"` + sa + `"}]}`), 0},
+		{"an id that is a number", ruleSchema, []byte(`{"keys":[{"id":1,"secret":"` + sa + `"}]}`), 0},
+		{"an id that is a huge number", ruleSchema, []byte(`{"keys":[{"id":1e999,"secret":"` + sa + `"}]}`), 0},
+		{"a secret that is null", ruleSchema, []byte(`{"keys":[{"id":"a","secret":null}]}`), 0},
+		{"a secret that is a list of bytes", ruleSchema, []byte(`{"keys":[{"id":"a","secret":[1,2,3]}]}`), 0},
+		{"a secret that is true", ruleSchema, []byte(`{"keys":[{"id":"a","secret":true}]}`), 0},
+		{"\"keys\" twice", ruleDuplicates, []byte(`{"keys":[` + entryA + `],"keys":[` + entryA + `]}`), 0},
+		{"\"id\" twice in an entry", ruleDuplicates, []byte(`{"keys":[{"id":"a","id":"b","secret":"` + sa + `"}]}`), 0},
+		{"\"secret\" twice in an entry", ruleDuplicates, []byte(`{"keys":[{"id":"a","secret":"` + sa + `","secret":"` + b64(b) + `"}]}`), 0},
+		{"two entries with one id", ruleDuplicates, []byte(doc("a", a, "b", b, "a", c)), 0},
+		{"one id spelled twice, once with an escape", ruleDuplicates,
+			[]byte(`{"keys":[` + entryA + `,{"id":"\u0061","secret":"` + b64(b) + `"}]}`), 0},
+		{"no keys", ruleLimits, []byte(`{"keys":[]}`), 0},
+		{"nine keys, one more than allowed", ruleLimits, []byte(nkeys(9)), 0},
+		{"a 31-byte secret", ruleLimits, []byte(doc("a", a, "short", short)), 0},
+		{"an empty secret", ruleLimits, []byte(`{"keys":[{"id":"a","secret":""}]}`), 0},
+		{"an empty id", ruleID, []byte(doc("", a)), 0},
+		{"an id of 33 characters", ruleID, []byte(doc(id32+"b", a)), 0},
+		{"an id with a dot", ruleID, []byte(doc("a.b", a)), 0},
+		{"an id with a space", ruleID, []byte(doc("a b", a)), 0},
+		{"an id with a non-ASCII letter", ruleID, []byte(doc("é", a)), 0},
+		{"an id with a slash", ruleID, []byte(doc("a/b", a)), 0},
+		{"a secret without its padding", ruleBase64,
+			[]byte(`{"keys":[{"id":"p","secret":"` + strings.TrimRight(b64(secret(6, 34)), "=") + `"}]}`), 0},
+		{"a secret in the base64url alphabet", ruleBase64, []byte(`{"keys":[{"id":"a","secret":"` + urlAlphabet(secret(8, 32)) + `"}]}`), 0},
+		{"a secret with a line break in it", ruleBase64, []byte(`{"keys":[{"id":"a","secret":"` + sa[:20] + `\n` + sa[20:] + `"}]}`), 0},
+		{"a secret with a space in it", ruleBase64, []byte(`{"keys":[{"id":"a","secret":"` + sa[:20] + ` ` + sa[20:] + `"}]}`), 0},
+		{"a secret with non-zero padding bits", ruleBase64, []byte(`{"keys":[{"id":"p","secret":"` + nonZeroPadding(secret(6, 34)) + `"}]}`), 0},
+		{"a secret with a character outside the alphabet", ruleBase64,
+			[]byte(`{"keys":[{"id":"a","secret":"` + sa[:10] + `*` + sa[11:] + `"}]}`), 0},
+		{"id and secret swapped", ruleID, []byte(`{"keys":[{"id":"` + sa + `","secret":"a"}]}`), 0},
 	}
 	for _, v := range invalid {
 		f := newFile(v.data, v.padTo)

@@ -42,6 +42,19 @@ type sequence struct {
 	Steps []op  `json:"steps"`
 }
 
+// The ops of a sequence.
+const (
+	opMkdir     = "mkdir"
+	opWrite     = "write"
+	opSymlink   = "symlink"
+	opRename    = "rename"
+	opRemove    = "remove"
+	opRemoveAll = "removeAll"
+)
+
+// refused is what throughLinks says of files a reader would refuse.
+const refused = "refused"
+
 // op is one file-system operation in the mounted directory; paths are relative to it.
 type op struct {
 	Op     string `json:"op"` // mkdir, write, symlink, rename, remove, removeAll
@@ -117,22 +130,22 @@ func (k *kubelet) write(files map[string][]byte) []op {
 		}
 	}
 	slices.Sort(names)
-	ops := []op{{Op: "mkdir", Path: ts}}
+	ops := []op{{Op: opMkdir, Path: ts}}
 	for _, name := range names {
 		ops = append(ops, writeOp(ts+"/"+name, files[name]))
 	}
 	var links, gone []op
 	for _, name := range names {
 		if !slices.Contains(k.visible, name) {
-			links = append(links, op{Op: "symlink", Path: name, Target: "..data/" + name})
+			links = append(links, op{Op: opSymlink, Path: name, Target: "..data/" + name})
 		}
 	}
 	for _, name := range k.visible {
 		if !slices.Contains(names, name) {
-			gone = append(gone, op{Op: "remove", Path: name})
+			gone = append(gone, op{Op: opRemove, Path: name})
 		}
 	}
-	swap := []op{{Op: "symlink", Path: "..data_tmp", Target: ts}, {Op: "rename", Path: "..data_tmp", To: "..data"}}
+	swap := []op{{Op: opSymlink, Path: "..data_tmp", Target: ts}, {Op: opRename, Path: "..data_tmp", To: "..data"}}
 	if k.linksFirst {
 		ops = append(append(ops, links...), swap...)
 	} else {
@@ -140,14 +153,14 @@ func (k *kubelet) write(files map[string][]byte) []op {
 	}
 	ops = append(ops, gone...)
 	if k.ts != "" {
-		ops = append(ops, op{Op: "removeAll", Path: k.ts})
+		ops = append(ops, op{Op: opRemoveAll, Path: k.ts})
 	}
 	k.ts, k.visible = ts, names
 	return ops
 }
 
 func writeOp(path string, data []byte) op {
-	o := op{Op: "write", Path: path, Data: data}
+	o := op{Op: opWrite, Path: path, Data: data}
 	o.Text = newFile(data, 0).Text
 	return o
 }
@@ -161,103 +174,94 @@ func snapshot(keyringJSON string, ttl string) map[string][]byte {
 	return files
 }
 
+// volumeSequence is a sequence of Secret contents written the kubelet's way: the first before the
+// consumer starts, each next one a step.
+type volumeSequence struct {
+	name, description string
+	linksFirst        bool
+	contents          []map[string][]byte
+}
+
 func swapVectors() (*swapsFile, error) {
 	a, b, c := secret(11, 32), secret(12, 32), secret(13, 32)
 	A, BA, B := doc("a", a), doc("b", b, "a", a), doc("b", b)
 	AB := doc("a", a, "b", b)
 	bad := doc("a", a, "b", b, "a", c) // id "a" twice: keys[2]
+	pretty := "{\n  \"keys\": [\n    {\"secret\": \"" + b64(a) + "\", \"id\": \"a\"}\n  ]\n}\n"
+	future := snapshot(BA, "300")
+	future["future-key"] = []byte("anything")
+	ttlOnly := map[string][]byte{keyring.TokenTTLDataKey: []byte("300")}
 
-	type build func() (setup, steps [][]op)
-	seqs := []struct {
-		name, description string
-		build             build
-	}{
-		{"a rotation's phases", "The first mount, then the three Secret writes of one rotation: the new key added behind the sealing one, then sealing, then the old one dropped. Each changes the fingerprint.",
-			func() (setup, steps [][]op) {
-				k := &kubelet{}
-				return [][]op{k.write(snapshot(A, "300"))}, [][]op{k.write(snapshot(AB, "300")), k.write(snapshot(BA, "300")), k.write(snapshot(B, "300"))}
-			}},
-		{"token-ttl added", "The Secret gains token-ttl with the same keys: the new snapshot holds token-ttl before its user-visible link exists. A consumer reading through ..data sees it at the switch; the fingerprint does not change, so there is nothing new to acknowledge.",
-			func() (setup, steps [][]op) {
-				k := &kubelet{}
-				return [][]op{k.write(snapshot(A, ""))}, [][]op{k.write(snapshot(A, "300")), k.write(snapshot(BA, "300"))}
-			}},
-		{"token-ttl added, links before the switch", "As \"token-ttl added\", with the user-visible links created before the ..data switch (older kubelets): the token-ttl link dangles until the switch.",
-			func() (setup, steps [][]op) {
-				k := &kubelet{linksFirst: true}
-				return [][]op{k.write(snapshot(A, ""))}, [][]op{k.write(snapshot(A, "300")), k.write(snapshot(BA, "300"))}
-			}},
+	seqs := []volumeSequence{
+		{"a rotation's phases",
+			"The first mount, then the three Secret writes of one rotation: the new key added behind the sealing one, " +
+				"then sealing, then the old one dropped. Each changes the fingerprint.",
+			false, []map[string][]byte{snapshot(A, "300"), snapshot(AB, "300"), snapshot(BA, "300"), snapshot(B, "300")}},
+		{"token-ttl added",
+			"The Secret gains token-ttl with the same keys: the new snapshot holds token-ttl before its user-visible link exists. " +
+				"A consumer reading through ..data sees it at the switch; the fingerprint does not change, so there is nothing new to acknowledge.",
+			false, []map[string][]byte{snapshot(A, ""), snapshot(A, "300"), snapshot(BA, "300")}},
+		{"token-ttl added, links before the switch",
+			"As \"token-ttl added\", with the user-visible links created before the ..data switch (older kubelets): " +
+				"the token-ttl link dangles until the switch.",
+			true, []map[string][]byte{snapshot(A, ""), snapshot(A, "300"), snapshot(BA, "300")}},
 		{"token-ttl changes alone", "Same keys, another token-ttl: same fingerprint, the new ttl applies.",
-			func() (setup, steps [][]op) {
-				k := &kubelet{}
-				return [][]op{k.write(snapshot(A, "300"))}, [][]op{k.write(snapshot(A, "600\n")), k.write(snapshot(A, "60"))}
-			}},
-		{"token-ttl removed", "The Secret loses token-ttl: from the switch on nothing is declared (its user-visible link dangles until it is removed).",
-			func() (setup, steps [][]op) {
-				k := &kubelet{}
-				return [][]op{k.write(snapshot(A, "300"))}, [][]op{k.write(snapshot(A, ""))}
-			}},
-		{"a bad keyring arrives", "An invalid keyring.json (an id twice) arrives: keep serving the last good keyring and report the error; the next good one is served.",
-			func() (setup, steps [][]op) {
-				k := &kubelet{}
-				return [][]op{k.write(snapshot(A, "300"))}, [][]op{k.write(snapshot(bad, "300")), k.write(snapshot(BA, "300"))}
-			}},
-		{"a bad token-ttl arrives with a good keyring", "A snapshot whose keyring.json is valid but whose token-ttl is not is refused as a whole: the last good keyring and its token-ttl stay in service.",
-			func() (setup, steps [][]op) {
-				k := &kubelet{}
-				return [][]op{k.write(snapshot(A, "300"))}, [][]op{k.write(snapshot(BA, "0")), k.write(snapshot(BA, "300"))}
-			}},
+			false, []map[string][]byte{snapshot(A, "300"), snapshot(A, "600\n"), snapshot(A, "60")}},
+		{"token-ttl removed",
+			"The Secret loses token-ttl: from the switch on nothing is declared (its user-visible link dangles until it is removed).",
+			false, []map[string][]byte{snapshot(A, "300"), snapshot(A, "")}},
+		{"a bad keyring arrives",
+			"An invalid keyring.json (an id twice) arrives: keep serving the last good keyring and report the error; the next good one is served.",
+			false, []map[string][]byte{snapshot(A, "300"), snapshot(bad, "300"), snapshot(BA, "300")}},
+		{"a bad token-ttl arrives with a good keyring",
+			"A snapshot whose keyring.json is valid but whose token-ttl is not is refused as a whole: " +
+				"the last good keyring and its token-ttl stay in service.",
+			false, []map[string][]byte{snapshot(A, "300"), snapshot(BA, "0"), snapshot(BA, "300")}},
 		{"keyring.json leaves the Secret", "A snapshot without keyring.json: keep serving the last good keyring and report it.",
-			func() (setup, steps [][]op) {
-				k := &kubelet{}
-				return [][]op{k.write(snapshot(A, "300"))}, [][]op{k.write(map[string][]byte{keyring.TokenTTLDataKey: []byte("300")}), k.write(snapshot(BA, "300"))}
-			}},
-		{"the same keys spelled otherwise", "keyring.json changes bytes but not keys (whitespace, field order): same fingerprint, nothing to acknowledge.",
-			func() (setup, steps [][]op) {
-				k := &kubelet{}
-				pretty := "{\n  \"keys\": [\n    {\"secret\": \"" + b64(a) + "\", \"id\": \"a\"}\n  ]\n}\n"
-				return [][]op{k.write(snapshot(A, "300"))}, [][]op{k.write(snapshot(pretty, "300"))}
-			}},
-		{"back to an earlier keyring", "A rotation rolled back: the fingerprint returns to one acknowledged before, and must be acknowledged again.",
-			func() (setup, steps [][]op) {
-				k := &kubelet{}
-				return [][]op{k.write(snapshot(A, "300"))}, [][]op{k.write(snapshot(BA, "300")), k.write(snapshot(A, "300"))}
-			}},
+			false, []map[string][]byte{snapshot(A, "300"), ttlOnly, snapshot(BA, "300")}},
+		{"the same keys spelled otherwise",
+			"keyring.json changes bytes but not keys (whitespace, field order): same fingerprint, nothing to acknowledge.",
+			false, []map[string][]byte{snapshot(A, "300"), snapshot(pretty, "300")}},
+		{"back to an earlier keyring",
+			"A rotation rolled back: the fingerprint returns to one acknowledged before, and must be acknowledged again.",
+			false, []map[string][]byte{snapshot(A, "300"), snapshot(BA, "300"), snapshot(A, "300")}},
 		{"other data keys are ignored", "The Secret gains a data key this version does not know: it is ignored.",
-			func() (setup, steps [][]op) {
-				k := &kubelet{}
-				files := snapshot(BA, "300")
-				files["future-key"] = []byte("anything")
-				return [][]op{k.write(snapshot(A, "300"))}, [][]op{k.write(files)}
-			}},
-		{"starts with a bad keyring", "The first mount holds an invalid keyring: the consumer must refuse to start (it has no last good keyring to serve).",
-			func() (setup, steps [][]op) {
-				k := &kubelet{}
-				return [][]op{k.write(snapshot(bad, "300"))}, nil
-			}},
-		{"starts with a bad token-ttl", "The first mount holds a valid keyring and an invalid token-ttl: the consumer must refuse to start.",
-			func() (setup, steps [][]op) {
-				k := &kubelet{}
-				return [][]op{k.write(snapshot(A, "3600"))}, nil
-			}},
-		{"outside Kubernetes: plain files renamed over", "No ..data: keyring.json is a plain file, replaced by writing a new file and renaming it over the old one.",
-			func() (setup, steps [][]op) {
-				return [][]op{{writeOp("keyring.json", []byte(A)), writeOp("token-ttl", []byte("300"))}},
-					[][]op{{writeOp("keyring.json.tmp", []byte(BA)), {Op: "rename", Path: "keyring.json.tmp", To: "keyring.json"}},
-						{writeOp("keyring.json.tmp", []byte(bad)), {Op: "rename", Path: "keyring.json.tmp", To: "keyring.json"}},
-						{writeOp("keyring.json.tmp", []byte(doc("c", c))), {Op: "rename", Path: "keyring.json.tmp", To: "keyring.json"}}}
-			}},
+			false, []map[string][]byte{snapshot(A, "300"), future}},
+		{"starts with a bad keyring",
+			"The first mount holds an invalid keyring: the consumer must refuse to start (it has no last good keyring to serve).",
+			false, []map[string][]byte{snapshot(bad, "300")}},
+		{"starts with a bad token-ttl",
+			"The first mount holds a valid keyring and an invalid token-ttl: the consumer must refuse to start.",
+			false, []map[string][]byte{snapshot(A, "3600")}},
 	}
 
 	out := &swapsFile{Comment: swapsComment}
 	for _, s := range seqs {
-		setup, steps := s.build()
-		seq, err := run(s.name, s.description, slices.Concat(setup...), slices.Concat(steps...))
+		k := &kubelet{linksFirst: s.linksFirst}
+		setup := k.write(s.contents[0])
+		var steps []op
+		for _, files := range s.contents[1:] {
+			steps = append(steps, k.write(files)...)
+		}
+		seq, err := run(s.name, s.description, setup, steps)
 		if err != nil {
 			return nil, fmt.Errorf("sequence %q: %w", s.name, err)
 		}
 		out.Sequences = append(out.Sequences, seq)
 	}
+
+	// Outside Kubernetes: no ..data, a plain file replaced by a new file renamed over it.
+	var steps []op
+	for _, next := range []string{BA, bad, doc("c", c)} {
+		steps = append(steps, writeOp("keyring.json.tmp", []byte(next)), op{Op: opRename, Path: "keyring.json.tmp", To: keyring.SecretDataKey})
+	}
+	seq, err := run("outside Kubernetes: plain files renamed over",
+		"No ..data: keyring.json is a plain file, replaced by writing a new file and renaming it over the old one.",
+		[]op{writeOp(keyring.SecretDataKey, []byte(A)), writeOp(keyring.TokenTTLDataKey, []byte("300"))}, steps)
+	if err != nil {
+		return nil, fmt.Errorf("plain files: %w", err)
+	}
+	out.Sequences = append(out.Sequences, seq)
 	return out, nil
 }
 
@@ -325,17 +329,17 @@ func apply(root string, o op) error {
 	p := filepath.Join(root, o.Path)
 	var err error
 	switch o.Op {
-	case "mkdir":
+	case opMkdir:
 		err = os.Mkdir(p, 0o755)
-	case "write":
+	case opWrite:
 		err = os.WriteFile(p, o.Data, 0o644)
-	case "symlink":
+	case opSymlink:
 		err = os.Symlink(o.Target, p)
-	case "rename":
+	case opRename:
 		err = os.Rename(p, filepath.Join(root, o.To))
-	case "remove":
+	case opRemove:
 		err = os.Remove(p)
-	case "removeAll":
+	case opRemoveAll:
 		err = os.RemoveAll(p)
 	default:
 		err = fmt.Errorf("unknown op %q", o.Op)
@@ -352,17 +356,17 @@ func apply(root string, o op) error {
 func throughLinks(dir string) string {
 	data, err := os.ReadFile(filepath.Join(dir, keyring.SecretDataKey))
 	if err != nil {
-		return "refused"
+		return refused
 	}
 	r, err := keyring.Parse(data)
 	if err != nil {
-		return "refused"
+		return refused
 	}
 	st := served(r)
 	if b, err := os.ReadFile(filepath.Join(dir, keyring.TokenTTLDataKey)); err == nil {
 		d, err := keyring.ParseTokenTTL(b)
 		if err != nil {
-			return "refused"
+			return refused
 		}
 		s := int64(d / time.Second)
 		st.TokenTTLSeconds = &s

@@ -68,9 +68,19 @@ func describe(out io.Writer, v keyringView, now time.Time) error {
 		d.heading("Keys", "none in status yet")
 	} else {
 		d.heading("Keys", "")
-		rows := append(make([][]string, 0, 1+len(st.Keys)), []string{"ID", "ROLE", "CREATED"})
+		// The python kid column only once the operator writes kids (status of older operators has none).
+		kids := slices.ContainsFunc(st.Keys, func(k mrtrv1alpha1.KeyStatus) bool { return k.PythonKid != "" })
+		head := []string{"ID", "ROLE", "CREATED"}
+		if kids {
+			head = append(head, "PYTHON KID")
+		}
+		rows := append(make([][]string, 0, 1+len(st.Keys)), head)
 		for _, k := range st.Keys {
-			rows = append(rows, []string{k.ID, string(k.Role), d.stampOrDash(k.CreatedAt.Time)})
+			row := []string{k.ID, string(k.Role), d.stampOrDash(k.CreatedAt.Time)}
+			if kids {
+				row = append(row, orDash(k.PythonKid))
+			}
+			rows = append(rows, row)
 		}
 		d.table(1, rows)
 	}

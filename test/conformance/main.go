@@ -33,7 +33,8 @@ import (
 )
 
 func main() {
-	lost := flag.Bool("lost-answer", false, "also check that an acknowledgement whose answer was lost is sent again when the keyring returns to the previous one")
+	lost := flag.Bool("lost-answer", false,
+		"also check that an acknowledgement whose answer was lost is sent again when the keyring returns to the previous one")
 	timeout := flag.Duration("timeout", 15*time.Second, "how long to wait for the consumer to react to each change")
 	verbose := flag.Bool("v", false, "echo the consumer's output")
 	flag.Usage = func() {

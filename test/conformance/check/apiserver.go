@@ -38,6 +38,9 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 )
 
+// metadata is the Pod's field the acknowledgement patches.
+const metadata = "metadata"
+
 // fault is how the fake API server answers one acknowledgement instead of applying it.
 type fault int
 
@@ -221,8 +224,8 @@ func (s *apiServer) validate(r *http.Request, body []byte) (fp, problem string) 
 	if err := json.Unmarshal(body, &patch); err != nil {
 		return "", "body is not JSON"
 	}
-	fp, _ = dig(patch, "metadata", "annotations", s.annotKey).(string)
-	want := map[string]any{"metadata": map[string]any{"annotations": map[string]any{s.annotKey: fp}}}
+	fp, _ = dig(patch, metadata, "annotations", s.annotKey).(string)
+	want := map[string]any{metadata: map[string]any{"annotations": map[string]any{s.annotKey: fp}}}
 	if fp == "" || !reflect.DeepEqual(patch, want) {
 		return "", fmt.Sprintf("body %s, want exactly {\"metadata\":{\"annotations\":{%q:\"<fingerprint>\"}}}", bytes.TrimSpace(body), s.annotKey)
 	}
@@ -243,7 +246,7 @@ func dig(v any, keys ...string) any {
 // podJSON is the patched Pod, as the API server answers a PATCH; s.mu held.
 func (s *apiServer) podJSON() []byte {
 	b, _ := json.Marshal(map[string]any{"apiVersion": "v1", "kind": "Pod",
-		"metadata": map[string]any{"name": s.pod, "namespace": s.namespace, "annotations": s.annotations}})
+		metadata: map[string]any{"name": s.pod, "namespace": s.namespace, "annotations": s.annotations}})
 	return b
 }
 
@@ -251,7 +254,7 @@ func (s *apiServer) podJSON() []byte {
 func status(w http.ResponseWriter, code int, reason, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	b, _ := json.Marshal(map[string]any{"kind": "Status", "apiVersion": "v1", "metadata": map[string]any{},
+	b, _ := json.Marshal(map[string]any{"kind": "Status", "apiVersion": "v1", metadata: map[string]any{},
 		"status": "Failure", "message": message, "reason": reason, "code": code})
 	_, _ = w.Write(b)
 }

@@ -252,7 +252,7 @@ func (r *run) result(name string, pass bool, format string, args ...any) {
 		if !pass {
 			word = "FAIL"
 		}
-		fmt.Fprintf(r.opts.Out, "%s %s: %s\n", word, name, res.Detail)
+		_, _ = fmt.Fprintf(r.opts.Out, "%s %s: %s\n", word, name, res.Detail)
 	}
 }
 
@@ -333,8 +333,9 @@ func (r *run) stderrAfter(mark int, want string) (string, bool) {
 	return got, ok
 }
 
+// scenario runs the checks in order. Each stage leaves the consumer serving and acknowledging the
+// keyring it returns, which the next stage starts from.
 func (r *run) scenario() error {
-	t := r.opts.Timeout
 	k1 := r.key("k1")
 	s1 := r.goodSnapshot("300", k1)
 	if err := r.write(s1, nil); err != nil {
@@ -346,21 +347,43 @@ func (r *run) scenario() error {
 	}
 	defer r.c.stop(5 * time.Second)
 
-	// The first keyring.
-	ok := r.rec.await(t, func() bool { return r.loadedAfter(0, s1.fingerprint, "") })
+	ok := r.rec.await(r.opts.Timeout, func() bool { return r.loadedAfter(0, s1.fingerprint, "300") })
 	r.result(CheckStarts, ok, "prints \"loaded %s 300\" for the keyring it starts with", s1.fingerprint)
-	ok = r.awaitAck(s1.fingerprint, t)
-	r.result(CheckAcknowledgesFirst, ok, "the Pod's annotation %s is %q, want %s", ack.AnnotationKey(SecretName), r.api.annotation(), s1.fingerprint)
+	ok = r.awaitAck(s1.fingerprint, r.opts.Timeout)
+	r.result(CheckAcknowledgesFirst, ok, "the Pod's annotation %s is %q, want %s",
+		ack.AnnotationKey(SecretName), r.api.annotation(), s1.fingerprint)
 
+	last, lastKey, err := r.swaps(k1)
+	if err != nil {
+		return err
+	}
+	if _, lastKey, err = r.badSnapshots(last, lastKey); err != nil {
+		return err
+	}
+	last, lastKey, err = r.retries(lastKey)
+	if err != nil {
+		return err
+	}
+	if r.opts.LostAnswer {
+		r.lostAnswer(lastKey, last)
+	}
+	r.final()
+	return nil
+}
+
+// swaps: a rotation's swap, the torn moment, a burst of swaps, and the token replaced.
+func (r *run) swaps(k1 keyring.Key) (snapshot, keyring.Key, error) {
+	t := r.opts.Timeout
 	// A ..data swap: a rotation's new keyring, and token-ttl leaves the Secret.
 	k2 := r.key("k2")
 	s2 := r.goodSnapshot("", k2, k1)
 	mark := r.rec.now()
 	if err := r.write(s2, nil); err != nil {
-		return err
+		return snapshot{}, keyring.Key{}, err
 	}
-	ok = r.rec.await(t, func() bool { return r.loadedAfter(mark, s2.fingerprint, "") }) && r.awaitAck(s2.fingerprint, t)
-	r.result(CheckAcknowledgesRotation, ok, "after a ..data swap loads and acknowledges %s (annotation %q)", s2.fingerprint, r.api.annotation())
+	ok := r.rec.await(t, func() bool { return r.loadedAfter(mark, s2.fingerprint, "") }) && r.awaitAck(s2.fingerprint, t)
+	r.result(CheckAcknowledgesRotation, ok, "after a ..data swap loads and acknowledges %s (annotation %q)",
+		s2.fingerprint, r.api.annotation())
 
 	// token-ttl comes back with new keys. Right after the ..data switch, ..data/token-ttl exists but
 	// the user-visible link token-ttl does not yet: hold that state until the consumer loads the new
@@ -368,8 +391,9 @@ func (r *run) scenario() error {
 	k3 := r.key("k3")
 	s3 := r.goodSnapshot("120", k3, k2)
 	mark = r.rec.now()
-	if err := r.write(s3, func() { r.rec.await(t, func() bool { return r.loadedAfter(mark, s3.fingerprint, "") }) }); err != nil {
-		return err
+	hold := func() { r.rec.await(t, func() bool { return r.loadedAfter(mark, s3.fingerprint, "") }) }
+	if err := r.write(s3, hold); err != nil {
+		return snapshot{}, keyring.Key{}, err
 	}
 	first := ""
 	_, loaded, _, _, _ := r.c.snapshot()
@@ -379,7 +403,8 @@ func (r *run) scenario() error {
 			break
 		}
 	}
-	r.result(CheckReadsOneSnapshot, first == "120", "the keyring %s first loaded with token-ttl %q, want 120 (keyring.json and token-ttl from the one directory ..data names)", s3.fingerprint, first)
+	r.result(CheckReadsOneSnapshot, first == "120", "the keyring %s first loaded with token-ttl %q, want 120 "+
+		"(keyring.json and token-ttl from the one directory ..data names)", s3.fingerprint, first)
 
 	// A burst of swaps between two snapshots that differ in keys and token-ttl; the last one stays.
 	k4, k5 := r.key("k4"), r.key("k5")
@@ -390,74 +415,89 @@ func (r *run) scenario() error {
 			s = s5
 		}
 		if err := r.write(s, nil); err != nil {
-			return err
+			return snapshot{}, keyring.Key{}, err
 		}
 	}
-	mark = r.rec.now()
 	ok = r.rec.await(t, func() bool {
 		_, loaded, _, _, _ := r.c.snapshot()
 		return len(loaded) > 0 && loaded[len(loaded)-1].fingerprint == s5.fingerprint && loaded[len(loaded)-1].ttl == "90"
 	}) && r.awaitAck(s5.fingerprint, t)
-	r.result(CheckSettlesAfterBurst, ok, "after 10 swaps in a row, serves and acknowledges the last: %s with token-ttl 90 (annotation %q)", s5.fingerprint, r.api.annotation())
+	r.result(CheckSettlesAfterBurst, ok, "after 10 swaps in a row, serves and acknowledges the last: %s with token-ttl 90 (annotation %q)",
+		s5.fingerprint, r.api.annotation())
 
 	// The kubelet rotates the service account token; the old one stops working.
 	newToken := randomToken()
 	if err := r.writeServiceAccount(newToken); err != nil {
-		return err
+		return snapshot{}, keyring.Key{}, err
 	}
 	r.api.setToken(newToken)
 	k6 := r.key("k6")
 	s6 := r.goodSnapshot("90", k6, k5)
 	if err := r.write(s6, nil); err != nil {
-		return err
+		return snapshot{}, keyring.Key{}, err
 	}
 	ok = r.awaitAck(s6.fingerprint, t)
-	r.result(CheckRereadsToken, ok, "after the token file changed, acknowledges %s with the new token (annotation %q)", s6.fingerprint, r.api.annotation())
+	r.result(CheckRereadsToken, ok, "after the token file changed, acknowledges %s with the new token (annotation %q)",
+		s6.fingerprint, r.api.annotation())
+	return s6, k6, nil
+}
 
-	// A bad keyring: keys[1] has a field the schema does not allow. A lenient JSON reader accepts it.
+// badSnapshots: a bad keyring, then a good keyring with a bad token-ttl, then a good snapshot.
+func (r *run) badSnapshots(good snapshot, k6 keyring.Key) (snapshot, keyring.Key, error) {
+	// keys[1] has a field the schema does not allow; a lenient JSON reader accepts it.
 	k7 := r.key("k7")
 	bad := []byte(fmt.Sprintf(`{"keys":[{"id":"k7","secret":%q},{"id":"k6","secret":%q,"kid":"x"}]}`,
 		base64.StdEncoding.EncodeToString(k7.Secret()), base64.StdEncoding.EncodeToString(k6.Secret())))
-	mark = r.rec.now()
+	mark := r.rec.now()
 	if err := r.write(snapshot{keyringJSON: bad, ttl: "90"}, nil); err != nil {
-		return err
+		return snapshot{}, keyring.Key{}, err
 	}
 	got, ok := r.stderrAfter(mark, "keys[1]")
 	r.result(CheckReportsBadKeyring, ok, "says on stderr what is wrong, naming keys[1]: %q", got)
 	p, ok := r.probeServing()
-	r.result(CheckKeepsLastGood, ok && p.fingerprint == s6.fingerprint && p.ttl == "90",
-		"answers serving? with %q %q, want %s 90 (its last good keyring)", p.fingerprint, p.ttl, s6.fingerprint)
+	r.result(CheckKeepsLastGood, ok && p.fingerprint == good.fingerprint && p.ttl == "90",
+		"answers serving? with %q %q, want %s 90 (its last good keyring)", p.fingerprint, p.ttl, good.fingerprint)
 
 	// A good keyring with a bad token-ttl: the snapshot is refused as a whole.
 	s7 := r.goodSnapshot("90", k7, k6)
 	mark = r.rec.now()
 	if err := r.write(snapshot{keyringJSON: s7.keyringJSON, ttl: "0"}, nil); err != nil {
-		return err
+		return snapshot{}, keyring.Key{}, err
 	}
 	got, ok = r.stderrAfter(mark, "token-ttl")
 	r.result(CheckReportsBadTokenTTL, ok, "says on stderr what is wrong, naming token-ttl: %q", got)
 	p, ok = r.probeServing()
-	r.result(CheckKeepsLastGoodTTL, ok && p.fingerprint == s6.fingerprint && p.ttl == "90",
-		"answers serving? with %q %q, want %s 90 (keyring.json valid, token-ttl 0: the snapshot is refused)", p.fingerprint, p.ttl, s6.fingerprint)
+	r.result(CheckKeepsLastGoodTTL, ok && p.fingerprint == good.fingerprint && p.ttl == "90",
+		"answers serving? with %q %q, want %s 90 (keyring.json valid, token-ttl 0: the snapshot is refused)",
+		p.fingerprint, p.ttl, good.fingerprint)
 
 	mark = r.rec.now()
 	if err := r.write(s7, nil); err != nil {
-		return err
+		return snapshot{}, keyring.Key{}, err
 	}
-	ok = r.rec.await(t, func() bool { return r.loadedAfter(mark, s7.fingerprint, "90") }) && r.awaitAck(s7.fingerprint, t)
+	ok = r.rec.await(r.opts.Timeout, func() bool { return r.loadedAfter(mark, s7.fingerprint, "90") }) &&
+		r.awaitAck(s7.fingerprint, r.opts.Timeout)
 	r.result(CheckRecovers, ok, "loads and acknowledges the next good keyring %s (annotation %q)", s7.fingerprint, r.api.annotation())
+	return s7, k7, nil
+}
 
-	// Refused and failed acknowledgements: a conflict, a forbidden, an internal error, no answer.
+// retryChecks name the check of each refused answer.
+var retryChecks = map[fault]string{
+	fault409: CheckRetries409, fault403: CheckRetries403, fault500: CheckRetries500, faultHang: CheckRetriesTimeout,
+}
+
+// retries: refused and failed acknowledgements, a conflict, a forbidden, an internal error, no answer.
+func (r *run) retries(k7 keyring.Key) (snapshot, keyring.Key, error) {
 	faults := []fault{fault409, fault403, fault500, faultHang}
 	r.api.plan(faultNone, faults...)
 	k8 := r.key("k8")
 	s8 := r.goodSnapshot("90", k8, k7)
-	mark = r.rec.now()
+	mark := r.rec.now()
 	if err := r.write(s8, nil); err != nil {
-		return err
+		return snapshot{}, keyring.Key{}, err
 	}
 	// Each retry comes after a backoff that doubles: allow for it on top of the usual wait.
-	acked := r.awaitAck(s8.fingerprint, 3*t+r.opts.Hold)
+	acked := r.awaitAck(s8.fingerprint, 3*r.opts.Timeout+r.opts.Hold)
 	var answers []string
 	for _, q := range r.api.allRequests() {
 		if q.at > mark && q.fingerprint == s8.fingerprint {
@@ -465,24 +505,19 @@ func (r *run) scenario() error {
 		}
 	}
 	for i, f := range faults {
-		name := map[fault]string{fault409: CheckRetries409, fault403: CheckRetries403, fault500: CheckRetries500, faultHang: CheckRetriesTimeout}[f]
 		idx := slices.Index(answers, f.String())
-		r.result(name, idx >= i && idx < len(answers)-1, "sends %s again after the answer %s (answers, in order: %s)", s8.fingerprint, f, runs(answers))
+		r.result(retryChecks[f], idx >= i && idx < len(answers)-1, "sends %s again after the answer %s (answers, in order: %s)",
+			s8.fingerprint, f, runs(answers))
 	}
-	r.result(CheckAcksAfterRetries, acked, "acknowledges %s once the API server answers again (annotation %q)", s8.fingerprint, r.api.annotation())
-
-	if r.opts.LostAnswer {
-		r.lostAnswer(k8, k7, s8)
-	}
-
-	r.final()
-	return nil
+	r.result(CheckAcksAfterRetries, acked, "acknowledges %s once the API server answers again (annotation %q)",
+		s8.fingerprint, r.api.annotation())
+	return s8, k8, nil
 }
 
 // lostAnswer: the API server applies an acknowledgement and the answer is lost; then the keyring
 // returns to the one acknowledged before. The Pod says the newer one, so the consumer must send
 // the older one again, though it was the last it saw accepted.
-func (r *run) lostAnswer(k8, k7 keyring.Key, s8 snapshot) {
+func (r *run) lostAnswer(k8 keyring.Key, s8 snapshot) {
 	t := r.opts.Timeout
 	r.api.plan(fault500, faultLostAnswer)
 	k9 := r.key("k9")
@@ -501,7 +536,8 @@ func (r *run) lostAnswer(k8, k7 keyring.Key, s8 snapshot) {
 	reloaded := r.rec.await(t, func() bool { return r.loadedAfter(mark, s8.fingerprint, "") })
 	r.api.plan(faultNone)
 	ok := applied && reloaded && r.awaitAck(s8.fingerprint, 2*t)
-	r.result(CheckResendsLostAnswer, ok, "after the answer to %s was lost (applied: %v) and %s came back (loaded: %v), the annotation is %q, want %s",
+	r.result(CheckResendsLostAnswer, ok,
+		"after the answer to %s was lost (applied: %v) and %s came back (loaded: %v), the annotation is %q, want %s",
 		s9.fingerprint, applied, s8.fingerprint, reloaded, r.api.annotation(), s8.fingerprint)
 }
 
@@ -516,7 +552,8 @@ func (r *run) final() {
 			bad = append(bad, q.problem)
 		}
 	}
-	r.result(CheckRequestFormat, len(requests) > 0 && len(bad) == 0, "%d requests, %d not a well-formed acknowledgement%s", len(requests), len(bad), firstOf(bad))
+	r.result(CheckRequestFormat, len(requests) > 0 && len(bad) == 0, "%d requests, %d not a well-formed acknowledgement%s",
+		len(requests), len(bad), firstOf(bad))
 
 	pairs := map[string]bool{}
 	goodFP := map[string]bool{}
@@ -532,7 +569,8 @@ func (r *run) final() {
 			torn = append(torn, p.fingerprint+" "+p.ttl)
 		}
 	}
-	r.result(CheckNoTornRead, len(loaded) > 0 && len(torn) == 0, "%d keyrings loaded, %d not a snapshot's keyring.json with its own token-ttl%s", len(loaded), len(torn), firstOf(torn))
+	r.result(CheckNoTornRead, len(loaded) > 0 && len(torn) == 0,
+		"%d keyrings loaded, %d not a snapshot's keyring.json with its own token-ttl%s", len(loaded), len(torn), firstOf(torn))
 
 	var wrong []string
 	for _, q := range requests {
@@ -540,7 +578,9 @@ func (r *run) final() {
 			wrong = append(wrong, q.fingerprint)
 		}
 	}
-	r.result(CheckAcksOnlyGood, len(wrong) == 0, "%d acknowledgements of a fingerprint that is no valid snapshot's or that the consumer never said it loaded%s", len(wrong), firstOf(wrong))
+	r.result(CheckAcksOnlyGood, len(wrong) == 0,
+		"%d acknowledgements of a fingerprint that is no valid snapshot's or that the consumer never said it loaded%s",
+		len(wrong), firstOf(wrong))
 
 	var leaks int
 	for _, l := range lines {

@@ -102,7 +102,7 @@ func (c *consumer) read(stream string, r io.Reader) {
 	for sc.Scan() {
 		text := sc.Text()
 		if c.echo != nil {
-			fmt.Fprintf(c.echo, "  consumer %s: %s\n", stream, text)
+			_, _ = fmt.Fprintf(c.echo, "  consumer %s: %s\n", stream, text)
 		}
 		c.rec.event(func() {
 			c.mu.Lock()
