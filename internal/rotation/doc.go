@@ -59,9 +59,12 @@ limitations under the License.
 //     selects, terminating ones included until they are gone, pods started mid-phase included,
 //     and a view with fewer pods than the workload's controller counts is partial and proves
 //     nothing. Nothing is stamped, nothing restarts, except a pod that has not run the keyring
-//     reloadDeadline after the phase began (or it was created): it is evicted, alone, and its
-//     replacement counts like any pod. Pods selected by spec.podSelector (bare pods, other
-//     controllers' pods) pass by their acknowledgement alone and are never evicted.
+//     reloadDeadline after the phase began (or it was created): it is evicted, at the pace its
+//     workload can lose pods (its PodDisruptionBudget's disruptionsAllowed, else its rollout
+//     strategy's maxUnavailable less the pods out of service, never every pod of several at once),
+//     unless its node is not Ready, and its replacement counts like any pod. Most pods overdue at
+//     once set AcknowledgementPathSuspect (evict.go). Pods selected by spec.podSelector (bare pods,
+//     other controllers' pods) pass by their acknowledgement alone and are never evicted.
 //
 //   - Restart: every write is followed by stamping the fingerprint of the written keyring on the
 //     pod template of every target (annotation mrtr.dev/keyring-hash), which restarts the pods; a
