@@ -111,6 +111,35 @@ test: manifests generate fmt vet envtest-assets ## Run unit and envtest suites (
 	cd hack/promrules && go test -count=1 ./...
 	cd hack/image && go test -count=1 ./...
 	cd hack/helmcheck && go test -count=1 ./...
+	$(MAKE) --no-print-directory test-python
+
+# The Python consumer package (clients/python, mrtr-keyring): a virtual environment under bin/,
+# made with the machine's python3 (3.11 or newer; .ci/run installs python3-venv) and filled from PyPI
+# with the versions pinned in clients/python/constraints.txt, once per change of those files. Its
+# suite runs ruff, mypy --strict and pytest against the real mcp SDK; where the shared consumer
+# vectors (testdata/consumers) and the conformance check (test/conformance) are, it runs them too.
+PYTHON ?= python3
+PY_VENV ?= $(or $(LOCALBIN),$(CURDIR)/bin)/python-venv
+PY_CLIENT := clients/python
+
+$(PY_VENV)/.installed: $(PY_CLIENT)/pyproject.toml $(PY_CLIENT)/constraints.txt
+	rm -rf "$(PY_VENV)"
+	"$(PYTHON)" -m venv "$(PY_VENV)"
+	"$(PY_VENV)/bin/python" -m pip install -q --disable-pip-version-check -c $(PY_CLIENT)/constraints.txt -e "$(PY_CLIENT)[test]"
+	touch "$@"
+
+.PHONY: python-venv
+python-venv: $(PY_VENV)/.installed ## Make bin/python-venv, the Python suite's virtual environment (pinned versions from PyPI).
+
+.PHONY: test-python
+test-python: python-venv ## Run the Python package's checks: ruff, mypy --strict and pytest (real mcp SDK, conformance check).
+	cd $(PY_CLIENT) && "$(PY_VENV)/bin/ruff" check . && "$(PY_VENV)/bin/ruff" format --check . && \
+		"$(PY_VENV)/bin/mypy" --strict && "$(PY_VENV)/bin/python" -m pytest -q
+
+# A seal and open round trip of the Python codec against the SDK's own (docs/benchmarks.md).
+.PHONY: bench-python
+bench-python: python-venv ## Benchmark the Python codec's round trip against python-sdk's own codec.
+	cd $(PY_CLIENT) && "$(PY_VENV)/bin/python" bench/bench_codec.py
 
 # The end-to-end tests, and the test of the local cluster itself, carry the e2e build tag: they need
 # the whole control plane, and they run processes of their own (see test/localcluster).

@@ -58,10 +58,13 @@ class KeyringCodec:
     Keyring, or a function returning the keyring in service)."""
 
     def __init__(self, source: KeyringSource) -> None:
+        # A watcher's keyring is read straight from it on every seal and open: the hot path is
+        # one attribute read and one identity check in front of the SDK's own codec.
+        self._watcher: KeyringWatcher | None = None
         if isinstance(source, KeyringWatcher):
-            watcher = source
+            watcher = self._watcher = source
             self._get: Callable[[], Keyring] = lambda: watcher.keyring
-            # Built off the request path when the keyring changes; the check in _codec covers the
+            # Built off the request path when the keyring changes; the identity check covers the
             # rounds that come between the swap and this listener.
             watcher.on_change(self._prebuild)
         elif isinstance(source, Keyring):
@@ -90,17 +93,22 @@ class KeyringCodec:
             return built[1]
 
     def _codec(self) -> AESGCMRequestStateCodec:
-        ring = self._get()
+        w = self._watcher
+        ring = w._current if w is not None else self._get()
         built = self._built
-        if built[0] is ring:
-            return built[1]
-        return self._build(ring)
+        return built[1] if built[0] is ring else self._build(ring)
 
     def seal(self, payload: bytes) -> str:
-        return self._codec().seal(payload)
+        w = self._watcher
+        ring = w._current if w is not None else self._get()
+        built = self._built
+        return (built[1] if built[0] is ring else self._build(ring)).seal(payload)
 
     def unseal(self, token: str) -> bytes:
-        return self._codec().unseal(token)
+        w = self._watcher
+        ring = w._current if w is not None else self._get()
+        built = self._built
+        return (built[1] if built[0] is ring else self._build(ring)).unseal(token)
 
 
 class KeyringRequestStateSecurity(RequestStateSecurity):
