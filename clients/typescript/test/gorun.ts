@@ -16,20 +16,41 @@ export async function goRun(...args: string[]): Promise<string[]> {
   return stdout.split('\n').filter((l) => l !== '');
 }
 
+export interface GoReplica {
+  proc: ChildProcess;
+  addr: string;
+  stderr: () => string;
+  /** Resolves once the replica has put in service the keyring of this fingerprint. */
+  loaded: (fingerprint: string) => Promise<void>;
+}
+
 /** Starts `go run test/goreplica serve ...` and resolves with the process and the address it serves. */
-export function goServe(...args: string[]): Promise<{ proc: ChildProcess; addr: string; stderr: () => string }> {
+export function goServe(...args: string[]): Promise<GoReplica> {
   const proc = spawn('go', ['run', pkg, 'serve', ...args], { cwd: packageRoot, stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   proc.stderr.on('data', (b: Buffer) => {
     err += b.toString();
   });
+  const fingerprints = new Set<string>();
+  const waiting = new Map<string, () => void>();
+  const loaded = (fp: string): Promise<void> =>
+    fingerprints.has(fp) ? Promise.resolve() : new Promise((resolve) => waiting.set(fp, resolve));
   return new Promise((resolve, reject) => {
     let out = '';
     proc.stdout.on('data', (b: Buffer) => {
       out += b.toString();
-      const m = /listening on (\S+)\n/.exec(out);
-      if (m) {
-        resolve({ proc, addr: m[1] as string, stderr: () => err });
+      for (let nl = out.indexOf('\n'); nl >= 0; nl = out.indexOf('\n')) {
+        const line = out.slice(0, nl);
+        out = out.slice(nl + 1);
+        const k = /^keyring (\S+)$/.exec(line);
+        if (k) {
+          fingerprints.add(k[1] as string);
+          waiting.get(k[1] as string)?.();
+        }
+        const m = /^listening on (\S+)$/.exec(line);
+        if (m) {
+          resolve({ proc, addr: m[1] as string, stderr: () => err, loaded });
+        }
       }
     });
     proc.on('exit', (code) => {

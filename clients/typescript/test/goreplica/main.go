@@ -23,7 +23,8 @@ limitations under the License.
 //	                          an MCP server on the official Go SDK, stateless streamable HTTP, whose
 //	                          get_weather tool seals its request state with token.Signed (Snodo's
 //	                          mrtr2) through mcpstate, binding every member of the params as
-//	                          received; it prints "listening on HOST:PORT" once it serves.
+//	                          received; it prints "keyring FINGERPRINT" for each keyring it puts
+//	                          in service and "listening on HOST:PORT" once it serves.
 //
 // The TypeScript replica serves the same tool with the same state, so that one balancer can send
 // each round to either.
@@ -125,6 +126,9 @@ func serve(args []string) error {
 	if err != nil {
 		return err
 	}
+	// Each keyring put in service is announced on stdout, for the test to await.
+	fmt.Printf("keyring %s\n", src.Keyring().Fingerprint())
+	src.OnChange(func(r *keyring.Keyring) { fmt.Printf("keyring %s\n", r.Fingerprint()) })
 	go func() { _ = src.Start(ctx) }()
 	codec, err := token.NewSigned(src, token.SignedTTL(*ttl))
 	if err != nil {
