@@ -37,9 +37,9 @@ import (
 // keyring and one Service, each replica opening the other SDK's request state. Every one rotates
 // twice under live MRTR traffic: nothing rejected, no container restarts, no pod replaced (so none
 // evicted), and every pod acknowledges every keyring.
-var _ = Describe("servers on the Python and TypeScript SDKs, on a real node", Ordered, func() {
+var _ = Describe("servers on the Python and TypeScript SDKs, on a real node", func() {
 	ctx := context.Background()
-	BeforeAll(func() {
+	BeforeEach(func() {
 		kind, reason, err := localcluster.ChooseNode(localcluster.NodeAuto, 1)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(kind).To(Equal(localcluster.NodeReal), "these specs need the real node: %s", reason)
