@@ -35,7 +35,7 @@ import (
 // clients/python) and a TypeScript one (the official TypeScript SDK with clients/typescript), each
 // with its own MRTRKeyring in Reload delivery, and a Go and a TypeScript Deployment that share one
 // keyring and one Service, each replica opening the other SDK's request state. Every one rotates
-// twice under live MRTR traffic: nothing rejected, no container restarts, no pod replaced (so none
+// twice under live MRTR traffic, from the Go SDK's client and from each other SDK's own: nothing rejected, no container restarts, no pod replaced (so none
 // evicted), and every pod acknowledges every keyring.
 var _ = Describe("servers on the Python and TypeScript SDKs, on a real node", func() {
 	ctx := context.Background()
@@ -68,9 +68,18 @@ var _ = Describe("servers on the Python and TypeScript SDKs, on a real node", fu
 			Expect(err).NotTo(HaveOccurred())
 			Expect(uids).To(HaveLen(int(env.Opts.TotalReplicas())))
 			rotationAt := len(env.Timeline.Events())
-			load = &harness.Load{URL: env.MCPURL, Workers: 4}
+			// Traffic from the Go SDK's client, and from each other SDK's own client.
+			load = &harness.Load{URL: env.MCPURL, Workers: 3}
 			stopLoad := load.Start(ctx)
 			DeferCleanup(stopLoad)
+			var clients []*harness.ClientLoad
+			for _, kind := range tc.servers {
+				if kind != harness.ServerGo {
+					cl, err := env.StartClientLoad(ctx, kind, env.MCPURL, 2)
+					Expect(err).NotTo(HaveOccurred())
+					clients = append(clients, cl)
+				}
+			}
 			for i := int64(1); i <= 2; i++ {
 				Expect(env.RequestRotation(ctx, fmt.Sprintf("sdk-%d", i))).To(Succeed())
 				Eventually(rotationsCompleted(env)).WithTimeout(2 * time.Minute).Should(BeNumerically("==", i))
@@ -78,6 +87,14 @@ var _ = Describe("servers on the Python and TypeScript SDKs, on a real node", fu
 				Expect(env.WaitSettled(ctx, time.Minute)).To(Succeed())
 			}
 			stopLoad()
+			for _, cl := range clients {
+				c, errs, err := cl.Stop()
+				Expect(err).NotTo(HaveOccurred())
+				GinkgoWriter.Printf("%v, the %s SDK's client: %s\n", tc.servers, cl.Kind, c)
+				Expect(c.Completed).To(BeNumerically(">=", 20), "too few round trips from the %s client to mean anything", cl.Kind)
+				Expect(c.Rejected).To(BeZero(), "rejected request states (the %s client): %v", cl.Kind, errs)
+				Expect(c.Failed).To(BeZero(), "failed round trips (the %s client): %v", cl.Kind, errs)
+			}
 			c := load.Counts()
 			GinkgoWriter.Printf("%v: %s\n", tc.servers, c)
 			Expect(c.Completed).To(BeNumerically(">=", 100), "too few round trips to mean anything")

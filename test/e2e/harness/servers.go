@@ -18,6 +18,7 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -25,6 +26,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"syscall"
 
 	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 )
@@ -186,4 +188,66 @@ func stderr(err error) string {
 		return ": " + strings.TrimSpace(string(ee.Stderr))
 	}
 	return ""
+}
+
+// ClientLoad runs MRTR round trips against an MCP endpoint with another SDK's own client: the
+// example's client program (examples/python-server/client.py, examples/typescript-server/
+// client.mjs), which runs until SIGTERM and then prints its counts as one JSON line. The Go SDK's
+// client is Load.
+type ClientLoad struct {
+	Kind ServerKind
+	cmd  *exec.Cmd
+	out  strings.Builder
+	done chan error
+}
+
+// StartClientLoad starts the kind's client with workers concurrent sessions against url. The
+// kind's server must be among the Env's servers: the client runs on the packages staged for its
+// image.
+func (e *Env) StartClientLoad(ctx context.Context, kind ServerKind, url string, workers int) (*ClientLoad, error) {
+	root, err := localcluster.RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	var c *exec.Cmd
+	switch kind {
+	case ServerPython:
+		c = exec.CommandContext(ctx, "python3", filepath.Join(root, "examples", "python-server", "client.py"),
+			"--url", url, "--workers", fmt.Sprint(workers))
+		// The packages staged for the image: built for this machine's Python 3.11 and architecture.
+		c.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(e.workDir, "server-image-python", "app", "app", "lib"))
+	case ServerTypeScript:
+		c = exec.CommandContext(ctx, "node", filepath.Join(root, "examples", "typescript-server", "client.mjs"),
+			"--url", url, "--workers", fmt.Sprint(workers))
+	default:
+		return nil, fmt.Errorf("no client program for %s (the Go SDK's client is Load)", kind)
+	}
+	l := &ClientLoad{Kind: kind, cmd: c, done: make(chan error, 1)}
+	c.Stdout = &l.out
+	c.Stderr = os.Stderr
+	c.Cancel = func() error { return c.Process.Signal(syscall.SIGTERM) }
+	if err := c.Start(); err != nil {
+		return nil, fmt.Errorf("starting the %s client: %w", kind, err)
+	}
+	go func() { l.done <- c.Wait() }()
+	return l, nil
+}
+
+// Stop ends the client's round trips and returns what it counted, and its last errors.
+func (l *ClientLoad) Stop() (Counts, []string, error) {
+	_ = l.cmd.Process.Signal(syscall.SIGTERM)
+	if err := <-l.done; err != nil {
+		return Counts{}, nil, fmt.Errorf("the %s client: %w\n%s", l.Kind, err, l.out.String())
+	}
+	var r struct {
+		Completed    uint64   `json:"completed"`
+		Rejected     uint64   `json:"rejected"`
+		Failed       uint64   `json:"failed"`
+		CrossReplica uint64   `json:"crossReplica"`
+		Errors       []string `json:"errors"`
+	}
+	if err := json.Unmarshal([]byte(strings.TrimSpace(l.out.String())), &r); err != nil {
+		return Counts{}, nil, fmt.Errorf("the %s client's counts %q: %w", l.Kind, l.out.String(), err)
+	}
+	return Counts{Completed: r.Completed, Rejected: r.Rejected, Failed: r.Failed, CrossReplica: r.CrossReplica}, r.Errors, nil
 }
