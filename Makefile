@@ -116,7 +116,8 @@ test: manifests generate fmt vet envtest-assets ## Run unit and envtest suites (
 # The Python consumer package (clients/python, mrtr-keyring): a virtual environment under bin/,
 # made with the machine's python3 (3.11 or newer; .ci/run installs python3-venv) and filled from PyPI
 # with the versions pinned in clients/python/constraints.txt, once per change of those files. Its
-# suite runs ruff, mypy --strict and pytest against the real mcp SDK; where the shared consumer
+# suite runs ruff, mypy --strict and pytest against the real mcp SDK (ruff and mypy check the example
+# server, examples/python-server, too); where the shared consumer
 # vectors (testdata/consumers) and the conformance check (test/conformance) are, it runs them too.
 PYTHON ?= python3
 PY_VENV ?= $(or $(LOCALBIN),$(CURDIR)/bin)/python-venv
@@ -133,8 +134,10 @@ python-venv: $(PY_VENV)/.installed ## Make bin/python-venv, the Python suite's v
 
 .PHONY: test-python
 test-python: python-venv ## Run the Python package's checks: ruff, mypy --strict and pytest (real mcp SDK, conformance check).
-	cd $(PY_CLIENT) && "$(PY_VENV)/bin/ruff" check . && "$(PY_VENV)/bin/ruff" format --check . && \
-		"$(PY_VENV)/bin/mypy" --strict && "$(PY_VENV)/bin/python" -m pytest -q
+	cd $(PY_CLIENT) && "$(PY_VENV)/bin/ruff" check . ../../examples/python-server && \
+		"$(PY_VENV)/bin/ruff" format --check . ../../examples/python-server && \
+		"$(PY_VENV)/bin/mypy" --strict && "$(PY_VENV)/bin/mypy" --strict ../../examples/python-server/*.py && \
+		"$(PY_VENV)/bin/python" -m pytest -q
 
 # A seal and open round trip of the Python codec against the SDK's own (docs/benchmarks.md).
 .PHONY: bench-python

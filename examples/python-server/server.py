@@ -25,6 +25,7 @@ from typing import Any
 
 import uvicorn
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.request_state import InvalidRequestState
 from mcp_types import (
     CallToolResult,
     ElicitRequest,
@@ -36,7 +37,6 @@ from mcp_types import (
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from mcp.server.request_state import InvalidRequestState
 from mrtr_keyring import AckReporter, KeyringWatcher
 from mrtr_keyring.mcp import KeyringCodec, request_state_security
 
@@ -74,11 +74,17 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--listen", default=":8080", help="address to serve HTTP on")
     p.add_argument("--keyring-dir", required=True, help="the mounted keyring Secret")
-    p.add_argument("--keyring-secret", default=os.environ.get("MRTR_KEYRING_SECRET", ""),
-                   help="the keyring Secret's name, to acknowledge each keyring on the pod (empty: no acknowledgements)")
+    p.add_argument(
+        "--keyring-secret",
+        default=os.environ.get("MRTR_KEYRING_SECRET", ""),
+        help="the keyring Secret's name, to acknowledge each keyring on the pod (empty: no acknowledgements)",
+    )
     p.add_argument("--serviceaccount-dir", default=None, help="the pod's service account token and CA")
-    p.add_argument("--server", default="mrtr-example",
-                   help="the audience every replica binds request state to: one value for all of them")
+    p.add_argument(
+        "--server",
+        default="mrtr-example",
+        help="the audience every replica binds request state to: one value for all of them",
+    )
     p.add_argument("--token-ttl", type=go_duration, default=300.0, help="the longest request state lifetime")
     a = p.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -87,8 +93,11 @@ def main() -> None:
     watcher = KeyringWatcher(a.keyring_dir, on_error=lambda e: log.warning("keyring not reloaded: %s", e))
     reporter: AckReporter | None = None
     if a.keyring_secret:
-        reporter = AckReporter(a.keyring_secret, service_account_dir=a.serviceaccount_dir,
-                               on_error=lambda e: log.warning("acknowledgement: %s", e))
+        reporter = AckReporter(
+            a.keyring_secret,
+            service_account_dir=a.serviceaccount_dir,
+            on_error=lambda e: log.warning("acknowledgement: %s", e),
+        )
         reporter.follow(watcher)
         reporter.start()
     watcher.on_change(lambda r: log.info("keyring in service: %r", r))
@@ -106,10 +115,18 @@ def main() -> None:
             ring = watcher.keyring
             state = json.dumps({"location": location, "sealedBy": replica, "sealKey": ring.primary.id})
             return InputRequiredResult(
-                input_requests={"github_login": ElicitRequest(params=ElicitRequestFormParams(
-                    message="Your GitHub username?",
-                    requested_schema={"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
-                ))},
+                input_requests={
+                    "github_login": ElicitRequest(
+                        params=ElicitRequestFormParams(
+                            message="Your GitHub username?",
+                            requested_schema={
+                                "type": "object",
+                                "properties": {"name": {"type": "string"}},
+                                "required": ["name"],
+                            },
+                        )
+                    )
+                },
                 request_state=state,
             )
         st: dict[str, Any] = json.loads(ctx.request_state)  # the SDK verified it: the plaintext we sealed
@@ -121,28 +138,43 @@ def main() -> None:
             stats["completed"] += 1
         return CallToolResult(
             content=[TextContent(type="text", text=f"Sunny in {st['location']} for {login}")],
-            structured_content={"location": st["location"], "login": login, "sealedBy": st["sealedBy"],
-                                "sealKey": st["sealKey"], "openedBy": replica},
+            structured_content={
+                "location": st["location"],
+                "login": login,
+                "sealedBy": st["sealedBy"],
+                "sealKey": st["sealKey"],
+                "openedBy": replica,
+            },
         )
 
-    @mcp.custom_route("/debug/keyring", methods=["GET"])
     async def debug(_: Request) -> Response:
         ring = watcher.keyring
         with lock:
             completed = stats["completed"]
         rejected = codec.rejected
-        return JSONResponse({
-            "replica": replica, "fingerprint": ring.fingerprint, "keyIds": list(ring.ids), "sealKey": ring.primary.id,
-            "acknowledged": reporter.acknowledged if reporter else "", "completed": completed, "rejected": rejected,
-        })
+        return JSONResponse(
+            {
+                "replica": replica,
+                "fingerprint": ring.fingerprint,
+                "keyIds": list(ring.ids),
+                "sealKey": ring.primary.id,
+                "acknowledged": reporter.acknowledged if reporter else "",
+                "completed": completed,
+                "rejected": rejected,
+            }
+        )
 
-    @mcp.custom_route("/healthz", methods=["GET"])
     async def healthz(_: Request) -> Response:
         return PlainTextResponse("ok\n")
 
-    app = mcp.streamable_http_app(stateless_http=True, json_response=True, host="0.0.0.0")
+    # custom_route is an untyped decorator: called, it keeps the handlers typed.
+    mcp.custom_route("/debug/keyring", methods=["GET"])(debug)
+    mcp.custom_route("/healthz", methods=["GET"])(healthz)
+
+    # A pod serves on every interface of its own network namespace.
+    app = mcp.streamable_http_app(stateless_http=True, json_response=True, host="0.0.0.0")  # noqa: S104
     host, _, port = a.listen.rpartition(":")
-    uvicorn.run(app, host=host or "0.0.0.0", port=int(port), log_level="warning")
+    uvicorn.run(app, host=host or "0.0.0.0", port=int(port), log_level="warning")  # noqa: S104
 
 
 if __name__ == "__main__":

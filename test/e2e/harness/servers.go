@@ -109,7 +109,7 @@ func buildServerImage(ctx context.Context, root string, kind ServerKind, goServe
 }
 
 // stagePython puts examples/python-server/server.py and its packages (clients/python with its mcp
-// extra, at the versions that package pins) into app: the packages as wheels for the image's Python
+// extra, at the versions clients/python/constraints.txt pins) into app: the packages as wheels for the image's Python
 // (Debian bookworm's 3.11) and this machine's architecture, so that pip on any machine picks what
 // the image can load.
 func stagePython(ctx context.Context, root, app, wheels string) error {
@@ -125,7 +125,7 @@ func stagePython(ctx context.Context, root, app, wheels string) error {
 	if err := run(ctx, root, "python3", "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
 		"--target", filepath.Join(app, "lib"), "--only-binary=:all:", "--implementation", "cp", "--python-version", "3.11",
 		"--platform", "manylinux_2_36_"+arch, "--platform", "manylinux2014_"+arch, "--platform", "any",
-		whl[0]+"[mcp]"); err != nil {
+		"--constraint", filepath.Join(root, "clients", "python", "constraints.txt"), whl[0]+"[mcp]"); err != nil {
 		return err
 	}
 	return copyFile(filepath.Join(root, "examples", "python-server", "server.py"), filepath.Join(app, "server.py"), 0o644)
