@@ -226,6 +226,10 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(opts.Servers) > 1 && slices.Contains(opts.Servers, ServerPython) {
+		// The python-sdk seals in a format of its own, which no other SDK opens.
+		return nil, fmt.Errorf("servers %v: the Python server shares its request state with Python servers only", opts.Servers)
+	}
 	var images []string
 	if node == localcluster.NodeReal {
 		for _, kind := range opts.Servers {
@@ -413,6 +417,12 @@ func (e *Env) deploymentObjects() []*appsv1.Deployment {
 		}
 		d := e.kwokDeploymentObject(labels)
 		d.Name = deploymentName(o.Name, o.Servers, i)
+		if kind == ServerGo && len(o.Servers) > 1 {
+			// Beside another SDK's replicas, the Go server seals in the format they share: Snodo's
+			// (token.Signed over the whole params), which the TypeScript package writes too.
+			c := &d.Spec.Template.Spec.Containers[0]
+			c.Args = append(c.Args, "--codec=signed")
+		}
 		if e.Real() {
 			e.realContainer(&d.Spec.Template.Spec.Containers[0], kind)
 		}
