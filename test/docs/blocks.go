@@ -37,7 +37,7 @@ import (
 var NotRun = map[string]string{
 	"api.md":         "generated from the API types (make api-docs): fields, no commands",
 	"benchmarks.md":  "its commands run the token and scale benchmarks on a developer's machine (minutes of CPU each), not against a cluster",
-	"consumers.md":   "the contract for server authors: its commands run the conformance check on a developer's machine, not against a cluster",
+	"consumers.md":   "the contract for server authors: its commands run the conformance check on a developer's machine",
 	"development.md": "its commands build and test the project on a developer's machine, not against a cluster",
 }
 

@@ -35,8 +35,9 @@ import (
 // clients/python) and a TypeScript one (the official TypeScript SDK with clients/typescript), each
 // with its own MRTRKeyring in Reload delivery, and a Go and a TypeScript Deployment that share one
 // keyring and one Service, each replica opening the other SDK's request state. Every one rotates
-// twice under live MRTR traffic, from the Go SDK's client and from each other SDK's own: nothing rejected, no container restarts, no pod replaced (so none
-// evicted), and every pod acknowledges every keyring.
+// twice under live MRTR traffic, from the Go SDK's client and from each other SDK's own: nothing
+// rejected, no container restarts, no pod replaced (so none evicted), and every pod acknowledges
+// every keyring.
 var _ = Describe("servers on the Python and TypeScript SDKs, on a real node", func() {
 	ctx := context.Background()
 	BeforeEach(func() {

@@ -392,9 +392,10 @@ func (e *Env) keyringObject() *mrtrv1alpha1.MRTRKeyring {
 
 // workloads are the keyring's targets: every server's Deployment.
 func (e *Env) workloads() []mrtrv1alpha1.WorkloadReference {
-	var refs []mrtrv1alpha1.WorkloadReference
+	refs := make([]mrtrv1alpha1.WorkloadReference, 0, len(e.Opts.Servers))
 	for i := range e.Opts.Servers {
-		refs = append(refs, mrtrv1alpha1.WorkloadReference{Kind: mrtrv1alpha1.KindDeployment, Name: deploymentName(e.Opts.Name, e.Opts.Servers, i)})
+		name := deploymentName(e.Opts.Name, e.Opts.Servers, i)
+		refs = append(refs, mrtrv1alpha1.WorkloadReference{Kind: mrtrv1alpha1.KindDeployment, Name: name})
 	}
 	return refs
 }
@@ -409,7 +410,7 @@ const serverLabel = "mrtr.dev/example-server"
 // (consumerObjects).
 func (e *Env) deploymentObjects() []*appsv1.Deployment {
 	o := e.Opts
-	var out []*appsv1.Deployment
+	out := make([]*appsv1.Deployment, 0, len(o.Servers))
 	for i, kind := range o.Servers {
 		labels := map[string]string{"app.kubernetes.io/name": o.Name}
 		if len(o.Servers) > 1 {
@@ -589,7 +590,8 @@ func (e *Env) Observe(ctx context.Context) (State, error) {
 	s.RolledOut = true
 	for i := range e.Opts.Servers {
 		var d appsv1.Deployment
-		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: e.Opts.Namespace, Name: deploymentName(e.Opts.Name, e.Opts.Servers, i)}, &d); err != nil {
+		key := client.ObjectKey{Namespace: e.Opts.Namespace, Name: deploymentName(e.Opts.Name, e.Opts.Servers, i)}
+		if err := e.Client.Get(ctx, key, &d); err != nil {
 			return s, err
 		}
 		hash := d.Spec.Template.Annotations[mrtrv1alpha1.FingerprintAnnotation]

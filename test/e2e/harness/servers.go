@@ -94,7 +94,8 @@ func buildServerImage(ctx context.Context, root string, kind ServerKind, goServe
 	var cmd, env []string
 	switch kind {
 	case ServerPython:
-		cmd, env = []string{"/usr/bin/python3", "/app/server.py"}, []string{"PYTHONPATH=/app/lib", "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1"}
+		cmd = []string{"/usr/bin/python3", "/app/server.py"}
+		env = []string{"PYTHONPATH=/app/lib", "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1"}
 		err = stagePython(ctx, root, filepath.Join(app, "app"), filepath.Join(dir, "wheels"))
 	case ServerTypeScript:
 		cmd = []string{"/usr/local/bin/node", "/app/server.mjs"}
