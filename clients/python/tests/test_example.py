@@ -1,0 +1,121 @@
+# Copyright 2026 The mrtr-operator Authors.
+# Licensed under the Apache License, Version 2.0: http://www.apache.org/licenses/LICENSE-2.0
+"""The example server (python -m mrtr_keyring.example) as a process: it serves an MRTR round trip to
+the SDK's client, acknowledges each keyring on its Pod, follows a rotation, and counts a rejection."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp_types import ElicitRequestParams, ElicitResult, TextContent
+
+from mrtr_keyring import parse_keyring
+
+from .fakeapi import FakeAPIServer
+from .kubelet import SecretVolume, keyring_json
+
+A, B = ("key-a", b"a" * 32), ("key-b", b"b" * 32)
+
+
+async def elicit(context: object, params: ElicitRequestParams) -> ElicitResult:
+    return ElicitResult(action="accept", content={"name": "octocat"})
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def get(url: str) -> tuple[dict[str, str], bytes]:
+    with urllib.request.urlopen(url, timeout=5) as r:
+        return dict(r.headers.items()), r.read()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[tuple[str, SecretVolume, FakeAPIServer]]:
+    api = FakeAPIServer(tmp_path)
+    sa = api.service_account(tmp_path / "sa")
+    volume = SecretVolume(tmp_path / "keyring", {"keyring.json": keyring_json(A), "token-ttl": b"120"})
+    port = free_port()
+    api_port = api.url.rsplit(":", 1)[1]
+    env = {
+        **os.environ,
+        "POD_NAME": "weather-0",
+        "POD_NAMESPACE": "mcp",
+        "KUBERNETES_SERVICE_HOST": "127.0.0.1",
+        "KUBERNETES_SERVICE_PORT": api_port,
+    }
+    args = ["--listen", f"127.0.0.1:{port}", "--keyring-dir", str(volume.dir), "--keyring-secret", "weather"]
+    args += ["--serviceaccount-dir", str(sa), "--server", "weather"]
+    proc = subprocess.Popen([sys.executable, "-m", "mrtr_keyring.example", *args], env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                get(base + "/healthz")
+                break
+            except OSError:
+                assert proc.poll() is None, "the example server exited"
+                assert time.monotonic() < deadline, "the example server did not come up"
+                time.sleep(0.1)
+        yield base, volume, api
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        api.close()
+
+
+def debug(base: str) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads(get(base + "/debug/keyring")[1])
+    return doc
+
+
+def test_example_server(served: tuple[str, SecretVolume, FakeAPIServer]) -> None:
+    base, volume, api = served
+    fp_a = parse_keyring(keyring_json(A)).fingerprint
+    assert api.wait(lambda: debug(base)["acknowledged"] == fp_a)
+    assert api.annotations["mcp/weather-0"] == {"loaded.mrtr.dev/weather": fp_a}
+
+    async def call() -> str:
+        async with Client(base + "/mcp", elicitation_callback=elicit) as client:
+            result = await client.call_tool("get_weather", {"location": "Paris"})
+            text = result.content[0]
+            assert isinstance(text, TextContent)
+            with pytest.raises(MCPError, match="Invalid or expired requestState"):
+                await client.session.call_tool(
+                    "get_weather", {"location": "Paris"}, request_state="v1.AAAA", allow_input_required=True
+                )
+            return text.text
+
+    assert (
+        asyncio.run(call())
+        == "Sunny in Paris for octocat (state sealed by weather-0 with key key-a, opened by weather-0)"
+    )
+    d = debug(base)
+    assert d["completed"] == 1 and d["rejected"] == 1
+    assert d["keyIds"] == ["key-a"] and d["tokenTTLSeconds"] == 120
+    headers, _ = get(base + "/debug/keyring")
+    assert "Mrtr-Replica" not in headers  # only /mcp carries them
+
+    volume.update({"keyring.json": keyring_json(B, A), "token-ttl": b"120"})
+    fp = parse_keyring(keyring_json(B, A)).fingerprint
+    assert api.wait(lambda: debug(base)["acknowledged"] == fp)
+    d = debug(base)
+    assert d["sealKey"] == "key-b" and d["pythonKids"]["key-b"] == parse_keyring(keyring_json(B)).keys[0].python_kid
+    assert "secret" not in json.dumps(d) and "YWFh" not in json.dumps(d)
