@@ -38,7 +38,7 @@ async def elicit(context: object, params: ElicitRequestParams) -> ElicitResult:
 
 
 def test_rotation_under_mrtr_traffic(tmp_path: Path) -> None:
-    asyncio.run(_rotation(tmp_path))
+    asyncio.run(asyncio.wait_for(_rotation(tmp_path), 180))
 
 
 async def _rotation(tmp_path: Path) -> None:
