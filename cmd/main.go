@@ -158,7 +158,7 @@ func main() {
 			// The manager does nothing after it stops, so the leader may hand the Lease over at
 			// once instead of letting its successor wait out the lease duration.
 			LeaderElectionReleaseOnCancel: true,
-		}, lease, concurrency)
+		}, lease, concurrency, len(splitNamespaces(namespaces)) == 0)
 	}})
 	if lease != nil {
 		lease.Close()
@@ -179,8 +179,9 @@ const leaderElectionID = "4710c0f2.dev"
 const renewDeadline = 10 * time.Second
 
 // newManager makes one run's manager with the reconciler, its writes guarded by lease (nil: no
-// leader election, nothing to guard).
-func newManager(config *rest.Config, opts ctrl.Options, lease *leaderguard.Lease, concurrency int) (manager.Manager, error) {
+// leader election, nothing to guard). readNodes: the install is cluster-wide, and its ClusterRole
+// lets it read Nodes (a namespace-scoped install's Roles cannot).
+func newManager(config *rest.Config, opts ctrl.Options, lease *leaderguard.Lease, concurrency int, readNodes bool) (manager.Manager, error) {
 	opts.LeaderElection = lease != nil
 	if lease != nil {
 		opts.LeaderElectionResourceLockInterface = lease
@@ -205,6 +206,7 @@ func newManager(config *rest.Config, opts ctrl.Options, lease *leaderguard.Lease
 		Client:                  c,
 		APIReader:               mgr.GetAPIReader(),
 		MaxConcurrentReconciles: concurrency,
+		ReadNodes:               readNodes,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("create the mrtrkeyring controller: %w", err)
 	}

@@ -45,7 +45,7 @@ say() { echo "build-controlplane: $*" >&2; }
 build() {
 	local name=$1 pkg=$2 moddir=$3 ldflags=${4:-}
 	[ -x "$dir/$name" ] && return 0
-	say "building $name (first run only; see README for timings)"
+	say "building $name (first run only; see docs/development.md for timings)"
 	local start=$SECONDS
 	(cd "$moddir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$dir/.$name.tmp" "$pkg")
 	mv "$dir/.$name.tmp" "$dir/$name"

@@ -141,10 +141,11 @@ type MRTRKeyringSpec struct {
 	// reloadTrigger is how, in Reload delivery, the kubelet learns that the Secret changed.
 	//
 	// PodAnnotation (the default): right after each Secret write, the operator writes the
-	// fingerprint it wrote in the annotation mrtr.dev/keyring-written of each pod that must load
-	// it. A change to its Pod makes the kubelet sync the pod at once, and the sync refreshes its
-	// Secret volumes: the new keyring reaches the pods in about a second. An admission policy
-	// that ships with the operator lets it change nothing else on a pod.
+	// fingerprint it wrote and the nudge's number ("<fingerprint>/<n>", a new value each time) in
+	// the annotation mrtr.dev/keyring-written of each pod that must load it and mounts the Secret
+	// as a volume. A change to its Pod makes the kubelet sync the pod at once, and the sync
+	// refreshes its Secret volumes: the new keyring reaches the pods in about a second. An
+	// admission policy that ships with the operator lets it change nothing else on a pod.
 	//
 	// None: the pods get the new keyring when the kubelet syncs them on its own, every
 	// syncFrequency (1m by default) plus its Secret cache's TTL: up to about two minutes per
@@ -179,6 +180,58 @@ type MRTRKeyringSpec struct {
 	// +optional
 	// +kubebuilder:default=Staged
 	NextKey NextKey `json:"nextKey,omitempty"`
+
+	// rotationWindows are the maintenance windows in which a rotation may start on schedule. A
+	// rotation that falls due outside every window starts when the next one opens
+	// (status.nextRotationTime says when); one that started inside a window finishes even after the
+	// window closes, since stopping halfway would leave an extra key in place for no reason. A
+	// rotation requested through mrtr.dev/rotate and a revocation never wait for a window: the
+	// person who asks has decided that now is the time, and a leaked key must go at once. Empty
+	// (the default): a rotation starts whenever it falls due.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	RotationWindows []RotationWindow `json:"rotationWindows,omitempty"`
+}
+
+// RotationWindow is a window in which scheduled rotations may start: it opens at each time of
+// schedule, in timeZone, and stays open for duration.
+type RotationWindow struct {
+	// schedule is when the window opens: a standard 5-field cron expression (minute, hour,
+	// day of month, month, day of week; lists, ranges, steps, * and month or weekday names), as a
+	// Kubernetes CronJob's schedule without the @ macros and TZ= prefix (timeZone says that).
+	// A time that the clock skips at a daylight saving change opens no window that day.
+	// +required
+	// +kubebuilder:validation:MinLength=9
+	// +kubebuilder:validation:MaxLength=128
+	// +kubebuilder:validation:XValidation:rule="self.matches('(?i)^ *([*?]|([0-5]?[0-9])(-([0-5]?[0-9]))?)(/[1-9][0-9]*)?(,([*?]|([0-5]?[0-9])(-([0-5]?[0-9]))?)(/[1-9][0-9]*)?)* +([*?]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)(/[1-9][0-9]*)?(,([*?]|([01]?[0-9]|2[0-3])(-([01]?[0-9]|2[0-3]))?)(/[1-9][0-9]*)?)* +([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)(/[1-9][0-9]*)?(,([*?]|(0?[1-9]|[12][0-9]|3[01])(-(0?[1-9]|[12][0-9]|3[01]))?)(/[1-9][0-9]*)?)* +([*?]|(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(-(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(/[1-9][0-9]*)?(,([*?]|(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)(-(0?[1-9]|1[0-2]|jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))?)(/[1-9][0-9]*)?)* +([*?]|([0-6]|sun|mon|tue|wed|thu|fri|sat)(-([0-6]|sun|mon|tue|wed|thu|fri|sat))?)(/[1-9][0-9]*)?(,([*?]|([0-6]|sun|mon|tue|wed|thu|fri|sat)(-([0-6]|sun|mon|tue|wed|thu|fri|sat))?)(/[1-9][0-9]*)?)* *$')",message="must be a 5-field cron schedule: minute (0-59) hour (0-23) day-of-month (1-31) month (1-12 or JAN-DEC) day-of-week (0-6 or SUN-SAT), for example \"0 2 * * SUN\""
+	Schedule string `json:"schedule"`
+
+	// duration is how long the window stays open from each opening (elapsed time: across a
+	// daylight saving change it closes at another wall-clock time). A rotation that started
+	// inside it finishes after it closes.
+	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="must be at least 1m"
+	Duration metav1.Duration `json:"duration"`
+
+	// timeZone is the IANA time zone the schedule is read in (Europe/Berlin, America/New_York).
+	// +optional
+	// +kubebuilder:default=UTC
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[A-Za-z][A-Za-z0-9_+-]*(/[A-Za-z0-9_+-]+)*$')",message="must be an IANA time zone name, such as UTC or Europe/Berlin"
+	TimeZone string `json:"timeZone,omitempty"`
+}
+
+// RotationWindowStatus is the window a rotation waits for: when it opens and closes.
+type RotationWindowStatus struct {
+	// opensAt is when the window opens (it may have opened already).
+	// +required
+	OpensAt metav1.Time `json:"opensAt"`
+	// closesAt is when it closes.
+	// +required
+	ClosesAt metav1.Time `json:"closesAt"`
 }
 
 // ReloadTrigger is how the kubelet learns of a new keyring: see MRTRKeyringSpec.reloadTrigger.
@@ -266,6 +319,10 @@ const (
 	PhaseRevoking Phase = "Revoking"
 )
 
+// UnderWay reports whether a rotation, or the rollout of a revocation, is under way: any phase but
+// Stable, once the operator has set one.
+func (p Phase) UnderWay() bool { return p != "" && p != PhaseStable }
+
 // KeyRole is what a key is used for right now.
 // +kubebuilder:validation:Enum=Primary;Accepted;Staged;Retiring
 type KeyRole string
@@ -326,6 +383,13 @@ type KeyStatus struct {
 	// rotation before it seals, so its age is not how long it has sealed.
 	// +optional
 	SealingSince *metav1.Time `json:"sealingSince,omitempty"`
+	// pythonKid is the kid that python-sdk (mcp 2.3.0) writes into every token it seals with this
+	// key, as 8 lowercase hex digits. python-sdk derives it from the key bytes and takes no id, so
+	// this is how a Python token is traced to its key (kubectl mrtr inspect). It is a hash of a hash
+	// of the key, as safe to show as the fingerprint.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{8}$`
+	PythonKid string `json:"pythonKid,omitempty"`
 }
 
 // Sealing is when k began to seal: sealingSince, or createdAt in a status from before it.
@@ -529,9 +593,14 @@ type MRTRKeyringStatus struct {
 	// +optional
 	LastRotationTime *metav1.Time `json:"lastRotationTime,omitempty"`
 
-	// nextRotationTime is when the next rotation is due.
+	// nextRotationTime is when the next rotation is due: one rotationInterval after the last, or,
+	// with spec.rotationWindows, the opening of the first window at or after that.
 	// +optional
 	NextRotationTime *metav1.Time `json:"nextRotationTime,omitempty"`
+
+	// nextWindow is, with spec.rotationWindows, the window the next rotation is due in.
+	// +optional
+	NextWindow *RotationWindowStatus `json:"nextWindow,omitempty"`
 
 	// lastHandledRotateRequest is the last value of the mrtr.dev/rotate annotation that started a
 	// rotation.
@@ -549,8 +618,17 @@ type MRTRKeyringStatus struct {
 	// +kubebuilder:validation:MaxItems=32
 	RevokedKeys []RevokedKey `json:"revokedKeys,omitempty"`
 
-	// lastHandledRevokeRequest lists the requests of the mrtr.dev/revoke annotation handled, comma
-	// separated (the last 64): a request of the annotation not among them is new.
+	// lastHandledRevokeSequence is the highest sequence of the numbered mrtr.dev/revoke requests
+	// handled ("SEQUENCE:TARGET", as kubectl mrtr revoke writes them): a numbered request at or
+	// below it is handled, and never handled again, whatever the annotation holds.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	LastHandledRevokeSequence int64 `json:"lastHandledRevokeSequence,omitempty"`
+
+	// lastHandledRevokeRequest lists the unnumbered requests of the mrtr.dev/revoke annotation
+	// handled that the annotation still holds, comma separated: one not among them is new. (Before
+	// sequences, every request was unnumbered and this held the last 64 handled; an existing list
+	// is read the same way.)
 	// +optional
 	LastHandledRevokeRequest string `json:"lastHandledRevokeRequest,omitempty"`
 
@@ -585,6 +663,17 @@ const (
 	// then stops re-stamping the workload for a back-off, instead of restarting its pods each time.
 	// Absent otherwise.
 	ConditionStampReverted = "StampReverted"
+	// ConditionAcknowledgementPathSuspect is True while most pods of the targets (more than half,
+	// two at least) have not acknowledged the phase's keyring within spec.reloadDeadline at once
+	// (Reload delivery): what they share, their path to the API server or the kubelets, is more
+	// likely at fault than each pod. The message counts them. The pods are still restarted, at
+	// the pace of their workloads. Absent otherwise.
+	ConditionAcknowledgementPathSuspect = "AcknowledgementPathSuspect"
+	// ConditionRotationWindows is, with spec.rotationWindows, True while the windows keep a
+	// rotation from starting within rotationInterval of the time it falls due (reason
+	// NoWindowWithinInterval): the primary key then outlives the interval, and the alert on its
+	// age fires. False (reason WindowsOpen) otherwise; absent without windows.
+	ConditionRotationWindows = "RotationWindowWarning"
 )
 
 // Condition reasons.
@@ -630,6 +719,18 @@ const (
 	// ReasonRevertedByOtherManager (StampReverted=True; Warning event StampReverted): another field
 	// manager put back a stamp the operator wrote.
 	ReasonRevertedByOtherManager = "RevertedByOtherManager"
+	// ReasonMostPodsUnacknowledged (AcknowledgementPathSuspect=True): most pods are overdue at once.
+	ReasonMostPodsUnacknowledged = "MostPodsUnacknowledged"
+	// ReasonRotationWindowInvalid (Stalled=True, Ready=False): a spec.rotationWindows entry that
+	// the API's checks let through does not parse (a range such as 5-1, a zone the operator does
+	// not know): the message names the field. No rotation starts on schedule until it is fixed;
+	// requested rotations and revocations still do.
+	ReasonRotationWindowInvalid = "RotationWindowInvalid"
+	// ReasonNoWindowWithinInterval (RotationWindowWarning=True): no window opens within
+	// rotationInterval of the time the next rotation falls due.
+	ReasonNoWindowWithinInterval = "NoWindowWithinInterval"
+	// ReasonWindowsOpen (RotationWindowWarning=False): a window opens within rotationInterval of it.
+	ReasonWindowsOpen = "WindowsOpen"
 )
 
 // +kubebuilder:object:root=true

@@ -44,14 +44,16 @@ const (
 	// RevokeAnnotation, on an MRTRKeyring, revokes keys at once, in any phase (suspended or stalled
 	// too, but not while the Secret is unusable, of another type or another keyring's: it waits
 	// for it to be fixed, since the operator never writes such a Secret). It holds requests,
-	// comma separated, that accumulate: each a key id, or RevokeAll for every key the keyring
-	// holds when the request is first seen (the whole Secret leaked). Each request is handled once
-	// (status.lastHandledRevokeRequest records them), so re-applying the list (GitOps) revokes
-	// nothing more; append a request, never replace the list, or a request the operator has not
-	// seen yet is lost (kubectl mrtr revoke appends, conditionally on the keyring as read).
+	// comma separated, each a key id, or RevokeAll for every key the keyring holds when the
+	// request is first seen (the whole Secret leaked), numbered ("7:k20261201-120000") or not; see
+	// RevokeRequest for the format and when a request counts as handled. Each request is handled
+	// once: a numbered one at or below status.lastHandledRevokeSequence is handled, so re-applying
+	// the list (GitOps) or pruning it revokes nothing more. Append a request, never replace the
+	// list, or a request the operator has not seen yet is lost: kubectl mrtr revoke appends
+	// (AppendRevokeRequests), conditionally on the keyring as read, and prunes handled ones.
 	RevokeAnnotation = "mrtr.dev/revoke"
 	// RevokeAll, as a request of a RevokeAnnotation value, revokes every key: "*", or "*" followed
-	// by a note ("*incident-42"), so that each leak is a request of its own.
+	// by a note ("*incident-42").
 	RevokeAll = "*"
 	// FingerprintAnnotation is, on the Secret, the fingerprint of the keyring the operator's last
 	// write held (when it no longer matches the data, someone else changed the Secret), and, on a
@@ -66,9 +68,12 @@ const (
 	// HandledRotateAnnotation, on the Secret, is the last RotateAnnotation value that started a
 	// rotation of it: it survives the keyring, so a re-created keyring does not rotate again.
 	HandledRotateAnnotation = "mrtr.dev/rotate-handled"
-	// HandledRevokeAnnotation, on the Secret, lists the RevokeAnnotation requests handled for it
-	// (the last 64), as status.lastHandledRevokeRequest does.
-	HandledRevokeAnnotation = "mrtr.dev/revoke-handled"
+	// HandledRevokeAnnotation, on the Secret, lists the unnumbered RevokeAnnotation requests
+	// handled for it, as status.lastHandledRevokeRequest does, and HandledRevokeSequenceAnnotation
+	// is the highest sequence handled, as status.lastHandledRevokeSequence: they outlive a deleted
+	// and re-created keyring.
+	HandledRevokeAnnotation         = "mrtr.dev/revoke-handled"
+	HandledRevokeSequenceAnnotation = "mrtr.dev/revoke-handled-sequence"
 	// RevokedKeysAnnotation, on the Secret, lists the ids of its revoked keys (comma separated, the
 	// last MaxRevokedKeys), so that neither a lost status nor a re-created keyring adds one again.
 	RevokedKeysAnnotation = "mrtr.dev/revoked-keys"
@@ -80,11 +85,13 @@ const (
 	// SharedByAnnotation, on a workload, lets several MRTRKeyrings share it: their names, comma
 	// separated; the first stamps FingerprintAnnotation, each other its own prefixed annotation.
 	SharedByAnnotation = "mrtr.dev/keyrings"
-	// WrittenAnnotation, on a Pod, is the fingerprint of the keyring the operator last wrote to a
-	// Secret that the pod must load (reloadTrigger PodAnnotation). The operator changes it right
-	// after the write, and nothing else on the pod (the admission policy
-	// mrtr-operator-pod-annotation): the change makes the kubelet sync the pod, and so refresh its
-	// Secret volumes, at once instead of at its next periodic sync.
+	// WrittenAnnotation, on a Pod, is "<fingerprint>/<n>": the fingerprint of the keyring the
+	// operator last wrote to a Secret that the pod mounts and must load (reloadTrigger
+	// PodAnnotation), and the number of that nudge, so that each nudge changes the Pod even when it
+	// already names the fingerprint. The operator changes it right after the write, and nothing
+	// else on the pod (the admission policy mrtr-operator-pod-annotation): the change makes the
+	// kubelet sync the pod, and so refresh its Secret volumes, at once instead of at its next
+	// periodic sync. No consumer reads it.
 	WrittenAnnotation = "mrtr.dev/keyring-written"
 )
 

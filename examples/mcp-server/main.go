@@ -48,6 +48,7 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 	"github.com/mrtr-dev/mrtr-operator/pkg/token"
+	"github.com/mrtr-dev/mrtr-operator/pkg/token/mcpstate"
 )
 
 // keyringFile is the data key of the keyring Secret, and so the file name in its mounted folder.
@@ -65,6 +66,7 @@ type config struct {
 	replica           string
 	tokenTTL          time.Duration
 	grace             time.Duration
+	codec             string
 }
 
 func main() {
@@ -83,6 +85,9 @@ func main() {
 	flag.DurationVar(&c.tokenTTL, "token-ttl", 5*time.Minute,
 		"lifetime of a request state; must not exceed the MRTRKeyring's tokenTTL, which the rotation waits for")
 	flag.DurationVar(&c.grace, "shutdown-grace", 5*time.Second, "how long to let requests in flight finish on SIGTERM")
+	flag.StringVar(&c.codec, "codec", "sealed",
+		"sealed (token.Sealed: AES-256-GCM, bound to --server) or signed (token.Signed: Snodo's mrtr2 format, bound to the whole "+
+			"params, which the TypeScript package (clients/typescript) seals too: replicas of both behind one Service share the state)")
 	flag.Parse()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("replica", c.replica)
@@ -119,11 +124,21 @@ func run(c config, log *slog.Logger) error {
 		rep.Follow(fs)
 		go func() { _ = rep.Run(ctx) }() // nil once ctx is done; failures go to OnError
 	}
-	codec, err := token.NewSealed(src, c.server, token.SealedTTL(c.tokenTTL), token.SealedAnonymousTTL(c.tokenTTL))
+	var codec token.Codec
+	var opts []mcpstate.Option
+	switch c.codec {
+	case "sealed":
+		codec, err = token.NewSealed(src, c.server, token.SealedTTL(c.tokenTTL), token.SealedAnonymousTTL(c.tokenTTL))
+	case "signed":
+		codec, err = token.NewSigned(src, token.SignedTTL(c.tokenTTL))
+		opts = append(opts, mcpstate.WholeParams(mcpstate.RecordedParams))
+	default:
+		err = fmt.Errorf("--codec %q: want sealed or signed", c.codec)
+	}
 	if err != nil {
 		return err
 	}
-	a := &app{replica: c.replica, src: src, guard: newGuard(codec, log), log: log, ack: rep}
+	a := &app{replica: c.replica, src: src, guard: newGuard(codec, log, opts...), log: log, ack: rep, wholeParams: len(opts) > 0}
 
 	srv := &http.Server{Addr: c.listen, Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)

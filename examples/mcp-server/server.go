@@ -65,6 +65,9 @@ type app struct {
 	guard   *mcpstate.Guard
 	log     *slog.Logger
 	ack     *ack.Reporter // nil when the server does not acknowledge its keyrings
+	// wholeParams: the Guard binds the params as the client sent them (RecordParams), as Snodo and
+	// the TypeScript package do, so that the Signed state of either opens on the other.
+	wholeParams bool
 
 	completed, rejected atomic.Uint64
 	rejectedBy          rejectedKeys
@@ -104,10 +107,10 @@ func (r *rejectedKeys) counts() map[string]uint64 {
 // anonymous principal: a deliberate choice, see mcpstate.FromTokenInfo for servers behind
 // auth.RequireBearerToken. Arguments that cannot be bound are answered with the fixed
 // invalid-params error; why is logged here, never sent to the client.
-func newGuard(codec token.Codec, log *slog.Logger) *mcpstate.Guard {
-	return mcpstate.New(codec, mcpstate.Anonymous, mcpstate.OnInvalidParams(func(req mcp.Request, cause error) {
+func newGuard(codec token.Codec, log *slog.Logger, opts ...mcpstate.Option) *mcpstate.Guard {
+	return mcpstate.New(codec, mcpstate.Anonymous, append(opts, mcpstate.OnInvalidParams(func(req mcp.Request, cause error) {
 		log.Warn("refused params", "method", methodOf(req), "err", cause)
-	}))
+	}))...)
 }
 
 // methodOf names the method of a request the Guard binds.
@@ -213,7 +216,11 @@ func (a *app) handler() http.Handler {
 		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true, Logger: a.sdkLog()})
 
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", a.withKeyringHeaders(mcpHandler))
+	var h http.Handler = mcpHandler
+	if a.wholeParams {
+		h = mcpstate.RecordParams(h) // the params as received, for WholeParams(RecordedParams)
+	}
+	mux.Handle("/mcp", a.withKeyringHeaders(h))
 	mux.HandleFunc("GET /debug/keyring", func(w http.ResponseWriter, _ *http.Request) {
 		r := a.src.Keyring()
 		var acked string

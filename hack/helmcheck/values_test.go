@@ -63,7 +63,7 @@ func TestDefaults(t *testing.T) {
 	}
 
 	c := managerContainer(t, got)
-	if img, want := str(c, "image"), "controller:"+loadChart(t).Metadata.AppVersion; img != want {
+	if img, want := str(c, "image"), "ghcr.io/mrtr-dev/mrtr-operator:"+loadChart(t).Metadata.AppVersion; img != want {
 		t.Errorf("image = %q, want %q (the chart's appVersion)", img, want)
 	}
 	for _, arg := range []string{"--leader-elect", "--metrics-bind-address=:8443", "--health-probe-bind-address=:8081",

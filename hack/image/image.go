@@ -21,6 +21,7 @@ import (
 	"bytes"
 	"cmp"
 	"compress/gzip"
+	"context"
 	"debug/elf"
 	"encoding/binary"
 	"errors"
@@ -34,17 +35,19 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/partial"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// What the image is.
+// What the image is. The Dockerfile's final stage must agree (TestDockerfileAgrees checks it).
 const (
 	nonrootID  = 65532
 	imageUser  = "65532:65532"
@@ -52,6 +55,9 @@ const (
 	workDir    = "/"
 	caPath     = "/etc/ssl/certs/ca-certificates.crt"
 	imageTitle = "mrtr-operator"
+	// distrolessBase is the Dockerfile's base, which the base layer here stands in for (it cannot be
+	// pulled on the machines that build this image): the same accounts, CA bundle path and /tmp.
+	distrolessBase = "gcr.io/distroless/static:nonroot"
 )
 
 // The accounts of distroless's static image: root and nobody so that tools resolve those ids, and
@@ -66,91 +72,205 @@ const (
 )
 
 type options struct {
-	binary, caBundle string
-	tag, outDir      string
-	source, version  string
-	revision         string
-	created          time.Time
+	// binaries are the static Linux programs, one per platform (read from each ELF header): with
+	// one the image is a single image, with more an index of one image per platform.
+	binaries        []string
+	caBundle        string
+	tag, outDir     string
+	source, version string
+	revision        string
+	created         time.Time
 	// entrypoint is where the binary goes in the image, and what runs; "" means binaryPath. The
 	// local cluster's images (the example server, the pause container) take the same base.
 	entrypoint string
 	// title is the org.opencontainers.image.title label; "" means imageTitle.
 	title string
+	// push sends the image (or the index) to the registry of tag once the files are written.
+	push bool
+	// remote are the options of the push: the credentials, and in tests the transport.
+	remote []remote.Option
+	// trees, when it names layers, makes an image of directory trees instead (see rootfs.go).
+	trees treeOptions
 }
 
 func (o options) entry() string { return cmp.Or(o.entrypoint, binaryPath) }
 
-type result struct {
+// platformImage is one platform's image, and how big its layers are.
+type platformImage struct {
+	img                      v1.Image
 	digest                   v1.Hash
 	platform                 v1.Platform
-	layoutDir, archive       string
-	layoutTar                string // the OCI layout as one tar, for ctr images import
+	archive                  string // its docker-archive
 	compressed, uncompressed int64  // the layers' sizes, summed
 	layers                   int
 }
 
-// build assembles the image from o and writes both outputs into o.outDir.
-func build(o options) (*result, error) {
+type result struct {
+	// digest is what tag names: the image's, or the index's when there are several platforms.
+	digest    v1.Hash
+	images    []platformImage
+	layoutDir string
+	layoutTar string // the OCI layout as one tar, for ctr images import
+	pushed    string // the reference pushed, by digest; "" without o.push
+}
+
+// build assembles the image from o and writes its outputs into o.outDir: the OCI layout, its tar,
+// and one docker-archive per platform (docker load takes no index). With o.push it pushes to tag.
+func build(ctx context.Context, o options) (*result, error) {
 	tag, err := name.NewTag(o.tag)
 	if err != nil {
 		return nil, fmt.Errorf("image tag %q: %w", o.tag, err)
 	}
-	img, platform, err := assemble(o)
-	if err != nil {
-		return nil, err
+	if len(o.trees.layers) > 0 {
+		o.binaries = []string{""} // one image, of the trees
 	}
-	res := &result{
-		platform:  platform,
-		layoutDir: filepath.Join(o.outDir, "oci"),
-		archive:   filepath.Join(o.outDir, slashpath.Base(o.entry())+".tar"),
-		layoutTar: filepath.Join(o.outDir, "oci.tar"),
+	if len(o.binaries) == 0 {
+		return nil, errors.New("no binary to build the image of (-binary)")
 	}
-	if res.digest, err = img.Digest(); err != nil {
-		return nil, err
-	}
-	layers, err := img.Layers()
-	if err != nil {
-		return nil, err
-	}
-	res.layers = len(layers)
-	for _, l := range layers {
-		c, err := l.Size()
+	res := &result{layoutDir: filepath.Join(o.outDir, "oci"), layoutTar: filepath.Join(o.outDir, "oci.tar")}
+	seen := map[string]string{}
+	for _, bin := range o.binaries {
+		img, platform, err := assemble(o, bin)
 		if err != nil {
 			return nil, err
 		}
-		u, err := uncompressedSize(l)
+		if other, dup := seen[platform.String()]; dup {
+			return nil, fmt.Errorf("%s and %s are both for %s: give one binary per platform", other, bin, platform)
+		}
+		seen[platform.String()] = bin
+		pi, err := measure(img, platform)
 		if err != nil {
 			return nil, err
 		}
-		res.compressed += c
-		res.uncompressed += u
+		archive := slashpath.Base(o.entry())
+		if len(o.binaries) > 1 {
+			archive += "-" + platform.Architecture
+		}
+		pi.archive = filepath.Join(o.outDir, archive+".tar")
+		res.images = append(res.images, pi)
 	}
+
+	// What the tag names, and how the layout lists it.
+	var (
+		top   partial.Describable
+		write func(layout.Path) error
+		desc  *v1.Descriptor
+	)
+	if len(res.images) == 1 {
+		pi := res.images[0]
+		top, write = pi.img, func(p layout.Path) error { return p.WriteImage(pi.img) }
+		if desc, err = partial.Descriptor(pi.img); err != nil {
+			return nil, err
+		}
+		desc.Platform = &pi.platform
+	} else {
+		idx := index(res.images)
+		top, write = idx, func(p layout.Path) error { return p.WriteIndex(idx) }
+		if desc, err = partial.Descriptor(idx); err != nil {
+			return nil, err
+		}
+	}
+	if res.digest, err = top.Digest(); err != nil {
+		return nil, err
+	}
+	// go-containerregistry fills artifactType with the config's media type, which marks an artifact,
+	// not an image; an image's index entry has none.
+	desc.ArtifactType = ""
 
 	if err := os.MkdirAll(o.outDir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := writeLayout(res.layoutDir, img, platform, o.tag); err != nil {
+	if err := writeLayout(res.layoutDir, write, *desc, o.tag); err != nil {
 		return nil, fmt.Errorf("writing the OCI layout %s: %w", res.layoutDir, err)
 	}
-	if err := tarball.WriteToFile(res.archive, tag, img); err != nil {
-		return nil, fmt.Errorf("writing the docker-archive %s: %w", res.archive, err)
+	for _, pi := range res.images {
+		if err := tarball.WriteToFile(pi.archive, tag, pi.img); err != nil {
+			return nil, fmt.Errorf("writing the docker-archive %s: %w", pi.archive, err)
+		}
 	}
 	if err := tarDir(res.layoutDir, res.layoutTar, o.created); err != nil {
 		return nil, fmt.Errorf("writing the OCI layout's tar %s: %w", res.layoutTar, err)
 	}
+	if o.push {
+		if err := push(ctx, tag, top, o.remote); err != nil {
+			return nil, fmt.Errorf("pushing %s: %w", o.tag, err)
+		}
+		res.pushed = tag.Context().Digest(res.digest.String()).String()
+	}
 	return res, nil
 }
 
-// assemble builds the image in memory: a base layer (CA certificates, accounts, /tmp) and a layer
-// with the manager binary, so that the base layer is shared between versions.
-func assemble(o options) (v1.Image, v1.Platform, error) {
-	bin, err := os.ReadFile(o.binary)
+// measure sums the sizes of img's layers, compressed and not.
+func measure(img v1.Image, platform v1.Platform) (platformImage, error) {
+	pi := platformImage{img: img, platform: platform}
+	var err error
+	if pi.digest, err = img.Digest(); err != nil {
+		return pi, err
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		return pi, err
+	}
+	pi.layers = len(layers)
+	for _, l := range layers {
+		c, err := l.Size()
+		if err != nil {
+			return pi, err
+		}
+		u, err := uncompressedSize(l)
+		if err != nil {
+			return pi, err
+		}
+		pi.compressed += c
+		pi.uncompressed += u
+	}
+	return pi, nil
+}
+
+// index is the OCI image index of images, each entry with its platform, in the order given.
+func index(images []platformImage) v1.ImageIndex {
+	adds := make([]mutate.IndexAddendum, 0, len(images))
+	for _, pi := range images {
+		adds = append(adds, mutate.IndexAddendum{Add: image{pi.img}, Descriptor: v1.Descriptor{
+			MediaType: types.OCIManifestSchema1, Platform: &pi.platform,
+		}})
+	}
+	return mutate.AppendManifests(mutate.IndexMediaType(empty.Index, types.OCIImageIndex), adds...)
+}
+
+// image is an image whose descriptor has no artifactType. go-containerregistry fills it with the
+// config's media type, which marks an artifact, not an image: registries and clients that honour
+// it would not take the index's entries for the platforms' images.
+type image struct{ v1.Image }
+
+func (image) ArtifactType() (string, error) { return "", nil }
+
+// push writes the image or index top to the registry as tag, credentials from the docker config
+// (docker login, crane auth login) unless opts give others.
+func push(ctx context.Context, tag name.Tag, top partial.Describable, opts []remote.Option) error {
+	opts = append([]remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)}, opts...)
+	switch t := top.(type) {
+	case v1.ImageIndex:
+		return remote.WriteIndex(tag, t, opts...)
+	case v1.Image:
+		return remote.Write(tag, t, opts...)
+	}
+	return fmt.Errorf("cannot push a %T", top)
+}
+
+// assemble builds the image of bin in memory: a base layer (CA certificates, accounts, /tmp) and a
+// layer with the binary, so that the base layer is shared between versions.
+func assemble(o options, binPath string) (v1.Image, v1.Platform, error) {
+	if len(o.trees.layers) > 0 {
+		return assembleTrees(o)
+	}
+	bin, err := os.ReadFile(binPath)
 	if err != nil {
 		return nil, v1.Platform{}, fmt.Errorf("reading the manager binary (built by `make image`): %w", err)
 	}
 	arch, err := staticLinuxArch(bin)
 	if err != nil {
-		return nil, v1.Platform{}, fmt.Errorf("%s: %w", o.binary, err)
+		return nil, v1.Platform{}, fmt.Errorf("%s: %w", binPath, err)
 	}
 	platform := v1.Platform{OS: "linux", Architecture: arch}
 	ca, err := readCABundle(o.caBundle)
@@ -213,7 +333,7 @@ func assemble(o options) (v1.Image, v1.Platform, error) {
 	}
 	img, err = mutate.Append(img,
 		mutate.Addendum{Layer: base, MediaType: types.OCILayer, History: v1.History{
-			Created: v1.Time{Time: o.created}, CreatedBy: "hack/image: base (CA certificates, passwd, group, /tmp)",
+			Created: v1.Time{Time: o.created}, CreatedBy: "hack/image: base like " + distrolessBase + " (CA certificates, passwd, group, /tmp)",
 		}},
 		mutate.Addendum{Layer: app, MediaType: types.OCILayer, History: v1.History{
 			Created: v1.Time{Time: o.created}, CreatedBy: "hack/image: COPY " + slashpath.Base(o.entry()) + " " + o.entry(),
@@ -321,10 +441,11 @@ func uncompressedSize(l v1.Layer) (int64, error) {
 	return io.Copy(io.Discard, rc)
 }
 
-// writeLayout writes img as the only image of a fresh OCI layout at dir, its index entry named tag
-// (org.opencontainers.image.ref.name, which `skopeo copy oci:DIR:TAG` and test/container select
-// by). It is written beside dir and renamed into place, so a failed build leaves the previous one.
-func writeLayout(dir string, img v1.Image, platform v1.Platform, tag string) error {
+// writeLayout writes, with write, the image or index that desc describes as the only entry of a
+// fresh OCI layout at dir, named tag (org.opencontainers.image.ref.name, which `skopeo copy
+// oci:DIR:TAG` and test/container select by). It is written beside dir and renamed into place, so
+// a failed build leaves the previous one.
+func writeLayout(dir string, write func(layout.Path) error, desc v1.Descriptor, tag string) error {
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".tmp-")
 	if err != nil {
 		return err
@@ -334,24 +455,16 @@ func writeLayout(dir string, img v1.Image, platform v1.Platform, tag string) err
 	if err != nil {
 		return err
 	}
-	if err := p.WriteImage(img); err != nil {
+	if err := write(p); err != nil {
 		return err
 	}
-	desc, err := partial.Descriptor(img)
-	if err != nil {
-		return err
-	}
-	// go-containerregistry fills artifactType with the config's media type, which marks an artifact,
-	// not an image; an image's index entry has none.
-	desc.ArtifactType = ""
-	desc.Platform = &platform
 	// containerd's importer (ctr images import, the local cluster's real node) names the image by
 	// io.containerd.image.name, which must be the normalized reference the kubelet asks for.
 	desc.Annotations = map[string]string{
 		"org.opencontainers.image.ref.name": tag,
 		"io.containerd.image.name":          containerdName(tag),
 	}
-	if err := p.AppendDescriptor(*desc); err != nil {
+	if err := p.AppendDescriptor(desc); err != nil {
 		return err
 	}
 	// MkdirTemp made it 0700; the layout is as readable as the rest of bin/.

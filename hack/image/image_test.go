@@ -72,7 +72,7 @@ func testOptions(t *testing.T) options {
 	t.Helper()
 	dir := t.TempDir()
 	o := options{
-		binary:   filepath.Join(dir, "manager"),
+		binaries: []string{filepath.Join(dir, "manager")},
 		caBundle: filepath.Join(dir, "ca.crt"),
 		tag:      "registry.example/mrtr/manager:v1.2.3",
 		outDir:   filepath.Join(dir, "out"),
@@ -81,7 +81,7 @@ func testOptions(t *testing.T) options {
 		revision: "0123456789abcdef",
 		created:  time.Unix(1764590000, 0).UTC(),
 	}
-	if err := os.WriteFile(o.binary, fakeELF(t, elf.EM_X86_64, false, "the manager"), 0o755); err != nil {
+	if err := os.WriteFile(o.binaries[0], fakeELF(t, elf.EM_X86_64, false, "the manager"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(o.caBundle, []byte(testCA), 0o644); err != nil {
@@ -150,12 +150,12 @@ func forEachEntry(t *testing.T, r io.Reader, fn func(*tar.Header, []byte)) {
 
 func TestImageLayersAndConfig(t *testing.T) {
 	o := testOptions(t)
-	res, err := build(o)
+	res, err := build(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.platform.String() != "linux/amd64" || res.layers != 2 {
-		t.Errorf("built %s with %d layers, want linux/amd64 with 2", res.platform, res.layers)
+	if len(res.images) != 1 || res.images[0].platform.String() != "linux/amd64" || res.images[0].layers != 2 {
+		t.Fatalf("built %+v, want one linux/amd64 image with 2 layers", res.images)
 	}
 	img := loadLayout(t, res)
 	if d, _ := img.Digest(); d != res.digest {
@@ -200,7 +200,7 @@ func TestImageLayersAndConfig(t *testing.T) {
 	if got, want := strings.Join(app, "\n"), fmt.Sprintf(`manager 0:0 -rwxr-xr-x %d """"`, epoch); got != want {
 		t.Errorf("manager layer: %s, want %s", got, want)
 	}
-	bin, _ := os.ReadFile(o.binary)
+	bin, _ := os.ReadFile(o.binaries[0])
 	if files["manager"] != string(bin) {
 		t.Error("/manager is not the binary given")
 	}
@@ -232,11 +232,11 @@ func TestImageLayersAndConfig(t *testing.T) {
 
 func TestImageIsReproducible(t *testing.T) {
 	a, b := testOptions(t), testOptions(t)
-	ra, err := build(a)
+	ra, err := build(t.Context(), a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rb, err := build(b)
+	rb, err := build(t.Context(), b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestImageIsReproducible(t *testing.T) {
 	if sum(t, ra.layoutTar) != sum(t, rb.layoutTar) {
 		t.Error("two builds of the same inputs wrote different OCI layout tars")
 	}
-	if sum(t, ra.archive) != sum(t, rb.archive) {
+	if sum(t, ra.images[0].archive) != sum(t, rb.images[0].archive) {
 		t.Error("two builds of the same inputs wrote different docker-archives")
 	}
 	if sum(t, filepath.Join(ra.layoutDir, "index.json")) != sum(t, filepath.Join(rb.layoutDir, "index.json")) {
@@ -254,7 +254,7 @@ func TestImageIsReproducible(t *testing.T) {
 	}
 
 	// A rebuild into the same directory replaces the image rather than adding one.
-	if _, err := build(a); err != nil {
+	if _, err := build(t.Context(), a); err != nil {
 		t.Fatal(err)
 	}
 	_ = loadLayout(t, ra)
@@ -262,7 +262,7 @@ func TestImageIsReproducible(t *testing.T) {
 	// The timestamp is an input: SOURCE_DATE_EPOCH changes the digest.
 	c := testOptions(t)
 	c.created = c.created.Add(time.Second)
-	rc, err := build(c)
+	rc, err := build(t.Context(), c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,11 +282,11 @@ func sum(t *testing.T, p string) [32]byte {
 
 func TestDockerArchive(t *testing.T) {
 	o := testOptions(t)
-	res, err := build(o)
+	res, err := build(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(res.archive)
+	f, err := os.Open(res.images[0].archive)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func TestDockerArchive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loaded, err := tarball.ImageFromPath(res.archive, &tag)
+	loaded, err := tarball.ImageFromPath(res.images[0].archive, &tag)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -358,7 +358,7 @@ func TestInputsAreChecked(t *testing.T) {
 	}, {
 		name: "a dynamically linked binary",
 		edit: func(t *testing.T, o *options) {
-			if err := os.WriteFile(o.binary, fakeELF(t, elf.EM_X86_64, true, "cgo"), 0o755); err != nil {
+			if err := os.WriteFile(o.binaries[0], fakeELF(t, elf.EM_X86_64, true, "cgo"), 0o755); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -366,7 +366,7 @@ func TestInputsAreChecked(t *testing.T) {
 	}, {
 		name: "not an executable",
 		edit: func(t *testing.T, o *options) {
-			if err := os.WriteFile(o.binary, []byte("#!/bin/sh\n"), 0o755); err != nil {
+			if err := os.WriteFile(o.binaries[0], []byte("#!/bin/sh\n"), 0o755); err != nil {
 				t.Fatal(err)
 			}
 		},
@@ -379,7 +379,7 @@ func TestInputsAreChecked(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			o := testOptions(t)
 			tc.edit(t, &o)
-			_, err := build(o)
+			_, err := build(t.Context(), o)
 			if err == nil || !strings.Contains(err.Error(), tc.error) {
 				t.Fatalf("error %v, want one that says %q", err, tc.error)
 			}
@@ -422,12 +422,12 @@ func TestContainerdName(t *testing.T) {
 func TestOtherEntrypoint(t *testing.T) {
 	o := testOptions(t)
 	o.entrypoint, o.title, o.tag = "/mcp-server", "mrtr-example-mcp-server", "example.com/mrtr-example-mcp-server:dev"
-	res, err := build(o)
+	res, err := build(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if filepath.Base(res.archive) != "mcp-server.tar" {
-		t.Errorf("docker-archive %s, want mcp-server.tar", res.archive)
+	if filepath.Base(res.images[0].archive) != "mcp-server.tar" {
+		t.Errorf("docker-archive %s, want mcp-server.tar", res.images[0].archive)
 	}
 	cf, err := loadLayout(t, res).ConfigFile()
 	if err != nil {

@@ -18,7 +18,8 @@ limitations under the License.
 // the static manager binary on a distroless-like base assembled here, because the distroless base
 // cannot be pulled. It writes the image twice, as an OCI image layout (for skopeo, crane, umoci,
 // test/container), as that layout in one tar (for `ctr images import`, the local cluster's real node)
-// and as a docker-archive (for `docker load`), and prints its digest and sizes. -entrypoint puts
+// and as a docker-archive (for `docker load`), and prints its digest and sizes. Given one binary per
+// platform it makes an image index of them; -push sends the result to the tag's registry. -entrypoint puts
 // another static program on the same base: the local cluster builds its example-server and pause
 // images so.
 //
@@ -30,16 +31,22 @@ limitations under the License.
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 )
 
 func main() {
 	o := options{}
-	flag.StringVar(&o.binary, "binary", "bin/manager-static", "The manager binary: static (CGO_ENABLED=0), for Linux.")
+	var binaries string
+	flag.StringVar(&binaries, "binary", "bin/manager-static",
+		"The manager binary: static (CGO_ENABLED=0), for Linux. Several, comma-separated, one per platform, make an image index.")
 	flag.StringVar(&o.caBundle, "ca-bundle", "/etc/ssl/certs/ca-certificates.crt",
 		"The PEM bundle of CA certificates the image trusts (Debian's ca-certificates package).")
 	flag.StringVar(&o.tag, "tag", "controller:latest", "The image's name and tag, as in `make image IMG=...`.")
@@ -52,7 +59,16 @@ func main() {
 	flag.StringVar(&o.source, "source", "https://github.com/mrtr-dev/mrtr-operator", "The org.opencontainers.image.source label.")
 	flag.StringVar(&o.version, "version", "dev", "The org.opencontainers.image.version label.")
 	flag.StringVar(&o.revision, "revision", "", "The org.opencontainers.image.revision label: the commit the binary is built from.")
+	flag.BoolVar(&o.push, "push", false,
+		"Push the image to the registry of -tag, with the credentials of ~/.docker/config.json (docker login, crane auth login).")
+	var layers, env repeated
+	flag.Var(&layers, "layer", "A directory whose tree is a layer of the image, in the order given (repeatable): "+
+		"an image of trees (a Debian root, a server with its runtime) instead of a binary on the distroless-like base.")
+	flag.StringVar(&o.trees.cmd, "cmd", "", `With -layer: the entrypoint, as a JSON array ("["/usr/bin/python3","/app/server.py"]").`)
+	flag.Var(&env, "env", "With -layer: VAR=value added to the image's environment (repeatable).")
 	flag.Parse()
+	o.binaries = strings.Split(binaries, ",")
+	o.trees.layers, o.trees.env = layers, env
 
 	epoch, err := sourceDateEpoch(os.Getenv("SOURCE_DATE_EPOCH"))
 	if err != nil {
@@ -60,15 +76,27 @@ func main() {
 	}
 	o.created = epoch
 
-	res, err := build(o)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := build(ctx, o)
 	if err != nil {
 		fail(err)
 	}
-	fmt.Printf("image %s %s (%s): %s compressed, %s uncompressed, %d layers\n",
-		o.tag, res.digest, res.platform, mib(res.compressed), mib(res.uncompressed), res.layers)
+	if len(res.images) > 1 {
+		fmt.Printf("image index %s %s: %d platforms\n", o.tag, res.digest, len(res.images))
+	}
+	for _, pi := range res.images {
+		fmt.Printf("image %s %s (%s): %s compressed, %s uncompressed, %d layers\n",
+			o.tag, pi.digest, pi.platform, mib(pi.compressed), mib(pi.uncompressed), pi.layers)
+	}
 	fmt.Printf("  OCI image layout: %s (skopeo inspect oci:%s:%s)\n", res.layoutDir, res.layoutDir, o.tag)
 	fmt.Printf("  OCI layout tar:   %s (ctr -n k8s.io images import %s)\n", res.layoutTar, res.layoutTar)
-	fmt.Printf("  docker-archive:   %s (docker load -i %s)\n", res.archive, res.archive)
+	for _, pi := range res.images {
+		fmt.Printf("  docker-archive:   %s (docker load -i %s)\n", pi.archive, pi.archive)
+	}
+	if res.pushed != "" {
+		fmt.Printf("  pushed:           %s\n", res.pushed)
+	}
 }
 
 // sourceDateEpoch reads SOURCE_DATE_EPOCH (https://reproducible-builds.org/specs/source-date-epoch/).
@@ -89,3 +117,9 @@ func fail(err error) {
 	fmt.Fprintln(os.Stderr, "image:", err)
 	os.Exit(1)
 }
+
+// repeated is a flag that may be given several times.
+type repeated []string
+
+func (r *repeated) String() string     { return strings.Join(*r, ",") }
+func (r *repeated) Set(v string) error { *r = append(*r, v); return nil }

@@ -17,9 +17,11 @@ limitations under the License.
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -47,6 +49,9 @@ func describe(out io.Writer, v keyringView, now time.Time) error {
 		"Next rotation", nextRotationLine(kr, now),
 		"Last rotation", lastRotationLine(st, now),
 	}
+	if len(kr.Spec.RotationWindows) > 0 {
+		fields = append(fields, "Next window", nextWindowLine(kr, now))
+	}
 	if r, pending := pendingRotateRequest(kr); r != "" {
 		state := "handled"
 		if pending {
@@ -63,9 +68,19 @@ func describe(out io.Writer, v keyringView, now time.Time) error {
 		d.heading("Keys", "none in status yet")
 	} else {
 		d.heading("Keys", "")
-		rows := append(make([][]string, 0, 1+len(st.Keys)), []string{"ID", "ROLE", "CREATED"})
+		// The python kid column only once the operator writes kids (status of older operators has none).
+		kids := slices.ContainsFunc(st.Keys, func(k mrtrv1alpha1.KeyStatus) bool { return k.PythonKid != "" })
+		head := []string{"ID", "ROLE", "CREATED"}
+		if kids {
+			head = append(head, "PYTHON KID")
+		}
+		rows := append(make([][]string, 0, 1+len(st.Keys)), head)
 		for _, k := range st.Keys {
-			rows = append(rows, []string{k.ID, string(k.Role), d.stampOrDash(k.CreatedAt.Time)})
+			row := []string{k.ID, string(k.Role), d.stampOrDash(k.CreatedAt.Time)}
+			if kids {
+				row = append(row, orDash(k.PythonKid))
+			}
+			rows = append(rows, row)
 		}
 		d.table(1, rows)
 	}
@@ -278,12 +293,43 @@ func nextRotationLine(kr *mrtrv1alpha1.MRTRKeyring, now time.Time) string {
 	switch phase := kr.Status.Phase; {
 	case kr.Spec.Suspend:
 		return "suspended (spec.suspend): none starts until resumed"
-	case phase != "" && phase != mrtrv1alpha1.PhaseStable:
+	case phase.UnderWay():
 		return fmt.Sprintf("%s after the rotation under way completes", interval)
 	case next == nil:
 		return "-"
 	}
 	return fmt.Sprintf("%s, every %s", stamp(next.Time, now), interval)
+}
+
+// nextWindowLine is the rotation window the next rotation is due in, as status says (the operator
+// computed it; this recomputes no rule), and the windows of the spec.
+func nextWindowLine(kr *mrtrv1alpha1.MRTRKeyring, now time.Time) string {
+	specs := make([]string, len(kr.Spec.RotationWindows))
+	for i, w := range kr.Spec.RotationWindows {
+		specs[i] = fmt.Sprintf("%s (%s) for %s", w.Schedule, cmp.Or(w.TimeZone, "UTC"), shortDuration(w.Duration.Duration))
+	}
+	windows := "windows: " + strings.Join(specs, ", ")
+	w := kr.Status.NextWindow
+	if w == nil {
+		return "- (" + windows + ")"
+	}
+	state := "opens " + stamp(w.OpensAt.Time, now)
+	if !w.OpensAt.After(now) {
+		state = "open since " + stamp(w.OpensAt.Time, now)
+	}
+	return fmt.Sprintf("%s, closes %s (%s)", state, stamp(w.ClosesAt.Time, now), windows)
+}
+
+// shortDuration is d as Go writes it without its trailing zero units: 2h, 1h30m, 90m stays 1h30m.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func lastRotationLine(st mrtrv1alpha1.MRTRKeyringStatus, now time.Time) string {

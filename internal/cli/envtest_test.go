@@ -292,14 +292,15 @@ func TestEnvtestRevoke(t *testing.T) {
 	o := Options{}
 
 	r := run(t, o, "", "revoke", kc, "-n", "revoke", "search", "k20261121-090000", "k20261122-090000")
-	want := "Requested the revocation of key(s) k20261121-090000, k20261122-090000 of MRTRKeyring revoke/search " +
-		"(mrtr.dev/revoke=k20261121-090000,k20261122-090000).\n" +
+	want := "Requested the revocation of key(s) k20261121-090000, k20261122-090000 of MRTRKeyring revoke/search as request(s) 1-2 " +
+		"(mrtr.dev/revoke=1:k20261121-090000,2:k20261122-090000).\n" +
 		"The operator removes them on its next pass, in any phase: tokens sealed with them fail from then on.\n" +
+		"Handled once status.lastHandledRevokeSequence is 2 or more.\n" +
 		"Follow it with: kubectl mrtr status search -n revoke\n"
 	if r.err != nil || r.out != want {
 		t.Fatalf("revoke: %v\n%s\nwant\n%s", r.err, r.out, want)
 	}
-	if got := getKeyring(t, ctx, c, "revoke", "search").Annotations[mrtrv1alpha1.RevokeAnnotation]; got != "k20261121-090000,k20261122-090000" {
+	if got := getKeyring(t, ctx, c, "revoke", "search").Annotations[mrtrv1alpha1.RevokeAnnotation]; got != "1:k20261121-090000,2:k20261122-090000" {
 		t.Fatalf("annotation = %q", got)
 	}
 
@@ -307,8 +308,28 @@ func TestEnvtestRevoke(t *testing.T) {
 	// stay.
 	r = run(t, o, "", "revoke", kc, "-n", "revoke", "search", "--all")
 	value := getKeyring(t, ctx, c, "revoke", "search").Annotations[mrtrv1alpha1.RevokeAnnotation]
-	if r.err != nil || value != "k20261121-090000,k20261122-090000,*"+now.UTC().Format(time.RFC3339Nano) || !strings.Contains(r.out, "every token in flight fails") {
+	if r.err != nil || value != "1:k20261121-090000,2:k20261122-090000,3:*"+now.UTC().Format(time.RFC3339) ||
+		!strings.Contains(r.out, "every token in flight fails") || !strings.Contains(r.out, "as request 3 ") {
 		t.Fatalf("revoke --all: %v, annotation %q\n%s", r.err, value, r.out)
+	}
+
+	// Once the operator handled them, the next append prunes them: the annotation stays short
+	// however many requests a keyring sees, and an unnumbered one (written by hand) stays.
+	kr := getKeyring(t, ctx, c, "revoke", "search")
+	kr.Annotations[mrtrv1alpha1.RevokeAnnotation] = "*incident-1," + value
+	if err := c.Update(ctx, kr); err != nil {
+		t.Fatal(err)
+	}
+	kr.Status.LastHandledRevokeSequence = 2
+	kr.Status.RevokedKeys = []mrtrv1alpha1.RevokedKey{{ID: "k20261121-090000", RevokedAt: metav1.NewTime(now)}}
+	if err := c.Status().Update(ctx, kr); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, o, "", "revoke", kc, "-n", "revoke", "search", "k20261121-090000")
+	value = getKeyring(t, ctx, c, "revoke", "search").Annotations[mrtrv1alpha1.RevokeAnnotation]
+	if r.err != nil || value != "*incident-1,3:*"+now.UTC().Format(time.RFC3339)+",4:k20261121-090000" ||
+		!strings.Contains(r.out, "Key(s) k20261121-090000 were revoked before: nothing more is revoked for them.") {
+		t.Fatalf("revoke after the operator handled 1-2: %v, annotation %q\n%s", r.err, value, r.out)
 	}
 
 	for _, tc := range []struct {
@@ -326,8 +347,24 @@ func TestEnvtestRevoke(t *testing.T) {
 	}
 }
 
-// kubectl mrtr revoke never loses a request written between its read and its write: its write is
-// conditional on the keyring as read, and on a conflict it reads again and appends to what it finds.
+// A keyring the operator has not taken in yet may be one re-created for a Secret that records
+// requests handled before: the command cannot number after them, so it writes nothing.
+func TestEnvtestRevokeWaitsForTheOperator(t *testing.T) {
+	kr := search()
+	kr.Status = mrtrv1alpha1.MRTRKeyringStatus{}
+	c, kc := envtestNamespace(t, "revoke-new", []*mrtrv1alpha1.MRTRKeyring{kr})
+	r := run(t, Options{}, "", "revoke", kc, "-n", "revoke-new", "search", "k20261121-090000")
+	if r.err == nil || !strings.Contains(r.err.Error(), "has no status yet: the operator has not taken it in") {
+		t.Fatalf("revoke: error %v; want one that says the operator has not taken the keyring in", r.err)
+	}
+	if got := getKeyring(t, context.Background(), c, "revoke-new", "search").Annotations[mrtrv1alpha1.RevokeAnnotation]; got != "" {
+		t.Fatalf("annotation = %q, want none", got)
+	}
+}
+
+// kubectl mrtr revoke never loses a request written between its read and its write, nor gives its
+// sequence twice: its write is conditional on the keyring as read, and on a conflict it reads
+// again and appends to what it finds.
 func TestEnvtestRevokeKeepsAConcurrentRequest(t *testing.T) {
 	c, kc := envtestNamespace(t, "revoke-race", []*mrtrv1alpha1.MRTRKeyring{search()})
 	ctx := context.Background()
@@ -343,10 +380,12 @@ func TestEnvtestRevokeKeepsAConcurrentRequest(t *testing.T) {
 	racing := interceptor.NewClient(direct, interceptor.Funcs{
 		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			if !raced {
-				// Another revoke lands after this command read the keyring, before it writes.
+				// Another revoke lands after this command read the keyring, before it writes: it
+				// took sequence 1 too.
 				raced = true
 				other := getKeyring(t, ctx, cl, "revoke-race", "search")
-				other.Annotations = map[string]string{mrtrv1alpha1.RevokeAnnotation: "k20261120-000000"}
+				value, _ := mrtrv1alpha1.AppendRevokeRequests("", other.Status.LastHandledRevokeSequence, "k20261120-000000")
+				other.Annotations = map[string]string{mrtrv1alpha1.RevokeAnnotation: value}
 				if err := cl.Update(ctx, other); err != nil {
 					t.Fatalf("the concurrent revoke: %v", err)
 				}
@@ -358,8 +397,8 @@ func TestEnvtestRevokeKeepsAConcurrentRequest(t *testing.T) {
 	if r.err != nil {
 		t.Fatalf("revoke: %v\n%s", r.err, r.errOut)
 	}
-	if got := getKeyring(t, ctx, c, "revoke-race", "search").Annotations[mrtrv1alpha1.RevokeAnnotation]; !raced || got != "k20261120-000000,k20261121-090000" {
-		t.Fatalf("annotation = %q after a concurrent revoke (raced %v); want both requests", got, raced)
+	if got := getKeyring(t, ctx, c, "revoke-race", "search").Annotations[mrtrv1alpha1.RevokeAnnotation]; !raced || got != "1:k20261120-000000,2:k20261121-090000" {
+		t.Fatalf("annotation = %q after a concurrent revoke (raced %v); want both requests, numbered 1 and 2", got, raced)
 	}
 }
 

@@ -207,8 +207,8 @@ func weather() *mrtrv1alpha1.MRTRKeyring {
 			Phase:              mrtrv1alpha1.PhaseWaitingTTL,
 			SecretName:         "weather",
 			Keys: []mrtrv1alpha1.KeyStatus{
-				{ID: "k20261201-115500", Role: mrtrv1alpha1.KeyPrimary, CreatedAt: at(-5 * time.Minute)},
-				{ID: "k20261101-115500", Role: mrtrv1alpha1.KeyRetiring, CreatedAt: at(-30*day - 5*time.Minute)},
+				{ID: "k20261201-115500", Role: mrtrv1alpha1.KeyPrimary, CreatedAt: at(-5 * time.Minute), PythonKid: "6fe650ea"},
+				{ID: "k20261101-115500", Role: mrtrv1alpha1.KeyRetiring, CreatedAt: at(-30*day - 5*time.Minute), PythonKid: "61c00936"},
 			},
 			SecretFingerprint: fpNew,
 			TargetFingerprint: fpNew,

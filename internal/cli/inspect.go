@@ -17,6 +17,7 @@ limitations under the License.
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +26,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 	"github.com/mrtr-dev/mrtr-operator/pkg/token"
@@ -34,6 +38,7 @@ import (
 // with, which the codecs bind.
 type inspectOptions struct {
 	keyringFile                  string
+	mrtrKeyring                  string // the MRTRKeyring whose status maps a python-sdk kid to its key
 	method, params, principal    string
 	protocolVersion, server      string
 	ttl, anonymousTTL, clockSkew time.Duration
@@ -53,15 +58,19 @@ func newInspectCommand(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect TOKEN",
 		Short: "Read an MRTR request-state token offline and say whether, and why not, it opens",
-		Long: "inspect reads a request-state token of pkg/token without cluster access: its codec (Signed,\n" +
-			"Snodo's HMAC format, or Sealed, AES-256-GCM), format version, key id and, where the text shows them\n" +
-			"(Signed), its times. Given the keyring file (the Secret's keyring.json) and the request the token\n" +
+		Long: "inspect reads a request-state token without cluster access: its codec (pkg/token's Signed,\n" +
+			"Snodo's HMAC format, or Sealed, AES-256-GCM; or the python-sdk's, which only that SDK opens), format\n" +
+			"version, key id and, where the text shows them (Signed), its times. Given the keyring file (the Secret's keyring.json) and the request the token\n" +
 			"came back with, it runs the codec's checks and names the one that rejects the token, or says that\n" +
-			"it opens. TOKEN - reads the token from standard input. It never prints key bytes or the state.",
+			"it opens. TOKEN - reads the token from standard input. It never prints key bytes or the state.\n\n" +
+			"A python-sdk token (v1., mcp's built-in codec) carries no key id but a kid derived from the key:\n" +
+			"with --mrtrkeyring NAME inspect reads that keyring's status.keys[].pythonKid (the namespace of -n)\n" +
+			"and names the key, or with --keyring it derives each key's kid itself. It does not open the token.",
 		Example: "  kubectl mrtr inspect \"$TOKEN\"\n" +
 			"  kubectl get secret payments -n mcp -o jsonpath='{.data.keyring\\.json}' | base64 -d > keyring.json\n" +
 			"  kubectl mrtr inspect - --keyring keyring.json --method tools/call --params \"$PARAMS\" \\\n" +
-			"      --principal '\"user:ada\"' --server https://payments.example.com/mcp --protocol-version 2025-06-18 <token.txt",
+			"      --principal '\"user:ada\"' --server https://payments.example.com/mcp --protocol-version 2025-06-18 <token.txt\n" +
+			"  kubectl mrtr inspect \"$PYTHON_TOKEN\" --mrtrkeyring weather -n mcp",
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			tok := args[0]
@@ -72,6 +81,14 @@ func newInspectCommand(e *env) *cobra.Command {
 				}
 				tok = string(b)
 			}
+			tok = strings.TrimSpace(tok)
+			if o.mrtrKeyring != "" {
+				kid, ok := keyring.PythonTokenKid(tok)
+				if !ok {
+					return errors.New("--mrtrkeyring names the key of a python-sdk token (v1.); this is not one: give --keyring to check it")
+				}
+				return o.runPython(cmd.Context(), e, tok, kid)
+			}
 			if o.keyringFile == "" {
 				for _, f := range requestFlags {
 					if cmd.Flags().Changed(f) {
@@ -79,11 +96,12 @@ func newInspectCommand(e *env) *cobra.Command {
 					}
 				}
 			}
-			return o.run(e.streams.Out, strings.TrimSpace(tok), e.now())
+			return o.run(e.streams.Out, tok, e.now())
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.keyringFile, "keyring", "", "the keyring file (the Secret's keyring.json) to check the token with")
+	f.StringVar(&o.mrtrKeyring, "mrtrkeyring", "", "python-sdk tokens: the MRTRKeyring whose status names the key of the token's kid")
 	f.StringVar(&o.method, "method", "", "the request's JSON-RPC method, e.g. tools/call (required with --keyring)")
 	f.StringVar(&o.params, "params", "", "the request's params object as JSON (default: none, bound as {})")
 	f.StringVar(&o.principal, "principal", "null", "the authenticated caller as JSON, e.g. '\"user:ada\"'; null is anonymous")
@@ -95,20 +113,47 @@ func newInspectCommand(e *env) *cobra.Command {
 	return cmd
 }
 
-// inspection is one run of inspect: the options, and the writer with the clock.
+// inspection is one run of inspect: the options, the token's format, and the writer with the clock.
 type inspection struct {
 	*inspectOptions
-	d *textWriter
+	format tokenFormat
+	d      *textWriter
 }
 
+// errNotChecked is inspect's failure when --keyring is given for a token that pkg/token does not
+// open (another SDK's): its text was read, nothing was checked.
+var errNotChecked = errors.New("the token was not checked: kubectl mrtr inspect opens pkg/token's formats only")
+
 func (o *inspectOptions) run(out io.Writer, tok string, now time.Time) error {
-	in := inspection{inspectOptions: o, d: &textWriter{out: out, now: now}}
-	info, err := token.Inspect(tok)
-	if o.keyringFile == "" {
-		fields := append(in.header(info, len(tok)), "Key id", keyIDLine(info, nil))
-		if err != nil {
+	var ring *keyring.Keyring
+	if o.keyringFile != "" {
+		var err error
+		if ring, err = keyring.LoadFile(o.keyringFile); err != nil {
+			return err // it names the file and the entry, never key bytes
+		}
+	}
+	in := inspection{inspectOptions: o, format: formatOf(tok, ring), d: &textWriter{out: out, now: now}}
+	info, err := in.format.inspect(tok)
+	if ring == nil || (err == nil && in.format.open == nil) {
+		fields := append(in.header(info, len(tok)), in.keyringLine(ring)...)
+		fields = append(fields, "Key id", in.keyIDLine(info, ring))
+		switch {
+		case err != nil:
 			in.d.fields(append(fields, "Result", rejection(err))...)
 			return errors.Join(in.d.err, errRejected)
+		case ring != nil && in.format.keyIn != nil:
+			// What inspect can tell of such a token with keys: which key it names. A key the
+			// keyring does not have is one the SDK refuses the token for.
+			if _, ok := in.format.keyIn(info.KeyID, ring); !ok {
+				in.d.fields(append(fields, "Result", "rejected: the "+in.format.name+" refuses a token of a key the keyring does not hold "+
+					"(a key removed since, or another keyring's)")...)
+				return errors.Join(in.d.err, errRejected)
+			}
+			in.d.fields(append(fields, "Result", "not opened: the "+in.format.name+" opens its own tokens; inspect names its key")...)
+			return in.d.err
+		case ring != nil:
+			in.d.fields(append(fields, "Result", "not checked: the "+in.format.name+" opens its own tokens")...)
+			return errors.Join(in.d.err, errNotChecked)
 		}
 		in.d.fields(append(fields,
 			"Issued at", in.timeLine(info, info.Issued, false),
@@ -116,12 +161,8 @@ func (o *inspectOptions) run(out io.Writer, tok string, now time.Time) error {
 		return in.d.err
 	}
 
-	ring, err := keyring.LoadFile(o.keyringFile)
-	if err != nil {
-		return err // it names the file and the entry, never key bytes
-	}
-	explain, err := o.explainer(info, ring, now)
-	if err != nil {
+	var explain explainFunc
+	if explain, err = in.format.open(o, ring, now); err != nil {
 		return err
 	}
 	b, err := o.binding()
@@ -132,12 +173,12 @@ func (o *inspectOptions) run(out io.Writer, tok string, now time.Time) error {
 	if token.IsConfigError(err) {
 		return flagError(err)
 	}
-	fields := append(in.header(info, len(tok)),
-		"Keyring", fmt.Sprintf("%s: keys %s; fingerprint %s", o.keyringFile, strings.Join(ring.IDs(), ", "), ring.Fingerprint()),
-		"Key id", keyIDLine(info, ring),
+	fields := append(in.header(info, len(tok)), in.keyringLine(ring)...)
+	fields = append(fields,
+		"Key id", in.keyIDLine(info, ring),
 		"Issued at", in.timeLine(info, info.Issued, false),
 		"Expires at", in.timeLine(info, info.Expires, true),
-		"Request", o.requestLine(info),
+		"Request", in.requestLine(),
 	)
 	if err != nil {
 		in.d.fields(append(fields, "Result", rejection(err)+hint(err))...)
@@ -147,16 +188,17 @@ func (o *inspectOptions) run(out io.Writer, tok string, now time.Time) error {
 	return in.d.err
 }
 
-// header is what the token's text says of its codec, and its size.
+// header is what the token's text says of its format, and its size.
 func (in inspection) header(info token.Info, size int) []string {
-	codec := "unknown"
-	switch info.Codec {
-	case token.CodecSigned:
-		codec = fmt.Sprintf("Signed (HMAC-SHA256, Snodo's wire format), format version %d (mrtr%d)", info.Version, info.Version)
-	case token.CodecSealed:
-		codec = fmt.Sprintf("Sealed (AES-256-GCM), format version %d (mrtr-sealed-v%d)", info.Version, info.Version)
+	return []string{"Codec", in.format.describe(info), "Size", fmt.Sprintf("%d bytes", size)}
+}
+
+// keyringLine names the keyring given, if any.
+func (in inspection) keyringLine(ring *keyring.Keyring) []string {
+	if ring == nil {
+		return nil
 	}
-	return []string{"Codec", codec, "Size", fmt.Sprintf("%d bytes", size)}
+	return []string{"Keyring", fmt.Sprintf("%s: keys %s; fingerprint %s", in.keyringFile, strings.Join(ring.IDs(), ", "), ring.Fingerprint())}
 }
 
 // timeLine shows a token's time and how far to trust it: a Sealed token's times are encrypted until
@@ -164,8 +206,10 @@ func (in inspection) header(info token.Info, size int) []string {
 func (in inspection) timeLine(info token.Info, t time.Time, expiry bool) string {
 	if t.IsZero() {
 		switch {
-		case info.Codec != token.CodecSealed:
+		case !in.format.encryptedTimes:
 			return "-"
+		case in.format.open == nil:
+			return "encrypted: only the " + in.format.name + " reads it"
 		case in.keyringFile == "":
 			return "encrypted: give --keyring and the request's --method, --server and --protocol-version to read it"
 		}
@@ -183,31 +227,6 @@ func (in inspection) timeLine(info token.Info, t time.Time, expiry bool) string 
 	return s
 }
 
-// explainer returns the Explain of the token's codec over ring, with the flags' options.
-func (o *inspectOptions) explainer(info token.Info, ring *keyring.Keyring, now time.Time) (func(token.Binding, string) (token.Info, error), error) {
-	src := keyring.Static(ring)
-	clock := func() time.Time { return now }
-	if info.Codec == token.CodecSigned {
-		c, err := token.NewSigned(src, token.SignedTTL(o.ttl), token.SignedClock(clock))
-		if err != nil {
-			return nil, flagError(err)
-		}
-		return c.Explain, nil
-	}
-	if o.server == "" {
-		return nil, errors.New("--server is required for a Sealed token: the codec binds the server identity (NewSealed's argument)")
-	}
-	opts := []token.SealedOption{token.SealedTTL(o.ttl), token.SealedClockSkew(o.clockSkew), token.SealedClock(clock)}
-	if o.anonymousTTL != 0 {
-		opts = append(opts, token.SealedAnonymousTTL(o.anonymousTTL))
-	}
-	c, err := token.NewSealed(src, o.server, opts...)
-	if err != nil {
-		return nil, flagError(err)
-	}
-	return c.Explain, nil
-}
-
 // binding is the request of the flags.
 func (o *inspectOptions) binding() (token.Binding, error) {
 	if o.method == "" {
@@ -221,32 +240,40 @@ func (o *inspectOptions) binding() (token.Binding, error) {
 }
 
 // requestLine names what the token was checked against: what the codec binds.
-func (o *inspectOptions) requestLine(info token.Info) string {
+func (in inspection) requestLine() string {
 	params := "none"
-	if o.params != "" {
-		params = fmt.Sprintf("%d bytes", len(o.params))
+	if in.params != "" {
+		params = fmt.Sprintf("%d bytes", len(in.params))
 	}
-	s := fmt.Sprintf("method %s, principal %s, params %s", o.method, o.principal, params)
-	if info.Codec == token.CodecSealed {
-		s += fmt.Sprintf(", protocol version %q, server %s", o.protocolVersion, o.server)
+	s := fmt.Sprintf("method %s, principal %s, params %s", in.method, in.principal, params)
+	if in.format.bindsServer {
+		s += fmt.Sprintf(", protocol version %q, server %s", in.protocolVersion, in.server)
 	}
 	return s
 }
 
 // keyIDLine names the token's key id and, given the keyring, where it is in it.
-func keyIDLine(info token.Info, ring *keyring.Keyring) string {
-	if info.KeyID == "" {
-		if info.Codec == token.CodecSigned && info.Version == 1 {
-			return "none (mrtr1: any key of the keyring may have sealed it)"
-		}
+func (in inspection) keyIDLine(info token.Info, ring *keyring.Keyring) string {
+	switch {
+	case info.KeyID == "" && in.format.noKeyID != nil:
+		return in.format.noKeyID(info)
+	case info.KeyID == "":
 		return "-"
-	}
-	if ring == nil {
+	case ring == nil:
 		return info.KeyID
+	case in.format.keyIn == nil:
+		return info.KeyID + " (the " + in.format.name + "'s own key id, not matched against the keyring's)"
 	}
-	for i, id := range ring.IDs() {
-		if id == info.KeyID {
-			s := fmt.Sprintf("%s, key %d of %d in the keyring", id, i+1, ring.Len())
+	id, ok := in.format.keyIn(info.KeyID, ring)
+	if !ok {
+		return info.KeyID + ", not in the keyring"
+	}
+	for i, k := range ring.IDs() {
+		if k == id {
+			s := fmt.Sprintf("%s, key %d of %d in the keyring", info.KeyID, i+1, ring.Len())
+			if id != info.KeyID {
+				s = fmt.Sprintf("%s, key %s (%d of %d) in the keyring", info.KeyID, id, i+1, ring.Len())
+			}
 			if i == 0 {
 				s += " (the primary)"
 			}
@@ -275,11 +302,8 @@ func hint(err error) string {
 	if !errors.As(err, &re) {
 		return ""
 	}
-	if re.Check == token.CheckBinding {
-		if re.Codec == token.CodecSealed {
-			return "; check --params"
-		}
-		return "; check --method, --params and --principal"
+	if f, ok := formatNamed(re.Codec); ok && re.Check == token.CheckBinding {
+		return f.bindingHint
 	}
 	return checkHints[re.Check]
 }
@@ -299,4 +323,44 @@ func flagError(err error) error {
 		return err
 	}
 	return fmt.Errorf("%s %s", flag, ce.Reason)
+}
+
+// runPython names the key of a python-sdk token from its kid through the MRTRKeyring's status
+// (--mrtrkeyring): the keyring file's keys are the token format's (pythonSDKFormat.keyIn). It opens
+// nothing: the kid is the one part of the token that is not encrypted. A kid that no key has fails
+// with errRejected, as the SDK would refuse the token ("unknown key").
+func (o *inspectOptions) runPython(ctx context.Context, e *env, tok, kid string) error {
+	d := &textWriter{out: e.streams.Out, now: e.now()}
+	info, err := pythonSDKFormat.inspect(tok)
+	if err != nil {
+		return err // unreachable: kid was read from tok
+	}
+	fields := []string{"Codec", pythonSDKFormat.describe(info), "Size", fmt.Sprintf("%d bytes", len(tok)), "Kid", kid}
+	c, err := e.kube()
+	if err != nil {
+		return err
+	}
+	ns, err := e.namespace()
+	if err != nil {
+		return err
+	}
+	kr := &mrtrv1alpha1.MRTRKeyring{}
+	if err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.mrtrKeyring}, kr); err != nil {
+		return fmt.Errorf("get MRTRKeyring %s/%s: %w", ns, o.mrtrKeyring, err)
+	}
+	keys, where := kr.Status.Keys, fmt.Sprintf("MRTRKeyring %s/%s", ns, o.mrtrKeyring)
+	for i, k := range keys {
+		if k.PythonKid != kid {
+			continue
+		}
+		line := fmt.Sprintf("%s, key %d of %d in %s", k.ID, i+1, len(keys), where)
+		if k.Role != "" {
+			line += fmt.Sprintf(" (%s)", k.Role)
+		}
+		d.fields(append(fields, "Key id", line, "Result", "not opened: inspect names a python-sdk token's key only")...)
+		return d.err
+	}
+	d.fields(append(fields, "Key id", fmt.Sprintf("none of the %d keys in %s has this kid", len(keys), where),
+		"Result", "rejected: python-sdk refuses a token of an unknown key (a key removed since, or another keyring's)")...)
+	return errors.Join(d.err, errRejected)
 }

@@ -37,15 +37,12 @@ func newRotateCommand(e *env) *cobra.Command {
 		example: "  kubectl mrtr rotate payments -n mcp",
 		patch: func(_ []string, now time.Time) (map[string]any, error) {
 			return map[string]any{"metadata": map[string]any{"annotations": map[string]any{
-				mrtrv1alpha1.RotateAnnotation: rotateValue(now),
+				mrtrv1alpha1.RotateAnnotation: mrtrv1alpha1.NewRotateRequest(now),
 			}}}, nil
 		},
 		report: reportRotate,
 	})
 }
-
-// rotateValue is the annotation value of a request made at now.
-func rotateValue(now time.Time) string { return now.UTC().Format(time.RFC3339Nano) }
 
 func reportRotate(w *textWriter, kr *mrtrv1alpha1.MRTRKeyring, _ []string) {
 	w.printf(0, "Requested a rotation of MRTRKeyring %s/%s (%s=%s).\n",
@@ -54,7 +51,7 @@ func reportRotate(w *textWriter, kr *mrtrv1alpha1.MRTRKeyring, _ []string) {
 	case kr.Spec.Suspend:
 		w.printf(0, "The keyring is suspended (spec.suspend): the rotation starts once it is resumed "+
 			"(kubectl mrtr resume %s -n %s).\n", kr.Name, kr.Namespace)
-	case phase != "" && phase != mrtrv1alpha1.PhaseStable:
+	case phase.UnderWay():
 		w.printf(0, "A rotation is under way (phase %s): the one requested starts when it completes.\n", phase)
 	default:
 		w.printf(0, "The operator starts it on its next pass.\n")
@@ -67,5 +64,5 @@ func reportRotate(w *textWriter, kr *mrtrv1alpha1.MRTRKeyring, _ []string) {
 // and re-created; the plugin does not read Secrets.)
 func pendingRotateRequest(kr *mrtrv1alpha1.MRTRKeyring) (string, bool) {
 	r := kr.Annotations[mrtrv1alpha1.RotateAnnotation]
-	return r, r != "" && r != kr.Status.LastHandledRotateRequest
+	return r, mrtrv1alpha1.RotateRequested(r, kr.Status.LastHandledRotateRequest)
 }

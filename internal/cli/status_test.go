@@ -19,6 +19,11 @@ package cli
 import (
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -149,4 +154,17 @@ func TestStatusErrors(t *testing.T) {
 	if r.err != nil || r.out != "" || r.errOut != "No MRTRKeyrings found in namespace empty.\n" {
 		t.Fatalf("an empty namespace: %v, stdout %q, stderr %q", r.err, r.out, r.errOut)
 	}
+}
+
+// With rotation windows, status shows the window the next rotation is due in, as the operator
+// wrote it, and the windows of the spec.
+func TestStatusShowsTheNextWindow(t *testing.T) {
+	kr := search()
+	kr.Spec.RotationWindows = []mrtrv1alpha1.RotationWindow{{Schedule: "0 2 * * SUN", Duration: metav1.Duration{Duration: 2 * time.Hour}, TimeZone: "Europe/Berlin"}}
+	opens := metav1.NewTime(time.Date(2026, 12, 6, 1, 0, 0, 0, time.UTC))
+	kr.Status.NextRotationTime = &opens
+	kr.Status.NextWindow = &mrtrv1alpha1.RotationWindowStatus{OpensAt: opens, ClosesAt: metav1.NewTime(opens.Add(2 * time.Hour))}
+	o := Options{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(kr).Build()}
+	assertOutput(t, run(t, o, "", "status", "search", "-n", "mcp"),
+		"Next window: opens 2026-12-06T01:00:00Z (in 4d13h), closes 2026-12-06T03:00:00Z (in 4d15h) (windows: 0 2 * * SUN (Europe/Berlin) for 2h)")
 }

@@ -35,7 +35,7 @@ func newSuspendCommand(e *env) *cobra.Command {
 		patch:   suspendPatch(true),
 		report: func(w *textWriter, kr *mrtrv1alpha1.MRTRKeyring, _ []string) {
 			w.printf(0, "Suspended MRTRKeyring %s/%s: no new rotation starts.\n", kr.Namespace, kr.Name)
-			if phase := kr.Status.Phase; phase != "" && phase != mrtrv1alpha1.PhaseStable {
+			if phase := kr.Status.Phase; phase.UnderWay() {
 				w.printf(0, "The rotation under way (phase %s) finishes.\n", phase)
 			}
 			w.printf(0, "Resume with: kubectl mrtr resume %s -n %s\n", kr.Name, kr.Namespace)
@@ -55,7 +55,7 @@ func newResumeCommand(e *env) *cobra.Command {
 			w.printf(0, "Resumed MRTRKeyring %s/%s: rotations start again.\n", kr.Namespace, kr.Name)
 			request, pending := pendingRotateRequest(kr)
 			switch next := kr.Status.NextRotationTime; {
-			case kr.Status.Phase != "" && kr.Status.Phase != mrtrv1alpha1.PhaseStable:
+			case kr.Status.Phase.UnderWay():
 				w.printf(0, "A rotation is under way (phase %s).\n", kr.Status.Phase)
 			case pending:
 				w.printf(0, "The rotation requested by %s=%s starts now.\n", mrtrv1alpha1.RotateAnnotation, request)

@@ -71,7 +71,7 @@ func nextRotation(kr *mrtrv1alpha1.MRTRKeyring, now time.Time) string {
 	switch next := kr.Status.NextRotationTime; {
 	case kr.Spec.Suspend:
 		return "suspended"
-	case kr.Status.Phase != "" && kr.Status.Phase != mrtrv1alpha1.PhaseStable:
+	case kr.Status.Phase.UnderWay():
 		return "under way"
 	case next == nil:
 		return "-"

@@ -128,19 +128,19 @@ const evictionRetry = 5 * time.Second
 
 // evict restarts the named pods of kr's namespace through the eviction API, which respects their
 // PodDisruptionBudgets, each on the condition that it is still the pod at the version gather read
-// (versions): a pod replaced or changed since (an acknowledgement that came in meanwhile) is left to
+// (seen): a pod replaced or changed since (an acknowledgement that came in meanwhile) is left to
 // the next pass. It reports whether an eviction was refused or conflicted for now, to be tried
 // again; a pod already gone is no error.
 func (r *MRTRKeyringReconciler) evict(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, names []string,
-	versions map[string]metav1.Preconditions) (retry bool, err error) {
+	seen map[string]seenPod) (retry bool, err error) {
 	var errs []error
 	evicted := 0
 	defer func() { r.metrics().PodsRestarted(kr.Namespace, kr.Name, evicted) }()
 	for _, name := range names {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: kr.Namespace, Name: name}}
 		eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: kr.Namespace, Name: name}}
-		if v, ok := versions[name]; ok {
-			eviction.DeleteOptions = &metav1.DeleteOptions{Preconditions: &v}
+		if p, ok := seen[name]; ok {
+			eviction.DeleteOptions = &metav1.DeleteOptions{Preconditions: &p.version}
 		}
 		switch err := r.SubResource("eviction").Create(ctx, pod, eviction); {
 		case err == nil:

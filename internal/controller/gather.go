@@ -23,10 +23,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
@@ -43,9 +46,21 @@ type observed struct {
 	targets []client.Object
 	// refused says, by pod name, why an acknowledgement was not taken as proof (acknowledgement).
 	refused map[string]string
-	// pods are the uid and resourceVersion each pod was read at, by name: the preconditions of its
-	// eviction.
-	pods map[string]metav1.Preconditions
+	// pods are what Reconcile's writes to pods need of each pod read, by name.
+	pods map[string]seenPod
+}
+
+// seenPod is what the writes to a pod need of it as gather read it.
+type seenPod struct {
+	// version is the uid and resourceVersion it was read at: the preconditions of its eviction and
+	// of its nudge.
+	version metav1.Preconditions
+	// written is its WrittenAnnotation, which its next nudge must change (nudgeValue).
+	written string
+	// consumer: it mounts the keyring Secret as a volume, so that a nudge refreshes it, and
+	// carries an acknowledgement of it (any): the pods the admission policy lets the operator
+	// nudge (syncPods).
+	consumer bool
 }
 
 // gather reads everything rotation.Step needs (cert-manager's gatherer): the Secret (live), the
@@ -78,7 +93,7 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 			return rotation.Input{}, observed{}, err
 		}
 	}
-	po := podObserver{key: ack.AnnotationKey(kr.EffectiveSecretName()), secret: keyringWrite(sec, kr.Status.PhaseStartedAt), refused: map[string]string{}, versions: map[string]metav1.Preconditions{}}
+	po := podObserver{key: ack.AnnotationKey(kr.EffectiveSecretName()), secretName: kr.EffectiveSecretName(), nodes: r.nodeReadiness(ctx), secret: keyringWrite(sec, kr.Status.PhaseStartedAt), refused: map[string]string{}, seen: map[string]seenPod{}}
 	ws := observeWorkloads(targets, kr)
 	stampable := make([]client.Object, 0, len(targets.Found))
 	counted := map[string]bool{} // pods counted with a target, by name
@@ -87,6 +102,9 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 		w := &ws[slices.IndexFunc(ws, func(w rotation.Workload) bool { return w.Name == ref.Name && string(w.Kind) == string(ref.Kind) })]
 		if settings.Reload() {
 			if w.Pods, err = r.workloadPods(ctx, kr, obj, &po); err != nil {
+				return rotation.Input{}, observed{}, err
+			}
+			if w.DisruptionBudget, err = r.disruptionBudget(ctx, kr.Namespace, obj); err != nil {
 				return rotation.Input{}, observed{}, err
 			}
 			w.CountedPods = workload.CountedPods(obj)
@@ -109,18 +127,19 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 		return rotation.Input{}, observed{}, err
 	}
 	return rotation.Input{
-		Now:           r.now().Now(),
-		Generation:    kr.Generation,
-		Settings:      settings,
-		Status:        kr.Status,
-		SecretName:    kr.EffectiveSecretName(),
-		Secret:        sec,
-		FreshKeys:     fresh,
-		Workloads:     ws,
-		SelectedPods:  selected,
-		RotateRequest: kr.Annotations[mrtrv1alpha1.RotateAnnotation],
-		RevokeRequest: kr.Annotations[mrtrv1alpha1.RevokeAnnotation],
-	}, observed{secret: secret, targets: stampable, refused: po.refused, pods: po.versions}, nil
+		Now:             r.now().Now(),
+		Generation:      kr.Generation,
+		Settings:        settings,
+		Status:          kr.Status,
+		SecretName:      kr.EffectiveSecretName(),
+		Secret:          sec,
+		FreshKeys:       fresh,
+		Workloads:       ws,
+		SelectedPods:    selected,
+		RotateRequest:   kr.Annotations[mrtrv1alpha1.RotateAnnotation],
+		RevokeRequest:   kr.Annotations[mrtrv1alpha1.RevokeAnnotation],
+		NodesUnreadable: !r.ReadNodes,
+	}, observed{secret: secret, targets: stampable, refused: po.refused, pods: po.seen}, nil
 }
 
 // workloadPods reads the pods obj's selector selects, through the cache.
@@ -156,10 +175,14 @@ func (r *MRTRKeyringReconciler) selectedPods(ctx context.Context, kr *mrtrv1alph
 // acceptance rule (acknowledgement), and collects why it refused an acknowledgement and the
 // version of each pod it saw.
 type podObserver struct {
-	key      string
-	secret   secretWrite
-	refused  map[string]string
-	versions map[string]metav1.Preconditions
+	key     string
+	secret  secretWrite
+	refused map[string]string
+	seen    map[string]seenPod
+	// secretName is the keyring Secret, which a pod must mount to be nudged.
+	secretName string
+	// nodes tells the readiness of a node by name.
+	nodes func(name string) rotation.NodeState
 }
 
 // observe turns pods into rotation.Pods, leaving out those in skip.
@@ -174,11 +197,19 @@ func (po *podObserver) observe(pods []corev1.Pod, skip map[string]bool) []rotati
 		if refusal != "" {
 			po.refused[p.Name] = refusal
 		}
-		po.versions[p.Name] = metav1.Preconditions{UID: &p.UID, ResourceVersion: &p.ResourceVersion}
+		po.seen[p.Name] = seenPod{version: metav1.Preconditions{UID: &p.UID, ResourceVersion: &p.ResourceVersion},
+			written: p.Annotations[mrtrv1alpha1.WrittenAnnotation], consumer: consumes(p, po.secretName, po.key)}
 		out = append(out, rotation.Pod{Name: p.Name, Loaded: loaded, CreatedAt: p.CreationTimestamp.Time,
-			Terminating: p.DeletionTimestamp != nil})
+			Terminating: p.DeletionTimestamp != nil, NodeName: p.Spec.NodeName, Node: po.nodes(p.Spec.NodeName)})
 	}
 	return out
+}
+
+// consumes reports whether pod mounts the Secret secret as a volume and carries an
+// acknowledgement of it, under key, whatever its value.
+func consumes(pod *corev1.Pod, secret, key string) bool {
+	_, acked := pod.Annotations[key]
+	return acked && slices.Contains(workload.MountedSecrets(pod), secret)
 }
 
 // stampOwner returns the keyring that owns the stamp kr would write on obj, when that is another
@@ -287,7 +318,7 @@ func observeWorkloads(t workload.Targets, kr *mrtrv1alpha1.MRTRKeyring) []rotati
 		out = append(out, rotation.Workload{
 			Kind: ref.Kind, Name: ref.Name, Found: true,
 			Stamp: workload.FingerprintAt(obj, workload.StampKey(obj, kr.Name)), RolledOut: ro.Done, Ready: ro.Ready, Desired: ro.Desired, Message: ro.Message, Unobserved: ro.Unobserved,
-			Outage: ro.Outage, Unreferenced: !slices.Contains(workload.ReferencedSecrets(obj), secret),
+			Outage: ro.Outage, Unreferenced: !slices.Contains(workload.ReferencedSecrets(obj), secret), MaxUnavailable: ro.MaxUnavailable,
 		})
 	}
 	for _, ref := range t.Missing {
@@ -298,4 +329,69 @@ func observeWorkloads(t workload.Targets, kr *mrtrv1alpha1.MRTRKeyring) []rotati
 		return workload.Ref{Kind: a.Kind, Name: a.Name}.Compare(workload.Ref{Kind: b.Kind, Name: b.Name})
 	})
 	return out
+}
+
+// nodeReadiness returns what a pass knows of the readiness of each node, read from the cache once
+// per node and pass: NodeUnknown for a pod not yet scheduled, a node not found, or when the
+// operator may not read Nodes (ReadNodes false: a namespace-scoped install, whose Roles cannot
+// grant a cluster-scoped resource).
+func (r *MRTRKeyringReconciler) nodeReadiness(ctx context.Context) func(string) rotation.NodeState {
+	seen := map[string]rotation.NodeState{}
+	return func(name string) rotation.NodeState {
+		if name == "" || !r.ReadNodes {
+			return rotation.NodeUnknown
+		}
+		if s, ok := seen[name]; ok {
+			return s
+		}
+		var node corev1.Node
+		s := rotation.NodeUnknown
+		if err := r.Get(ctx, types.NamespacedName{Name: name}, &node); err == nil {
+			s = nodeState(&node)
+		} else if !apierrors.IsNotFound(err) {
+			logf.FromContext(ctx).V(1).Info("node readiness unknown", "node", name, "error", err.Error())
+		}
+		seen[name] = s
+		return s
+	}
+}
+
+// nodeState reads a node's Ready condition: True is Ready; False, or Unknown (the node controller
+// heard nothing from its kubelet for the grace period), is NotReady; none is unknown.
+func nodeState(node *corev1.Node) rotation.NodeState {
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			if c.Status == corev1.ConditionTrue {
+				return rotation.NodeReady
+			}
+			return rotation.NodeNotReady
+		}
+	}
+	return rotation.NodeUnknown
+}
+
+// disruptionBudget returns the disruptionsAllowed of the PodDisruptionBudgets of namespace that
+// select obj's pods (by its pod template's labels), the least when several do, and nil when none
+// does: that paces the restarts of its pods that do not acknowledge, as the eviction API does.
+func (r *MRTRKeyringReconciler) disruptionBudget(ctx context.Context, namespace string, obj client.Object) (*int32, error) {
+	t, err := workload.PodTemplate(obj)
+	if err != nil {
+		return nil, nil //nolint:nilerr // not a workload with pods: no budget
+	}
+	var list policyv1.PodDisruptionBudgetList
+	if err := r.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("list PodDisruptionBudgets in namespace %s: %w", namespace, err)
+	}
+	var allowed *int32
+	for i := range list.Items {
+		pdb := &list.Items[i]
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || pdb.Spec.Selector == nil || sel.Empty() || !sel.Matches(labels.Set(t.Labels)) {
+			continue
+		}
+		if n := pdb.Status.DisruptionsAllowed; allowed == nil || n < *allowed {
+			allowed = &n
+		}
+	}
+	return allowed, nil
 }

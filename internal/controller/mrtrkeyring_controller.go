@@ -64,6 +64,10 @@ type MRTRKeyringReconciler struct {
 	// MaxConcurrentReconciles is how many keyrings are reconciled at once; 0 means
 	// DefaultConcurrency. controller-runtime never runs two passes of one keyring at once.
 	MaxConcurrentReconciles int
+	// ReadNodes: the operator may read Nodes (a cluster-wide install), and so spares the pods of
+	// a node that is not Ready the restart for a missing acknowledgement. A namespace-scoped
+	// install cannot be granted Nodes: their readiness is then unknown, and the status says so.
+	ReadNodes bool
 
 	written  ownWrites
 	refusals refusalReports
@@ -91,6 +95,10 @@ const DefaultConcurrency = 8
 //   - pods: list, watch: the informer behind the pod reads of Reload delivery (stripped to
 //     names, labels, acknowledgements and Secret references, see workload.StripPod).
 //   - pods/eviction: create: restarting a pod that did not acknowledge in time. Never delete.
+//   - poddisruptionbudgets: list, watch: the informer behind the budget that paces those restarts.
+//   - nodes: list, watch: the informer (stripped to each node's Ready condition) that spares the
+//     pods of a node that is not Ready those restarts. Cluster-scoped: a namespace-scoped install
+//     goes without (ReadNodes).
 //
 // The manager reads keyrings and workloads from its cache only (list and watch); it reads keyring
 // Secrets live (get) when the cache may be behind its own write. The e2e suite checks, from the API
@@ -101,6 +109,8 @@ const DefaultConcurrency = 8
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch;patch
 // +kubebuilder:rbac:groups="",resources=pods/eviction,verbs=create
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=list;watch
 
 // Reconcile runs one pass: gather, rotation.Step, then the writes it decided (writeSecret, the
 // status update, workload.Stamp, evict).

@@ -641,6 +641,9 @@ var _ = Describe("MRTRKeyring controller", func() {
 		Expect(k.Status.Keys).To(HaveLen(2))
 		Expect(k.Status.Keys[0].Role).To(Equal(mrtrv1alpha1.KeyPrimary))
 		Expect(k.Status.Keys[1].Role).To(Equal(mrtrv1alpha1.KeyRetiring))
+		for i, key := range old.Keys() {
+			Expect(k.Status.Keys[i].PythonKid).To(Equal(key.PythonKid()), "status names the kid python-sdk tokens of %s carry", key.ID())
+		}
 		Eventually(func(g Gomega) {
 			g.Expect(keyringEvents(g, kr)).To(ContainElement(HavePrefix("SecretAdopted:")))
 		}).Should(Succeed())

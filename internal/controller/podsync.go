@@ -20,6 +20,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,36 +38,47 @@ import (
 // by default) plus its Secret cache's TTL, or at once when the Pod object changes. So, in Reload
 // delivery, right after each Secret write the operator changes one annotation on each pod that
 // must load the keyring it wrote: the new keyring reaches the pods in about a second instead of up
-// to two minutes (docs/benchmarks.md). The annotation names the fingerprint written, so a second
-// pass over the same write changes nothing.
+// to two minutes (docs/benchmarks.md). The annotation's value is the fingerprint written and the
+// number of the nudge, "<fingerprint>/<n>" (nudgeValue): each nudge changes it, so that each one
+// changes the Pod, even on a pod that already carries the fingerprint (set by an earlier nudge that
+// the kubelet missed, or by anyone else who may patch pods). A patch that changes nothing would
+// wake no kubelet.
 
-// syncPods writes WrittenAnnotation = fingerprint on the pods in that must load it: the pods of
-// every target and the selected pods that have not acknowledged it and are not terminating (a pod
-// on its way out is not synced for a new volume). It is a nudge, not a step of the rotation: a
+// syncPods writes WrittenAnnotation (nudgeValue) on the pods in that must load fingerprint: the
+// pods of every target and the selected pods that are its consumers (they mount the keyring Secret
+// as a volume, the only kind a running pod gets refreshed, and acknowledged a keyring of it: the
+// admission policy lets the operator nudge no other pod), have not acknowledged this one and are
+// not terminating (a pod on its way out is not synced for a new volume). A pod not yet
+// acknowledging anything gets the keyring at the kubelet's pace. It is a nudge, not a step of the
+// rotation: a
 // refused or failed patch is logged and left to the kubelet's own sync, which reloadDeadline
 // covers. Each patch is conditional on the uid and resourceVersion the pod was read at (versions),
 // so that it never lands on a pod replaced or changed since; a pod changed since (it acknowledged, or
 // its controller touched it) is patched once more on its uid alone. It returns how many pods it
 // annotated.
 func (r *MRTRKeyringReconciler) syncPods(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, in rotation.Input,
-	fingerprint string, versions map[string]metav1.Preconditions) int {
+	fingerprint string, seen map[string]seenPod) int {
 	if !in.Settings.Reload() || kr.Spec.ReloadTrigger == mrtrv1alpha1.ReloadTriggerNone {
 		return 0
 	}
 	var pods []string
 	for _, w := range in.Workloads {
-		pods = appendToSync(pods, w.Pods, fingerprint)
+		pods = appendToSync(pods, w.Pods, fingerprint, seen)
 	}
-	pods = appendToSync(pods, in.SelectedPods, fingerprint)
+	pods = appendToSync(pods, in.SelectedPods, fingerprint, seen)
 	synced, failed := 0, 0
 	var firstErr error
 	for _, name := range pods {
-		err := r.annotatePod(ctx, kr.Namespace, name, fingerprint, versions[name])
+		p := seen[name]
+		value := nudgeValue(fingerprint, p.written)
+		err := r.annotatePod(ctx, kr.Namespace, name, value, p.version)
 		if apierrors.IsConflict(err) {
 			// The same pod, changed since it was read (most often its own acknowledgement): the
 			// annotation is set whatever else changed, so the uid alone still keeps the patch off a
-			// pod that replaced it.
-			err = r.annotatePod(ctx, kr.Namespace, name, fingerprint, metav1.Preconditions{UID: versions[name].UID})
+			// pod that replaced it. Its nudge is one further on, so that it changes the Pod even
+			// if what changed was an earlier nudge of the same number.
+			value = nudgeValue(fingerprint, value)
+			err = r.annotatePod(ctx, kr.Namespace, name, value, metav1.Preconditions{UID: p.version.UID})
 		}
 		switch {
 		case err == nil:
@@ -85,10 +98,10 @@ func (r *MRTRKeyringReconciler) syncPods(ctx context.Context, kr *mrtrv1alpha1.M
 	return synced
 }
 
-// annotatePod merge-patches WrittenAnnotation on one pod, conditional on pre: a patch that names
-// the uid and resourceVersion fails (NotFound or Conflict) unless the pod still has both.
-func (r *MRTRKeyringReconciler) annotatePod(ctx context.Context, namespace, name, fingerprint string, pre metav1.Preconditions) error {
-	meta := map[string]any{"annotations": map[string]string{mrtrv1alpha1.WrittenAnnotation: fingerprint}}
+// annotatePod merge-patches WrittenAnnotation = value on one pod, conditional on pre: a patch that
+// names the uid and resourceVersion fails (NotFound or Conflict) unless the pod still has both.
+func (r *MRTRKeyringReconciler) annotatePod(ctx context.Context, namespace, name, value string, pre metav1.Preconditions) error {
+	meta := map[string]any{"annotations": map[string]string{mrtrv1alpha1.WrittenAnnotation: value}}
 	if pre.UID != nil {
 		meta["uid"] = *pre.UID
 	}
@@ -103,11 +116,28 @@ func (r *MRTRKeyringReconciler) annotatePod(ctx context.Context, namespace, name
 	return r.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(mrtrv1alpha1.FieldManager))
 }
 
-func appendToSync(names []string, pods []rotation.Pod, fingerprint string) []string {
+func appendToSync(names []string, pods []rotation.Pod, fingerprint string, seen map[string]seenPod) []string {
 	for _, p := range pods {
-		if !p.Terminating && p.Loaded != fingerprint {
+		if !p.Terminating && p.Loaded != fingerprint && seen[p.Name].consumer {
 			names = append(names, p.Name)
 		}
 	}
 	return names
+}
+
+// maxNudges bounds the number of a nudge: past it, the count starts again at 1. It only has to
+// differ from the value the pod carries.
+const maxNudges = 999_999
+
+// nudgeValue is the value of WrittenAnnotation that nudges a pod carrying current to load
+// fingerprint: "<fingerprint>/<n>", where n is one more than current's when current is a nudge of
+// the same fingerprint, else 1. It always differs from current.
+func nudgeValue(fingerprint, current string) string {
+	n := 1
+	if rest, ok := strings.CutPrefix(current, fingerprint+"/"); ok {
+		if last, err := strconv.Atoi(rest); err == nil && last >= 1 && last < maxNudges && strconv.Itoa(last) == rest {
+			n = last + 1
+		}
+	}
+	return fingerprint + "/" + strconv.Itoa(n)
 }

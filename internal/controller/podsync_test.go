@@ -17,15 +17,19 @@ limitations under the License.
 package controller
 
 import (
+	"fmt"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/workload"
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
 var _ = Describe("Reload delivery's pod annotation (reloadTrigger)", func() {
@@ -43,7 +47,7 @@ var _ = Describe("Reload delivery's pod annotation (reloadTrigger)", func() {
 		return got.Annotations[mrtrv1alpha1.WrittenAnnotation]
 	}
 
-	It("annotates each pod that must load a keyring with its fingerprint, right after each Secret write", func() {
+	It("annotates each pod that must load a keyring with its fingerprint and the nudge's number, right after each Secret write", func() {
 		d := createWorkload(workload.Deployment, ns, "api", 2, nil)
 		pods := []*corev1.Pod{createPod(ns, "api-1", map[string]string{"app": "api"}), createPod(ns, "api-2", map[string]string{"app": "api"})}
 		kr := createKeyring(ns, "payments", reloading(func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(d) }))
@@ -55,7 +59,7 @@ var _ = Describe("Reload delivery's pod annotation (reloadTrigger)", func() {
 		var accepting string
 		Eventually(func(g Gomega) { accepting = secretKeyring(g, ns, "payments").Fingerprint() }).Should(Succeed())
 		for _, p := range pods {
-			Eventually(func(g Gomega) { g.Expect(written(g, p)).To(Equal(accepting)) }).Should(Succeed(), "pod %s", p.Name)
+			Eventually(func(g Gomega) { g.Expect(written(g, p)).To(Equal(accepting + "/1")) }).Should(Succeed(), "pod %s", p.Name)
 		}
 
 		By("the next write annotates them again, with its own fingerprint")
@@ -65,8 +69,54 @@ var _ = Describe("Reload delivery's pod annotation (reloadTrigger)", func() {
 		Eventually(func(g Gomega) { sealing = secretKeyring(g, ns, "payments").Fingerprint() }).Should(Succeed())
 		Expect(sealing).NotTo(Equal(accepting))
 		for _, p := range pods {
-			Eventually(func(g Gomega) { g.Expect(written(g, p)).To(Equal(sealing)) }).Should(Succeed(), "pod %s", p.Name)
+			Eventually(func(g Gomega) { g.Expect(written(g, p)).To(Equal(sealing + "/1")) }).Should(Succeed(), "pod %s", p.Name)
 		}
+	})
+
+	It("changes a pod that already carries the value the nudge would write, so that its kubelet is woken", func() {
+		d := createWorkload(workload.Deployment, ns, "api", 1, nil)
+		pod := createPod(ns, "api-1", map[string]string{"app": "api"})
+		kr := createKeyring(ns, "payments", reloading(func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(d) }))
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseStable)
+		acknowledgeAll(kr, pod)
+		waitPastWrite(ns, "payments")
+
+		By("someone who may patch pods presets the value of the nudge that the next write makes")
+		var s corev1.Secret
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "payments"}, &s)).To(Succeed())
+		cur, err := keyring.Parse(s.Data[keyring.SecretDataKey])
+		Expect(err).NotTo(HaveOccurred())
+		extra, err := keyring.GenerateKey("by-hand", 32)
+		Expect(err).NotTo(HaveOccurred())
+		edited, err := keyring.New(append(cur.Keys(), extra)...)
+		Expect(err).NotTo(HaveOccurred())
+		preset := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, mrtrv1alpha1.WrittenAnnotation, edited.Fingerprint()+"/1")
+		Expect(k8sClient.Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(preset)), client.FieldOwner("someone"))).To(Succeed())
+
+		By("editing the Secret behind the operator's back, which it adopts and writes again")
+		s.Data[keyring.SecretDataKey], err = keyring.Marshal(edited)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(k8sClient.Update(ctx, &s)).To(Succeed())
+		Eventually(func(g Gomega) { g.Expect(written(g, pod)).To(Equal(edited.Fingerprint() + "/2")) }).Should(Succeed())
+	})
+
+	It("nudges no pod that does not mount the keyring Secret as a volume", func() {
+		d := createWorkload(workload.Deployment, ns, "api", 2, nil)
+		// Sorted before api-1, so its nudge, if any, is tried before api-1's.
+		envOnly := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "api-0", Labels: map[string]string{"app": "api"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "mcp", Image: "example.com/mcp:1",
+				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "payments"}}}}}}},
+		}
+		Expect(k8sClient.Create(ctx, envOnly)).To(Succeed())
+		pod := createPod(ns, "api-1", map[string]string{"app": "api"})
+		kr := createKeyring(ns, "payments", reloading(func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(d) }))
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseStable)
+		acknowledgeAll(kr, pod, envOnly)
+		requestRotation(kr, "r1")
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseAccepting)
+		Eventually(func(g Gomega) { g.Expect(written(g, pod)).To(HaveSuffix("/1")) }).Should(Succeed())
+		Expect(written(Default, envOnly)).To(BeEmpty())
 	})
 
 	It("writes nothing on pods with reloadTrigger None", func() {

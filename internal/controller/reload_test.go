@@ -56,6 +56,12 @@ const testReloadDeadline = time.Minute
 // or a user would.
 func createPod(namespace, name string, labels map[string]string) *corev1.Pod {
 	GinkgoHelper()
+	return createPodWith(namespace, name, labels, nil)
+}
+
+// createPodWith is createPod with edit applied to the pod before it is created.
+func createPodWith(namespace, name string, labels map[string]string, edit func(*corev1.Pod)) *corev1.Pod {
+	GinkgoHelper()
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
 		Spec: corev1.PodSpec{
@@ -63,6 +69,9 @@ func createPod(namespace, name string, labels map[string]string) *corev1.Pod {
 				VolumeMounts: []corev1.VolumeMount{{Name: "keyring", MountPath: "/etc/mrtr"}}}},
 			Volumes: []corev1.Volume{{Name: "keyring", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "payments"}}}},
 		},
+	}
+	if edit != nil {
+		edit(pod)
 	}
 	Expect(k8sClient.Create(ctx, pod)).To(Succeed())
 	return pod

@@ -245,6 +245,44 @@ var _ = Describe("A staged next key, and revocation", func() {
 		}).Should(Succeed())
 	})
 
+	It("handles a numbered request once: not again once pruned and put back, nor for a re-created keyring", func() {
+		web := createWorkload(workload.Deployment, ns, "web", 1, nil)
+		kr := createKeyring(ns, "numbered", staged(web))
+		before := settle(kr, []client.Object{web})
+		value, _ := mrtrv1alpha1.AppendRevokeRequests("", 0, "*incident-1")
+		requestRevocation(kr, value)
+		revoked := inPhase(kr, mrtrv1alpha1.PhaseRevoking)
+		Expect(revoked.IDs()).NotTo(ContainElements(before.IDs()))
+		rollOutTarget(kr, web)
+		inPhase(kr, mrtrv1alpha1.PhaseStable)
+		Expect(getKeyring(Default, kr).Status.LastHandledRevokeSequence).To(Equal(int64(1)))
+
+		By("pruning it, as the next kubectl mrtr revoke does, then putting it back, as GitOps may")
+		requestRevocation(kr, "")
+		requestRevocation(kr, value)
+		reconcileNow(kr)
+		Expect(getKeyring(Default, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseStable))
+		Expect(secretKeyring(Default, ns, kr.EffectiveSecretName()).Fingerprint()).To(Equal(revoked.Fingerprint()), "revoked again")
+
+		By("deleting the keyring and creating it again with the same request: the Secret records sequence 1")
+		var s corev1.Secret
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: kr.EffectiveSecretName()}, &s)).To(Succeed())
+		Expect(s.Annotations).To(HaveKeyWithValue(mrtrv1alpha1.HandledRevokeSequenceAnnotation, "1"))
+		Expect(k8sClient.Delete(ctx, kr)).To(Succeed())
+		Eventually(func() error { return k8sClient.Get(ctx, client.ObjectKeyFromObject(kr), &mrtrv1alpha1.MRTRKeyring{}) }).ShouldNot(Succeed())
+		again := newKeyring(ns, "numbered", staged(web))
+		again.Annotations = map[string]string{mrtrv1alpha1.RevokeAnnotation: value}
+		Expect(k8sClient.Create(ctx, again)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, again))).To(Succeed()) })
+		Eventually(func(g Gomega) {
+			k := getKeyring(g, again)
+			g.Expect(k.Status.LastHandledRevokeSequence).To(Equal(int64(1)))
+			g.Expect(k.Status.Phase).To(Equal(mrtrv1alpha1.PhaseStable))
+		}).Should(Succeed())
+		// The pass that restored the sequence is the one that would have revoked.
+		Expect(secretKeyring(Default, ns, again.EffectiveSecretName()).Fingerprint()).To(Equal(revoked.Fingerprint()), "revoked again")
+	})
+
 	It("never adds a revoked key back: not for a re-created keyring, nor for a Secret edited to hold it", func() {
 		web := createWorkload(workload.Deployment, ns, "web", 1, nil)
 		kr := createKeyring(ns, "remembers", staged(web))

@@ -141,7 +141,7 @@ func startOperator() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	managerClient = mgr.GetClient()
-	r := &MRTRKeyringReconciler{Client: managerClient, Clock: fakeClock, Metrics: testMetrics}
+	r := &MRTRKeyringReconciler{Client: managerClient, Clock: fakeClock, Metrics: testMetrics, ReadNodes: true}
 	Expect(r.SetupWithManager(mgr)).To(Succeed())
 
 	mctx, mcancel := context.WithCancel(ctx)

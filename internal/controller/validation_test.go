@@ -69,6 +69,21 @@ var _ = Describe("MRTRKeyring validation", func() {
 			"spec.secretName"),
 		Entry("a rollout deadline under 10s", func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.RolloutDeadline = d("1s") },
 			"spec.rolloutDeadline must be at least 10s"),
+		Entry("a rotation window whose schedule is not 5-field cron", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.RotationWindows = []mrtrv1alpha1.RotationWindow{{Schedule: "0 2 * * *", Duration: d("1h")}, {Schedule: "@daily", Duration: d("1h")}}
+		}, "spec.rotationWindows[1].schedule", "must be a 5-field cron schedule"),
+		Entry("a rotation window at minute 61", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.RotationWindows = []mrtrv1alpha1.RotationWindow{{Schedule: "61 2 * * *", Duration: d("1h")}}
+		}, "spec.rotationWindows[0].schedule", "must be a 5-field cron schedule"),
+		Entry("a rotation window with six fields", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.RotationWindows = []mrtrv1alpha1.RotationWindow{{Schedule: "0 0 2 * * *", Duration: d("1h")}}
+		}, "spec.rotationWindows[0].schedule", "must be a 5-field cron schedule"),
+		Entry("a rotation window shorter than a minute", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.RotationWindows = []mrtrv1alpha1.RotationWindow{{Schedule: "0 2 * * *", Duration: d("30s")}}
+		}, "spec.rotationWindows[0].duration", "must be at least 1m"),
+		Entry("a rotation window in a zone that is not an IANA name", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.RotationWindows = []mrtrv1alpha1.RotationWindow{{Schedule: "0 2 * * *", Duration: d("1h"), TimeZone: "Berlin time"}}
+		}, "spec.rotationWindows[0].timeZone", "IANA time zone"),
 	)
 
 	It("refuses a changed secretName, including setting one where the name was the default", func() {

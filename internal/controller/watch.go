@@ -111,7 +111,13 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.APIReader = mgr.GetAPIReader()
 	}
 	if r.Recorder == nil {
-		rec := events.NewRecorder(mgr.GetClient(), mgr.GetScheme(), "mrtr-operator")
+		// Through r.Client, so that the lease guard in front of it (internal/leaderguard) holds back
+		// the events of a replica that no longer leads, as it does its other writes.
+		c := r.Client
+		if c == nil {
+			c = mgr.GetClient()
+		}
+		rec := events.NewRecorder(c, mgr.GetScheme(), "mrtr-operator")
 		if err := mgr.Add(rec); err != nil {
 			return err
 		}
@@ -287,7 +293,8 @@ func CacheOptions(namespaces ...string) cache.Options {
 	opts := cache.Options{
 		DefaultTransform: stripApplied,
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Transform: workload.StripPod},
+			&corev1.Pod{}:  {Transform: workload.StripPod},
+			&corev1.Node{}: {Transform: stripNode},
 			&corev1.Secret{}: {
 				Field:     fields.OneTermEqualSelector("type", keyring.SecretType),
 				Transform: stripSecret,
@@ -357,4 +364,19 @@ func stripSecret(obj any) (any, error) {
 	}
 	s.ManagedFields = ours
 	return s, nil
+}
+
+// stripNode keeps of a Node its name and its Ready condition: all nodeReadiness reads.
+func stripNode(obj any) (any, error) {
+	node, ok := obj.(*corev1.Node)
+	if !ok {
+		return obj, nil
+	}
+	out := &corev1.Node{TypeMeta: node.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: node.Name, UID: node.UID, ResourceVersion: node.ResourceVersion}}
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			out.Status.Conditions = []corev1.NodeCondition{{Type: c.Type, Status: c.Status}}
+		}
+	}
+	return out, nil
 }

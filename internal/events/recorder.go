@@ -47,6 +47,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/leaderguard"
 )
 
 const (
@@ -77,6 +78,7 @@ const (
 	DropRejected  = "rejected"
 	DropRetries   = "retries_exhausted"
 	DropShutdown  = "shutdown"
+	DropNotLeader = "not_leader"
 )
 
 var dropped = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -239,6 +241,12 @@ func (r *Recorder) write(ctx context.Context, ev *eventsv1.Event) {
 				ev.Name = util.GenerateEventName(ev.Regarding.Name, r.now().UnixNano())
 				continue
 			}
+			return
+		case errors.Is(err, leaderguard.ErrNotLeader):
+			// A replica that no longer leads writes nothing, its events included; nor later, should it
+			// lead again: the event told of a pass of its earlier term.
+			dropped.WithLabelValues(DropNotLeader).Inc()
+			log.Info("event not written: this replica no longer holds the leader lease", "reason", ev.Reason, "regarding", ev.Regarding.Name)
 			return
 		case !retriable(err):
 			dropped.WithLabelValues(DropRejected).Inc()

@@ -19,6 +19,7 @@ package events
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -35,6 +36,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/mrtr-dev/mrtr-operator/internal/leaderguard"
 )
 
 // The API server's own validation of what the Recorder writes is exercised by the controller's
@@ -206,6 +209,9 @@ func TestWritesRetryWhatMayPass(t *testing.T) {
 		}, 1, 2, ""},
 		{"refused: not retried", func(int, func() error) error { return forbidden }, 0, 1, DropRejected},
 		{"unavailable every time", func(int, func() error) error { return unavailable }, 0, maxTries, DropRetries},
+		{"refused by the lease guard: not retried", func(int, func() error) error {
+			return fmt.Errorf("not sending a create of *v1.Event: %w", leaderguard.ErrNotLeader)
+		}, 0, 1, DropNotLeader},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -148,6 +149,33 @@ var _ = Describe("the lease guard", func() {
 		_, err := lease.HeldUntil()
 		expectRefused(err, "does not hold the leader lease")
 		expectRefused(guarded.Create(ctx, configMap(fmt.Sprintf("released-%d-late", leases.Load()))), "not sending a create")
+	})
+
+	It("writes its leader election events only while it holds the lease: never 'stopped leading'", func() {
+		clock := clocktesting.NewFakeClock(time.Now())
+		lease := newLease(clock)
+		name := strings.TrimPrefix(lease.Describe(), "default/")
+		stop := elect(lease)
+		stop() // ReleaseOnCancel: the lease is released, then client-go records "stopped leading"
+
+		By("leading again under the same identity: its second 'became leader' is recorded after 'stopped leading'")
+		stop = elect(lease)
+		defer stop()
+		// One broadcaster writes a lease's events in the order recorded, and folds the second
+		// "became leader" into the first (count 2): once it shows, "stopped leading" was handled.
+		var list corev1.EventList
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.List(ctx, &list, client.InNamespace("default"))).To(Succeed())
+			g.Expect(list.Items).To(ContainElement(And(
+				HaveField("InvolvedObject.Name", name),
+				HaveField("Message", lease.Identity()+" became leader"),
+				HaveField("Count", BeNumerically("==", 2)))))
+		}).Should(Succeed())
+		for _, e := range list.Items {
+			if e.InvolvedObject.Name == name {
+				Expect(e.Message).NotTo(ContainSubstring("stopped leading"), "a replica that did not hold the lease wrote an event")
+			}
+		}
 	})
 
 	It("abandons a write that waits past the lease's end", func() {

@@ -40,6 +40,7 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // ErrNotLeader is the error of every write Client refuses (wrapped with what it was and why).
@@ -81,7 +82,10 @@ type LeaseConfig struct {
 }
 
 // NewLease makes the lock of the Lease c names, with the identity hostname_uuid that controller-runtime
-// gives its own, and its leader election events (became leader, stopped leading) on the Lease.
+// gives its own, and its leader election events on the Lease. Those events are writes like any
+// other, behind the guard (guardedSink): "became leader" is written while the lease is held;
+// "stopped leading", which client-go records once this replica no longer holds it, is logged
+// instead, so that a deposed leader writes nothing at all.
 func NewLease(config *rest.Config, c LeaseConfig) (*Lease, error) {
 	if c.Name == "" {
 		return nil, errors.New("leaderguard: the lease needs a name")
@@ -114,7 +118,6 @@ func NewLease(config *rest.Config, c LeaseConfig) (*Lease, error) {
 		return nil, fmt.Errorf("leaderguard: %w", err)
 	}
 	events := record.NewBroadcaster()
-	events.StartRecordingToSink(&corev1client.EventSinkImpl{Interface: core.Events(ns)})
 	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, ns, c.Name, core, coordination, resourcelock.ResourceLockConfig{
 		Identity:      id,
 		EventRecorder: events.NewRecorder(clientgoscheme.Scheme, corev1.EventSource{Component: id}),
@@ -124,8 +127,50 @@ func NewLease(config *rest.Config, c LeaseConfig) (*Lease, error) {
 		return nil, fmt.Errorf("leaderguard: %w", err)
 	}
 	l := Wrap(lock, c.Validity, c.Clock)
+	events.StartRecordingToSink(&guardedSink{EventSink: &corev1client.EventSinkImpl{Interface: core.Events(ns)}, lease: l})
 	l.stop = events.Shutdown
 	return l, nil
+}
+
+// guardedSink writes the leader election events only while lease is held. client-go's broadcaster
+// writes them asynchronously, so the check is here, at the write, not where they are recorded.
+type guardedSink struct {
+	record.EventSink
+	lease Holder
+}
+
+func (s *guardedSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	if !s.held(e) {
+		return e, nil
+	}
+	return s.EventSink.Create(e)
+}
+
+func (s *guardedSink) Update(e *corev1.Event) (*corev1.Event, error) {
+	if !s.held(e) {
+		return e, nil
+	}
+	return s.EventSink.Update(e)
+}
+
+func (s *guardedSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	if !s.held(e) {
+		return e, nil
+	}
+	return s.EventSink.Patch(e, data)
+}
+
+// held reports whether the lease is held, and logs e when it is not. An event held back counts as
+// written for the broadcaster (an error would be retried, and a retry might land once this replica
+// leads again, out of its time): a later event of the same kind is then a patch of one the API
+// server never had, which fails as not found and is created instead.
+func (s *guardedSink) held(e *corev1.Event) bool {
+	if _, err := s.lease.HeldUntil(); err != nil {
+		logf.Log.WithName("leaderguard").Info("leader election event not written: "+err.Error(),
+			"reason", e.Reason, "message", e.Message)
+		return false
+	}
+	return true
 }
 
 // Wrap records when lock last held its lease; a nil clock means the real one.

@@ -37,12 +37,17 @@ type outcome struct {
 	// write, when not nil, is what the Secret must hold.
 	write *secretWrite
 	// stamp is the fingerprint every found target's pod template must carry, "" for none.
-	stamp  string
-	evict  []string
-	events []Event
-	stall  *stall
+	stamp string
+	evict []string
+	// restarts is what restartOverdue found of the overdue pods.
+	restarts restarts
+	events   []Event
+	stall    *stall
 	// conflict: the Secret belongs to another keyring, so nothing is written or stamped.
 	conflict bool
+	// due is, in Stable, when the next rotation falls due by rotationInterval alone (before the
+	// rotation windows move it); zero in the other phases.
+	due time.Time
 }
 
 // secretWrite is a keyring to write, annotated with the phase it is written for and its staged key.
@@ -126,7 +131,7 @@ func settleSecret(f facts, o outcome) (*keyring.Keyring, bool, outcome) {
 	}
 	// Taken as it is: the data is not changed, only annotated as ours (the same keyring is written).
 	if o.status.NextRotationTime == nil {
-		o.status.NextRotationTime = later(f.now, f.in.Settings.RotationInterval)
+		o = scheduleFrom(f, o, f.now)
 	}
 	return kr, false, enter(f, o, change{phase: mrtrv1alpha1.PhaseStable, keyring: kr, write: true})
 }
@@ -154,9 +159,9 @@ func createSecret(f facts, o outcome) outcome {
 	}
 	// A new keyring has nothing a pending revocation could name.
 	if fresh := newRevokeRequests(f.in, o.status); len(fresh) > 0 {
-		o.status.LastHandledRevokeRequest = handledRevokeRequests(f.in, o.status, fresh)
+		o.status = handledRevokeRequests(f.in, o.status, fresh)
 	}
-	o.status.NextRotationTime = later(f.now, f.in.Settings.RotationInterval)
+	o = scheduleFrom(f, o, f.now)
 	return enter(f, o, change{phase: mrtrv1alpha1.PhaseStable, keyring: kr, staged: staged, write: true})
 }
 
@@ -185,6 +190,10 @@ func leaveStable(f facts, o outcome, kr *keyring.Keyring) outcome {
 	o = scheduleRotation(f, o)
 	request, due := rotationDue(f.in, o.status)
 	if !due {
+		if w := f.in.Settings.Windows; !w.Valid() {
+			return o.stalled(mrtrv1alpha1.ReasonRotationWindowInvalid, "%s; no rotation starts on schedule until it is fixed (a rotation requested through %s and a revocation still do)",
+				w.Problem, mrtrv1alpha1.RotateAnnotation)
+		}
 		return o
 	}
 	if f.staged != "" {
@@ -285,7 +294,7 @@ func leaveRemoving(f facts, o outcome, kr *keyring.Keyring) outcome {
 		return o
 	}
 	o.status.LastRotationTime = nowRef(f)
-	o.status.NextRotationTime = later(f.now, f.in.Settings.RotationInterval)
+	o = scheduleFrom(f, o, f.now)
 	o.status.RotationsCompleted++
 	o = settle(f, o, kr)
 	return o.event(corev1Normal, mrtrv1alpha1.EventRotationCompleted, "Rotate", "rotation completed; keys %s; next rotation at %s",
@@ -355,7 +364,8 @@ func settle(f facts, o outcome, kr *keyring.Keyring) outcome {
 
 // scheduleRotation keeps status.nextRotationTime one rotationInterval after the last rotation or,
 // before the first, after the primary key was created: an edited interval takes effect at once, in
-// both directions, instead of at the time computed from the old one (up to a month away).
+// both directions, instead of at the time computed from the old one (up to a month away). With
+// spec.rotationWindows it is the first moment at or after that in a window (windowed).
 func scheduleRotation(f facts, o outcome) outcome {
 	interval := f.in.Settings.RotationInterval
 	base := o.status.LastRotationTime
@@ -364,38 +374,111 @@ func scheduleRotation(f facts, o outcome) outcome {
 			base = &since
 		}
 	}
+	var due time.Time
 	if base == nil {
 		if o.status.NextRotationTime == nil {
 			o.status.NextRotationTime = later(f.now, interval)
 		}
-		return o
+		due = o.status.NextRotationTime.Time
+	} else {
+		due = base.Add(interval)
 	}
 	// Whole seconds, as status stores them, so that the value survives the round trip unchanged.
-	next := metav1.NewTime(base.Add(interval).Truncate(time.Second))
+	due = due.Truncate(time.Second)
+	o.due = due
+	now := f.in.Now
+	if f.in.Settings.Suspend {
+		now = due // suspended, nothing starts: no window is missed, and no event says one was
+	}
+	at, win, missed := windowed(f.in.Settings.Windows, due, now)
+	o.status.NextWindow = win
+	next := metav1.NewTime(at)
 	if old := o.status.NextRotationTime; old == nil || !old.Equal(&next) {
-		if old != nil {
-			o = o.event(corev1Normal, mrtrv1alpha1.EventRotationRescheduled, "Schedule", "rotationInterval is %v: next rotation at %s (was %s)",
-				interval, next.UTC().Format(time.RFC3339), old.UTC().Format(time.RFC3339))
+		if old != nil && base != nil {
+			switch when := next.UTC().Format(time.RFC3339); {
+			case missed:
+				o = o.event(corev1Normal, mrtrv1alpha1.EventRotationRescheduled, "Schedule", "the rotation due at %s did not start before its window closed: next rotation at %s, when a window opens again (was %s)",
+					due.UTC().Format(time.RFC3339), when, old.UTC().Format(time.RFC3339))
+			case !at.Equal(due):
+				o = o.event(corev1Normal, mrtrv1alpha1.EventRotationRescheduled, "Schedule", "rotationInterval is %v: the next rotation falls due at %s, outside every rotation window (%s), and starts at %s, when one opens (was %s)",
+					interval, due.UTC().Format(time.RFC3339), f.in.Settings.Windows, when, old.UTC().Format(time.RFC3339))
+			default:
+				o = o.event(corev1Normal, mrtrv1alpha1.EventRotationRescheduled, "Schedule", "rotationInterval is %v: next rotation at %s (was %s)",
+					interval, when, old.UTC().Format(time.RFC3339))
+			}
 		}
 		o.status.NextRotationTime = &next
 	}
 	return o
 }
 
-// rotationDue reports whether a rotation must start now, and why.
+// scheduleFrom schedules the next rotation one rotationInterval after from (the rotation that
+// ends, the key made), moved into a window (windowed) at once: no later pass may come before it.
+func scheduleFrom(f facts, o outcome, from metav1.Time) outcome {
+	due := from.Add(f.in.Settings.RotationInterval).Truncate(time.Second)
+	at, win, _ := windowed(f.in.Settings.Windows, due, due)
+	next := metav1.NewTime(at)
+	o.status.NextRotationTime, o.status.NextWindow, o.due = &next, win, due
+	return o
+}
+
+// windowed is when a rotation that falls due at due may start: due itself when a window is open
+// then (or there are none), else the next opening; with the window it starts in (nil without
+// windows). A rotation that fell due in a window and had not started when the window closed (its
+// delivery held it back, or the operator was away) moves to the next opening after now: missed.
+// Unparsed windows change nothing here; rotationDue holds every scheduled rotation back instead.
+func windowed(w *Windows, due, now time.Time) (at time.Time, win *mrtrv1alpha1.RotationWindowStatus, missed bool) {
+	if w == nil || !w.Valid() {
+		return due, nil, false
+	}
+	at, opened, closes, ok := w.NextOpen(due)
+	if ok && !now.Before(at) {
+		if o, c, open := w.OpenAt(now); open {
+			opened, closes = o, c
+		} else {
+			missed = true
+			at, opened, closes, ok = w.NextOpen(now)
+		}
+	}
+	if !ok {
+		// No window opens within the parser's five years: the due time stays, and rotationDue
+		// never finds a window open (the RotationWindowWarning condition says so).
+		return due, nil, missed
+	}
+	return ceilSecond(at), &mrtrv1alpha1.RotationWindowStatus{OpensAt: metav1.NewTime(opened), ClosesAt: metav1.NewTime(closes)}, missed
+}
+
+// rotationDue reports whether a rotation must start now, and why. A request never waits for a
+// rotation window: whoever asks has decided that now is the time (an incident, a key they fear
+// has leaked), and the windows only spare the fleet the restarts of rotations nobody asked for.
 func rotationDue(in Input, st mrtrv1alpha1.MRTRKeyringStatus) (why string, due bool) {
 	if in.Settings.Suspend {
 		return "", false
 	}
 	// Handled once for this Secret, by this keyring (status) or by an earlier one of the same name
 	// (the Secret's annotation): never again.
-	if r := in.RotateRequest; r != "" && r != st.LastHandledRotateRequest && r != in.Secret.HandledRotateRequest {
+	if r := in.RotateRequest; mrtrv1alpha1.RotateRequested(r, st.LastHandledRotateRequest, in.Secret.HandledRotateRequest) {
 		return fmt.Sprintf("requested by %s=%q", mrtrv1alpha1.RotateAnnotation, r), true
 	}
-	if t := st.NextRotationTime; t != nil && !in.Now.Before(t.Time) {
+	if t := st.NextRotationTime; t != nil && !in.Now.Before(t.Time) && inWindow(in) {
+		if in.Settings.Windows != nil {
+			return "interval elapsed, inside a rotation window", true
+		}
 		return "interval elapsed", true
 	}
 	return "", false
+}
+
+// inWindow reports whether a scheduled rotation may start now: a window is open, or there are
+// none. Windows that do not parse hold every scheduled rotation back (stalled, naming the field):
+// starting outside the windows someone meant to set would restart the fleet when they said not to.
+func inWindow(in Input) bool {
+	w := in.Settings.Windows
+	if !w.Valid() {
+		return false
+	}
+	_, _, open := w.OpenAt(in.Now)
+	return open
 }
 
 // ttlWaitEnd is when a TTL wait that starts at from ends: the longest TTL wait declared since the
@@ -483,7 +566,7 @@ func keyStatuses(f facts, kr *keyring.Keyring, phase mrtrv1alpha1.Phase, staged 
 		known[k.ID] = k
 	}
 	arriving := phase == mrtrv1alpha1.PhaseRemoving || phase == mrtrv1alpha1.PhaseRevoking
-	ids := kr.IDs()
+	ids, keys := kr.IDs(), kr.Keys()
 	out := make([]mrtrv1alpha1.KeyStatus, len(ids))
 	for i, id := range ids {
 		was, ok := known[id]
@@ -502,7 +585,7 @@ func keyStatuses(f facts, kr *keyring.Keyring, phase mrtrv1alpha1.Phase, staged 
 		if !ok {
 			created = f.now
 		}
-		out[i] = mrtrv1alpha1.KeyStatus{ID: id, Role: role, CreatedAt: created}
+		out[i] = mrtrv1alpha1.KeyStatus{ID: id, Role: role, CreatedAt: created, PythonKid: keys[i].PythonKid()}
 		if role == mrtrv1alpha1.KeyPrimary {
 			since := metav1.Time{}
 			if ok && was.Role == mrtrv1alpha1.KeyPrimary {
@@ -533,7 +616,10 @@ func newKeys(f facts, st mrtrv1alpha1.MRTRKeyringStatus, kr *keyring.Keyring, n 
 	// Nor one a request names, handled or not: a key named by a request never seals. (Such ids
 	// are skipped, not taken as used: a request naming an id of the future must not move every
 	// id after it.)
-	named := append(splitIDs(f.in.RevokeRequest), splitIDs(st.LastHandledRevokeRequest)...)
+	named := splitIDs(st.LastHandledRevokeRequest)
+	for _, r := range mrtrv1alpha1.ParseRevokeRequests(f.in.RevokeRequest) {
+		named = append(named, r.Target)
+	}
 	out := make([]keyring.Key, n)
 	for i := range out {
 		id := NewKeyID(f.in.Now, used...)

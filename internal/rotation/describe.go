@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
 // report is what describe says of one outcome, each part derived once: the conditions, the status
@@ -84,6 +85,11 @@ func describe(f facts, o outcome) Decision {
 
 	r.st.ObservedGeneration = f.in.Generation
 	r.st.SecretName = f.in.SecretName
+	kr := f.in.Secret.Keyring
+	if o.write != nil {
+		kr = o.write.keyring
+	}
+	r.st.Keys = withPythonKids(r.st.Keys, kr)
 	r.st.SelectedPods = r.selectedStatus()
 	r.st.Workloads = r.workloadStatuses()
 	events := o.events
@@ -129,8 +135,12 @@ func (r *report) podsWaitFor(t target) string {
 	if len(t.laggards) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s: %d of %d pods run keyring %s; waiting for %s", t.ref(), len(t.Pods)-len(t.laggards), len(t.Pods),
+	msg := fmt.Sprintf("%s: %d of %d pods run keyring %s; waiting for %s", t.ref(), len(t.Pods)-len(t.laggards), len(t.Pods),
 		r.v.target, joinSome(podNames(t.laggards), ", ", len(t.laggards)))
+	if h := r.o.restarts.byWorkload[t.ref()].message(); h != "" {
+		msg += "; " + h
+	}
+	return msg
 }
 
 // claimed stalls on targets whose stamp belongs to another keyring, in Restart delivery: the
@@ -246,6 +256,13 @@ func (r *report) nextDeadline() time.Duration {
 		} else if d, ok := r.dueDeadline(); ok && d.After(in.Now) {
 			at = d
 		}
+		// A rotation due in a window that has not started when the window closes moves to the
+		// next one (windowed): look again then.
+		if t := st.NextRotationTime; t != nil && !in.Settings.Suspend && !in.Now.Before(t.Time) && in.Settings.Windows.Valid() {
+			if _, closes, open := in.Settings.Windows.OpenAt(in.Now); open && in.Settings.Windows != nil && (!at.After(in.Now) || closes.Before(at)) {
+				at = closes
+			}
+		}
 	case ph == mrtrv1alpha1.PhaseWaitingTTL:
 		if st.TTLWaitUntil != nil {
 			at = st.TTLWaitUntil.Time
@@ -260,6 +277,12 @@ func (r *report) nextDeadline() time.Duration {
 	// A laggard to restart may come first, in any phase.
 	if d := nextReloadDeadline(in, st, r.v); !d.IsZero() && (at.IsZero() || !at.After(in.Now) || d.Before(at)) {
 		at = d
+	}
+	// So may an overdue one held back, by its workload's pace or its node.
+	if len(r.o.restarts.byWorkload) > 0 {
+		if d := in.Now.Add(HeldRestartRecheck); at.IsZero() || !at.After(in.Now) || d.Before(at) {
+			at = d
+		}
 	}
 	if d := at.Sub(in.Now); !at.IsZero() && d > 0 {
 		return d
@@ -368,17 +391,74 @@ func (r *report) setConditions() *Event {
 			reconciling.Message += "; " + o
 		}
 	}
+	suspect := r.pathSuspect()
 	var e *Event
 	if old := meta.FindStatusCondition(in.Status.Conditions, mrtrv1alpha1.ConditionReady); ready.Status == metav1.ConditionFalse && (old == nil || old.Reason != ready.Reason) {
 		e = &Event{Type: corev1Warning, Reason: ready.Reason, Action: "Reconcile", Note: ready.Message}
 	}
 	st.Conditions = slices.Clone(st.Conditions) // the facts' copy stays as observed
-	for _, c := range []metav1.Condition{ready, reconciling, stalled, revokedCondition(st.RevokedKeys)} {
+	conds := []metav1.Condition{ready, reconciling, stalled, revokedCondition(st.RevokedKeys)}
+	if suspect != nil {
+		conds = append(conds, *suspect)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, mrtrv1alpha1.ConditionAcknowledgementPathSuspect)
+	}
+	switch w := r.windowCondition(); {
+	case in.Settings.Windows == nil:
+		meta.RemoveStatusCondition(&st.Conditions, mrtrv1alpha1.ConditionRotationWindows)
+	case w != nil:
+		conds = append(conds, *w)
+	}
+	for _, c := range conds {
 		c.ObservedGeneration = in.Generation
 		c.LastTransitionTime = r.f.now // kept by SetStatusCondition unless the status flips
 		meta.SetStatusCondition(&st.Conditions, c)
 	}
 	return e
+}
+
+// pathSuspect is the AcknowledgementPathSuspect condition when most pods of the targets are
+// overdue at once (restarts.suspectPath), nil otherwise.
+func (r *report) pathSuspect() *metav1.Condition {
+	rs := r.o.restarts
+	if !rs.suspectPath() {
+		return nil
+	}
+	c := condition(mrtrv1alpha1.ConditionAcknowledgementPathSuspect, true, mrtrv1alpha1.ReasonMostPodsUnacknowledged,
+		fmt.Sprintf("%d of %d pods did not acknowledge keyring %s within %s: suspect what they share, their path to the API server "+
+			"(a network policy, the API server's reachability, the consumer role binding) or the kubelets' pace, before the pods; "+
+			"they are restarted at the pace each workload allows, and pods on nodes that are not Ready are not",
+			rs.overdue, rs.pods, r.st.TargetFingerprint, r.f.in.Settings.ReloadDeadline))
+	return &c
+}
+
+// windowCondition is RotationWindowWarning, from the time the next rotation falls due by the
+// interval (known in Stable only: in the other phases the condition stays as it was). True when
+// the first window at or after it opens more than rotationInterval later, or never: the primary
+// key then outlives the interval, and the alert on its age (MRTRKeyringPrimaryKeyTooOld) fires as
+// it should. Windows that do not parse are the Stalled condition's.
+func (r *report) windowCondition() *metav1.Condition {
+	s := r.f.in.Settings
+	if s.Windows == nil || !s.Windows.Valid() || r.o.due.IsZero() {
+		return nil
+	}
+	due := r.o.due.UTC().Format(time.RFC3339)
+	at, _, _, ok := s.Windows.NextOpen(r.o.due)
+	if !ok {
+		c := condition(mrtrv1alpha1.ConditionRotationWindows, true, mrtrv1alpha1.ReasonNoWindowWithinInterval,
+			fmt.Sprintf("no rotation window (%s) opens within five years of %s, when the next rotation falls due: no rotation starts on schedule (request one through %s)",
+				s.Windows, due, mrtrv1alpha1.RotateAnnotation))
+		return &c
+	}
+	if late := at.Sub(r.o.due); late > s.RotationInterval {
+		c := condition(mrtrv1alpha1.ConditionRotationWindows, true, mrtrv1alpha1.ReasonNoWindowWithinInterval,
+			fmt.Sprintf("no rotation window (%s) opens within rotationInterval (%v) of %s, when the next rotation falls due: it starts at %s, %v late, and the primary key outlives the interval",
+				s.Windows, s.RotationInterval, due, at.UTC().Format(time.RFC3339), late))
+		return &c
+	}
+	c := condition(mrtrv1alpha1.ConditionRotationWindows, false, mrtrv1alpha1.ReasonWindowsOpen,
+		fmt.Sprintf("the next rotation falls due at %s and starts at %s, in a rotation window (%s)", due, at.UTC().Format(time.RFC3339), s.Windows))
+	return &c
 }
 
 // phaseWaitsFor says what the current phase waits for (the Reconciling message).
@@ -519,7 +599,7 @@ func (r *report) waitingFor() *mrtrv1alpha1.WaitingFor {
 func (r *report) waitingStable() *mrtrv1alpha1.WaitingFor {
 	st, in := r.st, r.f.in
 	request := in.RotateRequest
-	requested := request != "" && request != st.LastHandledRotateRequest && request != in.Secret.HandledRotateRequest
+	requested := mrtrv1alpha1.RotateRequested(request, st.LastHandledRotateRequest, in.Secret.HandledRotateRequest)
 	switch _, due := rotationDue(in, st); {
 	case in.Settings.Suspend && requested:
 		return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitResume,
@@ -533,8 +613,13 @@ func (r *report) waitingStable() *mrtrv1alpha1.WaitingFor {
 	case st.NextRotationTime == nil:
 		return nil
 	}
-	return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitNextRotation, Until: st.NextRotationTime,
-		Message: "the next rotation, due at " + st.NextRotationTime.UTC().Format(time.RFC3339)}
+	msg := "the next rotation, due at " + st.NextRotationTime.UTC().Format(time.RFC3339)
+	if w := st.NextWindow; w != nil {
+		msg += fmt.Sprintf(", in the rotation window open from %s to %s", w.OpensAt.UTC().Format(time.RFC3339), w.ClosesAt.UTC().Format(time.RFC3339))
+	} else if !in.Settings.Windows.Valid() {
+		msg += ", once spec.rotationWindows parses"
+	}
+	return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitNextRotation, Until: st.NextRotationTime, Message: msg}
 }
 
 // waitingDelivery: the keyring has not reached every pod yet.
@@ -577,4 +662,20 @@ func (r *report) waitingReplaced() *mrtrv1alpha1.WaitingFor {
 	return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitReplacedPods, Until: &until,
 		Message: fmt.Sprintf("the pods the rollout replaced to stop: terminationGracePeriod (%s) after the rollout, until %s, so that no pod that knew only the old key still serves when the new key seals",
 			grace, until.UTC().Format(time.RFC3339))}
+}
+
+// withPythonKids returns keys with each one's pythonKid derived from the key of that id in kr, the
+// keyring the Secret holds or is about to: a status written before the field existed gets it on
+// the next pass, not at the next rotation. keys is copied, never changed: it may be the Input's.
+func withPythonKids(keys []mrtrv1alpha1.KeyStatus, kr *keyring.Keyring) []mrtrv1alpha1.KeyStatus {
+	if kr == nil || len(keys) == 0 {
+		return keys
+	}
+	out := slices.Clone(keys)
+	for i := range out {
+		if k, ok := kr.Lookup(out[i].ID); ok {
+			out[i].PythonKid = k.PythonKid()
+		}
+	}
+	return out
 }

@@ -59,9 +59,12 @@ limitations under the License.
 //     selects, terminating ones included until they are gone, pods started mid-phase included,
 //     and a view with fewer pods than the workload's controller counts is partial and proves
 //     nothing. Nothing is stamped, nothing restarts, except a pod that has not run the keyring
-//     reloadDeadline after the phase began (or it was created): it is evicted, alone, and its
-//     replacement counts like any pod. Pods selected by spec.podSelector (bare pods, other
-//     controllers' pods) pass by their acknowledgement alone and are never evicted.
+//     reloadDeadline after the phase began (or it was created): it is evicted, at the pace its
+//     workload can lose pods (its PodDisruptionBudget's disruptionsAllowed, else its rollout
+//     strategy's maxUnavailable less the pods out of service, never every pod of several at once),
+//     unless its node is not Ready, and its replacement counts like any pod. Most pods overdue at
+//     once set AcknowledgementPathSuspect (evict.go). Pods selected by spec.podSelector (bare pods,
+//     other controllers' pods) pass by their acknowledgement alone and are never evicted.
 //
 //   - Restart: every write is followed by stamping the fingerprint of the written keyring on the
 //     pod template of every target (annotation mrtr.dev/keyring-hash), which restarts the pods; a
@@ -117,8 +120,12 @@ limitations under the License.
 //
 // The mrtr.dev/revoke annotation holds revocation requests (key ids, or "*" for every key), which
 // accumulate: every request not yet handled is acted on, however many were written while the
-// operator was away, and recorded as handled (status.lastHandledRevokeRequest, and the Secret's
-// HandledRevokeAnnotation). The keys they name are removed at once, in any phase (suspended or
+// operator was away, and recorded as handled: a numbered request ("7:KEYID", as kubectl mrtr
+// revoke writes them) by the highest sequence handled (status.lastHandledRevokeSequence, and the
+// Secret's HandledRevokeSequenceAnnotation), which lets the plugin prune handled requests and
+// keeps one that GitOps puts back from being handled again; an unnumbered one by its text, for as
+// long as the annotation holds it (status.lastHandledRevokeRequest, and the Secret's
+// HandledRevokeAnnotation). So a request is handled once however many a keyring sees. The keys they name are removed at once, in any phase (suspended or
 // stalled too), without the TTL wait: tokens sealed with them fail from then on, which is the
 // point. A key any request names never seals: revocation comes before any other decision of the
 // pass, a keyring taken as it is included, and a fresh key never takes a named id. A revoked
@@ -168,6 +175,13 @@ limitations under the License.
 //     what the kubelet had projected then. A pod that stops mid-phase stops counting once its Pod
 //     is gone. An eviction a PodDisruptionBudget refuses is asked again on the next passes.
 //   - spec.suspend: no rotation starts (neither due nor requested); one under way finishes.
+//   - spec.rotationWindows (windows.go): a rotation due outside every window starts at the next
+//     opening, which status.nextRotationTime shows; one that started inside a window finishes
+//     after it closes, since only leaving Stable waits for a window. A request (mrtr.dev/rotate)
+//     and a revocation never wait: whoever asks has decided that now is the time, and a revoked
+//     key must go at once. Windows the parser refuses hold scheduled rotations back, Stalled
+//     naming the field; no window within rotationInterval of the due time is the
+//     RotationWindowWarning condition.
 //   - spec.tokenTTL (or clockSkew, terminationGracePeriod) raised: a server may now seal tokens
 //     that live longer, so status.ttlWaits keeps the longest TTL wait declared while each key
 //     sealed, and the wait before the old keys' removal lasts at least the longest declared since

@@ -45,6 +45,8 @@ type Settings struct {
 	NextKey mrtrv1alpha1.NextKey
 	// KeyBytes is how many random bytes each new key has.
 	KeyBytes int
+	// Windows are spec.rotationWindows, parsed; nil when there are none (always open).
+	Windows *Windows
 }
 
 // Staged reports whether each rotation ends by staging the next key.
@@ -96,6 +98,7 @@ func SettingsFrom(spec mrtrv1alpha1.MRTRKeyringSpec) Settings {
 		Suspend:                spec.Suspend,
 		NextKey:                cmp.Or(spec.NextKey, Defaults.NextKey),
 		KeyBytes:               max(int(spec.KeyBytes), Defaults.KeyBytes),
+		Windows:                ParseWindows(spec.RotationWindows),
 	}
 	return s
 }
@@ -129,8 +132,10 @@ type SecretObservation struct {
 	WrittenPhase       mrtrv1alpha1.Phase
 	WrittenFingerprint string
 	// HandledRotateRequest is the mrtrv1alpha1.HandledRotateAnnotation, HandledRevokeRequest the
-	// HandledRevokeAnnotation.
+	// HandledRevokeAnnotation, HandledRevokeSequence the HandledRevokeSequenceAnnotation (0 when
+	// absent or not a number).
 	HandledRotateRequest, HandledRevokeRequest string
+	HandledRevokeSequence                      int64
 	// Staged is the id the StagedKeyAnnotation names, "" when none.
 	Staged string
 	// Revoked are the ids the RevokedKeysAnnotation lists.
@@ -163,15 +168,16 @@ func ObserveSecret(exists bool, secretType string, data map[string][]byte, annot
 		return SecretObservation{State: SecretInvalid, Problem: err.Error()}
 	}
 	return SecretObservation{
-		State:                SecretValid,
-		Keyring:              r,
-		WrittenPhase:         mrtrv1alpha1.Phase(annotations[mrtrv1alpha1.PhaseAnnotation]),
-		WrittenFingerprint:   annotations[mrtrv1alpha1.FingerprintAnnotation],
-		HandledRotateRequest: annotations[mrtrv1alpha1.HandledRotateAnnotation],
-		HandledRevokeRequest: annotations[mrtrv1alpha1.HandledRevokeAnnotation],
-		Staged:               annotations[mrtrv1alpha1.StagedKeyAnnotation],
-		Revoked:              splitIDs(annotations[mrtrv1alpha1.RevokedKeysAnnotation]),
-		TokenTTL:             declaredTTL(data[keyring.TokenTTLDataKey]),
+		State:                 SecretValid,
+		Keyring:               r,
+		WrittenPhase:          mrtrv1alpha1.Phase(annotations[mrtrv1alpha1.PhaseAnnotation]),
+		WrittenFingerprint:    annotations[mrtrv1alpha1.FingerprintAnnotation],
+		HandledRotateRequest:  annotations[mrtrv1alpha1.HandledRotateAnnotation],
+		HandledRevokeRequest:  annotations[mrtrv1alpha1.HandledRevokeAnnotation],
+		HandledRevokeSequence: handledSequence(annotations[mrtrv1alpha1.HandledRevokeSequenceAnnotation]),
+		Staged:                annotations[mrtrv1alpha1.StagedKeyAnnotation],
+		Revoked:               splitIDs(annotations[mrtrv1alpha1.RevokedKeysAnnotation]),
+		TokenTTL:              declaredTTL(data[keyring.TokenTTLDataKey]),
 	}
 }
 
@@ -184,13 +190,32 @@ func (d Decision) SecretAnnotations() map[string]string {
 		revoked[i] = k.ID
 	}
 	return map[string]string{
-		mrtrv1alpha1.PhaseAnnotation:         string(d.SecretPhase),
-		mrtrv1alpha1.FingerprintAnnotation:   d.Secret.Fingerprint(),
-		mrtrv1alpha1.HandledRotateAnnotation: d.Status.LastHandledRotateRequest,
-		mrtrv1alpha1.HandledRevokeAnnotation: d.Status.LastHandledRevokeRequest,
-		mrtrv1alpha1.RevokedKeysAnnotation:   strings.Join(revoked, ","),
-		mrtrv1alpha1.StagedKeyAnnotation:     d.SecretStaged,
+		mrtrv1alpha1.PhaseAnnotation:                 string(d.SecretPhase),
+		mrtrv1alpha1.FingerprintAnnotation:           d.Secret.Fingerprint(),
+		mrtrv1alpha1.HandledRotateAnnotation:         d.Status.LastHandledRotateRequest,
+		mrtrv1alpha1.HandledRevokeAnnotation:         d.Status.LastHandledRevokeRequest,
+		mrtrv1alpha1.HandledRevokeSequenceAnnotation: handledSequenceValue(d.Status.LastHandledRevokeSequence),
+		mrtrv1alpha1.RevokedKeysAnnotation:           strings.Join(revoked, ","),
+		mrtrv1alpha1.StagedKeyAnnotation:             d.SecretStaged,
 	}
+}
+
+// handledSequence reads a HandledRevokeSequenceAnnotation: 0, nothing handled, unless it is a
+// non-negative number.
+func handledSequence(s string) int64 {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// handledSequenceValue is the HandledRevokeSequenceAnnotation of n: none for 0.
+func handledSequenceValue(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.FormatInt(n, 10)
 }
 
 // splitIDs splits a comma-separated list of key ids, dropping blanks.
@@ -252,6 +277,13 @@ type Workload struct {
 	// (status.replicas): a view of Pods with fewer is partial (the cache has not seen them all
 	// yet) and proves nothing.
 	CountedPods int32
+	// MaxUnavailable is how many of its pods its rollout strategy lets be unavailable at once
+	// (maxUnavailable, resolved against its replicas); 0 means none or unknown. It paces the
+	// restarts of pods that do not acknowledge, when no PodDisruptionBudget covers them.
+	MaxUnavailable int32
+	// DisruptionBudget, when not nil, is the disruptionsAllowed of the PodDisruptionBudget that
+	// covers its pods: that paces the restarts instead.
+	DisruptionBudget *int32
 }
 
 // Pod is one consumer pod as observed.
@@ -264,7 +296,25 @@ type Pod struct {
 	CreatedAt time.Time
 	// Terminating: deletionTimestamp is set. It may serve until it is gone, so it still counts.
 	Terminating bool
+	// NodeName is the node it is scheduled on, "" when none yet.
+	NodeName string
+	// Node is what is known of that node's readiness. A pod on a node that is not Ready is not
+	// restarted for a missing acknowledgement.
+	Node NodeState
 }
+
+// NodeState is what is known of the readiness of a pod's node.
+type NodeState int
+
+const (
+	// NodeUnknown: the pod is not scheduled, its node was not seen, or the operator may not read
+	// Nodes (Input.NodesUnreadable).
+	NodeUnknown NodeState = iota
+	// NodeReady: its node's Ready condition is True.
+	NodeReady
+	// NodeNotReady: its node's Ready condition is False or Unknown (the node stopped reporting).
+	NodeNotReady
+)
 
 // ref is "Kind/name", as in messages.
 func (w Workload) ref() string { return string(w.Kind) + "/" + w.Name }
@@ -295,6 +345,9 @@ type Input struct {
 	// RotateRequest and RevokeRequest are the current values of the mrtr.dev/rotate and
 	// mrtr.dev/revoke annotations.
 	RotateRequest, RevokeRequest string
+	// NodesUnreadable: the operator may not read Nodes (a namespace-scoped install), so every pod's
+	// Node is NodeUnknown, and the status says so when that matters.
+	NodesUnreadable bool
 }
 
 // Event is a Kubernetes Event to emit (events.k8s.io/v1: type, reason, action, note).

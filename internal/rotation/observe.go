@@ -84,6 +84,7 @@ func restoreRecords(st mrtrv1alpha1.MRTRKeyringStatus, sec SecretObservation, no
 	if st.LastHandledRevokeRequest == "" {
 		st.LastHandledRevokeRequest = sec.HandledRevokeRequest
 	}
+	st.LastHandledRevokeSequence = max(st.LastHandledRevokeSequence, sec.HandledRevokeSequence) // it only grows
 	for _, id := range sec.Revoked {
 		if !slices.ContainsFunc(st.RevokedKeys, func(k mrtrv1alpha1.RevokedKey) bool { return k.ID == id }) {
 			st.RevokedKeys = recordRevoked(st.RevokedKeys, id, "", now)

@@ -93,17 +93,20 @@ type revocation struct {
 }
 
 // revocations are the ids of kr to remove now: those the new requests of mrtr.dev/revoke name, and
-// any revoked before that kr holds again. The annotation accumulates requests (items: key ids, or
-// RevokeAll items), and a request is new until it is among those handled (status, or the
-// Secret's record): so no request is lost, however many follow one another while the operator is
-// away. An item naming no key of kr is refused with an event, once.
+// any revoked before that kr holds again. A request is new until it is handled (status, or the
+// Secret's record; see mrtrv1alpha1.RevokeRequest): a numbered one until its sequence is at or
+// below the highest handled, an unnumbered one until it is among those recorded. So no request is
+// lost, however many follow one another while the operator is away, and none is handled twice,
+// however many a keyring sees. An item naming no key of kr is refused with an event, once.
 func revocations(f facts, o outcome, kr *keyring.Keyring) (outcome, revocation) {
 	var r revocation
 	fresh := newRevokeRequests(f.in, o.status)
 	if len(fresh) > 0 {
-		o.status.LastHandledRevokeRequest = handledRevokeRequests(f.in, o.status, fresh)
-		r.named = fresh
-		if slices.ContainsFunc(fresh, func(id string) bool { return strings.HasPrefix(id, mrtrv1alpha1.RevokeAll) }) {
+		o.status = handledRevokeRequests(f.in, o.status, fresh)
+		for _, req := range fresh {
+			r.named = append(r.named, req.Target)
+		}
+		if slices.ContainsFunc(fresh, mrtrv1alpha1.RevokeRequest.RevokesAll) {
 			r.named = kr.IDs()
 		}
 	}
@@ -132,38 +135,31 @@ func revocations(f facts, o outcome, kr *keyring.Keyring) (outcome, revocation) 
 	return o, r
 }
 
-// newRevokeRequests are the items of mrtr.dev/revoke not handled yet, by this keyring (status) or
-// by an earlier one of the same name (the Secret's record).
-func newRevokeRequests(in Input, st mrtrv1alpha1.MRTRKeyringStatus) []string {
-	handled := map[string]bool{}
-	for _, item := range append(splitIDs(st.LastHandledRevokeRequest), splitIDs(in.Secret.HandledRevokeRequest)...) {
-		handled[item] = true
-	}
-	var fresh []string
-	for _, item := range splitIDs(in.RevokeRequest) {
-		if !handled[item] {
-			handled[item] = true
-			fresh = append(fresh, item)
-		}
-	}
-	return fresh
+// newRevokeRequests are the requests of mrtr.dev/revoke not handled yet, by this keyring (status)
+// or by an earlier one of the same name (the Secret's record).
+func newRevokeRequests(in Input, st mrtrv1alpha1.MRTRKeyringStatus) []mrtrv1alpha1.RevokeRequest {
+	handled := append(splitIDs(st.LastHandledRevokeRequest), splitIDs(in.Secret.HandledRevokeRequest)...)
+	return mrtrv1alpha1.PendingRevokeRequests(mrtrv1alpha1.ParseRevokeRequests(in.RevokeRequest),
+		max(st.LastHandledRevokeSequence, in.Secret.HandledRevokeSequence), handled)
 }
 
-// maxHandledRevokeRequests is how many handled requests status.lastHandledRevokeRequest (and the
-// Secret's record) keep: the last ones. A request older than that, and still in the annotation, is
-// handled again, which revokes nothing more (its keys are gone, and recorded as revoked).
-const maxHandledRevokeRequests = 64
-
-// handledRevokeRequests is the record of handled requests once fresh are handled too.
-func handledRevokeRequests(in Input, st mrtrv1alpha1.MRTRKeyringStatus, fresh []string) string {
-	items := splitIDs(st.LastHandledRevokeRequest)
-	for _, item := range splitIDs(in.Secret.HandledRevokeRequest) {
-		if !slices.Contains(items, item) {
-			items = append(items, item)
+// handledRevokeRequests is st once fresh are handled too: the highest sequence handled, and the
+// unnumbered requests handled that the annotation holds, in its order. An unnumbered request the
+// annotation no longer holds is forgotten here, on a pass that handles a new request, and not
+// before: that bounds the record by the annotation, and a request dropped and put back in between
+// (a GitOps tool replacing the annotation) is not taken for new. Numbered requests need no record
+// but the sequence, which is what lets kubectl mrtr revoke prune them from the annotation.
+func handledRevokeRequests(in Input, st mrtrv1alpha1.MRTRKeyringStatus, fresh []mrtrv1alpha1.RevokeRequest) mrtrv1alpha1.MRTRKeyringStatus {
+	handled := append(splitIDs(st.LastHandledRevokeRequest), splitIDs(in.Secret.HandledRevokeRequest)...)
+	var unnumbered []string
+	for _, r := range mrtrv1alpha1.ParseRevokeRequests(in.RevokeRequest) {
+		if r.Sequence == 0 && (slices.Contains(handled, r.Target) || slices.Contains(fresh, r)) {
+			unnumbered = append(unnumbered, r.Target)
 		}
 	}
-	items = append(items, fresh...)
-	return strings.Join(items[max(0, len(items)-maxHandledRevokeRequests):], ",")
+	st.LastHandledRevokeRequest = strings.Join(unnumbered, ",")
+	st.LastHandledRevokeSequence = max(st.LastHandledRevokeSequence, in.Secret.HandledRevokeSequence, mrtrv1alpha1.LastRevokeSequence(fresh))
+	return st
 }
 
 // without is kr without the keys of drop, and its staged key: a revoked primary's successor seals,

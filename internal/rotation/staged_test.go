@@ -444,13 +444,13 @@ func TestStagedStep(t *testing.T) {
 func TestSecretAnnotationsRoundTrip(t *testing.T) {
 	kr := ring(t, "k1", "k2")
 	d := Decision{Secret: kr, SecretPhase: mrtrv1alpha1.PhaseRevoking, SecretStaged: "k2", Status: mrtrv1alpha1.MRTRKeyringStatus{
-		LastHandledRotateRequest: "r", LastHandledRevokeRequest: "k0,k9",
+		LastHandledRotateRequest: "r", LastHandledRevokeRequest: "k0,k9", LastHandledRevokeSequence: 65,
 		RevokedKeys: []mrtrv1alpha1.RevokedKey{{ID: "k0"}, {ID: "k9"}},
 	}}
 	data := map[string][]byte{keyring.SecretDataKey: mustMarshal(t, kr)}
 	got := ObserveSecret(true, keyring.SecretType, data, d.SecretAnnotations())
 	if !got.writtenByUs() || got.WrittenPhase != mrtrv1alpha1.PhaseRevoking || got.Staged != "k2" || got.HandledRotateRequest != "r" ||
-		got.HandledRevokeRequest != "k0,k9" || !slices.Equal(got.Revoked, []string{"k0", "k9"}) {
+		got.HandledRevokeRequest != "k0,k9" || got.HandledRevokeSequence != 65 || !slices.Equal(got.Revoked, []string{"k0", "k9"}) {
 		t.Errorf("read back %+v", got)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
@@ -55,6 +56,11 @@ func daemonSetRollout(d *appsv1.DaemonSet) Rollout {
 	name := Ref{Kind: DaemonSet, Name: d.Name}
 	st := d.Status
 	r := Rollout{Desired: st.DesiredNumberScheduled, Ready: min(st.UpdatedNumberScheduled, st.NumberAvailable)}
+	var v *intstr.IntOrString
+	if ru := d.Spec.UpdateStrategy.RollingUpdate; ru != nil {
+		v = ru.MaxUnavailable
+	}
+	r.MaxUnavailable = scaled(v, intstr.FromInt32(1), r.Desired, true)
 	if d.Generation > st.ObservedGeneration {
 		r.Unobserved = true
 		r.Message = fmt.Sprintf("%s: waiting for the daemonset controller to observe generation %d", name, d.Generation)

@@ -22,6 +22,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
@@ -57,8 +58,17 @@ func deploymentRollout(d *appsv1.Deployment) Rollout {
 	name := Ref{Kind: Deployment, Name: d.Name}
 	st := d.Status
 	r := Rollout{Desired: replicas(d.Spec.Replicas), Ready: min(st.UpdatedReplicas, st.AvailableReplicas)}
-	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType && r.Desired > 0 {
-		r.Outage = "strategy Recreate stops every pod before it starts new ones"
+	if d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+		r.MaxUnavailable = r.Desired
+		if r.Desired > 0 {
+			r.Outage = "strategy Recreate stops every pod before it starts new ones"
+		}
+	} else {
+		var v *intstr.IntOrString
+		if ru := d.Spec.Strategy.RollingUpdate; ru != nil {
+			v = ru.MaxUnavailable
+		}
+		r.MaxUnavailable = scaled(v, intstr.FromString("25%"), r.Desired, false)
 	}
 	if d.Generation > st.ObservedGeneration {
 		r.Unobserved = true

@@ -27,6 +27,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 )
 
@@ -82,10 +83,11 @@ func AcknowledgementKeys(pod client.Object) []string {
 }
 
 // StripPod is a cache transform for Pods: it keeps what the operator reads (name, labels,
-// acknowledgements and who wrote them, creation and deletion times, owners, phase, and the Secrets
-// the pod references) and drops the rest (the spec but for its Secret references, the status but for
-// its phase, every other annotation, the managed fields of anything but an acknowledgement), so that
-// watching every pod of the cluster costs little memory.
+// acknowledgements and who wrote them, the operator's own nudge (mrtrv1alpha1.WrittenAnnotation),
+// creation and deletion times, owners, phase, node, and the Secrets the pod references) and drops
+// the rest (the spec but for its Secret references and node, the status but for its phase, every
+// other annotation, the managed fields of anything but an acknowledgement), so that watching every
+// pod of the cluster costs little memory.
 func StripPod(obj any) (any, error) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -96,16 +98,40 @@ func StripPod(obj any) (any, error) {
 		Generation: pod.Generation, CreationTimestamp: pod.CreationTimestamp, DeletionTimestamp: pod.DeletionTimestamp,
 		Labels: pod.Labels, OwnerReferences: pod.OwnerReferences, ManagedFields: acknowledgementWriters(pod.ManagedFields),
 	}, Status: corev1.PodStatus{Phase: pod.Status.Phase}}
-	for _, k := range AcknowledgementKeys(pod) {
+	keys := AcknowledgementKeys(pod)
+	if _, ok := pod.Annotations[mrtrv1alpha1.WrittenAnnotation]; ok {
+		// The operator's own nudge: its next one must differ from it (NextNudge).
+		keys = append(keys, mrtrv1alpha1.WrittenAnnotation)
+	}
+	for _, k := range keys {
 		if out.Annotations == nil {
 			out.Annotations = map[string]string{}
 		}
 		out.Annotations[k] = pod.Annotations[k]
 	}
-	for _, name := range ReferencedSecrets(pod) {
-		// One volume per Secret is all ReferencedSecrets needs to read the references back.
-		out.Spec.Volumes = append(out.Spec.Volumes, corev1.Volume{Name: name,
-			VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: name}}})
-	}
+	// The Secret references as stripTemplate keeps them, volumes apart from environment variables:
+	// only a Secret volume is refreshed in a running pod, so only its pods are nudged (MountedSecrets).
+	out.Spec = stripTemplate(&corev1.PodTemplateSpec{Spec: pod.Spec}).Spec
+	out.Spec.NodeName = pod.Spec.NodeName
 	return out, nil
+}
+
+// MountedSecrets returns the Secrets pod mounts as volumes (a secret volume or a projected Secret),
+// sorted: the ones the kubelet refreshes in a running pod, unlike Secret environment variables.
+func MountedSecrets(pod *corev1.Pod) []string {
+	var names []string
+	for _, v := range pod.Spec.Volumes {
+		if v.Secret != nil {
+			names = append(names, v.Secret.SecretName)
+		}
+		if v.Projected != nil {
+			for _, src := range v.Projected.Sources {
+				if src.Secret != nil {
+					names = append(names, src.Secret.Name)
+				}
+			}
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }

@@ -17,6 +17,7 @@ limitations under the License.
 package workload
 
 import (
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -38,6 +39,24 @@ type Rollout struct {
 	// Outage, when not empty, says why every restart of the workload is an outage: its update
 	// strategy stops every pod before it starts new ones.
 	Outage string
+	// MaxUnavailable is how many of its pods its update strategy lets be unavailable at once, as
+	// its controller resolves maxUnavailable against the pods it wants (0 for none: it surges
+	// instead); it paces the operator's restarts of pods that do not acknowledge.
+	MaxUnavailable int32
+}
+
+// scaled resolves an update strategy's maxUnavailable against desired pods, as the workload's
+// controller does (roundUp: StatefulSets and DaemonSets round a percentage up, Deployments down),
+// with def where it is unset. An invalid value, which the API server refuses, counts as 1.
+func scaled(v *intstr.IntOrString, def intstr.IntOrString, desired int32, roundUp bool) int32 {
+	if v == nil {
+		v = &def
+	}
+	n, err := intstr.GetScaledValueFromIntOrPercent(v, int(desired), roundUp)
+	if err != nil {
+		return 1
+	}
+	return int32(min(max(n, 0), int(desired)))
 }
 
 // RolloutStatus reports whether the workload's current pod template has rolled out, in the sense of

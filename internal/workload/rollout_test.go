@@ -23,6 +23,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
@@ -240,6 +241,7 @@ func TestRolloutStatus(t *testing.T) {
 				t.Errorf("message %q does not contain %q", got.Message, tc.message)
 			}
 			got.Message = ""
+			got.MaxUnavailable = 0 // TestRolloutStatusResolvesMaxUnavailable
 			if got != tc.want {
 				t.Errorf("RolloutStatus = %+v, want %+v", got, tc.want)
 			}
@@ -314,6 +316,56 @@ func TestRolloutStatusNamesOutageStrategies(t *testing.T) {
 		}
 		if (r.Outage != "") != tc.outage {
 			t.Errorf("%s: Outage %q, want an outage: %v", name, r.Outage, tc.outage)
+		}
+	}
+}
+
+func TestRolloutStatusResolvesMaxUnavailable(t *testing.T) {
+	pct := func(s string) *intstr.IntOrString { v := intstr.FromString(s); return &v }
+	num := func(n int32) *intstr.IntOrString { v := intstr.FromInt32(n); return &v }
+	withDeployment := func(replicas int32, strategy appsv1.DeploymentStrategy) client.Object {
+		d := deployment(1, &replicas, appsv1.DeploymentStatus{ObservedGeneration: 1})
+		d.Spec.Strategy = strategy
+		return d
+	}
+	rolling := func(v *intstr.IntOrString) appsv1.DeploymentStrategy {
+		return appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{MaxUnavailable: v}}
+	}
+	sts := func(replicas int32, v *intstr.IntOrString) client.Object {
+		s := statefulSet(1, replicas, nil, appsv1.StatefulSetStatus{ObservedGeneration: 1})
+		if v != nil {
+			s.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{MaxUnavailable: v}
+		}
+		return s
+	}
+	ds := func(desired int32, v *intstr.IntOrString) client.Object {
+		d := daemonSet(appsv1.DaemonSetStatus{ObservedGeneration: 5, DesiredNumberScheduled: desired})
+		if v != nil {
+			d.Spec.UpdateStrategy.RollingUpdate = &appsv1.RollingUpdateDaemonSet{MaxUnavailable: v}
+		}
+		return d
+	}
+	for name, tc := range map[string]struct {
+		obj  client.Object
+		want int32
+	}{
+		"a Deployment's default, 25% rounded down": {withDeployment(8, appsv1.DeploymentStrategy{}), 2},
+		"25% of 3 is none: the Deployment surges":  {withDeployment(3, rolling(nil)), 0},
+		"a Deployment's number":                    {withDeployment(4, rolling(num(3))), 3},
+		"a Deployment's percentage":                {withDeployment(10, rolling(pct("50%"))), 5},
+		"Recreate: every pod":                      {withDeployment(4, appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}), 4},
+		"a StatefulSet's default, one":             {sts(5, nil), 1},
+		"a StatefulSet's percentage, rounded up":   {sts(5, pct("30%")), 2},
+		"a DaemonSet's default, one":               {ds(6, nil), 1},
+		"a DaemonSet's percentage, rounded up":     {ds(6, pct("10%")), 1},
+		"a number above the pods is every pod":     {ds(2, num(5)), 2},
+	} {
+		r, err := RolloutStatus(tc.obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.MaxUnavailable != tc.want {
+			t.Errorf("%s: maxUnavailable %d, want %d", name, r.MaxUnavailable, tc.want)
 		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
@@ -53,6 +54,11 @@ func statefulSetRollout(s *appsv1.StatefulSet) Rollout {
 	name := Ref{Kind: StatefulSet, Name: s.Name}
 	st := s.Status
 	r := Rollout{Desired: replicas(s.Spec.Replicas), Ready: min(st.UpdatedReplicas, st.AvailableReplicas)}
+	var v *intstr.IntOrString
+	if ru := s.Spec.UpdateStrategy.RollingUpdate; ru != nil {
+		v = ru.MaxUnavailable
+	}
+	r.MaxUnavailable = scaled(v, intstr.FromInt32(1), r.Desired, true)
 	// The StatefulSet controller leaves observedGeneration at 0 until it first sees the object.
 	if st.ObservedGeneration == 0 || s.Generation > st.ObservedGeneration {
 		r.Unobserved = true

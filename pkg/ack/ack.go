@@ -40,6 +40,12 @@ import (
 // AnnotationPrefix starts every acknowledgement annotation key.
 const AnnotationPrefix = "loaded.mrtr.dev/"
 
+// ServiceAccountDirEnv names the environment variable that, when set, replaces the service
+// account directory (token, ca.crt, namespace) a Reporter reads when Config.ServiceAccountDir is
+// empty. In a pod the kubelet's mount is right and the variable is unset; the conformance check
+// (test/conformance, docs/consumers.md) sets it to point a consumer at its fake API server.
+const ServiceAccountDirEnv = "MRTR_SERVICE_ACCOUNT_DIR"
+
 // Defaults of a Config.
 const (
 	defaultServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -84,7 +90,8 @@ type Config struct {
 	// APIServer is the API server's base URL: default https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT
 	// (IPv6 hosts bracketed, as net.JoinHostPort does).
 	APIServer string
-	// ServiceAccountDir holds token and ca.crt: default /var/run/secrets/kubernetes.io/serviceaccount.
+	// ServiceAccountDir holds token and ca.crt: default $MRTR_SERVICE_ACCOUNT_DIR, else
+	// /var/run/secrets/kubernetes.io/serviceaccount.
 	// The token is read again for every request (the kubelet rotates bound tokens).
 	ServiceAccountDir string
 	// OnError receives every failed attempt (never key bytes, never the token); nil discards them.
@@ -107,9 +114,12 @@ type Reporter struct {
 
 	minBackoff, maxBackoff, timeout time.Duration
 
-	mu     sync.Mutex // guards latest and acked
+	mu     sync.Mutex // guards latest, acked and onPod
 	latest string     // the last fingerprint reported
 	acked  string     // the last fingerprint the API server accepted
+	// onPod is the fingerprint the Pod is known to carry: acked after an accepted request, "" after
+	// a failed one, whose PATCH the API server may have applied although its answer was lost.
+	onPod string
 
 	// wake holds a token when Report changed latest since Run last looked: one slot, so Report
 	// never blocks and any number of Reports coalesce into one wake-up.
@@ -128,7 +138,7 @@ func New(c Config) (*Reporter, error) {
 		return nil, fmt.Errorf("ack: secret %q is not a Secret name "+
 			"(a DNS subdomain: at most 253 lowercase letters, digits, '-' and '.')", c.Secret)
 	}
-	dir := cmp.Or(c.ServiceAccountDir, defaultServiceAccountDir)
+	dir := cmp.Or(c.ServiceAccountDir, os.Getenv(ServiceAccountDirEnv), defaultServiceAccountDir)
 	pod := cmp.Or(c.PodName, os.Getenv("POD_NAME"))
 	if pod == "" {
 		return nil, errors.New("ack: no pod name: set Config.PodName or $POD_NAME (the downward API's metadata.name)")

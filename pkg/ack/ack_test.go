@@ -257,7 +257,7 @@ func TestAnnotationKey(t *testing.T) {
 
 // clearEnv unsets every variable New reads, so the machine running the tests does not matter.
 func clearEnv(t *testing.T) {
-	for _, v := range []string{"POD_NAME", "POD_NAMESPACE", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"} {
+	for _, v := range []string{"POD_NAME", "POD_NAMESPACE", "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", ServiceAccountDirEnv} {
 		t.Setenv(v, "")
 	}
 }
@@ -299,6 +299,26 @@ func TestNewErrors(t *testing.T) {
 				t.Errorf("error %q contains the token", err)
 			}
 		})
+	}
+}
+
+// $MRTR_SERVICE_ACCOUNT_DIR replaces the kubelet's mount when Config leaves the directory empty:
+// the token, CA and namespace all come from there.
+func TestServiceAccountDirFromEnv(t *testing.T) {
+	clearEnv(t)
+	s := newFakeAPI(t)
+	writeFile(t, filepath.Join(s.dir, "namespace"), "mcp\n")
+	t.Setenv(ServiceAccountDirEnv, s.dir)
+	c := s.config()
+	c.ServiceAccountDir, c.Namespace = "", ""
+	r := mustNew(t, c)
+	if r.tokenPath != filepath.Join(s.dir, "token") || r.pod != "mcp/weather-0" {
+		t.Errorf("token %q, pod %q: not read from $%s", r.tokenPath, r.pod, ServiceAccountDirEnv)
+	}
+	run(t, r)
+	r.Report("f1")
+	if got := s.next(t).path; got != "/api/v1/namespaces/mcp/pods/weather-0" {
+		t.Errorf("path = %q", got)
 	}
 }
 
@@ -806,4 +826,72 @@ func TestFollowNil(t *testing.T) {
 	}
 	c.OnError = nil
 	mustNew(t, c).Follow(nil) // without OnError too
+}
+
+// A PATCH that the API server applied but whose answer was lost leaves the Pod's annotation
+// unknown: when the keyring then returns to the fingerprint acknowledged before, it is sent again
+// (else the Pod would keep the other one while the process serves this one, and be evicted).
+func TestLostAnswerIsSentAgain(t *testing.T) {
+	s := newFakeAPI(t)
+	r := mustNew(t, s.config())
+	run(t, r)
+
+	r.Report("f1")
+	eventually(t, "f1 acknowledged", func() bool { return r.Acknowledged() == "f1" })
+	if got := s.next(t).body; !strings.Contains(got, `"f1"`) {
+		t.Fatalf("request %s, want f1", got)
+	}
+	s.setRespond(func(w http.ResponseWriter, _ *http.Request) {
+		// Applied (recorded), then the connection is cut before any answer.
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		_ = conn.Close()
+	})
+	r.Report("f2")
+	if got := s.next(t).body; !strings.Contains(got, `"f2"`) {
+		t.Fatalf("request %s, want f2", got)
+	}
+	s.setRespond(nil)
+	r.Report("f1") // back to what was acknowledged before f2's lost answer
+	for {
+		if got := s.next(t).body; strings.Contains(got, `"f1"`) {
+			break // s.next fails the test if f1 is never sent again
+		}
+	}
+	eventually(t, "f1 acknowledged", func() bool { return r.Acknowledged() == "f1" })
+}
+
+// The reason phrase of an HTTP/1.1 status line is the server's text, like the body: an endpoint the
+// pod's CA trusts (a proxy) cannot put escapes, a flood of text or the echoed token into OnError.
+func TestStatusLineIsSanitized(t *testing.T) {
+	s := newFakeAPI(t)
+	s.setRespond(func(w http.ResponseWriter, _ *http.Request) {
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer func() { _ = conn.Close() }()
+		reason := "\x1b]0;pwned\x07\x1b[2J Bearer token-1 " + strings.Repeat("A", 100<<10)
+		_, _ = buf.WriteString("HTTP/1.1 502 " + reason + "\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+		_ = buf.Flush()
+	})
+	log := newErrorLog()
+	c := s.config()
+	c.OnError = log.onError
+	r := mustNew(t, c)
+	run(t, r)
+	r.Report("f1")
+	err := log.next(t).Error()
+	for _, bad := range []string{"\x1b", "\x07", "token-1"} {
+		if strings.Contains(err, bad) {
+			t.Errorf("OnError(%q) contains %q", err, bad)
+		}
+	}
+	if len(err) > 1000 || !strings.Contains(err, `502 "\x1b]0;pwned`) {
+		t.Errorf("OnError(%.300q) (%d bytes), want the reason quoted, cut and redacted", err, len(err))
+	}
 }

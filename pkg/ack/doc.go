@@ -86,5 +86,6 @@ limitations under the License.
 //	    valueFrom: {fieldRef: {fieldPath: metadata.namespace}}
 //
 // Without $POD_NAMESPACE the namespace file of the service account is read instead. Every one of
-// these can be set in Config instead.
+// these can be set in Config instead, and $MRTR_SERVICE_ACCOUNT_DIR (ServiceAccountDirEnv) replaces
+// the service account directory, as the conformance check of docs/consumers.md does.
 package ack

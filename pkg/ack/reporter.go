@@ -139,8 +139,8 @@ func (r *Reporter) Run(ctx context.Context) error {
 				if ctx.Err() != nil {
 					return nil // cancelled mid-request: not a failure worth reporting
 				}
+				r.settle(fp, err)
 				if err == nil {
-					r.accept(fp)
 					failures = 0
 					continue // a newer fingerprint may have come meanwhile
 				}
@@ -164,20 +164,28 @@ func (r *Reporter) Run(ctx context.Context) error {
 	}
 }
 
-// pending returns the fingerprint to publish, "" if the latest one is already acknowledged.
+// pending returns the fingerprint to publish, "" if the Pod is known to carry the latest one.
 func (r *Reporter) pending() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.latest == r.acked {
+	if r.latest == r.onPod {
 		return ""
 	}
 	return r.latest
 }
 
-func (r *Reporter) accept(fp string) {
+// settle records the outcome of the request that published fp. After a failure what the Pod carries
+// is unknown: the API server may have applied a PATCH whose answer was lost (a timeout, a cut
+// connection), so that a later return to the fingerprint acknowledged before must be sent again, or
+// the Pod would keep the other one while the process serves this one, and be evicted as a laggard.
+func (r *Reporter) settle(fp string, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.acked = fp
+	if err != nil {
+		r.onPod = ""
+		return
+	}
+	r.acked, r.onPod = fp, fp
 }
 
 // backoff returns the pause after the n-th failure in a row (n ≥ 1): uniformly random in the upper half
@@ -230,7 +238,20 @@ func (r *Reporter) publish(ctx context.Context, fp string) error {
 		return nil
 	}
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody)) // what was read is enough to explain
-	return fmt.Errorf("ack: patch pod %s: %s: %s%s", r.pod, resp.Status, statusMessage(b, token), hint(resp.StatusCode))
+	return fmt.Errorf("ack: patch pod %s: %s: %s%s", r.pod, statusLine(resp, token), statusMessage(b, token), hint(resp.StatusCode))
+}
+
+// statusLine returns the status code and reason phrase of resp. The phrase is the server's text (any
+// endpoint the pod's CA trusts can answer, a proxy say): one that is not the standard one is treated
+// like the body's message, redacted, quoted and cut, so that it cannot carry escapes, 10 MB of text
+// or the echoed token into a log.
+func statusLine(resp *http.Response, token string) string {
+	code := strconv.Itoa(resp.StatusCode)
+	reason := strings.TrimPrefix(strings.TrimPrefix(resp.Status, code), " ")
+	if reason == "" || reason == http.StatusText(resp.StatusCode) {
+		return strings.TrimSpace(code + " " + http.StatusText(resp.StatusCode))
+	}
+	return code + " " + quoteCut(redact(reason, token))
 }
 
 // token reads the service account token. It is read for every request because the kubelet replaces a

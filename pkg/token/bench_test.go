@@ -146,7 +146,7 @@ func BenchmarkSealedCanonicalParams(b *testing.B) {
 // canonicalBenchBinding is benchBinding with its salient params in canonical form and the per-round
 // members dropped, as mcpstate binds them.
 func canonicalBenchBinding(b *testing.B) Binding {
-	params, err := canonical.AppendParams(nil, benchBinding.Params, unsalientParams...)
+	params, err := canonical.AppendParams(nil, benchBinding.Params, unboundParams...)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -283,7 +283,7 @@ func benchSealedBinding(b *testing.B) []byte {
 		b.Fatal(err)
 	}
 	c = append(c, ',')
-	if c, err = canonical.AppendParams(c, benchBinding.Params, unsalientParams...); err != nil {
+	if c, err = canonical.AppendParams(c, benchBinding.Params, unboundParams...); err != nil {
 		b.Fatal(err)
 	}
 	return append(c, ']')

@@ -302,3 +302,15 @@ func TestSealRefusesLongerThanTheKeyringDeclares(t *testing.T) {
 		t.Errorf("Signed 5m under a keyring declaring 5m: %v", err)
 	}
 }
+
+// UnboundParams is the codecs' list, and a copy of it: a caller cannot change what they bind.
+func TestUnboundParams(t *testing.T) {
+	got := UnboundParams()
+	if strings.Join(got, ",") != "_meta,requestState,inputResponses" {
+		t.Fatalf("UnboundParams() = %v", got)
+	}
+	got[0] = "arguments"
+	if unboundParams[0] != "_meta" {
+		t.Fatal("changing UnboundParams' result changed the codecs' list")
+	}
+}

@@ -426,7 +426,7 @@ func (s *Sealed) digest(sc *scratch, method string, params json.RawMessage) ([sh
 	if len(params) == 0 {
 		c = append(c, '{', '}')
 	} else {
-		c, err = sc.dec.AppendParams(c, params, unsalientParams...)
+		c, err = sc.dec.AppendParams(c, params, unboundParams...)
 	}
 	c = append(c, ']')
 	sc.canon = c

@@ -144,7 +144,7 @@ func FuzzOpenSealed(f *testing.F) {
 		if len(params) == 0 {
 			return []byte("{}")
 		}
-		c, err := canonical.AppendParams(nil, params, unsalientParams...)
+		c, err := canonical.AppendParams(nil, params, unboundParams...)
 		if err != nil {
 			return nil
 		}

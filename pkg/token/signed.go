@@ -314,7 +314,7 @@ func signedBinding(sc *signedScratch, b Binding) error {
 		dst = append(dst, '{', '}') // JSON-RPC params left out: nothing to bind
 	} else {
 		var err error
-		dst, err = sc.dec.AppendParams(dst, b.Params, unsalientParams...)
+		dst, err = sc.dec.AppendParams(dst, b.Params, unboundParams...)
 		sc.binding = dst
 		if err != nil {
 			return &InputError{Reason: err.Error()}

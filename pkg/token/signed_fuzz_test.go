@@ -63,7 +63,7 @@ func FuzzOpenSigned(f *testing.F) {
 				}
 				continue
 			}
-			canon, cerr := canonical.AppendParams(nil, params, unsalientParams...)
+			canon, cerr := canonical.AppendParams(nil, params, unboundParams...)
 			if !sealed[tok] || cerr != nil || !bytes.Equal(canon, wantParams) {
 				t.Fatalf("Open accepted token %q with params %q", tok, params)
 			}

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
@@ -177,9 +178,15 @@ func checkParamsObject(params []byte) error {
 		Reason: "is not a JSON object: bind the request's params object, or nothing for a request without params"}
 }
 
-// unsalientParams are the top-level params that change between the rounds of one request, so
-// neither codec binds them (see Binding.Params).
-var unsalientParams = []string{"_meta", "requestState", "inputResponses"}
+// unboundParams are the top-level params that change between the rounds of one request, so
+// neither codec binds them (see Binding.Params). UnboundParams gives them out.
+var unboundParams = []string{"_meta", "requestState", "inputResponses"}
+
+// UnboundParams are the names of the top-level params members that neither codec binds, because
+// they change between the rounds of one request: "_meta", "requestState" and "inputResponses".
+// Everything else in the params, at any depth, is bound. It returns a copy: the codecs' own list
+// cannot be changed through it.
+func UnboundParams() []string { return slices.Clone(unboundParams) }
 
 // Codec seals request state into a token and opens it again. Implementations are safe for
 // concurrent use.

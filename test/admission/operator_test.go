@@ -31,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 )
 
@@ -43,6 +44,10 @@ const (
 	operatorPolicyName  = "mrtr-operator-pod-annotation"
 	operatorPodsNS      = "payments"
 	operatorPodName     = "server"
+	// unrelatedNS holds a pod that mounts a Secret but is no keyring consumer.
+	unrelatedNS = "unrelated"
+	// podsSA runs the pods of operatorPodsNS, bound to the consumer role, as the servers are.
+	podsSA = "mcp"
 	operatorDeniedFixed = "the mrtr-operator (system:serviceaccount:" + operatorNS + ":" + operatorSA +
 		") may change nothing on pod " + operatorPodsNS + "/" + operatorPodName + " but its annotation mrtr.dev/keyring-written"
 )
@@ -68,19 +73,30 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 		expectTypeChecks(operatorPolicyName)
 
 		By("binding the role to the operator's ServiceAccount")
-		for _, n := range []string{operatorNS, operatorPodsNS} {
+		for _, n := range []string{operatorNS, operatorPodsNS, unrelatedNS} {
 			Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}})).To(Succeed())
 		}
+		Expect(admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: podsSA, Namespace: operatorPodsNS}})).To(Succeed())
+		Expect(admin.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: podsSA + "-keyring-consumer", Namespace: operatorPodsNS},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: consumerRole},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: podsSA, Namespace: operatorPodsNS}},
+		})).To(Succeed())
 		Expect(admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: operatorSA, Namespace: operatorNS}})).To(Succeed())
 		Expect(admin.Create(ctx, &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: "manager-rolebinding"},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: operatorSA, Namespace: operatorNS}},
 		})).To(Succeed())
-		pod = newPod(operatorPodsNS, operatorPodName, "default")
+		pod = mountingPod(operatorPodsNS, operatorPodName)
 		pod.Labels = map[string]string{"app": "server"}
 		pod.Annotations = map[string]string{"team": "payments"}
 		Expect(admin.Create(ctx, pod)).To(Succeed())
+		By("the pod acknowledging the keyring of the Secret it mounts, with a token bound to it, as pkg/ack does")
+		asPod := clientWithToken(boundToken(operatorPodsNS, podsSA, pod))
+		Eventually(func() error {
+			return mergePatch(asPod, pod, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey("payments"), fp1))
+		}).Should(Succeed(), "the pod could not acknowledge")
 		request := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
 		account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: operatorSA, Namespace: operatorNS}}
 		Expect(admin.SubResource("token").Create(ctx, account, request)).To(Succeed())
@@ -95,7 +111,7 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 	})
 
 	AfterAll(func() {
-		for _, n := range []string{operatorNS, operatorPodsNS} {
+		for _, n := range []string{operatorNS, operatorPodsNS, unrelatedNS} {
 			Expect(client.IgnoreNotFound(admin.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}))).To(Succeed())
 		}
 		binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "manager-rolebinding"}}
@@ -103,10 +119,10 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 	})
 
 	It("lets the operator write the annotation, change it and remove it", func() {
-		Expect(operatorPatch(operator, pod, written("fp-1"))).To(Succeed())
-		Expect(get(pod).Annotations).To(HaveKeyWithValue(mrtrv1alpha1.WrittenAnnotation, "fp-1"))
-		Expect(operatorPatch(operator, pod, written("fp-2"))).To(Succeed())
-		Expect(get(pod).Annotations).To(HaveKeyWithValue(mrtrv1alpha1.WrittenAnnotation, "fp-2"))
+		Expect(operatorPatch(operator, pod, written(fp1+"/1"))).To(Succeed())
+		Expect(get(pod).Annotations).To(HaveKeyWithValue(mrtrv1alpha1.WrittenAnnotation, fp1+"/1"))
+		Expect(operatorPatch(operator, pod, written(fp1+"/2"))).To(Succeed())
+		Expect(get(pod).Annotations).To(HaveKeyWithValue(mrtrv1alpha1.WrittenAnnotation, fp1+"/2"))
 		Expect(operatorPatch(operator, pod, fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, mrtrv1alpha1.WrittenAnnotation))).To(Succeed())
 		Expect(get(pod).Annotations).NotTo(HaveKey(mrtrv1alpha1.WrittenAnnotation))
 	})
@@ -121,13 +137,61 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 		Entry("another annotation", `{"metadata":{"annotations":{"team":"other"}}}`),
 		Entry("removing another annotation", `{"metadata":{"annotations":{"team":null}}}`),
 		Entry("a new annotation", `{"metadata":{"annotations":{"mrtr.dev/rotate":"now"}}}`),
-		Entry("its annotation together with another", `{"metadata":{"annotations":{"mrtr.dev/keyring-written":"fp-3","team":"other"}}}`),
+		Entry("its annotation together with another", `{"metadata":{"annotations":{"mrtr.dev/keyring-written":"0123456789abcdef/3","team":"other"}}}`),
 		Entry("a label", `{"metadata":{"labels":{"app":"other"}}}`),
 		Entry("a finalizer", `{"metadata":{"finalizers":["example.com/hold"]}}`),
 		Entry("an ownerReference", `{"metadata":{"ownerReferences":[`+
 			`{"apiVersion":"v1","kind":"ConfigMap","name":"x","uid":"00000000-0000-0000-0000-000000000001"}]}}`),
 		Entry("the spec", `{"spec":{"activeDeadlineSeconds":5}}`),
 	)
+
+	DescribeTable("refuses the operator a value of its annotation that is not a nudge's",
+		func(value string) {
+			before := get(pod)
+			expectOperatorDeniedIn(Default, operatorPatch(operator, pod, written(value)),
+				"may set mrtr.dev/keyring-written on pod "+operatorPodsNS+"/"+operatorPodName+" only to <fingerprint>/<n>")
+			Expect(get(pod).ResourceVersion).To(Equal(before.ResourceVersion), "the pod changed")
+		},
+		Entry("arbitrary text", "anything at all"),
+		Entry("a bare fingerprint", fp1),
+		Entry("upper-case hex", "0123456789ABCDEF/1"),
+		Entry("a number too large", fp1+"/1000000"),
+		Entry("a trailing line", fp1+"/1\nmore"),
+	)
+
+	It("refuses the operator a nudge of a pod in an unrelated namespace, which mounts a Secret but acknowledges none", func() {
+		other := mountingPod(unrelatedNS, "server")
+		Expect(admin.Create(ctx, other)).To(Succeed())
+		expectOperatorDeniedIn(Default, operatorPatch(operator, other, written(fp1+"/1")),
+			"may nudge only a keyring consumer: pod "+unrelatedNS+"/server acknowledges no keyring")
+		Expect(get(other).Annotations).NotTo(HaveKey(mrtrv1alpha1.WrittenAnnotation))
+
+		By("an admin's change there is not the policy's business")
+		Expect(mergePatch(admin, other, written("anything"))).To(Succeed())
+	})
+
+	It("refuses the operator a nudge of a pod that acknowledges a keyring of a Secret it does not mount", func() {
+		// It once mounted payments (its acknowledgement says so); now it mounts another Secret only.
+		other := newPod(operatorPodsNS, "other-secret", podsSA)
+		other.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "tls"}}}}}}}}
+		Expect(admin.Create(ctx, other)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(admin.Delete(ctx, other))).To(Succeed()) })
+		asOther := clientWithToken(boundToken(operatorPodsNS, podsSA, other))
+		Expect(mergePatch(asOther, other, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey("payments"), fp1))).To(Succeed())
+		expectOperatorDeniedIn(Default, operatorPatch(operator, other, written(fp1+"/1")),
+			"may nudge only a keyring consumer: pod "+operatorPodsNS+"/other-secret acknowledges no keyring")
+
+		By("and lets it nudge a pod that mounts the Secret through a projected volume")
+		projected := newPod(operatorPodsNS, "projected", podsSA)
+		projected.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "payments"}}}}}}}}
+		Expect(admin.Create(ctx, projected)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(admin.Delete(ctx, projected))).To(Succeed()) })
+		asProjected := clientWithToken(boundToken(operatorPodsNS, podsSA, projected))
+		Expect(mergePatch(asProjected, projected, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey("payments"), fp1))).To(Succeed())
+		Expect(operatorPatch(operator, projected, written(fp1+"/1"))).To(Succeed())
+	})
 
 	It("refuses the operator a pod's acknowledgement (which the acknowledgement policy refuses it too)", func() {
 		before := get(pod)
@@ -159,8 +223,31 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 	})
 })
 
-func written(fingerprint string) string {
-	return fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, mrtrv1alpha1.WrittenAnnotation, fingerprint)
+// fp1 is a fingerprint as pkg/keyring makes them: 16 hex digits.
+const fp1 = "0123456789abcdef"
+
+// written is the merge patch of the operator's nudge annotation to value.
+func written(value string) string {
+	return fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, mrtrv1alpha1.WrittenAnnotation, value)
+}
+
+// boundToken returns a token of the ServiceAccount namespace/sa bound to pod, as the kubelet mounts it.
+func boundToken(namespace, sa string, pod *corev1.Pod) string {
+	GinkgoHelper()
+	request := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600),
+		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}}}
+	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: namespace}}
+	Expect(admin.SubResource("token").Create(ctx, account, request)).To(Succeed())
+	return request.Status.Token
+}
+
+// mountingPod is a pod of podsSA that mounts the Secret payments, as a keyring's consumer does.
+func mountingPod(namespace, name string) *corev1.Pod {
+	pod := newPod(namespace, name, podsSA)
+	pod.Spec.Volumes = []corev1.Volume{{Name: "keyring",
+		VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "payments"}}}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "keyring", MountPath: "/etc/mrtr"}}
+	return pod
 }
 
 func podRef(pod *corev1.Pod) *corev1.Pod {

@@ -35,7 +35,10 @@ import (
 // NotRun are the files of docs/ whose sh blocks the test does not run, and why. Every other file
 // of docs/ is an operator document, run in full.
 var NotRun = map[string]string{
-	"benchmarks.md": "its commands run the token and scale benchmarks on a developer's machine (minutes of CPU each), not against a cluster",
+	"api.md":         "generated from the API types (make api-docs): fields, no commands",
+	"benchmarks.md":  "its commands run the token and scale benchmarks on a developer's machine (minutes of CPU each), not against a cluster",
+	"consumers.md":   "the contract for server authors: its commands run the conformance check on a developer's machine, not against a cluster",
+	"development.md": "its commands build and test the project on a developer's machine, not against a cluster",
 }
 
 // Block is one fenced code block of a Markdown file.

@@ -21,6 +21,7 @@ package localcluster
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -291,6 +292,34 @@ func BuildImage(ctx context.Context, bin, entrypoint, ref, outDir string) (strin
 		"-title", filepath.Base(entrypoint), "-tag", ref, "-out", outDir)
 	cmd.Dir = filepath.Join(root, "hack", "image")
 	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building image %s (hack/image): %w\n%s", ref, err, out)
+	}
+	return filepath.Join(outDir, "oci.tar"), nil
+}
+
+// BuildTreeImage makes an image of directory trees (hack/image -layer), one layer each in order,
+// running cmd with env added, and returns the path of its OCI layout tar. It is how the Python and
+// TypeScript example servers are put on a Debian root (hack/server-rootfs.sh) with their runtime.
+func BuildTreeImage(ctx context.Context, layers, cmd, env []string, ref, outDir string) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	cmdJSON, err := json.Marshal(cmd)
+	if err != nil {
+		return "", err
+	}
+	args := []string{"run", ".", "-cmd", string(cmdJSON), "-entrypoint", cmd[len(cmd)-1],
+		"-title", filepath.Base(ref), "-tag", ref, "-out", outDir}
+	for _, l := range layers {
+		args = append(args, "-layer", l)
+	}
+	for _, e := range env {
+		args = append(args, "-env", e)
+	}
+	c := exec.CommandContext(ctx, "go", args...)
+	c.Dir = filepath.Join(root, "hack", "image")
+	if out, err := c.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building image %s (hack/image): %w\n%s", ref, err, out)
 	}
 	return filepath.Join(outDir, "oci.tar"), nil

@@ -44,7 +44,8 @@ limitations under the License.
 //     (v1.8.0) keeps no raw bytes of the params and its request types carry only some members: for
 //     tools/call the tool name and the arguments exactly as received on the wire
 //     (req.Params.Arguments), for resources/read the URI, for prompts/get the name and the
-//     arguments as it decoded them (a map of strings). Any other member a client sends (a "task", a
+//     arguments as it decoded them (a map of strings; {} is bound as {}, as Snodo binds it, while
+//     arguments left out or null are left out). Any other member a client sends (a "task", a
 //     "cursor", a member of a later protocol version) is dropped by the SDK when it decodes the
 //     request, so the Guard cannot bind it: it binds the members the SDK's types carry. A state
 //     Snodo sealed for params with such a member then does not open here, nor one sealed here on
@@ -170,8 +171,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -340,7 +339,7 @@ func (g *Guard) Bind(req mcp.Request) (token.Binding, error) {
 	}
 	if g.rawParams != nil {
 		if raw, ok := g.rawParams(req); ok {
-			if !sameAsDecoded(raw, params) {
+			if !sameAsDecoded(req, raw) {
 				return token.Binding{}, &token.ConfigError{Field: "mcpstate.WholeParams",
 					Reason: "returned params whose name, arguments or uri differ from those of the request the SDK decoded: " +
 						"they must be the bytes the SDK read the request from"}
@@ -414,8 +413,8 @@ func (g *Guard) checkFolded(b token.Binding) error {
 const reasonNil = "is nil"
 
 // unboundParams are the top-level params members that neither codec binds: they change between the
-// rounds of one request.
-var unboundParams = []string{"_meta", "requestState", "inputResponses"}
+// rounds of one request. The codecs own the list.
+var unboundParams = token.UnboundParams()
 
 // clientError returns InvalidParams for an error of the client's params, after handing the cause to
 // the OnInvalidParams function, and any other error unchanged.
@@ -507,10 +506,13 @@ func salient(req mcp.Request) (method string, params json.RawMessage, version st
 		if r == nil || r.Params == nil {
 			return "", nil, "", errors.New("mcpstate: prompts/get request without params")
 		}
+		// The members in canonical order, for the codecs' fast path (see tools/call).
 		p, err := marshal(struct {
+			// omitzero, not omitempty: an empty map the client sent ("arguments":{}) is bound as {},
+			// as Snodo binds it, and only arguments the client left out (or null) are left out.
+			Arguments map[string]string `json:"arguments,omitzero"`
 			Name      string            `json:"name"`
-			Arguments map[string]string `json:"arguments,omitempty"`
-		}{r.Params.Name, r.Params.Arguments})
+		}{r.Params.Arguments, r.Params.Name})
 		return MethodGetPrompt, p, r.ProtocolVersion(), err
 	case nil:
 		return "", nil, "", &token.ConfigError{Field: "mcpstate request", Reason: reasonNil}
@@ -520,49 +522,150 @@ func salient(req mcp.Request) (method string, params json.RawMessage, version st
 	}
 }
 
-// sameAsDecoded reports whether the members of raw that the SDK's request types carry ("name",
-// "arguments", "uri") are, as JSON values, the members of decoded, the params salient rebuilt from
-// the request the SDK decoded: that the handler reads what the Guard binds. Params that cannot be
-// read, or repeat a member, are left to the codec, which refuses them as the client's.
-func sameAsDecoded(raw, decoded []byte) bool {
-	d := canonical.GetDecoder(raw)
-	defer canonical.PutDecoder(d)
-	kept := []byte{'{'}
-	var names []string
-	if !d.Consume('{') {
-		return true
-	}
-	for !d.Consume('}') {
-		if len(names) > 0 && !d.Consume(',') {
+// sameAsDecoded reports whether raw, the params WholeParams returned, holds what the SDK decoded req
+// from: whether the handler reads what the Guard binds. Each method's members are read the way the
+// SDK (v1.8.0) reads them, case-sensitively, and only those: tools/call's "name" (a string) and
+// "arguments" (kept raw), resources/read's "uri", prompts/get's "name" and "arguments" (a map of
+// strings, where null and an absent map are no arguments and a null value is ""). Members a method
+// does not carry ("uri" in a tools/call, "name" in a resources/read, "task", ...) are bound and never
+// compared. Params that cannot be read, or repeat a compared member, are left to the codec, which
+// refuses them as the client's.
+//
+// It runs before any token is authenticated, so its cost is linear in raw: RecordParams hands over
+// the very bytes the SDK decoded, so arguments are compared as bytes first and canonicalized only
+// when their bytes differ.
+func sameAsDecoded(req mcp.Request, raw []byte) bool {
+	var m sdkMembers
+	switch r := req.(type) {
+	case *mcp.CallToolRequest:
+		m.names = [2]string{"name", "arguments"}
+		if !m.read(raw) {
 			return true
 		}
-		d.SkipSpace()
-		name, err := d.String(nil)
-		if err != nil || !d.Consume(':') {
+		return sameString(m.values[0], r.Params.Name) && sameRaw(m.values[1], r.Params.Arguments)
+	case *mcp.ReadResourceRequest:
+		m.names = [2]string{"uri"}
+		if !m.read(raw) {
 			return true
+		}
+		return sameString(m.values[0], r.Params.URI)
+	case *mcp.GetPromptRequest:
+		m.names = [2]string{"name", "arguments"}
+		if !m.read(raw) {
+			return true
+		}
+		return sameString(m.values[0], r.Params.Name) && sameStringMap(m.values[1], r.Params.Arguments)
+	}
+	return false // unreachable: salient has already rejected any other request
+}
+
+// sdkMembers holds the values (raw JSON, nil when absent) of the top-level members named in names
+// (an empty name is unused).
+type sdkMembers struct {
+	names  [2]string
+	values [2][]byte
+}
+
+// read fills m.values from the params object raw. It returns false if raw is not an object that can
+// be read, or repeats one of m.names (which of two the SDK kept is its decoder's business).
+func (m *sdkMembers) read(raw []byte) bool {
+	d := canonical.GetDecoder(raw)
+	defer canonical.PutDecoder(d)
+	if !d.Consume('{') {
+		return false
+	}
+	var name []byte
+	for first := true; !d.Consume('}'); first = false {
+		if !first && !d.Consume(',') {
+			return false
+		}
+		var err error
+		if name, err = d.String(name[:0]); err != nil || !d.Consume(':') {
+			return false
 		}
 		d.SkipSpace()
 		start := d.Offset()
 		if d.SkipValue() != nil {
-			return true
+			return false
 		}
-		names = append(names, string(name))
-		switch n := string(name); n {
-		case "name", "arguments", "uri":
-			if len(kept) > 1 {
-				kept = append(kept, ',')
+		for i, n := range m.names {
+			if n != "" && string(name) == n {
+				if m.values[i] != nil {
+					return false
+				}
+				m.values[i] = raw[start:d.Offset()]
 			}
-			kept = strconv.AppendQuote(kept, n)
-			kept = append(kept, ':')
-			kept = append(kept, raw[start:d.Offset()]...)
 		}
 	}
-	if slices.Sort(names); len(slices.Compact(names)) != len(names) {
+	return true
+}
+
+// sameString reports whether the JSON value v decodes to s as the SDK decodes a string field: absent
+// and null leave it "".
+func sameString(v []byte, s string) bool {
+	if v == nil || string(v) == "null" {
+		return s == ""
+	}
+	d := canonical.GetDecoder(v)
+	defer canonical.PutDecoder(d)
+	got, err := d.String(nil)
+	return err == nil && string(got) == s
+}
+
+// sameRaw reports whether the JSON value v is the raw value the SDK kept (tools/call's arguments):
+// the same bytes, or failing that the same JSON value.
+func sameRaw(v, kept []byte) bool {
+	if bytes.Equal(v, kept) {
 		return true
 	}
-	a, aerr := canonical.AppendParams(nil, append(kept, '}'))
-	b, berr := canonical.AppendParams(nil, decoded)
-	return aerr != nil || berr != nil || bytes.Equal(a, b)
+	if v == nil || kept == nil {
+		return false
+	}
+	a, aerr := canonical.Append(nil, v)
+	b, berr := canonical.Append(nil, kept)
+	return aerr == nil && berr == nil && bytes.Equal(a, b)
+}
+
+// sameStringMap reports whether the JSON value v decodes to args as the SDK decodes prompt
+// arguments (a map[string]string): absent, null and {} are no arguments, a null value is "".
+func sameStringMap(v []byte, args map[string]string) bool {
+	if v == nil || string(v) == "null" {
+		return len(args) == 0
+	}
+	d := canonical.GetDecoder(v)
+	defer canonical.PutDecoder(d)
+	if !d.Consume('{') {
+		return false
+	}
+	var name, value []byte
+	n, differ := 0, false
+	for first := true; !d.Consume('}'); first = false {
+		if !first && !d.Consume(',') {
+			return false
+		}
+		var err error
+		if name, err = d.String(name[:0]); err != nil || !d.Consume(':') {
+			return false
+		}
+		d.SkipSpace()
+		if rest := v[d.Offset():]; bytes.HasPrefix(rest, []byte("null")) {
+			if d.SkipValue() != nil {
+				return false
+			}
+			value = value[:0]
+		} else if value, err = d.String(value[:0]); err != nil {
+			return false
+		}
+		want, ok := args[string(name)]
+		if !ok {
+			return false // the SDK decodes every member into the map
+		}
+		differ = differ || want != string(value)
+		n++
+	}
+	// More members than the map holds, each of them in it: a name repeats, and which value the SDK
+	// kept is its decoder's business. The codec refuses such arguments as the client's.
+	return n > len(args) || (n == len(args) && !differ)
 }
 
 // oneJSONValue reports whether b is one JSON value, checking its syntax only (the codec reads the

@@ -54,10 +54,22 @@ func main() {
 	trigger := flag.String("reload-trigger", string(mrtrv1alpha1.ReloadTriggerPodAnnotation),
 		"Reload delivery: PodAnnotation (the operator tells the kubelet to sync each pod at once) "+
 			"or None (the kubelet's own pace, up to ~2 min a round)")
+	server := flag.String("server", string(harness.ServerGo),
+		"the example servers' SDK, comma-separated for several Deployments behind one Service: go, python, typescript "+
+			"(python and typescript need the real node)")
 	flag.Parse()
+	var servers []harness.ServerKind
+	for name := range strings.SplitSeq(*server, ",") {
+		k, err := harness.ParseServerKind(name)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "demo: -server:", err)
+			os.Exit(2)
+		}
+		servers = append(servers, k)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, mrtrv1alpha1.Delivery(*delivery), mrtrv1alpha1.ReloadTrigger(*trigger)); err != nil {
+	if err := run(ctx, mrtrv1alpha1.Delivery(*delivery), mrtrv1alpha1.ReloadTrigger(*trigger), servers); err != nil {
 		if errors.Is(err, context.Canceled) {
 			fmt.Println("interrupted; everything is stopped")
 			os.Exit(130)
@@ -80,7 +92,7 @@ func (p *printer) printf(format string, args ...any) {
 	fmt.Printf("[%5.1fs] %s\n", time.Since(p.start).Seconds(), fmt.Sprintf(format, args...))
 }
 
-func run(ctx context.Context, delivery mrtrv1alpha1.Delivery, trigger mrtrv1alpha1.ReloadTrigger) error {
+func run(ctx context.Context, delivery mrtrv1alpha1.Delivery, trigger mrtrv1alpha1.ReloadTrigger, servers []harness.ServerKind) error {
 	p := &printer{start: time.Now()}
 	logf.SetLogger(logr.Discard()) // the demo prints its own lines; client-side logs would drown them
 	var env *harness.Env
@@ -116,6 +128,7 @@ func run(ctx context.Context, delivery mrtrv1alpha1.Delivery, trigger mrtrv1alph
 	opts := harness.Options{
 		Delivery:      delivery,
 		ReloadTrigger: trigger,
+		Servers:       servers,
 		Logf:          func(f string, a ...any) { p.printf(f, a...) },
 		OnEvent:       onEvent,
 	}
@@ -195,6 +208,7 @@ func run(ctx context.Context, delivery mrtrv1alpha1.Delivery, trigger mrtrv1alph
 	} else {
 		fmt.Printf("  node: %s, simulated by kwok; the harness runs the replicas as processes\n", strings.Join(env.Cluster.NodeNames(), ", "))
 	}
+	fmt.Printf("  servers: %v, one Deployment of %d replicas each, behind one Service\n", env.Opts.Servers, env.Opts.Replicas)
 	fmt.Printf("  round trips: %s in %v (%.0f/s)\n", c, elapsed.Round(time.Second), float64(c.Completed)/elapsed.Seconds())
 	if viaService != nil {
 		fmt.Printf("  round trips through the Service (kube-proxy): %s\n", viaService.Counts())

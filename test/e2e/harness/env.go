@@ -62,7 +62,7 @@ type Options struct {
 	Namespace string
 	// Name of the keyring, its Secret and the Deployment: "weather".
 	Name string
-	// Replicas of the Deployment: 3.
+	// Replicas of each Deployment: 3.
 	Replicas int32
 	// TokenTTL of the keyring and of the servers' request state: 5s.
 	TokenTTL time.Duration
@@ -89,6 +89,10 @@ type Options struct {
 	Node localcluster.NodeKind
 	// ReloadTrigger of the keyring: the API's default (PodAnnotation) when empty.
 	ReloadTrigger mrtrv1alpha1.ReloadTrigger
+	// Servers are the SDKs of the example servers, one Deployment of Replicas pods each, all
+	// consuming the keyring and behind one Service and balancer: [ServerGo] when empty. The first
+	// Deployment is named Name, the others Name-<kind>. Servers other than Go need the real node.
+	Servers []ServerKind
 }
 
 func (o *Options) defaults() {
@@ -119,7 +123,13 @@ func (o *Options) defaults() {
 	if o.ReloadDeadline == 0 {
 		o.ReloadDeadline = 15 * time.Second
 	}
+	if len(o.Servers) == 0 {
+		o.Servers = []ServerKind{ServerGo}
+	}
 }
+
+// TotalReplicas is the number of pods of all the servers' Deployments.
+func (o Options) TotalReplicas() int32 { return o.Replicas * int32(len(o.Servers)) }
 
 // TTLWait is the wait the keyring asks for between sealing with the new key and removing the old one.
 func (o Options) TTLWait() time.Duration { return o.TokenTTL + o.ClockSkew + o.TerminationGrace }
@@ -216,14 +226,22 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(opts.Servers) > 1 && slices.Contains(opts.Servers, ServerPython) {
+		// The python-sdk seals in a format of its own, which no other SDK opens.
+		return nil, fmt.Errorf("servers %v: the Python server shares its request state with Python servers only", opts.Servers)
+	}
 	var images []string
 	if node == localcluster.NodeReal {
-		opts.Logf("building the example server's image (hack/image)")
-		img, err := localcluster.BuildImage(ctx, serverBin, "/mcp-server", ServerImage, filepath.Join(e.workDir, "server-image"))
-		if err != nil {
-			return nil, err
+		for _, kind := range opts.Servers {
+			opts.Logf("building the %s example server's image (hack/image)", kind)
+			img, err := buildServerImage(ctx, root, kind, serverBin, filepath.Join(e.workDir, "server-image-"+string(kind)))
+			if err != nil {
+				return nil, err
+			}
+			images = append(images, img)
 		}
-		images = append(images, img)
+	} else if !slices.Equal(opts.Servers, []ServerKind{ServerGo}) {
+		return nil, fmt.Errorf("servers %v: only the Go server runs on kwok (%s); the others need the real node", opts.Servers, reason)
 	}
 	opts.Logf("starting the local cluster (apiserver, etcd, controller-manager, scheduler) and its node: %s", reason)
 	e.Cluster, err = localcluster.Start(ctx, localcluster.Options{LogDir: opts.LogDir, Audit: true, Node: node, Images: images})
@@ -290,8 +308,8 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := e.Operator.Launch(); err != nil {
 		return nil, err
 	}
-	opts.Logf("deploying MRTRKeyring %s/%s (delivery %s) and Deployment %s with %d replicas",
-		opts.Namespace, opts.Name, opts.Delivery, opts.Name, opts.Replicas)
+	opts.Logf("deploying MRTRKeyring %s/%s (delivery %s) and %d Deployment(s) of %d replicas: servers %v",
+		opts.Namespace, opts.Name, opts.Delivery, len(opts.Servers), opts.Replicas, opts.Servers)
 	if err := e.deploy(ctx); err != nil {
 		return nil, err
 	}
@@ -367,27 +385,58 @@ func (e *Env) keyringObject() *mrtrv1alpha1.MRTRKeyring {
 			Delivery:               o.Delivery,
 			ReloadDeadline:         metav1.Duration{Duration: o.ReloadDeadline},
 			ReloadTrigger:          o.ReloadTrigger,
-			Workloads:              []mrtrv1alpha1.WorkloadReference{{Kind: mrtrv1alpha1.KindDeployment, Name: o.Name}},
+			Workloads:              e.workloads(),
 		},
 	}
 }
 
-// deploymentObject is the example server as it would be deployed for real: the keyring Secret
-// mounted at /etc/mrtr, the server identity, the TTL and the Secret it acknowledges as args, under
-// a ServiceAccount of its own that may acknowledge (consumerObjects).
-func (e *Env) deploymentObject() *appsv1.Deployment {
-	o := e.Opts
-	labels := map[string]string{"app.kubernetes.io/name": o.Name}
-	d := e.kwokDeploymentObject(labels)
-	if !e.Real() {
-		return d
+// workloads are the keyring's targets: every server's Deployment.
+func (e *Env) workloads() []mrtrv1alpha1.WorkloadReference {
+	var refs []mrtrv1alpha1.WorkloadReference
+	for i := range e.Opts.Servers {
+		refs = append(refs, mrtrv1alpha1.WorkloadReference{Kind: mrtrv1alpha1.KindDeployment, Name: deploymentName(e.Opts.Name, e.Opts.Servers, i)})
 	}
-	// On the real node the container is what a user deploys: the image, the keyring folder it
-	// follows, its pod's name and namespace from the downward API (to acknowledge on its own Pod,
-	// with the token the kubelet mounts), and a readiness probe in place of the kwok Deployment's
-	// minReadySeconds.
-	c := &d.Spec.Template.Spec.Containers[0]
-	c.Image, c.ImagePullPolicy = ServerImage, corev1.PullNever
+	return refs
+}
+
+// serverLabel tells the Deployments of several servers apart (their selectors must not overlap);
+// the Service selects them all by app.kubernetes.io/name.
+const serverLabel = "mrtr.dev/example-server"
+
+// deploymentObjects are the example servers as they would be deployed for real, one Deployment
+// per server kind: the keyring Secret mounted at /etc/mrtr, the server identity, the TTL and the
+// Secret it acknowledges as args, under a ServiceAccount of its own that may acknowledge
+// (consumerObjects).
+func (e *Env) deploymentObjects() []*appsv1.Deployment {
+	o := e.Opts
+	var out []*appsv1.Deployment
+	for i, kind := range o.Servers {
+		labels := map[string]string{"app.kubernetes.io/name": o.Name}
+		if len(o.Servers) > 1 {
+			labels[serverLabel] = string(kind)
+		}
+		d := e.kwokDeploymentObject(labels)
+		d.Name = deploymentName(o.Name, o.Servers, i)
+		if kind == ServerGo && len(o.Servers) > 1 {
+			// Beside another SDK's replicas, the Go server seals in the format they share: Snodo's
+			// (token.Signed over the whole params), which the TypeScript package writes too.
+			c := &d.Spec.Template.Spec.Containers[0]
+			c.Args = append(c.Args, "--codec=signed")
+		}
+		if e.Real() {
+			e.realContainer(&d.Spec.Template.Spec.Containers[0], kind)
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// realContainer makes c what a user deploys on the real node: the image, the keyring folder it
+// follows, its pod's name and namespace from the downward API (to acknowledge on its own Pod, with
+// the token the kubelet mounts), and a readiness probe in place of the kwok Deployment's
+// minReadySeconds.
+func (e *Env) realContainer(c *corev1.Container, kind ServerKind) {
+	c.Image, c.ImagePullPolicy = kind.Image(), corev1.PullNever
 	c.Args = append(c.Args, "--keyring-dir="+keyringVolumeMount, fmt.Sprintf("--listen=:%d", serverPort))
 	c.Env = []corev1.EnvVar{
 		{Name: "POD_NAME", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
@@ -397,7 +446,6 @@ func (e *Env) deploymentObject() *appsv1.Deployment {
 		ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(serverPort)}},
 		PeriodSeconds: 1,
 	}
-	return d
 }
 
 // serviceObject is the example server's Service: the address kube-proxy serves on the real node.
@@ -480,8 +528,12 @@ func (e *Env) deploy(ctx context.Context) error {
 	if err := e.Client.Create(ctx, ns); err != nil {
 		return err
 	}
-	// The Deployment first: a keyring created before its target reports it missing.
-	objs := append(e.consumerObjects(), e.deploymentObject(), e.keyringObject())
+	// The Deployments first: a keyring created before its targets reports them missing.
+	objs := e.consumerObjects()
+	for _, d := range e.deploymentObjects() {
+		objs = append(objs, d)
+	}
+	objs = append(objs, e.keyringObject())
 	if e.Real() {
 		objs = append(objs, e.serviceObject())
 	}
@@ -534,11 +586,20 @@ func (e *Env) Observe(ctx context.Context) (State, error) {
 			s.SecretKeyIDs, s.SecretFingerprint = r.IDs(), r.Fingerprint()
 		}
 	}
-	var d appsv1.Deployment
-	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: e.Opts.Namespace, Name: e.Opts.Name}, &d); err != nil {
-		return s, err
+	s.RolledOut = true
+	for i := range e.Opts.Servers {
+		var d appsv1.Deployment
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: e.Opts.Namespace, Name: deploymentName(e.Opts.Name, e.Opts.Servers, i)}, &d); err != nil {
+			return s, err
+		}
+		hash := d.Spec.Template.Annotations[mrtrv1alpha1.FingerprintAnnotation]
+		if i == 0 {
+			s.TemplateHash = hash
+		} else if hash != s.TemplateHash {
+			s.TemplateHash = "" // the Deployments disagree: none is stamped with the keyring
+		}
+		s.RolledOut = s.RolledOut && RolledOut(&d)
 	}
-	s.TemplateHash, s.RolledOut = d.Spec.Template.Annotations[mrtrv1alpha1.FingerprintAnnotation], RolledOut(&d)
 	s.Serving = e.ReplicaKeyrings()
 	return s, nil
 }
@@ -602,7 +663,7 @@ func (e *Env) WaitSettled(ctx context.Context, timeout time.Duration) error {
 			return err
 		}
 		s, err := e.Observe(ctx)
-		if err == nil && s.Settled(e.Opts.Replicas, e.delivery(ctx)) {
+		if err == nil && s.Settled(e.Opts.TotalReplicas(), e.delivery(ctx)) {
 			return nil
 		}
 		last = s
@@ -697,23 +758,21 @@ func (e *Env) RequestRotation(ctx context.Context, value string) error {
 	return e.annotate(ctx, mrtrv1alpha1.RotateAnnotation, value)
 }
 
-// Revoke asks the operator to revoke keys, as `kubectl mrtr revoke` does: value (key ids, comma
-// separated, or "*") appended to the mrtr.dev/revoke annotation's requests, in an update conditional
-// on the keyring as read, so that no earlier unhandled request is dropped.
-func (e *Env) Revoke(ctx context.Context, value string) error {
+// Revoke asks the operator to revoke keys, as `kubectl mrtr revoke` does: a numbered request for
+// each of targets (key ids, or "*") appended to the mrtr.dev/revoke annotation, handled ones pruned
+// (mrtrv1alpha1.AppendRevokeRequests), in an update conditional on the keyring as read, so that no
+// earlier unhandled request is dropped.
+func (e *Env) Revoke(ctx context.Context, targets ...string) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		k := &mrtrv1alpha1.MRTRKeyring{}
 		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: e.Opts.Namespace, Name: e.Opts.Name}, k); err != nil {
 			return err
 		}
-		requests := k.Annotations[mrtrv1alpha1.RevokeAnnotation]
-		if requests != "" {
-			requests += ","
-		}
 		if k.Annotations == nil {
 			k.Annotations = map[string]string{}
 		}
-		k.Annotations[mrtrv1alpha1.RevokeAnnotation] = requests + value
+		k.Annotations[mrtrv1alpha1.RevokeAnnotation], _ = mrtrv1alpha1.AppendRevokeRequests(
+			k.Annotations[mrtrv1alpha1.RevokeAnnotation], k.Status.LastHandledRevokeSequence, targets...)
 		return e.Client.Update(ctx, k)
 	})
 }

@@ -1,0 +1,198 @@
+/*
+Copyright 2026 The mrtr-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command goreplica is the Go side of the TypeScript package's tests (clients/typescript), which
+// run it with `go run`:
+//
+//	goreplica parse FILE...   keyring.Parse of each file: one JSON line each, its fingerprint and ids or its error
+//	goreplica ttl FILE...     keyring.ParseTokenTTL of each file: one JSON line each, seconds or error
+//	goreplica serve -keyring-dir DIR [-replica NAME] [-ttl 300s]
+//	                          an MCP server on the official Go SDK, stateless streamable HTTP, whose
+//	                          get_weather tool seals its request state with token.Signed (Snodo's
+//	                          mrtr2) through mcpstate, binding every member of the params as
+//	                          received; it prints "keyring FINGERPRINT" for each keyring it puts
+//	                          in service and "listening on HOST:PORT" once it serves.
+//
+// The TypeScript replica serves the same tool with the same state, so that one balancer can send
+// each round to either.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/pkg/token"
+	"github.com/mrtr-dev/mrtr-operator/pkg/token/mcpstate"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: goreplica parse|ttl FILE... | goreplica serve -keyring-dir DIR")
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case "parse":
+		err = each(os.Args[2:], func(b []byte) map[string]any {
+			r, err := keyring.Parse(b)
+			if err != nil {
+				return map[string]any{"error": err.Error()}
+			}
+			return map[string]any{"fingerprint": r.Fingerprint(), "ids": r.IDs()}
+		})
+	case "ttl":
+		err = each(os.Args[2:], func(b []byte) map[string]any {
+			d, err := keyring.ParseTokenTTL(b)
+			if err != nil {
+				return map[string]any{"error": err.Error()}
+			}
+			return map[string]any{"seconds": int64(d / time.Second)}
+		})
+	case "serve":
+		err = serve(os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown mode %q", os.Args[1])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "goreplica:", err)
+		os.Exit(1)
+	}
+}
+
+func each(files []string, f func([]byte) map[string]any) error {
+	enc := json.NewEncoder(os.Stdout)
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		out := f(b)
+		out["file"] = filepath.Base(name)
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type weatherState struct {
+	Location string `json:"location"`
+	SealedBy string `json:"sealedBy"`
+	SealKey  string `json:"sealKey"`
+}
+
+func serve(args []string) error {
+	fl := flag.NewFlagSet("serve", flag.ContinueOnError)
+	dir := fl.String("keyring-dir", "", "folder of the mounted keyring Secret")
+	replica := fl.String("replica", "go", "name of this replica, in the state it seals")
+	ttl := fl.Duration("ttl", 300*time.Second, "lifetime of a request state")
+	listen := fl.String("listen", "127.0.0.1:0", "address to serve on")
+	if err := fl.Parse(args); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("replica", *replica)
+
+	src, err := keyring.NewFileSource(filepath.Join(*dir, keyring.SecretDataKey), keyring.WithErrorHandler(func(err error) {
+		log.Warn("keyring reload failed, keeping the last good keyring", "err", err)
+	}))
+	if err != nil {
+		return err
+	}
+	// Each keyring put in service is announced on stdout, for the test to await.
+	fmt.Printf("keyring %s\n", src.Keyring().Fingerprint())
+	src.OnChange(func(r *keyring.Keyring) { fmt.Printf("keyring %s\n", r.Fingerprint()) })
+	go func() { _ = src.Start(ctx) }()
+	codec, err := token.NewSigned(src, token.SignedTTL(*ttl))
+	if err != nil {
+		return err
+	}
+	guard := mcpstate.New(codec, mcpstate.Anonymous, mcpstate.WholeParams(mcpstate.RecordedParams),
+		mcpstate.CaseSensitiveDecoding())
+
+	s := mcp.NewServer(&mcp.Implementation{Name: "mrtr-interop", Version: "v0.1.0"}, &mcp.ServerOptions{
+		SupportedProtocolVersions: []string{"2026-07-28"},
+	})
+	s.AddTool(&mcp.Tool{
+		Name:        "get_weather",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"location":{"type":"string"}},"required":["location"]}`),
+	}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a struct {
+			Location string `json:"location"`
+		}
+		if err := json.Unmarshal(req.Params.Arguments, &a); err != nil || a.Location == "" {
+			return nil, fmt.Errorf("get_weather needs {\"location\": string}")
+		}
+		if req.Params.RequestState == "" {
+			st, _ := json.Marshal(weatherState{Location: a.Location, SealedBy: *replica, SealKey: src.Keyring().Primary().ID()})
+			return guard.CallToolInputRequired(req, st, mcp.InputRequestMap{"github_login": &mcp.ElicitParams{
+				Mode:            "form",
+				Message:         "Your GitHub username?",
+				RequestedSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
+			}})
+		}
+		raw, err := guard.Open(req)
+		if err != nil {
+			log.Warn("rejected request state", "err", err)
+			return nil, err
+		}
+		var st weatherState
+		if err := json.Unmarshal(raw, &st); err != nil {
+			return nil, err
+		}
+		login, _ := req.Params.InputResponses["github_login"].(*mcp.ElicitResult)
+		name := ""
+		if login != nil {
+			name, _ = login.Content["name"].(string)
+		}
+		return &mcp.CallToolResult{
+			Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf("Sunny in %s for %s", st.Location, name)}},
+			StructuredContent: map[string]any{"location": st.Location, "login": name, "sealedBy": st.SealedBy,
+				"sealKey": st.SealKey, "openedBy": *replica},
+		}, nil
+	})
+	h := mcpstate.RecordParams(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}))
+
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	fmt.Printf("listening on %s\n", ln.Addr())
+	if err := srv.Serve(ln); err != http.ErrServerClosed {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,60 @@
+// Copyright 2026 The mrtr-operator Authors.
+// Licensed under the Apache License, Version 2.0: http://www.apache.org/licenses/LICENSE-2.0
+
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
+
+import { packageRoot } from './paths.js';
+
+const exec = promisify(execFile);
+
+const pkg = './test/goreplica';
+
+/** Runs the Go helper (test/goreplica) with `go run` from the repository's root and returns its stdout lines. */
+export async function goRun(...args: string[]): Promise<string[]> {
+  const { stdout } = await exec('go', ['run', pkg, ...args], { cwd: packageRoot, maxBuffer: 64 << 20 });
+  return stdout.split('\n').filter((l) => l !== '');
+}
+
+export interface GoReplica {
+  proc: ChildProcess;
+  addr: string;
+  stderr: () => string;
+  /** Resolves once the replica has put in service the keyring of this fingerprint. */
+  loaded: (fingerprint: string) => Promise<void>;
+}
+
+/** Starts `go run test/goreplica serve ...` and resolves with the process and the address it serves. */
+export function goServe(...args: string[]): Promise<GoReplica> {
+  const proc = spawn('go', ['run', pkg, 'serve', ...args], { cwd: packageRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  proc.stderr.on('data', (b: Buffer) => {
+    err += b.toString();
+  });
+  const fingerprints = new Set<string>();
+  const waiting = new Map<string, () => void>();
+  const loaded = (fp: string): Promise<void> =>
+    fingerprints.has(fp) ? Promise.resolve() : new Promise((resolve) => waiting.set(fp, resolve));
+  return new Promise((resolve, reject) => {
+    let out = '';
+    proc.stdout.on('data', (b: Buffer) => {
+      out += b.toString();
+      for (let nl = out.indexOf('\n'); nl >= 0; nl = out.indexOf('\n')) {
+        const line = out.slice(0, nl);
+        out = out.slice(nl + 1);
+        const k = /^keyring (\S+)$/.exec(line);
+        if (k) {
+          fingerprints.add(k[1] as string);
+          waiting.get(k[1] as string)?.();
+        }
+        const m = /^listening on (\S+)$/.exec(line);
+        if (m) {
+          resolve({ proc, addr: m[1] as string, stderr: () => err, loaded });
+        }
+      }
+    });
+    proc.on('exit', (code) => {
+      reject(new Error(`goreplica exited (${String(code)}) before serving: ${err}`));
+    });
+  });
+}

@@ -1,0 +1,97 @@
+/*
+Copyright 2026 The mrtr-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Command goconsumer is the smallest keyring consumer on pkg/keyring and pkg/ack, speaking the
+// conformance check's probe protocol (docs/consumers.md, "Conformance"): it follows
+// $MRTR_KEYRING_DIR/keyring.json with a FileSource, acknowledges every keyring it loads with an
+// ack.Reporter, prints "loaded <fingerprint> <token-ttl|none>" for each one before it is
+// acknowledged, answers "serving?" on stdin with "serving <fingerprint> <token-ttl|none>", and
+// writes every error to stderr. A Go MCP server does the same with its codec in place of the probe.
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "goconsumer:", err)
+		os.Exit(1)
+	}
+}
+
+// out serialises the probe lines: a listener and the stdin reader both write them.
+var out sync.Mutex
+
+func say(word string, k *keyring.Keyring) {
+	ttl := "none"
+	if d := k.MaxTokenTTL(); d > 0 {
+		ttl = strconv.FormatInt(int64(d/time.Second), 10)
+	}
+	out.Lock()
+	defer out.Unlock()
+	fmt.Printf("%s %s %s\n", word, k.Fingerprint(), ttl)
+}
+
+func run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	logErr := func(err error) { fmt.Fprintln(os.Stderr, err) }
+	src, err := keyring.NewFileSource(filepath.Join(os.Getenv("MRTR_KEYRING_DIR"), keyring.SecretDataKey),
+		keyring.WithErrorHandler(logErr))
+	if err != nil {
+		return err // no valid keyring: do not start
+	}
+	rep, err := ack.New(ack.Config{Secret: os.Getenv("MRTR_SECRET_NAME"), OnError: logErr})
+	if err != nil {
+		return err
+	}
+	// Listeners run in registration order: "loaded" is printed before Follow's listener reports it.
+	src.OnChange(func(k *keyring.Keyring) { say("loaded", k) })
+	say("loaded", src.Keyring())
+	rep.Follow(src)
+
+	go func() {
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() {
+			if sc.Text() == "serving?" {
+				say("serving", src.Keyring())
+			}
+		}
+	}()
+	errs := make(chan error, 2)
+	go func() { errs <- src.Start(ctx) }()
+	go func() { errs <- rep.Run(ctx) }()
+	for range 2 {
+		if err := <-errs; err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,122 @@
+//go:build e2e && linux
+
+/*
+Copyright 2026 The mrtr-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	"github.com/mrtr-dev/mrtr-operator/test/e2e/harness"
+	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
+)
+
+// Servers on the other SDKs, on the real node: a Python Deployment (the official Python SDK with
+// clients/python) and a TypeScript one (the official TypeScript SDK with clients/typescript), each
+// with its own MRTRKeyring in Reload delivery, and a Go and a TypeScript Deployment that share one
+// keyring and one Service, each replica opening the other SDK's request state. Every one rotates
+// twice under live MRTR traffic, from the Go SDK's client and from each other SDK's own: nothing rejected, no container restarts, no pod replaced (so none
+// evicted), and every pod acknowledges every keyring.
+var _ = Describe("servers on the Python and TypeScript SDKs, on a real node", func() {
+	ctx := context.Background()
+	BeforeEach(func() {
+		kind, reason, err := localcluster.ChooseNode(localcluster.NodeAuto, 1)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(kind).To(Equal(localcluster.NodeReal), "these specs need the real node: %s", reason)
+	})
+
+	for _, tc := range []struct {
+		name    string
+		servers []harness.ServerKind
+	}{
+		{"a Python Deployment with its own keyring", []harness.ServerKind{harness.ServerPython}},
+		{"a TypeScript Deployment with its own keyring", []harness.ServerKind{harness.ServerTypeScript}},
+		{"a Go and a TypeScript Deployment sharing one keyring and one Service", []harness.ServerKind{harness.ServerGo, harness.ServerTypeScript}},
+	} {
+		It("rotates "+tc.name+" twice in Reload delivery under live traffic: nothing rejected, no restart, no eviction", func() {
+			var load *harness.Load
+			env, err := harness.Start(ctx, harness.Options{
+				Node: localcluster.NodeReal, Servers: tc.servers, Replicas: 2,
+				LogDir: os.Getenv("E2E_LOG_DIR"),
+				Logf:   func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) },
+			})
+			DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(func() { dumpOnFailure(env, load) })
+
+			restarts, uids, err := env.Restarts(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(uids).To(HaveLen(int(env.Opts.TotalReplicas())))
+			rotationAt := len(env.Timeline.Events())
+			// Traffic from the Go SDK's client, and from each other SDK's own client.
+			load = &harness.Load{URL: env.MCPURL, Workers: 3}
+			stopLoad := load.Start(ctx)
+			DeferCleanup(stopLoad)
+			var clients []*harness.ClientLoad
+			for _, kind := range tc.servers {
+				if kind != harness.ServerGo {
+					cl, err := env.StartClientLoad(ctx, kind, env.MCPURL, 2)
+					Expect(err).NotTo(HaveOccurred())
+					clients = append(clients, cl)
+				}
+			}
+			for i := int64(1); i <= 2; i++ {
+				Expect(env.RequestRotation(ctx, fmt.Sprintf("sdk-%d", i))).To(Succeed())
+				Eventually(rotationsCompleted(env)).WithTimeout(2 * time.Minute).Should(BeNumerically("==", i))
+				// Settled: every replica serves the keyring and its pod acknowledged it.
+				Expect(env.WaitSettled(ctx, time.Minute)).To(Succeed())
+			}
+			stopLoad()
+			for _, cl := range clients {
+				c, errs, err := cl.Stop()
+				Expect(err).NotTo(HaveOccurred())
+				GinkgoWriter.Printf("%v, the %s SDK's client: %s\n", tc.servers, cl.Kind, c)
+				Expect(c.Completed).To(BeNumerically(">=", 20), "too few round trips from the %s client to mean anything", cl.Kind)
+				Expect(c.Rejected).To(BeZero(), "rejected request states (the %s client): %v", cl.Kind, errs)
+				Expect(c.Failed).To(BeZero(), "failed round trips (the %s client): %v", cl.Kind, errs)
+			}
+			c := load.Counts()
+			GinkgoWriter.Printf("%v: %s\n", tc.servers, c)
+			Expect(c.Completed).To(BeNumerically(">=", 100), "too few round trips to mean anything")
+			Expect(c.Rejected).To(BeZero(), "rejected request states: %s", load.Errors())
+			Expect(c.Failed).To(BeZero(), "failed round trips: %s", load.Errors())
+			Expect(c.CrossReplica).To(BeNumerically(">", 0))
+			for _, r := range env.ReplicaKeyrings() {
+				Expect(r.Rejected).To(BeZero(), "replica %s rejected request states", r.Replica)
+			}
+
+			after, uidsAfter, err := env.Restarts(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(after).To(Equal(restarts), "containers restarted")
+			Expect(uidsAfter).To(Equal(uids), "pods were replaced (evicted)")
+			rotations := harness.Rotations(env.Timeline.Events()[rotationAt:], env.Opts.TTLWait(), env.Timeline.TTLWaitUntils())
+			Expect(rotations).To(HaveLen(2))
+			for i, r := range rotations {
+				GinkgoWriter.Printf("%v rotation %d: %s\n", tc.servers, i+1, r)
+				// Each Secret write of a phase waited for every pod's acknowledgement (Reload).
+				Expect(r.AckWaits).NotTo(BeEmpty(), "rotation %d waited for no acknowledgement", i+1)
+				Expect(r.PodsAdded).To(BeZero())
+			}
+		})
+	}
+})
