@@ -114,16 +114,18 @@ test: manifests generate fmt vet envtest-assets ## Run unit and envtest suites (
 	$(MAKE) --no-print-directory test-python
 
 # The Python consumer package (clients/python, mrtr-keyring): a virtual environment under bin/,
-# made with the machine's python3 (3.11 or newer; .ci/run installs python3-venv) and filled from PyPI
-# with the versions pinned in clients/python/constraints.txt, once per change of those files. Its
-# suite runs ruff, mypy --strict and pytest against the real mcp SDK (ruff and mypy check the example
-# server, examples/python-server, too); where the shared consumer
+# made with the machine's python3 (3.11 or newer; hack/python-packages.sh installs python3-venv as
+# root with apt-get where it is missing) and filled from PyPI with the versions pinned in
+# clients/python/constraints.txt, once per change of those files. Its suite runs ruff, mypy --strict
+# and pytest against the real mcp SDK (ruff and mypy check the example server, examples/python-server,
+# too); where the shared consumer
 # vectors (testdata/consumers) and the conformance check (test/conformance) are, it runs them too.
 PYTHON ?= python3
 PY_VENV ?= $(or $(LOCALBIN),$(CURDIR)/bin)/python-venv
 PY_CLIENT := clients/python
 
 $(PY_VENV)/.installed: $(PY_CLIENT)/pyproject.toml $(PY_CLIENT)/constraints.txt
+	PYTHON="$(PYTHON)" hack/python-packages.sh
 	rm -rf "$(PY_VENV)"
 	"$(PYTHON)" -m venv "$(PY_VENV)"
 	"$(PY_VENV)/bin/python" -m pip install -q --disable-pip-version-check -c $(PY_CLIENT)/constraints.txt -e "$(PY_CLIENT)[test]"

@@ -38,7 +38,7 @@ async def elicit(context: object, params: ElicitRequestParams) -> ElicitResult:
 
 
 def test_rotation_under_mrtr_traffic(tmp_path: Path) -> None:
-    asyncio.run(_rotation(tmp_path))
+    asyncio.run(asyncio.wait_for(_rotation(tmp_path), 180))
 
 
 async def _rotation(tmp_path: Path) -> None:
@@ -181,3 +181,33 @@ def test_security_ttl_never_exceeds_token_ttl() -> None:
     with pytest.raises(ValueError, match="ttl"):
         request_state_security(lambda: ring[0], audience="weather", ttl=0)
     assert KeyringError is not None
+
+
+def test_a_replica_without_the_key_rejects(tmp_path: Path) -> None:
+    """The control: what the rotation test counts as rejected is what a replica that lacks the
+    sealing key answers (JSON-RPC -32602 from the SDK's boundary)."""
+
+    async def run() -> str:
+        api = FakeAPIServer(tmp_path)
+        sa = api.service_account(tmp_path / "sa")
+        replicas = []
+        for i, keys in enumerate([(B,), (A,)]):
+            vol = SecretVolume(tmp_path / f"keyring-{i}", {"keyring.json": keyring_json(*keys)})
+            rep = AckReporter("weather-keyring", pod_name=f"weather-{i}", api_server=api.url, service_account_dir=sa)
+            replicas.append(make_replica(str(i), vol.dir, rep))
+        try:
+            async with serving(replicas):
+                transport = RoundRobin([r.port for r in replicas])
+                async with httpx2.AsyncClient(transport=transport) as http:
+                    url = f"http://127.0.0.1:{replicas[0].port}/mcp"
+                    async with Client(streamable_http_client(url, http_client=http), elicitation_callback=elicit) as c:
+                        for _ in range(4):  # some first round lands on the replica of B, its retry on A's
+                            try:
+                                await c.call_tool("weather", {"location": "x"})
+                            except Exception as e:
+                                return str(e)
+                        return "no rejection"
+        finally:
+            api.close()
+
+    assert "Invalid or expired requestState" in asyncio.run(run())

@@ -374,8 +374,10 @@ class AckReporter:
             self._conn.request("PATCH", self._path, body=body, headers=headers)
             resp = self._conn.getresponse()
             if resp.status // 100 == 2:
+                # The patched Pod is of no use; reading a bounded part lets the connection be
+                # reused, and a longer answer is cut off by closing it.
                 resp.read(_MAX_DRAINED_BODY)
-                if resp.length:  # more than was drained: do not reuse the connection
+                if not resp.isclosed():
                     self._close()
                 return
             text = resp.read(_MAX_ERROR_BODY)
