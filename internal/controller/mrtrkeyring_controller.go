@@ -19,6 +19,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,6 +66,11 @@ type MRTRKeyringReconciler struct {
 	// DefaultConcurrency. controller-runtime never runs two passes of one keyring at once.
 	MaxConcurrentReconciles int
 
+	// KindRecheck is how often a workload kind the API server did not serve is asked about again
+	// (and a keyring that names one looks again); 0 means DefaultKindRecheck.
+	KindRecheck time.Duration
+
+	kinds    *servedKinds
 	written  ownWrites
 	refusals refusalReports
 	fights   stampFights
@@ -165,6 +171,10 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	var stampErrs []error // and eviction errors
 	requeue := d.RequeueAfter
+	if r.kinds != nil && slices.ContainsFunc(in.Workloads, func(w rotation.Workload) bool { return w.NotServed != "" }) {
+		// No event comes when the kind becomes served and the target turns out missing or there.
+		requeue = soonest(requeue, r.kinds.interval)
+	}
 	for _, f := range held {
 		requeue = soonest(requeue, f.until.Sub(in.Now))
 	}

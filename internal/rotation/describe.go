@@ -103,6 +103,8 @@ func describe(f facts, o outcome) Decision {
 func (r *report) waitsFor(t target) string {
 	fp := r.v.target
 	switch {
+	case !t.Found && t.NotServed != "":
+		return fmt.Sprintf("%s: the API server does not serve %s (is its CRD installed?)", t.ref(), t.NotServed)
 	case !t.Found:
 		return t.ref() + " not found"
 	case r.v.reload:
@@ -159,6 +161,9 @@ func (r *report) claimed() *stall {
 // keyring that has not reached every pod within spec.rolloutDeadline.
 func (r *report) blocked() *stall {
 	st, s := r.st, r.f.in.Settings
+	if d := r.degraded(); d != nil && r.o.write == nil {
+		return d
+	}
 	if st.Phase == mrtrv1alpha1.PhaseStable && r.o.write == nil {
 		return r.dueBlocked()
 	}
@@ -180,6 +185,22 @@ func (r *report) blocked() *stall {
 			st.TargetFingerprint, s.RolloutDeadline, r.selected)}
 	}
 	return nil
+}
+
+// degraded stalls on targets whose own controller gave up on their rollout (an Argo Rollout
+// aborted): nothing the operator waits for will complete it, so there is no deadline to wait out.
+func (r *report) degraded() *stall {
+	var ds []shown
+	for _, t := range r.pending {
+		if t.Degraded {
+			ds = append(ds, t)
+		}
+	}
+	if len(ds) == 0 {
+		return nil
+	}
+	return &stall{mrtrv1alpha1.ReasonWorkloadDegraded, fmt.Sprintf("the rollout of keyring %s stopped: %s; the rotation continues once the rollout is healthy again",
+		r.st.TargetFingerprint, messages(ds))}
 }
 
 // dueBlocked stalls a rotation that fell due but cannot start: a staged key seals only once every
@@ -353,6 +374,8 @@ func (r *report) setConditions() *Event {
 		stalled = condition(mrtrv1alpha1.ConditionStalled, true, r.stall.reason, r.stall.message)
 		// kstatus reads Reconciling before Stalled: leave it False so tools see the failure.
 		reconciling = condition(mrtrv1alpha1.ConditionReconciling, false, r.stall.reason, "blocked: see the Stalled condition")
+	case slices.ContainsFunc(r.missing, func(t shown) bool { return t.NotServed != "" }):
+		ready = condition(mrtrv1alpha1.ConditionReady, false, mrtrv1alpha1.ReasonKindNotServed, "targets of a kind the cluster does not serve: "+messages(r.missing))
 	case len(r.missing) > 0:
 		ready = condition(mrtrv1alpha1.ConditionReady, false, mrtrv1alpha1.ReasonWorkloadNotFound, "targets not found: "+refs(r.missing))
 	}

@@ -186,8 +186,10 @@ func TestWindowedStep(t *testing.T) {
 			check: opens("2026-08-06T13:00:00Z"),
 		},
 		"at the window's opening the rotation starts": {
-			in:   stable("0 13 * * *|1h|UTC"),
-			edit: func(in *Input) { in.Now, in.Status.NextRotationTime = utc("2026-08-06T13:00:00Z"), &metav1.Time{Time: utc("2026-08-06T13:00:00Z")} },
+			in: stable("0 13 * * *|1h|UTC"),
+			edit: func(in *Input) {
+				in.Now, in.Status.NextRotationTime = utc("2026-08-06T13:00:00Z"), &metav1.Time{Time: utc("2026-08-06T13:00:00Z")}
+			},
 			want: want{phase: mrtrv1alpha1.PhaseAccepting, write: []string{a, "k20260806-130000"}, stamp: []string{a, "k20260806-130000"}, requeue: 10 * time.Minute, events: []string{"RotationStarted"}},
 		},
 		"due inside a window: the rotation starts at once": {
