@@ -21,6 +21,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -29,6 +30,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
@@ -125,6 +127,46 @@ var _ = Describe("Argo Rollouts", Ordered, func() {
 			g.Expect(condition(k, mrtrv1alpha1.ConditionStalled).Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(k.Status.Phase).To(Equal(mrtrv1alpha1.PhaseWaitingTTL))
 		}).Should(Succeed())
+	})
+
+	It("in Reload delivery gates a Rollout's pods by their acknowledgements, and restarts nothing", func() {
+		if behind := time.Since(fakeClock.Now()); behind > 0 { // as the Reload specs do
+			fakeClock.Step((behind + time.Second).Truncate(time.Second))
+		}
+		ro := createRollout(ns, "web")
+		promoted(ro)
+		pods := []*corev1.Pod{createPod(ns, "web-1", map[string]string{"app": "web"}), createPod(ns, "web-2", map[string]string{"app": "web"})}
+		kr := createKeyring(ns, "payments", reloading(func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.Workloads = []mrtrv1alpha1.WorkloadReference{{APIVersion: mrtrv1alpha1.APIVersionArgoRollouts, Kind: mrtrv1alpha1.KindRollout, Name: "web"}}
+		}))
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseStable)
+		acknowledgeAll(kr, pods...)
+		var before map[string]types.UID
+		Eventually(func(g Gomega) {
+			st := getKeyring(g, kr).Status
+			g.Expect(st.PodCount).To(BeEquivalentTo(2))
+			g.Expect(st.PodsAcknowledged).To(BeEquivalentTo(2))
+			before = podUIDs(g, ns)
+		}).Should(Succeed())
+
+		requestRotation(kr, "reload")
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseAccepting)
+		var accepting string
+		Eventually(func(g Gomega) { accepting = secretKeyring(g, ns, "payments").Fingerprint() }).Should(Succeed())
+		acknowledge(pods[0], "payments", accepting)
+		Eventually(func(g Gomega) {
+			w := getKeyring(g, kr).Status.Workloads[0]
+			g.Expect(w.PodsAcknowledged).To(BeEquivalentTo(1))
+			g.Expect(w.Laggards).To(Equal([]string{"web-2"}))
+		}).Should(Succeed())
+		reconcileNow(kr)
+		Expect(getKeyring(Default, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseAccepting))
+		acknowledge(pods[1], "payments", accepting)
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseSealingWithNew)
+
+		Expect(podUIDs(Default, ns)).To(Equal(before))
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ro), ro)).To(Succeed())
+		Expect(workload.Fingerprint(ro)).To(BeEmpty(), "Reload delivery stamps nothing")
 	})
 })
 
