@@ -257,23 +257,7 @@ func (r *report) nextDeadline() time.Duration {
 	var at time.Time
 	switch ph := st.Phase; {
 	case ph == mrtrv1alpha1.PhaseStable:
-		if !in.Settings.Suspend && st.NextRotationTime != nil {
-			at = st.NextRotationTime.Time
-		}
-		// A rotation due (or requested) that seals with a staged key first waits for the pods the
-		// last rollout replaced to stop (sealWithStaged), and is stuck past its deadline.
-		if _, due := rotationDue(in, st); due && st.RolledOutAt != nil && !in.Settings.Reload() {
-			at = st.RolledOutAt.Add(in.Settings.TerminationGracePeriod)
-		} else if d, ok := r.dueDeadline(); ok && d.After(in.Now) {
-			at = d
-		}
-		// A rotation due in a window that has not started when the window closes moves to the
-		// next one (windowed): look again then.
-		if t := st.NextRotationTime; t != nil && !in.Settings.Suspend && !in.Now.Before(t.Time) && in.Settings.Windows.Valid() {
-			if _, closes, open := in.Settings.Windows.OpenAt(in.Now); open && in.Settings.Windows != nil && (!at.After(in.Now) || closes.Before(at)) {
-				at = closes
-			}
-		}
+		at = r.stableDeadline()
 	case ph == mrtrv1alpha1.PhaseWaitingTTL:
 		if st.TTLWaitUntil != nil {
 			at = st.TTLWaitUntil.Time
@@ -293,6 +277,31 @@ func (r *report) nextDeadline() time.Duration {
 		return d
 	}
 	return 0
+}
+
+// stableDeadline is nextDeadline in Stable: the next rotation, or what a rotation due waits for.
+func (r *report) stableDeadline() time.Time {
+	in, st := r.f.in, r.st
+	var at time.Time
+	if !in.Settings.Suspend && st.NextRotationTime != nil {
+		at = st.NextRotationTime.Time
+	}
+	// A rotation due (or requested) that seals with a staged key first waits for the pods the
+	// last rollout replaced to stop (sealWithStaged), and is stuck past its deadline.
+	if _, due := rotationDue(in, st); due && st.RolledOutAt != nil && !in.Settings.Reload() {
+		at = st.RolledOutAt.Add(in.Settings.TerminationGracePeriod)
+	} else if d, ok := r.dueDeadline(); ok && d.After(in.Now) {
+		at = d
+	}
+	// A rotation due in a window that has not started when the window closes moves to the next
+	// one (windowed): look again then.
+	w := in.Settings.Windows
+	if t := st.NextRotationTime; w != nil && w.Valid() && t != nil && !in.Settings.Suspend && !in.Now.Before(t.Time) {
+		if _, closes, open := w.OpenAt(in.Now); open && (!at.After(in.Now) || closes.Before(at)) {
+			at = closes
+		}
+	}
+	return at
 }
 
 // WrongTypeRecheck is how often a keyring whose Secret has another type looks again.
