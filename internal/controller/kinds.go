@@ -17,6 +17,7 @@ limitations under the License.
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -98,7 +99,7 @@ func (s *servedKinds) add(ctx context.Context) error {
 			}
 		}
 		if err != nil {
-			first = cmp(first, err)
+			first = cmp.Or(first, err)
 			continue
 		}
 		if ok {
@@ -112,27 +113,23 @@ func (s *servedKinds) add(ctx context.Context) error {
 	return first
 }
 
-func cmp(first, err error) error {
-	if first != nil {
-		return first
-	}
-	return err
-}
-
-// Start asks again, every interval, about the kinds not watched yet, until every kind is.
+// Start asks again about the kinds not watched yet, at once (a replica that becomes leader long
+// after it was set up may find a CRD installed since) and then every interval, until every kind
+// is watched. A CRD deleted after its kind is watched is not noticed: its informer fails its lists
+// (logged) until the CRD is back.
 func (s *servedKinds) Start(ctx context.Context) error {
 	log := logf.FromContext(ctx).WithName("kinds")
 	ctx = logf.IntoContext(ctx, log)
 	t := time.NewTicker(s.interval)
 	defer t.Stop()
 	for len(s.unserved()) > 0 {
+		if err := s.add(ctx); err != nil {
+			log.Error(err, "watch a workload kind served since the manager started")
+		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
-		}
-		if err := s.add(ctx); err != nil {
-			log.Error(err, "watch a workload kind served since the manager started")
 		}
 	}
 	return nil
