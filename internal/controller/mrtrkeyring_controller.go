@@ -89,9 +89,10 @@ const DefaultConcurrency = 8
 //     live read when the cache may be behind or the Secret is of another type; create: a
 //     keyring's first Secret; update: each rotation step's write, conditional on the
 //     resourceVersion read. Never patch, never delete: a Secret outlives its keyring.
-//   - deployments, statefulsets, daemonsets: list, watch: the informers behind the target reads;
-//     patch: the stamp (a merge patch of two annotations). Never update or delete. Each kind's
-//     marker is beside its adapter in internal/workload, so that a kind is one file there.
+//   - deployments, statefulsets, daemonsets, and argoproj.io rollouts: list, watch: the informers
+//     behind the target reads (a Rollout's only once the cluster serves the kind); patch: the
+//     stamp (a merge patch of two annotations). Never update or delete. Each kind's marker is
+//     beside its adapter in internal/workload, so that a kind is one file there.
 //   - events.k8s.io events: create: the event recorder (internal/events), one object per event;
 //     never patch, as it folds no repeats into a series.
 //   - pods: list, watch: the informer behind the pod reads of Reload delivery (stripped to

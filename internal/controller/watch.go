@@ -66,7 +66,8 @@ const (
 
 // SetupWithManager registers the indexes and watches: keyrings (spec changes and annotations,
 // for rotation requests), Secrets (metadata only: a change or deletion of a keyring Secret) and
-// the three workload kinds (their template stamp, status and labels).
+// the workload kinds the API server serves (their template stamp, status and labels; kinds.go
+// adds a kind served later).
 func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ctx := context.Background()
 	idx := mgr.GetFieldIndexer()
@@ -291,7 +292,7 @@ func acknowledgementsEqual(a, b *corev1.Pod) bool {
 //     included, so that a pass reads its Secret without a request; managed fields but the time of
 //     the operator's own write dropped;
 //   - Pods stripped to names, labels, acknowledgements and Secret references (workload.StripPod);
-//   - Deployments, StatefulSets and DaemonSets stripped to their metadata, status, rollout
+//   - Deployments, StatefulSets, DaemonSets and Rollouts stripped to their metadata, status, rollout
 //     settings and the pod template's annotations and Secret references (workload.StripWorkload);
 //   - everything else without managed fields and kubectl's last-applied-configuration annotation,
 //     which repeats the whole object (a Secret's data too, for Secrets applied with kubectl).

@@ -111,16 +111,6 @@ func Kinds() []Kind {
 	return out
 }
 
-// Objects returns an empty object of each kind, in the order of Kinds: what the reconciler
-// watches, indexes and strips in its cache.
-func Objects() []client.Object {
-	out := make([]client.Object, len(adapters))
-	for i, a := range adapters {
-		out[i] = a.newObject()
-	}
-	return out
-}
-
 // GVK returns the group, version and kind of kind k: the RESTMapper tells from it whether the
 // cluster serves the kind.
 func GVK(k Kind) (schema.GroupVersionKind, error) {
