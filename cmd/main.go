@@ -45,6 +45,7 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/internal/memlimit"
 	"github.com/mrtr-dev/mrtr-operator/internal/metricsauth"
 	"github.com/mrtr-dev/mrtr-operator/internal/supervise"
+	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 )
 
 var (
@@ -55,6 +56,8 @@ var (
 func init() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(mrtrv1alpha1.AddToScheme(scheme))
+	// The workload kinds read in types of the operator's own (the Argo Rollout).
+	utilruntime.Must(workload.AddToScheme(scheme))
 }
 
 func main() {

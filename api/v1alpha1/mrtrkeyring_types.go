@@ -98,8 +98,10 @@ type MRTRKeyringSpec struct {
 	// +kubebuilder:validation:Maximum=64
 	KeyBytes int32 `json:"keyBytes,omitempty"`
 
-	// workloads names the Deployments, StatefulSets and DaemonSets in this namespace that consume
-	// the keyring: each phase waits until every one of their pods runs its keyring (see delivery).
+	// workloads names the Deployments, StatefulSets, DaemonSets and Argo Rollouts in this namespace
+	// that consume the keyring: each phase waits until every one of their pods runs its keyring
+	// (see delivery). A kind the cluster does not serve (the Rollout CRD not installed) is reported
+	// in Ready=False and waited for.
 	// +optional
 	// +listType=map
 	// +listMapKey=kind
@@ -107,8 +109,9 @@ type MRTRKeyringSpec struct {
 	// +kubebuilder:validation:MaxItems=32
 	Workloads []WorkloadReference `json:"workloads,omitempty"`
 
-	// workloadSelector adds every Deployment, StatefulSet and DaemonSet in this namespace whose
-	// labels match. An empty selector ({}) matches all of them.
+	// workloadSelector adds every Deployment, StatefulSet, DaemonSet and Argo Rollout (where the
+	// cluster serves it) in this namespace whose labels match. An empty selector ({}) matches all
+	// of them.
 	// +optional
 	WorkloadSelector *metav1.LabelSelector `json:"workloadSelector,omitempty"`
 
@@ -259,14 +262,25 @@ const (
 )
 
 // WorkloadKind is a kind of workload a keyring can restart.
-// +kubebuilder:validation:Enum=Deployment;StatefulSet;DaemonSet
+// +kubebuilder:validation:Enum=Deployment;StatefulSet;DaemonSet;Rollout
 type WorkloadKind string
 
-// The workload kinds, all in apps/v1.
+// The workload kinds: three of apps/v1, and the Argo Rollout (argoproj.io/v1alpha1), which a
+// cluster serves only once its CRD is installed.
 const (
 	KindDeployment  WorkloadKind = "Deployment"
 	KindStatefulSet WorkloadKind = "StatefulSet"
 	KindDaemonSet   WorkloadKind = "DaemonSet"
+	KindRollout     WorkloadKind = "Rollout"
+)
+
+// The API versions of the workload kinds (WorkloadReference.apiVersion).
+const (
+	// APIVersionApps is the group and version of Deployments, StatefulSets and DaemonSets, and the
+	// default of WorkloadReference.apiVersion.
+	APIVersionApps = "apps/v1"
+	// APIVersionArgoRollouts is the group and version of the Argo Rollout.
+	APIVersionArgoRollouts = "argoproj.io/v1alpha1"
 )
 
 // Delivery is how a new keyring reaches the consumers' pods: see MRTRKeyringSpec.delivery.
@@ -280,9 +294,17 @@ const (
 	DeliveryRestart Delivery = "Restart"
 )
 
-// WorkloadReference names one target workload in the keyring's namespace.
+// WorkloadReference names one target workload in the keyring's namespace, as Kubernetes object
+// references do (scaleTargetRef): {apiVersion: argoproj.io/v1alpha1, kind: Rollout, name: web}.
+// +kubebuilder:validation:XValidation:rule="self.kind == 'Rollout' ? self.apiVersion == 'argoproj.io/v1alpha1' : self.apiVersion == 'apps/v1'",message="apiVersion must be the kind's: apps/v1 for Deployment, StatefulSet and DaemonSet, argoproj.io/v1alpha1 for Rollout",fieldPath=".apiVersion"
 type WorkloadReference struct {
-	// kind is Deployment, StatefulSet or DaemonSet.
+	// apiVersion is the kind's group and version: apps/v1 (the default) or argoproj.io/v1alpha1.
+	// +optional
+	// +kubebuilder:default="apps/v1"
+	// +kubebuilder:validation:Enum="apps/v1";"argoproj.io/v1alpha1"
+	APIVersion string `json:"apiVersion,omitempty"`
+
+	// kind is Deployment, StatefulSet, DaemonSet (apps/v1) or Rollout (argoproj.io/v1alpha1).
 	// +required
 	Kind WorkloadKind `json:"kind"`
 
@@ -402,7 +424,7 @@ func (k KeyStatus) Sealing() metav1.Time {
 
 // WorkloadStatus is the rollout state of one target workload.
 type WorkloadStatus struct {
-	// kind is Deployment, StatefulSet or DaemonSet.
+	// kind is Deployment, StatefulSet, DaemonSet or Rollout.
 	// +required
 	Kind WorkloadKind `json:"kind"`
 	// name is the workload's name.
@@ -721,6 +743,14 @@ const (
 	ReasonRevertedByOtherManager = "RevertedByOtherManager"
 	// ReasonMostPodsUnacknowledged (AcknowledgementPathSuspect=True): most pods are overdue at once.
 	ReasonMostPodsUnacknowledged = "MostPodsUnacknowledged"
+	// ReasonKindNotServed (Ready=False): a target names a kind the API server does not serve (the
+	// Argo Rollouts CRD is not installed): the message names the kind. The operator watches the
+	// kind as soon as it is served, without a restart.
+	ReasonKindNotServed = "KindNotServed"
+	// ReasonWorkloadDegraded (Stalled=True, Ready=False): a target's own controller gave up on its
+	// rollout (an Argo Rollout aborted or degraded): the message says why. The rotation waits, and
+	// resumes once the rollout is healthy again.
+	ReasonWorkloadDegraded = "WorkloadDegraded"
 	// ReasonRotationWindowInvalid (Stalled=True, Ready=False): a spec.rotationWindows entry that
 	// the API's checks let through does not parse (a range such as 5-1, a zone the operator does
 	// not know): the message names the field. No rotation starts on schedule until it is fixed;

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 )
 
 // scheme knows the built-in kinds (workloads, pods) and MRTRKeyrings. Decoding into these types
@@ -36,6 +37,7 @@ var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
 	utilruntime.Must(mrtrv1alpha1.AddToScheme(s))
+	utilruntime.Must(workload.AddToScheme(s))
 	return s
 }()
 

@@ -295,7 +295,20 @@ func lastWrittenAt(s *corev1.Secret) time.Time {
 // targets resolves the named, the selected and the consuming workloads (those whose pod template
 // references the keyring Secret) through the cache.
 func (r *MRTRKeyringReconciler) targets(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring) (workload.Targets, error) {
-	return workload.Resolve(ctx, r.Client, kr.Namespace, specRefs(kr), kr.Spec.WorkloadSelector, kr.EffectiveSecretName())
+	served := workload.Served(func(k workload.Kind) bool {
+		// A reconciler made without SetupWithManager (a test's) watches nothing of its own: a
+		// kind is read when its client's RESTMapper knows it.
+		gvk, err := workload.GVK(k)
+		if err != nil {
+			return false
+		}
+		_, err = r.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+		return err == nil
+	})
+	if r.kinds != nil {
+		served = r.kinds.Served
+	}
+	return workload.Resolve(ctx, r.Client, served, kr.Namespace, specRefs(kr), kr.Spec.WorkloadSelector, kr.EffectiveSecretName())
 }
 
 // specRefs are the workloads named in kr's spec.workloads.
@@ -318,11 +331,15 @@ func observeWorkloads(t workload.Targets, kr *mrtrv1alpha1.MRTRKeyring) []rotati
 		out = append(out, rotation.Workload{
 			Kind: ref.Kind, Name: ref.Name, Found: true,
 			Stamp: workload.FingerprintAt(obj, workload.StampKey(obj, kr.Name)), RolledOut: ro.Done, Ready: ro.Ready, Desired: ro.Desired, Message: ro.Message, Unobserved: ro.Unobserved,
-			Outage: ro.Outage, Unreferenced: !slices.Contains(workload.ReferencedSecrets(obj), secret), MaxUnavailable: ro.MaxUnavailable,
+			Outage: ro.Outage, Degraded: ro.Degraded, Unreferenced: !slices.Contains(workload.ReferencedSecrets(obj), secret),
+			MaxUnavailable: ro.MaxUnavailable,
 		})
 	}
 	for _, ref := range t.Missing {
 		out = append(out, rotation.Workload{Kind: ref.Kind, Name: ref.Name})
+	}
+	for _, ref := range t.Unserved {
+		out = append(out, rotation.Workload{Kind: ref.Kind, Name: ref.Name, NotServed: workload.APIVersion(ref.Kind) + " " + string(ref.Kind)})
 	}
 	// Found and Missing are each sorted and disjoint; merge their order.
 	slices.SortFunc(out, func(a, b rotation.Workload) int {

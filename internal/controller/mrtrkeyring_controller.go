@@ -19,6 +19,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -69,6 +70,11 @@ type MRTRKeyringReconciler struct {
 	// install cannot be granted Nodes: their readiness is then unknown, and the status says so.
 	ReadNodes bool
 
+	// KindRecheck is how often a workload kind the API server did not serve is asked about again
+	// (and a keyring that names one looks again); 0 means DefaultKindRecheck.
+	KindRecheck time.Duration
+
+	kinds    *servedKinds
 	written  ownWrites
 	refusals refusalReports
 	fights   stampFights
@@ -87,9 +93,10 @@ const DefaultConcurrency = 8
 //     live read when the cache may be behind or the Secret is of another type; create: a
 //     keyring's first Secret; update: each rotation step's write, conditional on the
 //     resourceVersion read. Never patch, never delete: a Secret outlives its keyring.
-//   - deployments, statefulsets, daemonsets: list, watch: the informers behind the target reads;
-//     patch: the stamp (a merge patch of two annotations). Never update or delete. Each kind's
-//     marker is beside its adapter in internal/workload, so that a kind is one file there.
+//   - deployments, statefulsets, daemonsets, and argoproj.io rollouts: list, watch: the informers
+//     behind the target reads (a Rollout's only once the cluster serves the kind); patch: the
+//     stamp (a merge patch of two annotations). Never update or delete. Each kind's marker is
+//     beside its adapter in internal/workload, so that a kind is one file there.
 //   - events.k8s.io events: create: the event recorder (internal/events), one object per event;
 //     never patch, as it folds no repeats into a series.
 //   - pods: list, watch: the informer behind the pod reads of Reload delivery (stripped to
@@ -175,6 +182,10 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	var stampErrs []error // and eviction errors
 	requeue := d.RequeueAfter
+	if r.kinds != nil && slices.ContainsFunc(in.Workloads, func(w rotation.Workload) bool { return w.NotServed != "" }) {
+		// No event comes when the kind becomes served and the target turns out missing or there.
+		requeue = soonest(requeue, r.kinds.interval)
+	}
 	for _, f := range held {
 		requeue = soonest(requeue, f.until.Sub(in.Now))
 	}

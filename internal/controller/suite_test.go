@@ -44,6 +44,7 @@ import (
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/metrics"
+	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	// +kubebuilder:scaffold:imports
 )
 
@@ -95,6 +96,7 @@ var _ = BeforeSuite(func() {
 
 	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	Expect(mrtrv1alpha1.AddToScheme(scheme)).To(Succeed())
+	Expect(workload.AddToScheme(scheme)).To(Succeed())
 	// +kubebuilder:scaffold:scheme
 
 	By("bootstrapping test environment")
@@ -141,7 +143,7 @@ func startOperator() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	managerClient = mgr.GetClient()
-	r := &MRTRKeyringReconciler{Client: managerClient, Clock: fakeClock, Metrics: testMetrics, ReadNodes: true}
+	r := &MRTRKeyringReconciler{Client: managerClient, Clock: fakeClock, Metrics: testMetrics, ReadNodes: true, KindRecheck: time.Second}
 	Expect(r.SetupWithManager(mgr)).To(Succeed())
 
 	mctx, mcancel := context.WithCancel(ctx)

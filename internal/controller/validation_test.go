@@ -69,6 +69,15 @@ var _ = Describe("MRTRKeyring validation", func() {
 			"spec.secretName"),
 		Entry("a rollout deadline under 10s", func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.RolloutDeadline = d("1s") },
 			"spec.rolloutDeadline must be at least 10s"),
+		Entry("a Rollout named in apps/v1", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.Workloads = []mrtrv1alpha1.WorkloadReference{{Kind: mrtrv1alpha1.KindRollout, Name: "web"}}
+		}, "spec.workloads[0].apiVersion", "apiVersion must be the kind's"),
+		Entry("a Deployment named in argoproj.io/v1alpha1", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.Workloads = []mrtrv1alpha1.WorkloadReference{{APIVersion: mrtrv1alpha1.APIVersionArgoRollouts, Kind: mrtrv1alpha1.KindDeployment, Name: "web"}}
+		}, "spec.workloads[0].apiVersion", "apiVersion must be the kind's"),
+		Entry("an apiVersion of no workload kind", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.Workloads = []mrtrv1alpha1.WorkloadReference{{APIVersion: "batch/v1", Kind: mrtrv1alpha1.KindDeployment, Name: "web"}}
+		}, "spec.workloads[0].apiVersion", `Unsupported value: "batch/v1"`),
 		Entry("a rotation window whose schedule is not 5-field cron", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
 			s.RotationWindows = []mrtrv1alpha1.RotationWindow{{Schedule: "0 2 * * *", Duration: d("1h")}, {Schedule: "@daily", Duration: d("1h")}}
 		}, "spec.rotationWindows[1].schedule", "must be a 5-field cron schedule"),
@@ -110,5 +119,13 @@ var _ = Describe("MRTRKeyring validation", func() {
 		Expect(kr.Spec.TokenTTL.Duration).To(Equal(5 * time.Minute))
 		Expect(kr.Spec.ClockSkew.Duration).To(Equal(30 * time.Second))
 		Expect(kr.Spec.KeyBytes).To(Equal(int32(32)))
+	})
+
+	It("defaults a workload's apiVersion to apps/v1, so that a reference written without one keeps its meaning", func() {
+		kr := &mrtrv1alpha1.MRTRKeyring{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "legacy"},
+			Spec: mrtrv1alpha1.MRTRKeyringSpec{Workloads: []mrtrv1alpha1.WorkloadReference{{Kind: mrtrv1alpha1.KindDeployment, Name: "web"}}}}
+		Expect(k8sClient.Create(ctx, kr)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, kr))).To(Succeed()) })
+		Expect(kr.Spec.Workloads[0].APIVersion).To(Equal(mrtrv1alpha1.APIVersionApps))
 	})
 })

@@ -37,6 +37,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/events"
@@ -65,7 +66,8 @@ const (
 
 // SetupWithManager registers the indexes and watches: keyrings (spec changes and annotations,
 // for rotation requests), Secrets (metadata only: a change or deletion of a keyring Secret) and
-// the three workload kinds (their template stamp, status and labels).
+// the workload kinds the API server serves (their template stamp, status and labels; kinds.go
+// adds a kind served later).
 func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	ctx := context.Background()
 	idx := mgr.GetFieldIndexer()
@@ -102,11 +104,6 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	for _, obj := range workload.Objects() {
-		if err := idx.IndexField(ctx, obj, workload.SecretRefIndex, workload.ReferencedSecrets); err != nil {
-			return err
-		}
-	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
 	}
@@ -135,16 +132,32 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 				UpdateFunc: func(event.UpdateEvent) bool { return false },
 				DeleteFunc: func(event.DeleteEvent) bool { return true },
 			}))
-	for _, obj := range workload.Objects() {
-		b = b.Watches(obj, enqueueInFlight(r.keyringsForWorkload),
-			builder.WithPredicates(workloadChanged{}))
-	}
 	b = b.Watches(&corev1.Pod{}, enqueueInFlight(r.keyringsForPod), builder.WithPredicates(podChanged{}))
 	workers := r.MaxConcurrentReconciles
 	if workers <= 0 {
 		workers = DefaultConcurrency
 	}
-	return b.Named("mrtrkeyring").WithOptions(controller.Options{MaxConcurrentReconciles: workers}).Complete(r)
+	c, err := b.Named("mrtrkeyring").WithOptions(controller.Options{MaxConcurrentReconciles: workers}).Build(r)
+	if err != nil {
+		return err
+	}
+	// The workload kinds are watched as the API server serves them (kinds.go): those it serves
+	// now before the manager starts, any other once its CRD is installed.
+	interval := r.KindRecheck
+	if interval <= 0 {
+		interval = DefaultKindRecheck
+	}
+	r.kinds = &servedKinds{mapper: mgr.GetRESTMapper(), interval: interval, served: map[workload.Kind]bool{},
+		watch: func(ctx context.Context, obj client.Object) error {
+			if err := idx.IndexField(ctx, obj, workload.SecretRefIndex, workload.ReferencedSecrets); err != nil {
+				return err
+			}
+			return c.Watch(source.Kind(mgr.GetCache(), obj, enqueueInFlight(r.keyringsForWorkload), predicate.Predicate(workloadChanged{})))
+		}}
+	if err := r.kinds.add(ctx); err != nil {
+		return err
+	}
+	return mgr.Add(r.kinds)
 }
 
 // keyringsForSecret maps a Secret to the keyrings in its namespace that use it.
@@ -285,13 +298,16 @@ func acknowledgementsEqual(a, b *corev1.Pod) bool {
 //     included, so that a pass reads its Secret without a request; managed fields but the time of
 //     the operator's own write dropped;
 //   - Pods stripped to names, labels, acknowledgements and Secret references (workload.StripPod);
-//   - Deployments, StatefulSets and DaemonSets stripped to their metadata, status, rollout
+//   - Deployments, StatefulSets, DaemonSets and Rollouts stripped to their metadata, status, rollout
 //     settings and the pod template's annotations and Secret references (workload.StripWorkload);
 //   - everything else without managed fields and kubectl's last-applied-configuration annotation,
 //     which repeats the whole object (a Secret's data too, for Secrets applied with kubectl).
 func CacheOptions(namespaces ...string) cache.Options {
 	opts := cache.Options{
-		DefaultTransform: stripApplied,
+		// The workload kinds are stripped by the default transform, not by ByObject entries: an
+		// entry makes the cache ask the RESTMapper about its kind when the manager starts, which
+		// fails for a kind the API server does not serve (a CRD not installed yet).
+		DefaultTransform: stripDefault,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:  {Transform: workload.StripPod},
 			&corev1.Node{}: {Transform: stripNode},
@@ -301,9 +317,6 @@ func CacheOptions(namespaces ...string) cache.Options {
 			},
 		},
 	}
-	for _, obj := range workload.Objects() {
-		opts.ByObject[obj] = cache.ByObject{Transform: stripWorkload}
-	}
 	if len(namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range namespaces {
@@ -311,6 +324,14 @@ func CacheOptions(namespaces ...string) cache.Options {
 		}
 	}
 	return opts
+}
+
+// stripDefault is stripWorkload for a workload, stripApplied for anything else.
+func stripDefault(obj any) (any, error) {
+	if o, ok := obj.(client.Object); ok && workload.Is(o) {
+		return stripWorkload(obj)
+	}
+	return stripApplied(obj)
 }
 
 // lastAppliedAnnotation is kubectl's copy of the last applied object.

@@ -109,6 +109,8 @@ func describe(f facts, o outcome) Decision {
 func (r *report) waitsFor(t target) string {
 	fp := r.v.target
 	switch {
+	case !t.Found && t.NotServed != "":
+		return fmt.Sprintf("%s: the API server does not serve %s (is its CRD installed?)", t.ref(), t.NotServed)
 	case !t.Found:
 		return t.ref() + " not found"
 	case r.v.reload:
@@ -169,6 +171,9 @@ func (r *report) claimed() *stall {
 // keyring that has not reached every pod within spec.rolloutDeadline.
 func (r *report) blocked() *stall {
 	st, s := r.st, r.f.in.Settings
+	if d := r.degraded(); d != nil && r.o.write == nil {
+		return d
+	}
 	if st.Phase == mrtrv1alpha1.PhaseStable && r.o.write == nil {
 		return r.dueBlocked()
 	}
@@ -190,6 +195,22 @@ func (r *report) blocked() *stall {
 			st.TargetFingerprint, s.RolloutDeadline, r.selected)}
 	}
 	return nil
+}
+
+// degraded stalls on targets whose own controller gave up on their rollout (an Argo Rollout
+// aborted): nothing the operator waits for will complete it, so there is no deadline to wait out.
+func (r *report) degraded() *stall {
+	var ds []shown
+	for _, t := range r.pending {
+		if t.Degraded {
+			ds = append(ds, t)
+		}
+	}
+	if len(ds) == 0 {
+		return nil
+	}
+	return &stall{mrtrv1alpha1.ReasonWorkloadDegraded, fmt.Sprintf("the rollout of keyring %s stopped: %s; the rotation continues once the rollout is healthy again",
+		r.st.TargetFingerprint, messages(ds))}
 }
 
 // dueBlocked stalls a rotation that fell due but cannot start: a staged key seals only once every
@@ -246,23 +267,7 @@ func (r *report) nextDeadline() time.Duration {
 	var at time.Time
 	switch ph := st.Phase; {
 	case ph == mrtrv1alpha1.PhaseStable:
-		if !in.Settings.Suspend && st.NextRotationTime != nil {
-			at = st.NextRotationTime.Time
-		}
-		// A rotation due (or requested) that seals with a staged key first waits for the pods the
-		// last rollout replaced to stop (sealWithStaged), and is stuck past its deadline.
-		if _, due := rotationDue(in, st); due && st.RolledOutAt != nil && !in.Settings.Reload() {
-			at = st.RolledOutAt.Add(in.Settings.TerminationGracePeriod)
-		} else if d, ok := r.dueDeadline(); ok && d.After(in.Now) {
-			at = d
-		}
-		// A rotation due in a window that has not started when the window closes moves to the
-		// next one (windowed): look again then.
-		if t := st.NextRotationTime; t != nil && !in.Settings.Suspend && !in.Now.Before(t.Time) && in.Settings.Windows.Valid() {
-			if _, closes, open := in.Settings.Windows.OpenAt(in.Now); open && in.Settings.Windows != nil && (!at.After(in.Now) || closes.Before(at)) {
-				at = closes
-			}
-		}
+		at = r.stableDeadline()
 	case ph == mrtrv1alpha1.PhaseWaitingTTL:
 		if st.TTLWaitUntil != nil {
 			at = st.TTLWaitUntil.Time
@@ -288,6 +293,31 @@ func (r *report) nextDeadline() time.Duration {
 		return d
 	}
 	return 0
+}
+
+// stableDeadline is nextDeadline in Stable: the next rotation, or what a rotation due waits for.
+func (r *report) stableDeadline() time.Time {
+	in, st := r.f.in, r.st
+	var at time.Time
+	if !in.Settings.Suspend && st.NextRotationTime != nil {
+		at = st.NextRotationTime.Time
+	}
+	// A rotation due (or requested) that seals with a staged key first waits for the pods the
+	// last rollout replaced to stop (sealWithStaged), and is stuck past its deadline.
+	if _, due := rotationDue(in, st); due && st.RolledOutAt != nil && !in.Settings.Reload() {
+		at = st.RolledOutAt.Add(in.Settings.TerminationGracePeriod)
+	} else if d, ok := r.dueDeadline(); ok && d.After(in.Now) {
+		at = d
+	}
+	// A rotation due in a window that has not started when the window closes moves to the next
+	// one (windowed): look again then.
+	w := in.Settings.Windows
+	if t := st.NextRotationTime; w != nil && w.Valid() && t != nil && !in.Settings.Suspend && !in.Now.Before(t.Time) {
+		if _, closes, open := w.OpenAt(in.Now); open && (!at.After(in.Now) || closes.Before(at)) {
+			at = closes
+		}
+	}
+	return at
 }
 
 // WrongTypeRecheck is how often a keyring whose Secret has another type looks again.
@@ -369,6 +399,8 @@ func (r *report) setConditions() *Event {
 		stalled = condition(mrtrv1alpha1.ConditionStalled, true, r.stall.reason, r.stall.message)
 		// kstatus reads Reconciling before Stalled: leave it False so tools see the failure.
 		reconciling = condition(mrtrv1alpha1.ConditionReconciling, false, r.stall.reason, "blocked: see the Stalled condition")
+	case slices.ContainsFunc(r.missing, func(t shown) bool { return t.NotServed != "" }):
+		ready = condition(mrtrv1alpha1.ConditionReady, false, mrtrv1alpha1.ReasonKindNotServed, "targets of a kind the cluster does not serve: "+messages(r.missing))
 	case len(r.missing) > 0:
 		ready = condition(mrtrv1alpha1.ConditionReady, false, mrtrv1alpha1.ReasonWorkloadNotFound, "targets not found: "+refs(r.missing))
 	}

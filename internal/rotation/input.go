@@ -252,6 +252,9 @@ type Workload struct {
 	Name string
 	// Found is false when the workload does not exist; the other fields are then zero.
 	Found bool
+	// NotServed, for a workload not found, names its kind's apiVersion and kind when the API server
+	// does not serve the kind at all ("argoproj.io/v1alpha1 Rollout": its CRD is not installed).
+	NotServed string
 	// Stamp is the fingerprint on its pod template (mrtr.dev/keyring-hash), "" when none.
 	Stamp string
 	// RolledOut: the current pod template has rolled out, as kubectl rollout status means it.
@@ -262,6 +265,9 @@ type Workload struct {
 	Message string
 	// Unobserved: its controller has not yet seen its latest spec; the rollout has not begun.
 	Unobserved bool
+	// Degraded: its controller gave up on the rollout (an Argo Rollout aborted or degraded; Message
+	// says why): the keyring is Stalled at once, not after rolloutDeadline.
+	Degraded bool
 	// Outage, when not empty, says why each restart of the workload takes all its pods down.
 	Outage string
 	// Unreferenced: a listed or selected target whose pod template does not reference the keyring

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
 	// The zone database in the binary: the operator's image has no /usr/share/zoneinfo, and the
 	// same timeZone must mean the same instants to the operator and to kubectl mrtr.
 	_ "time/tzdata"

@@ -40,7 +40,7 @@ func windows(t testing.TB, entries ...string) *Windows {
 // windowSpec is spec.rotationWindows from "schedule|duration|zone" entries.
 func windowSpec(t testing.TB, entries ...string) []mrtrv1alpha1.RotationWindow {
 	t.Helper()
-	var spec []mrtrv1alpha1.RotationWindow
+	spec := make([]mrtrv1alpha1.RotationWindow, 0, len(entries))
 	for _, e := range entries {
 		p := strings.Split(e, "|")
 		d, err := time.ParseDuration(p[1])

@@ -38,6 +38,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 )
 
 // The managers run against a real kube-apiserver and etcd (envtest), reached through a TCP proxy
@@ -65,6 +66,7 @@ var _ = BeforeSuite(func() {
 	SetDefaultEventuallyPollingInterval(10 * time.Millisecond)
 	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
 	Expect(mrtrv1alpha1.AddToScheme(scheme)).To(Succeed())
+	Expect(workload.AddToScheme(scheme)).To(Succeed())
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		Fail("KUBEBUILDER_ASSETS is not set: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/build-controlplane.sh envtest | tail -1)")
 	}

@@ -35,7 +35,7 @@ const DaemonSet = mrtrv1alpha1.KindDaemonSet
 // +kubebuilder:rbac:groups=apps,resources=daemonsets,verbs=list;watch;patch
 
 var _ = register(kindOf[*appsv1.DaemonSet]{
-	name: DaemonSet, order: 2,
+	name: DaemonSet, order: 2, version: appsv1.SchemeGroupVersion,
 	object:      func() *appsv1.DaemonSet { return &appsv1.DaemonSet{} },
 	list:        func() client.ObjectList { return &appsv1.DaemonSetList{} },
 	podTemplate: func(d *appsv1.DaemonSet) *corev1.PodTemplateSpec { return &d.Spec.Template },

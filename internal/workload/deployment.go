@@ -35,7 +35,7 @@ const Deployment = mrtrv1alpha1.KindDeployment
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=list;watch;patch
 
 var _ = register(kindOf[*appsv1.Deployment]{
-	name: Deployment, order: 0,
+	name: Deployment, order: 0, version: appsv1.SchemeGroupVersion,
 	object:      func() *appsv1.Deployment { return &appsv1.Deployment{} },
 	list:        func() client.ObjectList { return &appsv1.DeploymentList{} },
 	podTemplate: func(d *appsv1.Deployment) *corev1.PodTemplateSpec { return &d.Spec.Template },

@@ -23,6 +23,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
@@ -36,6 +37,9 @@ type Kind = mrtrv1alpha1.WorkloadKind
 // it; the functions of this package dispatch to it by the object's Go type or by Kind.
 type adapter interface {
 	kind() Kind
+	// gvk is the kind's group, version and kind, which the manager asks the API server's
+	// RESTMapper about before it watches the kind.
+	gvk() schema.GroupVersionKind
 	// rank orders the kinds (Kinds, Ref.Compare).
 	rank() int
 	newObject() client.Object
@@ -55,6 +59,8 @@ type adapter interface {
 type kindOf[T client.Object] struct {
 	name  Kind
 	order int
+	// version is the kind's API group and version (mrtrv1alpha1.APIVersionApps, ...).
+	version schema.GroupVersion
 	// object and list return an empty object and an empty list of the kind.
 	object func() T
 	list   func() client.ObjectList
@@ -72,11 +78,12 @@ type kindOf[T client.Object] struct {
 	statusOf func(T) any
 }
 
-func (k kindOf[T]) kind() Kind                 { return k.name }
-func (k kindOf[T]) rank() int                  { return k.order }
-func (k kindOf[T]) newList() client.ObjectList { return k.list() }
-func (k kindOf[T]) newObject() client.Object   { return k.object() }
-func (k kindOf[T]) is(obj client.Object) bool  { _, ok := obj.(T); return ok }
+func (k kindOf[T]) kind() Kind                   { return k.name }
+func (k kindOf[T]) gvk() schema.GroupVersionKind { return k.version.WithKind(string(k.name)) }
+func (k kindOf[T]) rank() int                    { return k.order }
+func (k kindOf[T]) newList() client.ObjectList   { return k.list() }
+func (k kindOf[T]) newObject() client.Object     { return k.object() }
+func (k kindOf[T]) is(obj client.Object) bool    { _, ok := obj.(T); return ok }
 func (k kindOf[T]) template(obj client.Object) *corev1.PodTemplateSpec {
 	return k.podTemplate(obj.(T)) //nolint:forcetypeassert // dispatched by is
 }

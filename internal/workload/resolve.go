@@ -36,15 +36,26 @@ type Targets struct {
 	// Missing holds the named targets that do not exist, sorted. They are not an error: the
 	// rotation reports them and waits.
 	Missing []Ref
+	// Unserved holds the named targets of a kind the API server does not serve (its CRD is not
+	// installed), sorted: reported, and waited for, like missing ones.
+	Unserved []Ref
 }
+
+// Served tells which kinds the API server serves, and the cache can read: the manager watches a
+// kind only once it is served (a CRD may be installed after the manager started).
+type Served func(Kind) bool
 
 // Resolve reads the targets of a keyring in namespace: each workload named in refs, every
 // Deployment, StatefulSet and DaemonSet whose labels match selector, and every one whose pod
 // template references the Secret named secret (ReferencedSecrets; "" for none), through the
 // reader's SecretRefIndex. A nil selector selects nothing; an empty one selects every workload of
 // the three kinds (metav1.LabelSelectorAsSelector). A workload found more than one way appears
-// once. Errors are the reader's, other than NotFound, or an invalid selector.
-func Resolve(ctx context.Context, c client.Reader, namespace string, refs []Ref, selector *metav1.LabelSelector, secret string) (Targets, error) {
+// once. Only the kinds served reports served are read (nil: all of them); a named target of
+// another kind is Unserved. Errors are the reader's, other than NotFound, or an invalid selector.
+func Resolve(ctx context.Context, c client.Reader, served Served, namespace string, refs []Ref, selector *metav1.LabelSelector, secret string) (Targets, error) {
+	if served == nil {
+		served = func(Kind) bool { return true }
+	}
 	var t Targets
 	seen := map[Ref]bool{}
 	add := func(obj client.Object) {
@@ -58,6 +69,12 @@ func Resolve(ctx context.Context, c client.Reader, namespace string, refs []Ref,
 		obj, err := New(ref.Kind)
 		if err != nil {
 			return Targets{}, err
+		}
+		if !served(ref.Kind) {
+			if !slices.Contains(t.Unserved, ref) {
+				t.Unserved = append(t.Unserved, ref)
+			}
+			continue
 		}
 		err = c.Get(ctx, types.NamespacedName{Namespace: namespace, Name: ref.Name}, obj)
 		switch {
@@ -78,6 +95,9 @@ func Resolve(ctx context.Context, c client.Reader, namespace string, refs []Ref,
 		}
 		for _, a := range adapters {
 			k, list := a.kind(), a.newList()
+			if !served(k) {
+				continue
+			}
 			if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
 				return Targets{}, fmt.Errorf("list %ss matching %s in namespace %s: %w", k, sel, namespace, err)
 			}
@@ -92,6 +112,9 @@ func Resolve(ctx context.Context, c client.Reader, namespace string, refs []Ref,
 	if secret != "" {
 		for _, a := range adapters {
 			k, list := a.kind(), a.newList()
+			if !served(k) {
+				continue
+			}
 			if err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{SecretRefIndex: secret}); err != nil {
 				return Targets{}, fmt.Errorf("list %ss that reference Secret %s in namespace %s: %w", k, secret, namespace, err)
 			}
@@ -109,5 +132,6 @@ func Resolve(ctx context.Context, c client.Reader, namespace string, refs []Ref,
 		return ra.Compare(rb)
 	})
 	slices.SortFunc(t.Missing, Ref.Compare)
+	slices.SortFunc(t.Unserved, Ref.Compare)
 	return t, nil
 }

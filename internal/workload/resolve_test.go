@@ -24,10 +24,23 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 )
+
+// testScheme knows the built-in kinds and the operator's own (the Argo Rollout).
+var testScheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}()
 
 // The fake client is enough here: Resolve only gets and lists, and the envtest suite in
 // internal/controller exercises it against a real API server through the reconciler.
@@ -36,20 +49,24 @@ func TestResolve(t *testing.T) {
 		return metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labels}
 	}
 	mcp := map[string]string{"app": "mcp"}
-	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(
+	c := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(
 		&appsv1.Deployment{ObjectMeta: meta("a", "web", nil)},
 		&appsv1.Deployment{ObjectMeta: meta("a", "api", mcp)},
 		&appsv1.StatefulSet{ObjectMeta: meta("a", "db", mcp)},
 		&appsv1.DaemonSet{ObjectMeta: meta("a", "agent", mcp)},
 		&appsv1.DaemonSet{ObjectMeta: meta("a", "logs", map[string]string{"app": "logs"})},
 		&appsv1.Deployment{ObjectMeta: meta("b", "other", mcp)},
+		&ArgoRollout{ObjectMeta: meta("a", "canary", mcp)},
 	).Build()
+	noRollouts := func(k Kind) bool { return k != ArgoRolloutKind }
 
 	tests := map[string]struct {
-		refs        []Ref
-		selector    *metav1.LabelSelector
-		wantFound   []string
-		wantMissing []string
+		refs         []Ref
+		selector     *metav1.LabelSelector
+		served       Served
+		wantFound    []string
+		wantMissing  []string
+		wantUnserved []string
 	}{
 		"nothing named and no selector": {},
 		"named targets, one missing, one named twice": {
@@ -57,18 +74,25 @@ func TestResolve(t *testing.T) {
 			wantFound:   []string{"Deployment/web", "StatefulSet/db"},
 			wantMissing: []string{"Deployment/gone"},
 		},
-		"a selector across the three kinds, in the namespace only": {
+		"a selector across the four kinds, in the namespace only": {
 			selector:  &metav1.LabelSelector{MatchLabels: mcp},
-			wantFound: []string{"Deployment/api", "StatefulSet/db", "DaemonSet/agent"},
+			wantFound: []string{"Deployment/api", "StatefulSet/db", "DaemonSet/agent", "Rollout/canary"},
 		},
 		"named and selected are merged without duplicates": {
-			refs:      []Ref{{DaemonSet, "agent"}, {Deployment, "web"}},
+			refs:      []Ref{{DaemonSet, "agent"}, {Deployment, "web"}, {ArgoRolloutKind, "canary"}},
 			selector:  &metav1.LabelSelector{MatchLabels: mcp},
-			wantFound: []string{"Deployment/api", "Deployment/web", "StatefulSet/db", "DaemonSet/agent"},
+			wantFound: []string{"Deployment/api", "Deployment/web", "StatefulSet/db", "DaemonSet/agent", "Rollout/canary"},
 		},
 		"an empty selector selects every workload of the namespace": {
 			selector:  &metav1.LabelSelector{},
-			wantFound: []string{"Deployment/api", "Deployment/web", "StatefulSet/db", "DaemonSet/agent", "DaemonSet/logs"},
+			wantFound: []string{"Deployment/api", "Deployment/web", "StatefulSet/db", "DaemonSet/agent", "DaemonSet/logs", "Rollout/canary"},
+		},
+		"a kind the cluster does not serve is neither read nor listed, and a named one is unserved": {
+			refs:         []Ref{{ArgoRolloutKind, "canary"}, {Deployment, "web"}},
+			selector:     &metav1.LabelSelector{MatchLabels: mcp},
+			served:       noRollouts,
+			wantFound:    []string{"Deployment/api", "Deployment/web", "StatefulSet/db", "DaemonSet/agent"},
+			wantUnserved: []string{"Rollout/canary"},
 		},
 		"a named workload of another kind with the same name is missing": {
 			refs:        []Ref{{DaemonSet, "web"}},
@@ -77,7 +101,7 @@ func TestResolve(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			got, err := Resolve(context.Background(), c, "a", tc.refs, tc.selector, "")
+			got, err := Resolve(context.Background(), c, tc.served, "a", tc.refs, tc.selector, "")
 			if err != nil {
 				t.Fatalf("Resolve: %v", err)
 			}
@@ -95,18 +119,25 @@ func TestResolve(t *testing.T) {
 			if !slices.Equal(missing, tc.wantMissing) {
 				t.Errorf("Missing = %v, want %v", missing, tc.wantMissing)
 			}
+			var unserved []string
+			for _, r := range got.Unserved {
+				unserved = append(unserved, r.String())
+			}
+			if !slices.Equal(unserved, tc.wantUnserved) {
+				t.Errorf("Unserved = %v, want %v", unserved, tc.wantUnserved)
+			}
 		})
 	}
 }
 
 func TestResolveErrors(t *testing.T) {
-	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).Build()
-	_, err := Resolve(context.Background(), c, "a", []Ref{{Kind: "CronJob", Name: "x"}}, nil, "")
+	c := fake.NewClientBuilder().WithScheme(testScheme).Build()
+	_, err := Resolve(context.Background(), c, nil, "a", []Ref{{Kind: "CronJob", Name: "x"}}, nil, "")
 	if err == nil || !strings.Contains(err.Error(), `workload kind "CronJob" is not supported`) {
 		t.Errorf("unknown kind: err = %v", err)
 	}
 	bad := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Near"}}}
-	_, err = Resolve(context.Background(), c, "a", nil, bad, "")
+	_, err = Resolve(context.Background(), c, nil, "a", nil, bad, "")
 	if err == nil || !strings.Contains(err.Error(), "workload selector") {
 		t.Errorf("invalid selector: err = %v", err)
 	}
@@ -116,7 +147,7 @@ func TestResolveErrors(t *testing.T) {
 func TestStampIsIdempotent(t *testing.T) {
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "a", Name: "web"}}
 	d.Spec.Template.Annotations = map[string]string{"keep": "me"}
-	c := fake.NewClientBuilder().WithScheme(scheme.Scheme).WithObjects(d).Build()
+	c := fake.NewClientBuilder().WithScheme(testScheme).WithObjects(d).Build()
 	ctx := context.Background()
 	get := func() *appsv1.Deployment {
 		var got appsv1.Deployment

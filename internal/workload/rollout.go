@@ -29,6 +29,9 @@ type Rollout struct {
 	// Stuck: the workload's own controller gave up (a Deployment's progressDeadlineSeconds passed).
 	// Done is false; the rollout may still finish later, e.g. after a fix to the workload.
 	Stuck bool
+	// Degraded: the workload's controller gave up on this rollout for good (an Argo Rollout that
+	// was aborted, or whose progress deadline passed): it completes only once someone acts.
+	Degraded bool
 	// Ready is how many pods run the current template and are available, Desired how many should.
 	Ready, Desired int32
 	// Message says, naming the workload, what the rollout is waiting for.

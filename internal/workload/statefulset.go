@@ -35,7 +35,7 @@ const StatefulSet = mrtrv1alpha1.KindStatefulSet
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=list;watch;patch
 
 var _ = register(kindOf[*appsv1.StatefulSet]{
-	name: StatefulSet, order: 1,
+	name: StatefulSet, order: 1, version: appsv1.SchemeGroupVersion,
 	object:      func() *appsv1.StatefulSet { return &appsv1.StatefulSet{} },
 	list:        func() client.ObjectList { return &appsv1.StatefulSetList{} },
 	podTemplate: func(s *appsv1.StatefulSet) *corev1.PodTemplateSpec { return &s.Spec.Template },

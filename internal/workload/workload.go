@@ -15,21 +15,35 @@ limitations under the License.
 */
 
 // Package workload is the operator's typed view of the workloads that consume a keyring:
-// Deployments, StatefulSets and DaemonSets. It answers three questions — which workloads a keyring
-// targets (Resolve), which keyring fingerprint their pod template carries (Fingerprint) and whether that
-// template has rolled out (RolloutStatus) — and makes one write: stamping a fingerprint onto a pod
-// template (Stamp). It knows nothing of rotation phases; internal/rotation decides what to stamp
-// and when.
+// Deployments, StatefulSets and DaemonSets (apps/v1), and Argo Rollouts (argoproj.io/v1alpha1).
+// It answers three questions — which workloads a keyring targets (Resolve), which keyring
+// fingerprint their pod template carries (Fingerprint) and whether that template has rolled out
+// (RolloutStatus) — and makes one write: stamping a fingerprint onto a pod template (Stamp). It
+// knows nothing of rotation phases; internal/rotation decides what to stamp and when.
 //
 // # A kind is one file
 //
 // Everything the package knows of a kind is its adapter, in the kind's own file (deployment.go,
-// statefulset.go, daemonset.go): the empty object and list, the pod template, the selector, the
-// pods its controller counts, the rollout status, what the cache keeps of it (stripping) and the
-// status whose changes wake a keyring, with the RBAC marker that lets the reconciler list, watch
-// and stamp it. The functions of the package dispatch to the adapter by Kind or by the object's Go
-// type. Adding a kind is one new file that registers its adapter, plus its value in the API's enum
-// (mrtrv1alpha1.WorkloadKind, with the +kubebuilder:validation:Enum marker); Kind is that type.
+// statefulset.go, daemonset.go, argorollout.go): its group, version and kind, the empty object and
+// list, the pod template, the selector, the pods its controller counts, the rollout status, what
+// the cache keeps of it (stripping) and the status whose changes wake a keyring, with the RBAC
+// marker that lets the reconciler list, watch and stamp it. A kind no client-go package has gets
+// a Go type of its own in that file, with only the fields the adapter reads (AddToScheme
+// registers it). The functions of the package dispatch to the adapter by Kind or by the object's
+// Go type. Adding a kind is that one file, plus its value in the API's enum
+// (mrtrv1alpha1.WorkloadKind's +kubebuilder:validation:Enum marker; Kind is that type) and its
+// apiVersion in WorkloadReference's apiVersion enum and rule; TestEveryKindIsInTheAPIAndTheRole
+// fails, naming what is missing, until all three agree with the generated CRD and ClusterRole.
+//
+// The manager watches a kind only while the API server serves it (internal/controller asks the
+// RESTMapper with GVK, at start and then periodically, so a CRD installed later is watched
+// without a restart), and Resolve reads only the kinds it is told are served: a keyring that names
+// another is told so (Targets.Unserved), instead of a manager that cannot start.
+//
+// The types of kinds that no client-go package has (ArgoRollout) are no API of this operator:
+// the skip marker keeps controller-gen from making a CRD of them.
+//
+// +kubebuilder:skip
 package workload
 
 import (
@@ -38,6 +52,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
@@ -96,14 +111,23 @@ func Kinds() []Kind {
 	return out
 }
 
-// Objects returns an empty object of each kind, in the order of Kinds: what the reconciler
-// watches, indexes and strips in its cache.
-func Objects() []client.Object {
-	out := make([]client.Object, len(adapters))
-	for i, a := range adapters {
-		out[i] = a.newObject()
+// GVK returns the group, version and kind of kind k: the RESTMapper tells from it whether the
+// cluster serves the kind.
+func GVK(k Kind) (schema.GroupVersionKind, error) {
+	a, err := adapterOf(k)
+	if err != nil {
+		return schema.GroupVersionKind{}, err
 	}
-	return out
+	return a.gvk(), nil
+}
+
+// APIVersion is the apiVersion of kind k, "" for an unsupported one.
+func APIVersion(k Kind) string {
+	gvk, err := GVK(k)
+	if err != nil {
+		return ""
+	}
+	return gvk.GroupVersion().String()
 }
 
 // New returns an empty object of kind k, for Get and Watch.
@@ -113,6 +137,12 @@ func New(k Kind) (client.Object, error) {
 		return nil, err
 	}
 	return a.newObject(), nil
+}
+
+// Is reports whether obj is a workload of a supported kind.
+func Is(obj client.Object) bool {
+	_, err := adapterFor(obj)
+	return err == nil
 }
 
 // KindOf returns the kind of a typed workload object. Typed objects read through a client have an

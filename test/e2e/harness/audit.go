@@ -26,6 +26,8 @@ import (
 	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -40,7 +42,8 @@ func (p Permission) String() string { return p.Verb + " " + p.Resource }
 
 // Permissions compares what the operator's ServiceAccount did, by the API server's audit log,
 // with what the RBAC bound to it grants: the requests refused (403), and the permissions granted
-// but never used.
+// but never used. A permission on a resource the cluster does not serve (the Argo Rollouts CRD
+// not installed) cannot be used, and is not counted unused; where the cluster serves it, it is.
 func (e *Env) Permissions(ctx context.Context) (forbidden []string, unused []Permission, err error) {
 	user := fmt.Sprintf("system:serviceaccount:%s:%s", OperatorNamespace, OperatorServiceAccount)
 	used, forbidden, err := readAudit(e.Cluster.AuditLogPath(), user)
@@ -52,11 +55,23 @@ func (e *Env) Permissions(ctx context.Context) (forbidden []string, unused []Per
 		return nil, nil, err
 	}
 	for _, p := range granted {
-		if !used[p] {
+		if !used[p] && served(e.Client, p.Resource) {
 			unused = append(unused, p)
 		}
 	}
 	return forbidden, unused, nil
+}
+
+// served reports whether the API server serves resource ("group/resource[/subresource]"), by the
+// client's RESTMapper; a resource it cannot tell about counts as served, so that nothing is left
+// unchecked by mistake.
+func served(c client.Client, resource string) bool {
+	parts := strings.SplitN(resource, "/", 3)
+	if len(parts) < 2 || parts[1] == "*" {
+		return true
+	}
+	_, err := c.RESTMapper().KindFor(schema.GroupVersionResource{Group: parts[0], Resource: parts[1]})
+	return !meta.IsNoMatchError(err)
 }
 
 // auditEvent is the part of an audit.k8s.io/v1 Event read here.

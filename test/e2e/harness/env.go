@@ -51,6 +51,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 	"github.com/mrtr-dev/mrtr-operator/test/container"
 	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
@@ -163,6 +164,7 @@ func Scheme() *runtime.Scheme {
 	_ = clientgoscheme.AddToScheme(s)
 	_ = apiextensionsv1.AddToScheme(s)
 	_ = mrtrv1alpha1.AddToScheme(s)
+	_ = workload.AddToScheme(s)
 	return s
 }
 
