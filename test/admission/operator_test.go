@@ -17,8 +17,11 @@ limitations under the License.
 package admission
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -27,10 +30,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 )
@@ -95,7 +100,8 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 		By("the pod acknowledging the keyring of the Secret it mounts, with a token bound to it, as pkg/ack does")
 		asPod := clientWithToken(boundToken(operatorPodsNS, podsSA, pod))
 		Eventually(func() error {
-			return mergePatch(asPod, pod, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey("payments"), fp1))
+			return asPod.Patch(ctx, podRef(pod), client.RawPatch(types.MergePatchType,
+				fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey("payments"), fp1)), client.FieldOwner(ack.FieldManager))
 		}).Should(Succeed(), "the pod could not acknowledge")
 		request := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
 		account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: operatorSA, Namespace: operatorNS}}
@@ -193,6 +199,70 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 		Expect(operatorPatch(operator, projected, written(fp1+"/1"))).To(Succeed())
 	})
 
+	DescribeTable("refuses the operator a rewrite of the managedFields that say who wrote the acknowledgement",
+		func(edit func(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry) {
+			before := get(pod)
+			ackEntry := slices.IndexFunc(before.ManagedFields, func(m metav1.ManagedFieldsEntry) bool { return m.Manager == ack.FieldManager })
+			Expect(ackEntry).NotTo(Equal(-1), "the pod's acknowledgement has no entry of %s: %+v", ack.FieldManager, before.ManagedFields)
+			entries := edit(slices.Clone(before.ManagedFields))
+			patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"managedFields": entries,
+				"annotations": map[string]string{mrtrv1alpha1.WrittenAnnotation: fp1 + "/7"}}})
+			Expect(err).NotTo(HaveOccurred())
+			expectOperatorDeniedIn(Default, operatorPatch(operator, pod, string(patch)),
+				"may not change the managedFields of pod "+operatorPodsNS+"/"+operatorPodName)
+			Expect(get(pod).ResourceVersion).To(Equal(before.ResourceVersion), "the pod changed")
+		},
+		Entry("the acknowledgement's time, as if written before the Secret", func(e []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+			i := slices.IndexFunc(e, func(m metav1.ManagedFieldsEntry) bool { return m.Manager == ack.FieldManager })
+			e[i].Time = &metav1.Time{Time: e[i].Time.Add(-time.Hour)}
+			return e
+		}),
+		Entry("the acknowledgement's writer renamed", func(e []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+			i := slices.IndexFunc(e, func(m metav1.ManagedFieldsEntry) bool { return m.Manager == ack.FieldManager })
+			e[i].Manager = "someone-else"
+			return e
+		}),
+		Entry("the acknowledgement's entry dropped", func(e []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+			return slices.DeleteFunc(e, func(m metav1.ManagedFieldsEntry) bool { return m.Manager == ack.FieldManager })
+		}),
+		Entry("the acknowledgement's subresource changed", func(e []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+			i := slices.IndexFunc(e, func(m metav1.ManagedFieldsEntry) bool { return m.Manager == ack.FieldManager })
+			e[i].Subresource = "status"
+			return e
+		}),
+		Entry("the acknowledgement claimed by the operator's own entry", func(e []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+			return append(e, metav1.ManagedFieldsEntry{Manager: mrtrv1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
+				APIVersion: "v1", Time: &metav1.Time{Time: time.Now()}, FieldsType: "FieldsV1",
+				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{"f:` + ack.AnnotationKey("payments") + `":{}}}}`)}})
+		}),
+		Entry("a new entry of another manager", func(e []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+			return append([]metav1.ManagedFieldsEntry{{Manager: "forger", Operation: metav1.ManagedFieldsOperationUpdate,
+				APIVersion: "v1", Time: &metav1.Time{Time: time.Now()}, FieldsType: "FieldsV1",
+				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{"f:` + ack.AnnotationKey("payments") + `":{}}}}`)}}}, e...)
+		}),
+	)
+
+	It("lets the operator take its annotation from another field manager that set it, and nothing else", func() {
+		By("someone who may patch pods sets the annotation, and one of their own")
+		Expect(admin.Patch(ctx, podRef(pod), client.RawPatch(types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"mrtr.dev/keyring-written":"`+fp1+`/5","note":"kept"}}}`)), client.FieldOwner("someone"))).To(Succeed())
+		Expect(operatorPatch(operator, pod, written(fp1+"/6"))).To(Succeed())
+		after := get(pod)
+		Expect(after.Annotations).To(HaveKeyWithValue(mrtrv1alpha1.WrittenAnnotation, fp1+"/6"))
+		writer, ok := workload.AcknowledgementWriter(after, mrtrv1alpha1.WrittenAnnotation)
+		Expect(ok).To(BeTrue())
+		Expect(writer.Manager).To(Equal(mrtrv1alpha1.FieldManager))
+		note, ok := workload.AcknowledgementWriter(after, "note")
+		Expect(ok).To(BeTrue())
+		Expect(note.Manager).To(Equal("someone"), "the other manager's entry lost more than the annotation")
+
+		By("and when that annotation was all the other manager owned, its entry goes")
+		Expect(admin.Patch(ctx, podRef(pod), client.RawPatch(types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"mrtr.dev/keyring-written":"`+fp1+`/8"}}}`)), client.FieldOwner("only-the-nudge"))).To(Succeed())
+		Expect(operatorPatch(operator, pod, written(fp1+"/9"))).To(Succeed())
+		Expect(get(pod).ManagedFields).NotTo(ContainElement(HaveField("Manager", "only-the-nudge")))
+	})
+
 	It("refuses the operator a pod's acknowledgement (which the acknowledgement policy refuses it too)", func() {
 		before := get(pod)
 		err := operatorPatch(operator, pod, `{"metadata":{"annotations":{"loaded.mrtr.dev/payments":"forged"}}}`)
@@ -254,9 +324,10 @@ func podRef(pod *corev1.Pod) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
 }
 
-// operatorPatch patches pod as the operator does (internal/controller's syncPods): a JSON merge patch.
+// operatorPatch patches pod as the operator does (internal/controller's syncPods): a JSON merge
+// patch, under the operator's field manager.
 func operatorPatch(c client.Client, pod *corev1.Pod, patch string) error {
-	return mergePatch(c, pod, patch)
+	return c.Patch(ctx, podRef(pod), client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(mrtrv1alpha1.FieldManager))
 }
 
 // expectOperatorDeniedIn asserts that err is the operator policy's denial with message.
