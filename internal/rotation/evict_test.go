@@ -32,7 +32,7 @@ import (
 
 func TestRestartBudget(t *testing.T) {
 	pods := func(serving, terminating int) []Pod {
-		var out []Pod
+		out := make([]Pod, 0, serving+terminating)
 		for i := range serving + terminating {
 			out = append(out, Pod{Name: fmt.Sprintf("p%d", i), Terminating: i >= serving})
 		}
@@ -166,7 +166,7 @@ func TestRestartPacingProperty(t *testing.T) {
 	ab, old := fp(t, a, b), fp(t, a)
 	rnd := mathrand.New(mathrand.NewPCG(33, 9))
 	for iter := range 2000 {
-		var ws []Workload
+		ws := make([]Workload, 0, 3)
 		total, overdue := 0, 0
 		for wi := range 1 + rnd.IntN(3) {
 			w := withPods()

@@ -44,15 +44,15 @@ import (
 // markers) bound to the operator's ServiceAccount, and config/admission (the policy that confines
 // the role's "patch pods" to the annotation that makes the kubelet sync a pod at once).
 const (
-	operatorNS          = "mrtr-operator-system"
-	operatorSA          = "controller-manager"
-	operatorPolicyName  = "mrtr-operator-pod-annotation"
-	operatorPodsNS      = "payments"
-	operatorPodName     = "server"
+	operatorNS         = "mrtr-operator-system"
+	operatorSA         = "controller-manager"
+	operatorPolicyName = "mrtr-operator-pod-annotation"
+	operatorPodsNS     = "payments"
+	operatorPodName    = "server"
 	// unrelatedNS holds a pod that mounts a Secret but is no keyring consumer.
 	unrelatedNS = "unrelated"
 	// podsSA runs the pods of operatorPodsNS, bound to the consumer role, as the servers are.
-	podsSA = "mcp"
+	podsSA              = "mcp"
 	operatorDeniedFixed = "the mrtr-operator (system:serviceaccount:" + operatorNS + ":" + operatorSA +
 		") may change nothing on pod " + operatorPodsNS + "/" + operatorPodName + " but its annotation mrtr.dev/keyring-written"
 )
@@ -143,7 +143,8 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 		Entry("another annotation", `{"metadata":{"annotations":{"team":"other"}}}`),
 		Entry("removing another annotation", `{"metadata":{"annotations":{"team":null}}}`),
 		Entry("a new annotation", `{"metadata":{"annotations":{"mrtr.dev/rotate":"now"}}}`),
-		Entry("its annotation together with another", `{"metadata":{"annotations":{"mrtr.dev/keyring-written":"0123456789abcdef/3","team":"other"}}}`),
+		Entry("its annotation together with another",
+			`{"metadata":{"annotations":{"mrtr.dev/keyring-written":"0123456789abcdef/3","team":"other"}}}`),
 		Entry("a label", `{"metadata":{"labels":{"app":"other"}}}`),
 		Entry("a finalizer", `{"metadata":{"finalizers":["example.com/hold"]}}`),
 		Entry("an ownerReference", `{"metadata":{"ownerReferences":[`+
@@ -179,8 +180,7 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 	It("refuses the operator a nudge of a pod that acknowledges a keyring of a Secret it does not mount", func() {
 		// It once mounted payments (its acknowledgement says so); now it mounts another Secret only.
 		other := newPod(operatorPodsNS, "other-secret", podsSA)
-		other.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-			Sources: []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "tls"}}}}}}}}
+		other.Spec.Volumes = []corev1.Volume{projectedSecret("tls")}
 		Expect(admin.Create(ctx, other)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(admin.Delete(ctx, other))).To(Succeed()) })
 		asOther := clientWithToken(boundToken(operatorPodsNS, podsSA, other))
@@ -190,12 +190,12 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 
 		By("and lets it nudge a pod that mounts the Secret through a projected volume")
 		projected := newPod(operatorPodsNS, "projected", podsSA)
-		projected.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-			Sources: []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "payments"}}}}}}}}
+		projected.Spec.Volumes = []corev1.Volume{projectedSecret("payments")}
 		Expect(admin.Create(ctx, projected)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(admin.Delete(ctx, projected))).To(Succeed()) })
 		asProjected := clientWithToken(boundToken(operatorPodsNS, podsSA, projected))
-		Expect(mergePatch(asProjected, projected, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey("payments"), fp1))).To(Succeed())
+		Expect(mergePatch(asProjected, projected,
+			fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey("payments"), fp1))).To(Succeed())
 		Expect(operatorPatch(operator, projected, written(fp1+"/1"))).To(Succeed())
 	})
 
@@ -233,19 +233,20 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 		Entry("the acknowledgement claimed by the operator's own entry", func(e []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
 			return append(e, metav1.ManagedFieldsEntry{Manager: mrtrv1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
 				APIVersion: "v1", Time: &metav1.Time{Time: time.Now()}, FieldsType: "FieldsV1",
-				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{"f:` + ack.AnnotationKey("payments") + `":{}}}}`)}})
+				FieldsV1: metav1.NewFieldsV1(ownsAck)})
 		}),
 		Entry("a new entry of another manager", func(e []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
 			return append([]metav1.ManagedFieldsEntry{{Manager: "forger", Operation: metav1.ManagedFieldsOperationUpdate,
 				APIVersion: "v1", Time: &metav1.Time{Time: time.Now()}, FieldsType: "FieldsV1",
-				FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{"f:` + ack.AnnotationKey("payments") + `":{}}}}`)}}}, e...)
+				FieldsV1: metav1.NewFieldsV1(ownsAck)}}, e...)
 		}),
 	)
 
 	It("lets the operator take its annotation from another field manager that set it, and nothing else", func() {
 		By("someone who may patch pods sets the annotation, and one of their own")
 		Expect(admin.Patch(ctx, podRef(pod), client.RawPatch(types.MergePatchType,
-			[]byte(`{"metadata":{"annotations":{"mrtr.dev/keyring-written":"`+fp1+`/5","note":"kept"}}}`)), client.FieldOwner("someone"))).To(Succeed())
+			[]byte(`{"metadata":{"annotations":{"mrtr.dev/keyring-written":"`+fp1+`/5","note":"kept"}}}`)),
+			client.FieldOwner("someone"))).To(Succeed())
 		Expect(operatorPatch(operator, pod, written(fp1+"/6"))).To(Succeed())
 		after := get(pod)
 		Expect(after.Annotations).To(HaveKeyWithValue(mrtrv1alpha1.WrittenAnnotation, fp1+"/6"))
@@ -293,6 +294,9 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 	})
 })
 
+// ownsAck is the fieldsV1 of an entry that owns the pod's acknowledgement of Secret payments.
+var ownsAck = `{"f:metadata":{"f:annotations":{"f:` + ack.AnnotationKey("payments") + `":{}}}}`
+
 // fp1 is a fingerprint as pkg/keyring makes them: 16 hex digits.
 const fp1 = "0123456789abcdef"
 
@@ -309,6 +313,12 @@ func boundToken(namespace, sa string, pod *corev1.Pod) string {
 	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: namespace}}
 	Expect(admin.SubResource("token").Create(ctx, account, request)).To(Succeed())
 	return request.Status.Token
+}
+
+// projectedSecret is a projected volume of the Secret name.
+func projectedSecret(name string) corev1.Volume {
+	return corev1.Volume{Name: "v", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}}}}}
 }
 
 // mountingPod is a pod of podsSA that mounts the Secret payments, as a keyring's consumer does.
