@@ -93,7 +93,8 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 			return rotation.Input{}, observed{}, err
 		}
 	}
-	po := podObserver{key: ack.AnnotationKey(kr.EffectiveSecretName()), secretName: kr.EffectiveSecretName(), nodes: r.nodeReadiness(ctx), secret: keyringWrite(sec, kr.Status.PhaseStartedAt), refused: map[string]string{}, seen: map[string]seenPod{}}
+	po := podObserver{key: ack.AnnotationKey(kr.EffectiveSecretName()), secretName: kr.EffectiveSecretName(), nodes: r.nodeReadiness(ctx),
+		evicted: func(p *corev1.Pod) bool { return r.evictions.pending(p, r.now().Now()) }, secret: keyringWrite(sec, kr.Status.PhaseStartedAt), refused: map[string]string{}, seen: map[string]seenPod{}}
 	ws := observeWorkloads(targets, kr)
 	stampable := make([]client.Object, 0, len(targets.Found))
 	counted := map[string]bool{} // pods counted with a target, by name
@@ -183,6 +184,8 @@ type podObserver struct {
 	secretName string
 	// nodes tells the readiness of a node by name.
 	nodes func(name string) rotation.NodeState
+	// evicted reports whether a pod's eviction was accepted though the cache does not show it yet.
+	evicted func(*corev1.Pod) bool
 }
 
 // observe turns pods into rotation.Pods, leaving out those in skip.
@@ -200,7 +203,7 @@ func (po *podObserver) observe(pods []corev1.Pod, skip map[string]bool) []rotati
 		po.seen[p.Name] = seenPod{version: metav1.Preconditions{UID: &p.UID, ResourceVersion: &p.ResourceVersion},
 			written: p.Annotations[mrtrv1alpha1.WrittenAnnotation], consumer: consumes(p, po.secretName, po.key)}
 		out = append(out, rotation.Pod{Name: p.Name, Loaded: loaded, CreatedAt: p.CreationTimestamp.Time,
-			Terminating: p.DeletionTimestamp != nil, NodeName: p.Spec.NodeName, Node: po.nodes(p.Spec.NodeName)})
+			Terminating: p.DeletionTimestamp != nil || po.evicted(p), NodeName: p.Spec.NodeName, Node: po.nodes(p.Spec.NodeName)})
 	}
 	return out
 }

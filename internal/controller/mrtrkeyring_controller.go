@@ -69,9 +69,10 @@ type MRTRKeyringReconciler struct {
 	// install cannot be granted Nodes: their readiness is then unknown, and the status says so.
 	ReadNodes bool
 
-	written  ownWrites
-	refusals refusalReports
-	fights   stampFights
+	written   ownWrites
+	refusals  refusalReports
+	fights    stampFights
+	evictions evictions
 }
 
 // DefaultConcurrency is the default MaxConcurrentReconciles. A pass spends most of its time
