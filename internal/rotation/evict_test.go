@@ -90,6 +90,7 @@ func TestRestartsArePaced(t *testing.T) {
 				lagging("p3", time.Hour, NodeReady), lagging("p4", time.Hour, NodeReady)), 1)),
 			evict: []string{"p1"}, suspect: true, requeue: HeldRestartRecheck,
 			message: "restarts paced, at most 1 of its pods out of service at once (maxUnavailable), 0 now: waiting to restart p2, p3, p4",
+			note:    "4 of 4 pods missed it at once: suspect their path to the API server (condition AcknowledgementPathSuspect)",
 		},
 		"a PodDisruptionBudget paces them instead": {
 			in: overdueIn(sized(withPods(lagging("p1", time.Hour, NodeReady), lagging("p2", time.Hour, NodeReady),
