@@ -57,10 +57,8 @@ type seenPod struct {
 	version metav1.Preconditions
 	// written is its WrittenAnnotation, which its next nudge must change (nudgeValue).
 	written string
-	// consumer: it mounts the keyring Secret as a volume, so that a nudge refreshes it, and
-	// carries an acknowledgement of it (any): the pods the admission policy lets the operator
-	// nudge (syncPods).
-	consumer bool
+	// mounts: it mounts the keyring Secret as a volume, so that a nudge refreshes it (syncPods).
+	mounts bool
 }
 
 // gather reads everything rotation.Step needs (cert-manager's gatherer): the Secret (live), the
@@ -201,18 +199,11 @@ func (po *podObserver) observe(pods []corev1.Pod, skip map[string]bool) []rotati
 			po.refused[p.Name] = refusal
 		}
 		po.seen[p.Name] = seenPod{version: metav1.Preconditions{UID: &p.UID, ResourceVersion: &p.ResourceVersion},
-			written: p.Annotations[mrtrv1alpha1.WrittenAnnotation], consumer: consumes(p, po.secretName, po.key)}
+			written: p.Annotations[mrtrv1alpha1.WrittenAnnotation], mounts: slices.Contains(workload.MountedSecrets(p), po.secretName)}
 		out = append(out, rotation.Pod{Name: p.Name, Loaded: loaded, CreatedAt: p.CreationTimestamp.Time,
 			Terminating: p.DeletionTimestamp != nil || po.evicted(p), NodeName: p.Spec.NodeName, Node: po.nodes(p.Spec.NodeName)})
 	}
 	return out
-}
-
-// consumes reports whether pod mounts the Secret secret as a volume and carries an
-// acknowledgement of it, under key, whatever its value.
-func consumes(pod *corev1.Pod, secret, key string) bool {
-	_, acked := pod.Annotations[key]
-	return acked && slices.Contains(workload.MountedSecrets(pod), secret)
 }
 
 // stampOwner returns the keyring that owns the stamp kr would write on obj, when that is another
