@@ -637,8 +637,8 @@ const (
 	// ReasonRevertedByOtherManager (StampReverted=True; Warning event StampReverted): another field
 	// manager put back a stamp the operator wrote.
 	ReasonRevertedByOtherManager = "RevertedByOtherManager"
-	// ReasonMostPodsUnacknowledged (AcknowledgementPathSuspect=True): most pods are overdue at once.
-	ReasonMostPodsUnacknowledged = "MostPodsUnacknowledged"
+	// ReasonAcknowledgementPathSuspect (AcknowledgementPathSuspect=True): most pods are overdue at once.
+	ReasonAcknowledgementPathSuspect = "AcknowledgementPathSuspect"
 )
 
 // +kubebuilder:object:root=true

@@ -139,7 +139,7 @@ func TestRestartsArePaced(t *testing.T) {
 			if (cond != nil) != c.suspect {
 				t.Errorf("AcknowledgementPathSuspect %+v, want it: %v", cond, c.suspect)
 			}
-			if cond != nil && (cond.Status != metav1.ConditionTrue || cond.Reason != mrtrv1alpha1.ReasonMostPodsUnacknowledged ||
+			if cond != nil && (cond.Status != metav1.ConditionTrue || cond.Reason != mrtrv1alpha1.ReasonAcknowledgementPathSuspect ||
 				!strings.Contains(cond.Message, fmt.Sprintf("%d of %d pods", len(in.Workloads[0].Pods), len(in.Workloads[0].Pods)))) {
 				t.Errorf("AcknowledgementPathSuspect %+v", cond)
 			}
