@@ -129,6 +129,11 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 		Expect(get(pod).Annotations).To(HaveKeyWithValue(mrtrv1alpha1.WrittenAnnotation, fp1+"/1"))
 		Expect(operatorPatch(operator, pod, written(fp1+"/2"))).To(Succeed())
 		Expect(get(pod).Annotations).To(HaveKeyWithValue(mrtrv1alpha1.WrittenAnnotation, fp1+"/2"))
+		By("conditional on the uid and resourceVersion read, as syncPods sends it")
+		cur := get(pod)
+		Expect(operatorPatch(operator, pod, fmt.Sprintf(`{"metadata":{"uid":%q,"resourceVersion":%q,"annotations":{%q:%q}}}`,
+			cur.UID, cur.ResourceVersion, mrtrv1alpha1.WrittenAnnotation, fp1+"/3"))).To(Succeed())
+		Expect(get(pod).Annotations).To(HaveKeyWithValue(mrtrv1alpha1.WrittenAnnotation, fp1+"/3"))
 		Expect(operatorPatch(operator, pod, fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, mrtrv1alpha1.WrittenAnnotation))).To(Succeed())
 		Expect(get(pod).Annotations).NotTo(HaveKey(mrtrv1alpha1.WrittenAnnotation))
 	})
