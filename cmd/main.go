@@ -184,7 +184,8 @@ const renewDeadline = 10 * time.Second
 // newManager makes one run's manager with the reconciler, its writes guarded by lease (nil: no
 // leader election, nothing to guard). readNodes: the install is cluster-wide, and its ClusterRole
 // lets it read Nodes (a namespace-scoped install's Roles cannot).
-func newManager(config *rest.Config, opts ctrl.Options, lease *leaderguard.Lease, concurrency int, readNodes bool) (manager.Manager, error) {
+func newManager(config *rest.Config, opts ctrl.Options, lease *leaderguard.Lease, concurrency int,
+	readNodes bool) (manager.Manager, error) {
 	opts.LeaderElection = lease != nil
 	if lease != nil {
 		opts.LeaderElectionResourceLockInterface = lease

@@ -741,8 +741,6 @@ const (
 	// ReasonRevertedByOtherManager (StampReverted=True; Warning event StampReverted): another field
 	// manager put back a stamp the operator wrote.
 	ReasonRevertedByOtherManager = "RevertedByOtherManager"
-	// ReasonMostPodsUnacknowledged (AcknowledgementPathSuspect=True): most pods are overdue at once.
-	ReasonMostPodsUnacknowledged = "MostPodsUnacknowledged"
 	// ReasonKindNotServed (Ready=False): a target names a kind the API server does not serve (the
 	// Argo Rollouts CRD is not installed): the message names the kind. The operator watches the
 	// kind as soon as it is served, without a restart.
@@ -761,6 +759,8 @@ const (
 	ReasonNoWindowWithinInterval = "NoWindowWithinInterval"
 	// ReasonWindowsOpen (RotationWindowWarning=False): a window opens within rotationInterval of it.
 	ReasonWindowsOpen = "WindowsOpen"
+	// ReasonAcknowledgementPathSuspect (AcknowledgementPathSuspect=True): most pods are overdue at once.
+	ReasonAcknowledgementPathSuspect = "AcknowledgementPathSuspect"
 )
 
 // +kubebuilder:object:root=true

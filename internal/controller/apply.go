@@ -145,6 +145,9 @@ func (r *MRTRKeyringReconciler) evict(ctx context.Context, kr *mrtrv1alpha1.MRTR
 		switch err := r.SubResource("eviction").Create(ctx, pod, eviction); {
 		case err == nil:
 			evicted++
+			if p, ok := seen[name]; ok && p.version.UID != nil {
+				r.evictions.accepted(*p.version.UID, r.now().Now())
+			}
 		case apierrors.IsNotFound(err):
 		case apierrors.IsTooManyRequests(err), apierrors.IsConflict(err):
 			retry = true

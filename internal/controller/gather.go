@@ -57,10 +57,8 @@ type seenPod struct {
 	version metav1.Preconditions
 	// written is its WrittenAnnotation, which its next nudge must change (nudgeValue).
 	written string
-	// consumer: it mounts the keyring Secret as a volume, so that a nudge refreshes it, and
-	// carries an acknowledgement of it (any): the pods the admission policy lets the operator
-	// nudge (syncPods).
-	consumer bool
+	// mounts: it mounts the keyring Secret as a volume, so that a nudge refreshes it (syncPods).
+	mounts bool
 }
 
 // gather reads everything rotation.Step needs (cert-manager's gatherer): the Secret (live), the
@@ -93,7 +91,8 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 			return rotation.Input{}, observed{}, err
 		}
 	}
-	po := podObserver{key: ack.AnnotationKey(kr.EffectiveSecretName()), secretName: kr.EffectiveSecretName(), nodes: r.nodeReadiness(ctx), secret: keyringWrite(sec, kr.Status.PhaseStartedAt), refused: map[string]string{}, seen: map[string]seenPod{}}
+	po := podObserver{key: ack.AnnotationKey(kr.EffectiveSecretName()), secretName: kr.EffectiveSecretName(), nodes: r.nodeReadiness(ctx),
+		evicted: func(p *corev1.Pod) bool { return r.evictions.pending(p, r.now().Now()) }, secret: keyringWrite(sec, kr.Status.PhaseStartedAt), refused: map[string]string{}, seen: map[string]seenPod{}}
 	ws := observeWorkloads(targets, kr)
 	stampable := make([]client.Object, 0, len(targets.Found))
 	counted := map[string]bool{} // pods counted with a target, by name
@@ -183,6 +182,8 @@ type podObserver struct {
 	secretName string
 	// nodes tells the readiness of a node by name.
 	nodes func(name string) rotation.NodeState
+	// evicted reports whether a pod's eviction was accepted though the cache does not show it yet.
+	evicted func(*corev1.Pod) bool
 }
 
 // observe turns pods into rotation.Pods, leaving out those in skip.
@@ -198,18 +199,11 @@ func (po *podObserver) observe(pods []corev1.Pod, skip map[string]bool) []rotati
 			po.refused[p.Name] = refusal
 		}
 		po.seen[p.Name] = seenPod{version: metav1.Preconditions{UID: &p.UID, ResourceVersion: &p.ResourceVersion},
-			written: p.Annotations[mrtrv1alpha1.WrittenAnnotation], consumer: consumes(p, po.secretName, po.key)}
+			written: p.Annotations[mrtrv1alpha1.WrittenAnnotation], mounts: slices.Contains(workload.MountedSecrets(p), po.secretName)}
 		out = append(out, rotation.Pod{Name: p.Name, Loaded: loaded, CreatedAt: p.CreationTimestamp.Time,
-			Terminating: p.DeletionTimestamp != nil, NodeName: p.Spec.NodeName, Node: po.nodes(p.Spec.NodeName)})
+			Terminating: p.DeletionTimestamp != nil || po.evicted(p), NodeName: p.Spec.NodeName, Node: po.nodes(p.Spec.NodeName)})
 	}
 	return out
-}
-
-// consumes reports whether pod mounts the Secret secret as a volume and carries an
-// acknowledgement of it, under key, whatever its value.
-func consumes(pod *corev1.Pod, secret, key string) bool {
-	_, acked := pod.Annotations[key]
-	return acked && slices.Contains(workload.MountedSecrets(pod), secret)
 }
 
 // stampOwner returns the keyring that owns the stamp kr would write on obj, when that is another

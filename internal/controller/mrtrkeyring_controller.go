@@ -74,10 +74,11 @@ type MRTRKeyringReconciler struct {
 	// (and a keyring that names one looks again); 0 means DefaultKindRecheck.
 	KindRecheck time.Duration
 
-	kinds    *servedKinds
-	written  ownWrites
-	refusals refusalReports
-	fights   stampFights
+	kinds     *servedKinds
+	written   ownWrites
+	refusals  refusalReports
+	fights    stampFights
+	evictions evictions
 }
 
 // DefaultConcurrency is the default MaxConcurrentReconciles. A pass spends most of its time

@@ -45,12 +45,12 @@ import (
 // wake no kubelet.
 
 // syncPods writes WrittenAnnotation (nudgeValue) on the pods in that must load fingerprint: the
-// pods of every target and the selected pods that are its consumers (they mount the keyring Secret
-// as a volume, the only kind a running pod gets refreshed, and acknowledged a keyring of it: the
-// admission policy lets the operator nudge no other pod), have not acknowledged this one and are
-// not terminating (a pod on its way out is not synced for a new volume). A pod not yet
-// acknowledging anything gets the keyring at the kubelet's pace. It is a nudge, not a step of the
-// rotation: a
+// pods of every target and the selected pods that mount the keyring Secret as a volume (the only
+// kind a running pod gets refreshed), have not acknowledged it and are not terminating (a pod on
+// its way out is not synced for a new volume). The admission policy admits the nudge only on a pod
+// that also acknowledged a keyring of a Secret it mounts (a keyring consumer); a pod that has
+// acknowledged none yet is refused, and gets the keyring at the kubelet's pace. It is a nudge, not
+// a step of the rotation: a
 // refused or failed patch is logged and left to the kubelet's own sync, which reloadDeadline
 // covers. Each patch is conditional on the uid and resourceVersion the pod was read at (versions),
 // so that it never lands on a pod replaced or changed since; a pod changed since (it acknowledged, or
@@ -118,7 +118,7 @@ func (r *MRTRKeyringReconciler) annotatePod(ctx context.Context, namespace, name
 
 func appendToSync(names []string, pods []rotation.Pod, fingerprint string, seen map[string]seenPod) []string {
 	for _, p := range pods {
-		if !p.Terminating && p.Loaded != fingerprint && seen[p.Name].consumer {
+		if !p.Terminating && p.Loaded != fingerprint && seen[p.Name].mounts {
 			names = append(names, p.Name)
 		}
 	}

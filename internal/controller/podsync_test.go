@@ -100,6 +100,15 @@ var _ = Describe("Reload delivery's pod annotation (reloadTrigger)", func() {
 		Eventually(func(g Gomega) { g.Expect(written(g, pod)).To(Equal(edited.Fingerprint() + "/2")) }).Should(Succeed())
 	})
 
+	It("nudges a pod that mounts the Secret before it acknowledged anything, at the first write", func() {
+		d := createWorkload(workload.Deployment, ns, "api", 1, nil)
+		pod := createPod(ns, "api-1", map[string]string{"app": "api"})
+		kr := createKeyring(ns, "payments", reloading(func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(d) }))
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseStable)
+		fp := secretKeyring(Default, ns, "payments").Fingerprint()
+		Eventually(func(g Gomega) { g.Expect(written(g, pod)).To(Equal(fp + "/1")) }).Should(Succeed())
+	})
+
 	It("nudges no pod that does not mount the keyring Secret as a volume", func() {
 		d := createWorkload(workload.Deployment, ns, "api", 2, nil)
 		// Sorted before api-1, so its nudge, if any, is tried before api-1's.

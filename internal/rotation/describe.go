@@ -456,7 +456,7 @@ func (r *report) pathSuspect() *metav1.Condition {
 	if !rs.suspectPath() {
 		return nil
 	}
-	c := condition(mrtrv1alpha1.ConditionAcknowledgementPathSuspect, true, mrtrv1alpha1.ReasonMostPodsUnacknowledged,
+	c := condition(mrtrv1alpha1.ConditionAcknowledgementPathSuspect, true, mrtrv1alpha1.ReasonAcknowledgementPathSuspect,
 		fmt.Sprintf("%d of %d pods did not acknowledge keyring %s within %s: suspect what they share, their path to the API server "+
 			"(a network policy, the API server's reachability, the consumer role binding) or the kubelets' pace, before the pods; "+
 			"they are restarted at the pace each workload allows, and pods on nodes that are not Ready are not",

@@ -153,8 +153,12 @@ func restartOverdue(f facts, o outcome) outcome {
 	}
 	if len(fresh) > 0 {
 		note := ""
+		if r.suspectPath() {
+			note = fmt.Sprintf("; %d of %d pods missed it at once: suspect their path to the API server (condition %s)",
+				r.overdue, r.pods, mrtrv1alpha1.ConditionAcknowledgementPathSuspect)
+		}
 		if r.unknownNodes > 0 {
-			note = "; the readiness of their nodes is unknown (" + nodesUnknown(f.in) + ")"
+			note += "; the readiness of their nodes is unknown (" + nodesUnknown(f.in) + ")"
 		}
 		o = o.event(corev1Warning, mrtrv1alpha1.ReasonAcknowledgementMissing, "Restart",
 			"%s did not acknowledge keyring %s within %s; restarting them through the eviction API%s",

@@ -32,7 +32,7 @@ import (
 
 func TestRestartBudget(t *testing.T) {
 	pods := func(serving, terminating int) []Pod {
-		var out []Pod
+		out := make([]Pod, 0, serving+terminating)
 		for i := range serving + terminating {
 			out = append(out, Pod{Name: fmt.Sprintf("p%d", i), Terminating: i >= serving})
 		}
@@ -90,6 +90,7 @@ func TestRestartsArePaced(t *testing.T) {
 				lagging("p3", time.Hour, NodeReady), lagging("p4", time.Hour, NodeReady)), 1)),
 			evict: []string{"p1"}, suspect: true, requeue: HeldRestartRecheck,
 			message: "restarts paced, at most 1 of its pods out of service at once (maxUnavailable), 0 now: waiting to restart p2, p3, p4",
+			note:    "4 of 4 pods missed it at once: suspect their path to the API server (condition AcknowledgementPathSuspect)",
 		},
 		"a PodDisruptionBudget paces them instead": {
 			in: overdueIn(sized(withPods(lagging("p1", time.Hour, NodeReady), lagging("p2", time.Hour, NodeReady),
@@ -138,7 +139,7 @@ func TestRestartsArePaced(t *testing.T) {
 			if (cond != nil) != c.suspect {
 				t.Errorf("AcknowledgementPathSuspect %+v, want it: %v", cond, c.suspect)
 			}
-			if cond != nil && (cond.Status != metav1.ConditionTrue || cond.Reason != mrtrv1alpha1.ReasonMostPodsUnacknowledged ||
+			if cond != nil && (cond.Status != metav1.ConditionTrue || cond.Reason != mrtrv1alpha1.ReasonAcknowledgementPathSuspect ||
 				!strings.Contains(cond.Message, fmt.Sprintf("%d of %d pods", len(in.Workloads[0].Pods), len(in.Workloads[0].Pods)))) {
 				t.Errorf("AcknowledgementPathSuspect %+v", cond)
 			}
@@ -166,7 +167,7 @@ func TestRestartPacingProperty(t *testing.T) {
 	ab, old := fp(t, a, b), fp(t, a)
 	rnd := mathrand.New(mathrand.NewPCG(33, 9))
 	for iter := range 2000 {
-		var ws []Workload
+		ws := make([]Workload, 0, 3)
 		total, overdue := 0, 0
 		for wi := range 1 + rnd.IntN(3) {
 			w := withPods()

@@ -17,8 +17,11 @@ limitations under the License.
 package admission
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -27,10 +30,12 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 )
@@ -39,15 +44,15 @@ import (
 // markers) bound to the operator's ServiceAccount, and config/admission (the policy that confines
 // the role's "patch pods" to the annotation that makes the kubelet sync a pod at once).
 const (
-	operatorNS          = "mrtr-operator-system"
-	operatorSA          = "controller-manager"
-	operatorPolicyName  = "mrtr-operator-pod-annotation"
-	operatorPodsNS      = "payments"
-	operatorPodName     = "server"
+	operatorNS         = "mrtr-operator-system"
+	operatorSA         = "controller-manager"
+	operatorPolicyName = "mrtr-operator-pod-annotation"
+	operatorPodsNS     = "payments"
+	operatorPodName    = "server"
 	// unrelatedNS holds a pod that mounts a Secret but is no keyring consumer.
 	unrelatedNS = "unrelated"
 	// podsSA runs the pods of operatorPodsNS, bound to the consumer role, as the servers are.
-	podsSA = "mcp"
+	podsSA              = "mcp"
 	operatorDeniedFixed = "the mrtr-operator (system:serviceaccount:" + operatorNS + ":" + operatorSA +
 		") may change nothing on pod " + operatorPodsNS + "/" + operatorPodName + " but its annotation mrtr.dev/keyring-written"
 )
@@ -95,7 +100,8 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 		By("the pod acknowledging the keyring of the Secret it mounts, with a token bound to it, as pkg/ack does")
 		asPod := clientWithToken(boundToken(operatorPodsNS, podsSA, pod))
 		Eventually(func() error {
-			return mergePatch(asPod, pod, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey("payments"), fp1))
+			return asPod.Patch(ctx, podRef(pod), client.RawPatch(types.MergePatchType,
+				fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey("payments"), fp1)), client.FieldOwner(ack.FieldManager))
 		}).Should(Succeed(), "the pod could not acknowledge")
 		request := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
 		account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: operatorSA, Namespace: operatorNS}}
@@ -123,6 +129,11 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 		Expect(get(pod).Annotations).To(HaveKeyWithValue(mrtrv1alpha1.WrittenAnnotation, fp1+"/1"))
 		Expect(operatorPatch(operator, pod, written(fp1+"/2"))).To(Succeed())
 		Expect(get(pod).Annotations).To(HaveKeyWithValue(mrtrv1alpha1.WrittenAnnotation, fp1+"/2"))
+		By("conditional on the uid and resourceVersion read, as syncPods sends it")
+		cur := get(pod)
+		Expect(operatorPatch(operator, pod, fmt.Sprintf(`{"metadata":{"uid":%q,"resourceVersion":%q,"annotations":{%q:%q}}}`,
+			cur.UID, cur.ResourceVersion, mrtrv1alpha1.WrittenAnnotation, fp1+"/3"))).To(Succeed())
+		Expect(get(pod).Annotations).To(HaveKeyWithValue(mrtrv1alpha1.WrittenAnnotation, fp1+"/3"))
 		Expect(operatorPatch(operator, pod, fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, mrtrv1alpha1.WrittenAnnotation))).To(Succeed())
 		Expect(get(pod).Annotations).NotTo(HaveKey(mrtrv1alpha1.WrittenAnnotation))
 	})
@@ -137,7 +148,8 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 		Entry("another annotation", `{"metadata":{"annotations":{"team":"other"}}}`),
 		Entry("removing another annotation", `{"metadata":{"annotations":{"team":null}}}`),
 		Entry("a new annotation", `{"metadata":{"annotations":{"mrtr.dev/rotate":"now"}}}`),
-		Entry("its annotation together with another", `{"metadata":{"annotations":{"mrtr.dev/keyring-written":"0123456789abcdef/3","team":"other"}}}`),
+		Entry("its annotation together with another",
+			`{"metadata":{"annotations":{"mrtr.dev/keyring-written":"0123456789abcdef/3","team":"other"}}}`),
 		Entry("a label", `{"metadata":{"labels":{"app":"other"}}}`),
 		Entry("a finalizer", `{"metadata":{"finalizers":["example.com/hold"]}}`),
 		Entry("an ownerReference", `{"metadata":{"ownerReferences":[`+
@@ -173,8 +185,7 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 	It("refuses the operator a nudge of a pod that acknowledges a keyring of a Secret it does not mount", func() {
 		// It once mounted payments (its acknowledgement says so); now it mounts another Secret only.
 		other := newPod(operatorPodsNS, "other-secret", podsSA)
-		other.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-			Sources: []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "tls"}}}}}}}}
+		other.Spec.Volumes = []corev1.Volume{projectedSecret("tls")}
 		Expect(admin.Create(ctx, other)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(admin.Delete(ctx, other))).To(Succeed()) })
 		asOther := clientWithToken(boundToken(operatorPodsNS, podsSA, other))
@@ -184,13 +195,78 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 
 		By("and lets it nudge a pod that mounts the Secret through a projected volume")
 		projected := newPod(operatorPodsNS, "projected", podsSA)
-		projected.Spec.Volumes = []corev1.Volume{{Name: "v", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
-			Sources: []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "payments"}}}}}}}}
+		projected.Spec.Volumes = []corev1.Volume{projectedSecret("payments")}
 		Expect(admin.Create(ctx, projected)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(admin.Delete(ctx, projected))).To(Succeed()) })
 		asProjected := clientWithToken(boundToken(operatorPodsNS, podsSA, projected))
-		Expect(mergePatch(asProjected, projected, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey("payments"), fp1))).To(Succeed())
+		Expect(mergePatch(asProjected, projected,
+			fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey("payments"), fp1))).To(Succeed())
 		Expect(operatorPatch(operator, projected, written(fp1+"/1"))).To(Succeed())
+	})
+
+	DescribeTable("refuses the operator a rewrite of the managedFields that say who wrote the acknowledgement",
+		func(edit func(entries []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry) {
+			before := get(pod)
+			ackEntry := slices.IndexFunc(before.ManagedFields, func(m metav1.ManagedFieldsEntry) bool { return m.Manager == ack.FieldManager })
+			Expect(ackEntry).NotTo(Equal(-1), "the pod's acknowledgement has no entry of %s: %+v", ack.FieldManager, before.ManagedFields)
+			entries := edit(slices.Clone(before.ManagedFields))
+			patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"managedFields": entries,
+				"annotations": map[string]string{mrtrv1alpha1.WrittenAnnotation: fp1 + "/7"}}})
+			Expect(err).NotTo(HaveOccurred())
+			expectOperatorDeniedIn(Default, operatorPatch(operator, pod, string(patch)),
+				"may not change the managedFields of pod "+operatorPodsNS+"/"+operatorPodName)
+			Expect(get(pod).ResourceVersion).To(Equal(before.ResourceVersion), "the pod changed")
+		},
+		Entry("the acknowledgement's time, as if written before the Secret", func(e []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+			i := slices.IndexFunc(e, func(m metav1.ManagedFieldsEntry) bool { return m.Manager == ack.FieldManager })
+			e[i].Time = &metav1.Time{Time: e[i].Time.Add(-time.Hour)}
+			return e
+		}),
+		Entry("the acknowledgement's writer renamed", func(e []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+			i := slices.IndexFunc(e, func(m metav1.ManagedFieldsEntry) bool { return m.Manager == ack.FieldManager })
+			e[i].Manager = "someone-else"
+			return e
+		}),
+		Entry("the acknowledgement's entry dropped", func(e []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+			return slices.DeleteFunc(e, func(m metav1.ManagedFieldsEntry) bool { return m.Manager == ack.FieldManager })
+		}),
+		Entry("the acknowledgement's subresource changed", func(e []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+			i := slices.IndexFunc(e, func(m metav1.ManagedFieldsEntry) bool { return m.Manager == ack.FieldManager })
+			e[i].Subresource = "status"
+			return e
+		}),
+		Entry("the acknowledgement claimed by the operator's own entry", func(e []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+			return append(e, metav1.ManagedFieldsEntry{Manager: mrtrv1alpha1.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
+				APIVersion: "v1", Time: &metav1.Time{Time: time.Now()}, FieldsType: "FieldsV1",
+				FieldsV1: metav1.NewFieldsV1(ownsAck)})
+		}),
+		Entry("a new entry of another manager", func(e []metav1.ManagedFieldsEntry) []metav1.ManagedFieldsEntry {
+			return append([]metav1.ManagedFieldsEntry{{Manager: "forger", Operation: metav1.ManagedFieldsOperationUpdate,
+				APIVersion: "v1", Time: &metav1.Time{Time: time.Now()}, FieldsType: "FieldsV1",
+				FieldsV1: metav1.NewFieldsV1(ownsAck)}}, e...)
+		}),
+	)
+
+	It("lets the operator take its annotation from another field manager that set it, and nothing else", func() {
+		By("someone who may patch pods sets the annotation, and one of their own")
+		Expect(admin.Patch(ctx, podRef(pod), client.RawPatch(types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"mrtr.dev/keyring-written":"`+fp1+`/5","note":"kept"}}}`)),
+			client.FieldOwner("someone"))).To(Succeed())
+		Expect(operatorPatch(operator, pod, written(fp1+"/6"))).To(Succeed())
+		after := get(pod)
+		Expect(after.Annotations).To(HaveKeyWithValue(mrtrv1alpha1.WrittenAnnotation, fp1+"/6"))
+		writer, ok := workload.AcknowledgementWriter(after, mrtrv1alpha1.WrittenAnnotation)
+		Expect(ok).To(BeTrue())
+		Expect(writer.Manager).To(Equal(mrtrv1alpha1.FieldManager))
+		note, ok := workload.AcknowledgementWriter(after, "note")
+		Expect(ok).To(BeTrue())
+		Expect(note.Manager).To(Equal("someone"), "the other manager's entry lost more than the annotation")
+
+		By("and when that annotation was all the other manager owned, its entry goes")
+		Expect(admin.Patch(ctx, podRef(pod), client.RawPatch(types.MergePatchType,
+			[]byte(`{"metadata":{"annotations":{"mrtr.dev/keyring-written":"`+fp1+`/8"}}}`)), client.FieldOwner("only-the-nudge"))).To(Succeed())
+		Expect(operatorPatch(operator, pod, written(fp1+"/9"))).To(Succeed())
+		Expect(get(pod).ManagedFields).NotTo(ContainElement(HaveField("Manager", "only-the-nudge")))
 	})
 
 	It("refuses the operator a pod's acknowledgement (which the acknowledgement policy refuses it too)", func() {
@@ -223,6 +299,9 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 	})
 })
 
+// ownsAck is the fieldsV1 of an entry that owns the pod's acknowledgement of Secret payments.
+var ownsAck = `{"f:metadata":{"f:annotations":{"f:` + ack.AnnotationKey("payments") + `":{}}}}`
+
 // fp1 is a fingerprint as pkg/keyring makes them: 16 hex digits.
 const fp1 = "0123456789abcdef"
 
@@ -241,6 +320,12 @@ func boundToken(namespace, sa string, pod *corev1.Pod) string {
 	return request.Status.Token
 }
 
+// projectedSecret is a projected volume of the Secret name.
+func projectedSecret(name string) corev1.Volume {
+	return corev1.Volume{Name: "v", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+		Sources: []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}}}}}
+}
+
 // mountingPod is a pod of podsSA that mounts the Secret payments, as a keyring's consumer does.
 func mountingPod(namespace, name string) *corev1.Pod {
 	pod := newPod(namespace, name, podsSA)
@@ -254,9 +339,10 @@ func podRef(pod *corev1.Pod) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
 }
 
-// operatorPatch patches pod as the operator does (internal/controller's syncPods): a JSON merge patch.
+// operatorPatch patches pod as the operator does (internal/controller's syncPods): a JSON merge
+// patch, under the operator's field manager.
 func operatorPatch(c client.Client, pod *corev1.Pod, patch string) error {
-	return mergePatch(c, pod, patch)
+	return c.Patch(ctx, podRef(pod), client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(mrtrv1alpha1.FieldManager))
 }
 
 // expectOperatorDeniedIn asserts that err is the operator policy's denial with message.

@@ -19,6 +19,10 @@ package controller
 import (
 	"strconv"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func TestNudgeValueAlwaysChangesThePod(t *testing.T) {
@@ -42,5 +46,31 @@ func TestNudgeValueAlwaysChangesThePod(t *testing.T) {
 		if got == tc.current {
 			t.Errorf("nudgeValue(%q) does not change the pod", tc.current)
 		}
+	}
+}
+
+func TestAnAcceptedEvictionCountsUntilTheCacheShowsIt(t *testing.T) {
+	var e evictions
+	now := time.Date(2026, 8, 6, 12, 0, 0, 0, time.UTC)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "api-1", UID: "u-1"}}
+	if e.pending(pod, now) {
+		t.Fatal("a pod never evicted is pending")
+	}
+	e.accepted(pod.UID, now)
+	if !e.pending(pod, now.Add(time.Second)) {
+		t.Fatal("an accepted eviction the cache does not show yet is not pending")
+	}
+	again := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "api-1", UID: "u-2"}}
+	if e.pending(again, now.Add(time.Second)) {
+		t.Fatal("a pod re-created under the same name is pending")
+	}
+	shown := pod.DeepCopy()
+	shown.DeletionTimestamp = &metav1.Time{Time: now}
+	if e.pending(shown, now.Add(2*time.Second)) || e.pending(pod, now.Add(2*time.Second)) {
+		t.Fatal("still pending once the cache showed the pod terminating")
+	}
+	e.accepted(pod.UID, now)
+	if e.pending(pod, now.Add(evictionMemory+time.Second)) {
+		t.Fatal("pending past evictionMemory")
 	}
 }
