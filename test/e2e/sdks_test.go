@@ -52,7 +52,8 @@ var _ = Describe("servers on the Python and TypeScript SDKs, on a real node", fu
 	}{
 		{"a Python Deployment with its own keyring", []harness.ServerKind{harness.ServerPython}},
 		{"a TypeScript Deployment with its own keyring", []harness.ServerKind{harness.ServerTypeScript}},
-		{"a Go and a TypeScript Deployment sharing one keyring and one Service", []harness.ServerKind{harness.ServerGo, harness.ServerTypeScript}},
+		{"a Go and a TypeScript Deployment sharing one keyring and one Service",
+			[]harness.ServerKind{harness.ServerGo, harness.ServerTypeScript}},
 	} {
 		It("rotates "+tc.name+" twice in Reload delivery under live traffic: nothing rejected, no restart, no eviction", func() {
 			var load *harness.Load
