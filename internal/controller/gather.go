@@ -315,9 +315,12 @@ func observeWorkloads(t workload.Targets, kr *mrtrv1alpha1.MRTRKeyring) []rotati
 	for _, obj := range t.Found {
 		ref, _ := workload.RefOf(obj)
 		ro, _ := workload.RolloutStatus(obj)
+		key := workload.StampKey(obj, kr.Name)
+		writer, _ := workload.StampWriter(obj, key)
 		out = append(out, rotation.Workload{
-			Kind: ref.Kind, Name: ref.Name, Found: true,
-			Stamp: workload.FingerprintAt(obj, workload.StampKey(obj, kr.Name)), RolledOut: ro.Done, Ready: ro.Ready, Desired: ro.Desired, Message: ro.Message, Unobserved: ro.Unobserved,
+			Kind: ref.Kind, Name: ref.Name, Found: true, StampWriter: writerOf(writer),
+			OwnStamp: key != "" && (key != mrtrv1alpha1.FingerprintAnnotation || workload.StampedBy(obj) == kr.Name),
+			Stamp:    workload.FingerprintAt(obj, key), RolledOut: ro.Done, Ready: ro.Ready, Desired: ro.Desired, Message: ro.Message, Unobserved: ro.Unobserved,
 			Outage: ro.Outage, Unreferenced: !slices.Contains(workload.ReferencedSecrets(obj), secret), MaxUnavailable: ro.MaxUnavailable,
 		})
 	}
@@ -329,6 +332,15 @@ func observeWorkloads(t workload.Targets, kr *mrtrv1alpha1.MRTRKeyring) []rotati
 		return workload.Ref{Kind: a.Kind, Name: a.Name}.Compare(workload.Ref{Kind: b.Kind, Name: b.Name})
 	})
 	return out
+}
+
+// writerOf is what a managedFields entry says of who wrote a field.
+func writerOf(m metav1.ManagedFieldsEntry) rotation.Writer {
+	w := rotation.Writer{Manager: m.Manager, Subresource: m.Subresource}
+	if m.Time != nil {
+		w.At = m.Time.Time
+	}
+	return w
 }
 
 // nodeReadiness returns what a pass knows of the readiness of each node, read from the cache once

@@ -19,9 +19,9 @@ package controller
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -71,7 +71,6 @@ type MRTRKeyringReconciler struct {
 
 	written  ownWrites
 	refusals refusalReports
-	fights   stampFights
 }
 
 // DefaultConcurrency is the default MaxConcurrentReconciles. A pass spends most of its time
@@ -135,14 +134,6 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
 	}
 	d := rotation.Step(in)
-	// Which targets to stamp, and which another field manager fights over (stampfight.go): decided
-	// before the status write, which reports the fights.
-	var toStamp []client.Object
-	var held, reverted []*stampFight
-	if d.Stamp != "" {
-		toStamp, held, reverted = r.fights.plan(obs.targets, kr.Name, d.Stamp, in.Now)
-	}
-	setStampCondition(&d.Status, held, kr.Generation, in.Now)
 
 	// The Secret first: if we stop before the status write, the Secret's annotations let the next
 	// pass resume in the phase it was written for.
@@ -170,16 +161,13 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.Recorder.Eventf(&kr, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
 	}
 	r.reportRefusals(&kr, obs.refused)
-	for _, f := range reverted {
-		r.Recorder.Eventf(&kr, nil, corev1.EventTypeWarning, mrtrv1alpha1.EventStampReverted, "Stamp", "%s", f)
-	}
 	var stampErrs []error // and eviction errors
 	requeue := d.RequeueAfter
-	for _, f := range held {
-		requeue = soonest(requeue, f.until.Sub(in.Now))
-	}
 	if d.Stamp != "" {
-		for _, obj := range toStamp {
+		for _, obj := range obs.targets {
+			if ref, _ := workload.RefOf(obj); !slices.Contains(d.StampTargets, ref.String()) {
+				continue
+			}
 			wrote, err := workload.Stamp(ctx, r.Client, obj, d.Stamp, kr.Name)
 			switch {
 			case apierrors.IsConflict(err):
@@ -190,7 +178,6 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			}
 			if wrote {
 				r.written.wrote(obj)
-				r.fights.wrote(obj, d.Stamp)
 			}
 		}
 	}

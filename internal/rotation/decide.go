@@ -36,8 +36,11 @@ type outcome struct {
 	status mrtrv1alpha1.MRTRKeyringStatus
 	// write, when not nil, is what the Secret must hold.
 	write *secretWrite
-	// stamp is the fingerprint every found target's pod template must carry, "" for none.
-	stamp string
+	// stamp is the fingerprint the pod templates of stampTargets must carry, "" for none.
+	stamp        string
+	stampTargets []string
+	// held are the fights that hold a target's stamp back this pass (planStamps).
+	held  []mrtrv1alpha1.StampFight
 	evict []string
 	// restarts is what restartOverdue found of the overdue pods.
 	restarts restarts
@@ -95,6 +98,7 @@ func decide(f facts) outcome {
 		// Only a keyring that is valid and ours is ever rolled out.
 		o.stamp = o.status.TargetFingerprint
 	}
+	o = planStamps(f, o)
 	o = restartOverdue(f, o)
 	if out := outages(f.in); out != "" && o.write != nil && len(f.in.Workloads) > 0 {
 		// A rotation restarts them three times.

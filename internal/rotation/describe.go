@@ -97,7 +97,7 @@ func describe(f facts, o outcome) Decision {
 		events = append(slices.Clip(events), *e)
 	}
 	r.st.WaitingFor = r.waitingFor()
-	d := Decision{Stamp: o.stamp, Evict: o.evict, Status: r.st, RequeueAfter: r.nextDeadline(), Events: events}
+	d := Decision{Stamp: o.stamp, StampTargets: o.stampTargets, Evict: o.evict, Status: r.st, RequeueAfter: r.nextDeadline(), Events: events}
 	if w := o.write; w != nil {
 		d.Secret, d.SecretPhase, d.SecretStaged = w.keyring, w.phase, w.staged
 	}
@@ -113,7 +113,9 @@ func (r *report) waitsFor(t target) string {
 		return t.ref() + " not found"
 	case r.v.reload:
 		return r.podsWaitFor(t)
-	case t.Stamp != fp && r.o.stamp == fp && t.ClaimedBy == "", t.Stamp == fp && t.Unobserved:
+	case t.Stamp != fp && r.o.heldFight(t.Workload) != nil:
+		return fightMessage(*r.o.heldFight(t.Workload))
+	case t.Stamp != fp && r.o.stamp == fp && slices.Contains(r.o.stampTargets, t.ref()), t.Stamp == fp && t.Unobserved:
 		// Stamped as this pass ends, or stamped and its controller yet to begin: one message for
 		// both, so that a pass that finds the stamp before the rollout has nothing new to write.
 		return t.ref() + ": rollout of keyring " + fp + " started"
@@ -284,6 +286,10 @@ func (r *report) nextDeadline() time.Duration {
 			at = d
 		}
 	}
+	// So may the end of a stamp's back-off.
+	if d := r.o.heldUntil(); !d.IsZero() && (at.IsZero() || !at.After(in.Now) || d.Before(at)) {
+		at = d
+	}
 	if d := at.Sub(in.Now); !at.IsZero() && d > 0 {
 		return d
 	}
@@ -402,6 +408,11 @@ func (r *report) setConditions() *Event {
 		conds = append(conds, *suspect)
 	} else {
 		meta.RemoveStatusCondition(&st.Conditions, mrtrv1alpha1.ConditionAcknowledgementPathSuspect)
+	}
+	if c := r.o.stampCondition(); c != nil {
+		conds = append(conds, *c)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, mrtrv1alpha1.ConditionStampReverted)
 	}
 	switch w := r.windowCondition(); {
 	case in.Settings.Windows == nil:

@@ -270,6 +270,13 @@ type Workload struct {
 	// ClaimedBy names another MRTRKeyring, one that exists, whose stamp the workload carries
 	// (mrtrv1alpha1.StampedByAnnotation): the reconciler does not stamp it, and Step reports the conflict.
 	ClaimedBy string
+	// StampWriter is who last wrote the stamp, by the workload's managedFields.
+	StampWriter Writer
+	// OwnStamp: the workload shows that this keyring stamps it: its claim
+	// (mrtrv1alpha1.StampedByAnnotation) names it, or the stamp is this keyring's own annotation on
+	// a workload it shares (only its operator writes that one). Another manager writing such a
+	// stamp puts back what the operator wrote (a stamp fight).
+	OwnStamp bool
 	// Pods are the pods its selector selects that can serve (not Succeeded or Failed),
 	// terminating ones included; gathered in Reload delivery only.
 	Pods []Pod
@@ -284,6 +291,15 @@ type Workload struct {
 	// DisruptionBudget, when not nil, is the disruptionsAllowed of the PodDisruptionBudget that
 	// covers its pods: that paces the restarts instead.
 	DisruptionBudget *int32
+}
+
+// Writer is who last wrote a field, by the object's managedFields: the field manager, the
+// subresource it came through ("" for the object itself, "status" for pods/status) and when, by
+// the API server's clock in whole seconds (zero when not recorded). Manager is "" when no entry
+// records the field.
+type Writer struct {
+	Manager, Subresource string
+	At                   time.Time
 }
 
 // Pod is one consumer pod as observed.
@@ -367,9 +383,13 @@ type Decision struct {
 	SecretPhase mrtrv1alpha1.Phase
 	// SecretStaged is the id of the staged key in Secret, "" when none.
 	SecretStaged string
-	// Stamp is the fingerprint every found target's pod template must carry; "" means touch none
+	// Stamp is the fingerprint the pod templates of StampTargets must carry; "" means touch none
 	// (always, in Reload delivery).
 	Stamp string
+	// StampTargets are the found targets to stamp with Stamp ("Kind/name"): not those another
+	// keyring claims, nor those whose stamp another field manager fights over (status.stampFights)
+	// until their back-off ends.
+	StampTargets []string
 	// Evict names the pods of targets to restart through the eviction API: they did not
 	// acknowledge the phase's keyring within the reload deadline.
 	Evict []string
