@@ -44,8 +44,6 @@ type observed struct {
 	secret *corev1.Secret
 	// targets are the found target workloads, which Reconcile stamps (workload.Stamp).
 	targets []client.Object
-	// refused says, by pod name, why an acknowledgement was not taken as proof (acknowledgement).
-	refused map[string]string
 	// pods are what Reconcile's writes to pods need of each pod read, by name.
 	pods map[string]seenPod
 }
@@ -57,10 +55,6 @@ type seenPod struct {
 	version metav1.Preconditions
 	// written is its WrittenAnnotation, which its next nudge must change (nudgeValue).
 	written string
-	// consumer: it mounts the keyring Secret as a volume, so that a nudge refreshes it, and
-	// carries an acknowledgement of it (any): the pods the admission policy lets the operator
-	// nudge (syncPods).
-	consumer bool
 }
 
 // gather reads everything rotation.Step needs (cert-manager's gatherer): the Secret (live), the
@@ -93,7 +87,7 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 			return rotation.Input{}, observed{}, err
 		}
 	}
-	po := podObserver{key: ack.AnnotationKey(kr.EffectiveSecretName()), secretName: kr.EffectiveSecretName(), nodes: r.nodeReadiness(ctx), secret: keyringWrite(sec, kr.Status.PhaseStartedAt), refused: map[string]string{}, seen: map[string]seenPod{}}
+	po := podObserver{key: ack.AnnotationKey(kr.EffectiveSecretName()), secretName: kr.EffectiveSecretName(), nodes: r.nodeReadiness(ctx), seen: map[string]seenPod{}}
 	ws := observeWorkloads(targets, kr)
 	stampable := make([]client.Object, 0, len(targets.Found))
 	counted := map[string]bool{} // pods counted with a target, by name
@@ -139,7 +133,7 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 		RotateRequest:   kr.Annotations[mrtrv1alpha1.RotateAnnotation],
 		RevokeRequest:   kr.Annotations[mrtrv1alpha1.RevokeAnnotation],
 		NodesUnreadable: !r.ReadNodes,
-	}, observed{secret: secret, targets: stampable, refused: po.refused, pods: po.seen}, nil
+	}, observed{secret: secret, targets: stampable, pods: po.seen}, nil
 }
 
 // workloadPods reads the pods obj's selector selects, through the cache.
@@ -171,14 +165,11 @@ func (r *MRTRKeyringReconciler) selectedPods(ctx context.Context, kr *mrtrv1alph
 	return po.observe(pods, counted), nil
 }
 
-// podObserver turns pods into rotation.Pods with what each acknowledged under key, by the
-// acceptance rule (acknowledgement), and collects why it refused an acknowledgement and the
-// version of each pod it saw.
+// podObserver turns pods into rotation.Pods with what each carries under key and who wrote it
+// (rotation decides what counts as proof), and collects the version of each pod it saw.
 type podObserver struct {
-	key     string
-	secret  secretWrite
-	refused map[string]string
-	seen    map[string]seenPod
+	key  string
+	seen map[string]seenPod
 	// secretName is the keyring Secret, which a pod must mount to be nudged.
 	secretName string
 	// nodes tells the readiness of a node by name.
@@ -193,23 +184,23 @@ func (po *podObserver) observe(pods []corev1.Pod, skip map[string]bool) []rotati
 		if skip[p.Name] {
 			continue
 		}
-		loaded, refusal := acknowledgement(p, po.key, po.secret)
-		if refusal != "" {
-			po.refused[p.Name] = refusal
-		}
 		po.seen[p.Name] = seenPod{version: metav1.Preconditions{UID: &p.UID, ResourceVersion: &p.ResourceVersion},
-			written: p.Annotations[mrtrv1alpha1.WrittenAnnotation], consumer: consumes(p, po.secretName, po.key)}
-		out = append(out, rotation.Pod{Name: p.Name, Loaded: loaded, CreatedAt: p.CreationTimestamp.Time,
+			written: p.Annotations[mrtrv1alpha1.WrittenAnnotation]}
+		out = append(out, rotation.Pod{Name: p.Name, Loaded: p.Annotations[po.key], AckWriter: ackWriter(p, po.key),
+			Mounts: slices.Contains(workload.MountedSecrets(p), po.secretName), CreatedAt: p.CreationTimestamp.Time,
 			Terminating: p.DeletionTimestamp != nil, NodeName: p.Spec.NodeName, Node: po.nodes(p.Spec.NodeName)})
 	}
 	return out
 }
 
-// consumes reports whether pod mounts the Secret secret as a volume and carries an
-// acknowledgement of it, under key, whatever its value.
-func consumes(pod *corev1.Pod, secret, key string) bool {
-	_, acked := pod.Annotations[key]
-	return acked && slices.Contains(workload.MountedSecrets(pod), secret)
+// ackWriter is who last wrote pod's annotation key, by its managedFields: the raw fact of
+// rotation's acceptance rule.
+func ackWriter(pod *corev1.Pod, key string) rotation.Writer {
+	if _, ok := pod.Annotations[key]; !ok {
+		return rotation.Writer{}
+	}
+	m, _ := workload.AcknowledgementWriter(pod, key)
+	return writerOf(m)
 }
 
 // stampOwner returns the keyring that owns the stamp kr would write on obj, when that is another

@@ -69,8 +69,7 @@ type MRTRKeyringReconciler struct {
 	// install cannot be granted Nodes: their readiness is then unknown, and the status says so.
 	ReadNodes bool
 
-	written  ownWrites
-	refusals refusalReports
+	written ownWrites
 }
 
 // DefaultConcurrency is the default MaxConcurrentReconciles. A pass spends most of its time
@@ -142,7 +141,7 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		if err := r.writeSecret(ctx, &kr, obs.secret, d); err != nil {
 			return retryOnConflict(ctx, err)
 		}
-		annotated = r.syncPods(ctx, &kr, in, d.Secret.Fingerprint(), obs.pods)
+		annotated = r.syncPods(ctx, &kr, d.Secret.Fingerprint(), d.Nudge, obs.pods)
 	}
 	if !equality.Semantic.DeepEqual(kr.Status, d.Status) {
 		previous := kr.Status
@@ -160,7 +159,6 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	for _, e := range d.Events {
 		r.Recorder.Eventf(&kr, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
 	}
-	r.reportRefusals(&kr, obs.refused)
 	var stampErrs []error // and eviction errors
 	requeue := d.RequeueAfter
 	if d.Stamp != "" {

@@ -42,6 +42,8 @@ type outcome struct {
 	// held are the fights that hold a target's stamp back this pass (planStamps).
 	held  []mrtrv1alpha1.StampFight
 	evict []string
+	// nudge are the pods to nudge after the write (nudgePods).
+	nudge []string
 	// restarts is what restartOverdue found of the overdue pods.
 	restarts restarts
 	events   []Event
@@ -76,7 +78,7 @@ type change struct {
 // status first, then a revocation, else the exit of the phase in status; then what follows from
 // the result (the token lifetime published, the stamp, the overdue pods, the outage warning).
 func decide(f facts) outcome {
-	o := outcome{status: f.status}
+	o := reportRefusals(f, outcome{status: f.status})
 	if owner := f.in.Secret.ClaimedBy; owner != "" {
 		// Two keyrings driving one Secret would each advance its rotation on their own workloads:
 		// the second one touches nothing, so the phase and timers in its status stay as they were.
@@ -100,6 +102,7 @@ func decide(f facts) outcome {
 	}
 	o = planStamps(f, o)
 	o = restartOverdue(f, o)
+	o = nudgePods(f, o)
 	if out := outages(f.in); out != "" && o.write != nil && len(f.in.Workloads) > 0 {
 		// A rotation restarts them three times.
 		o = o.event(corev1Warning, mrtrv1alpha1.EventRestartIsOutage, "Rotate", "rolling out keyring %s: %s", o.write.keyring.Fingerprint(), out)

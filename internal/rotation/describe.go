@@ -97,7 +97,7 @@ func describe(f facts, o outcome) Decision {
 		events = append(slices.Clip(events), *e)
 	}
 	r.st.WaitingFor = r.waitingFor()
-	d := Decision{Stamp: o.stamp, StampTargets: o.stampTargets, Evict: o.evict, Status: r.st, RequeueAfter: r.nextDeadline(), Events: events}
+	d := Decision{Stamp: o.stamp, StampTargets: o.stampTargets, Evict: o.evict, Nudge: o.nudge, Status: r.st, RequeueAfter: r.nextDeadline(), Events: events}
 	if w := o.write; w != nil {
 		d.Secret, d.SecretPhase, d.SecretStaged = w.keyring, w.phase, w.staged
 	}

@@ -40,6 +40,9 @@ type Settings struct {
 	// pod has to acknowledge one in Reload delivery before it is restarted.
 	Delivery       mrtrv1alpha1.Delivery
 	ReloadDeadline time.Duration
+	// ReloadTrigger is how the kubelet learns of a new keyring in Reload delivery: PodAnnotation
+	// has the operator nudge the pods that must load it (Decision.Nudge).
+	ReloadTrigger mrtrv1alpha1.ReloadTrigger
 	Suspend        bool
 	// NextKey is when the next key is made (Staged or AtRotation).
 	NextKey mrtrv1alpha1.NextKey
@@ -71,6 +74,7 @@ var Defaults = Settings{
 	PropagationDelay:       2 * time.Minute,
 	Delivery:               mrtrv1alpha1.DeliveryReload,
 	ReloadDeadline:         2 * time.Minute,
+	ReloadTrigger:          mrtrv1alpha1.ReloadTriggerPodAnnotation,
 	NextKey:                mrtrv1alpha1.NextKeyStaged,
 	KeyBytes:               keyring.MinSecretBytes,
 }
@@ -95,6 +99,7 @@ func SettingsFrom(spec mrtrv1alpha1.MRTRKeyringSpec) Settings {
 		PropagationDelay:       spec.PropagationDelay.Duration,
 		Delivery:               cmp.Or(spec.Delivery, Defaults.Delivery),
 		ReloadDeadline:         or(spec.ReloadDeadline, Defaults.ReloadDeadline),
+		ReloadTrigger:          cmp.Or(spec.ReloadTrigger, Defaults.ReloadTrigger),
 		Suspend:                spec.Suspend,
 		NextKey:                cmp.Or(spec.NextKey, Defaults.NextKey),
 		KeyBytes:               max(int(spec.KeyBytes), Defaults.KeyBytes),
@@ -305,9 +310,15 @@ type Writer struct {
 // Pod is one consumer pod as observed.
 type Pod struct {
 	Name string
-	// Loaded is the fingerprint the pod acknowledged for the keyring Secret (annotation
-	// ack.AnnotationKey(secret)), "" when it acknowledged none.
+	// Loaded is the fingerprint the pod carries as its acknowledgement of the keyring Secret
+	// (annotation ack.AnnotationKey(secret)), "" when it carries none. It counts only as AckWriter
+	// shows it is proof (acknowledgement).
 	Loaded string
+	// AckWriter is who last wrote that annotation, by the Pod's managedFields.
+	AckWriter Writer
+	// Mounts: the pod mounts the keyring Secret as a volume, the only kind the kubelet refreshes
+	// in a running pod, so that a nudge (Decision.Nudge) reaches it.
+	Mounts bool
 	// CreatedAt is its creationTimestamp (the API server's clock).
 	CreatedAt time.Time
 	// Terminating: deletionTimestamp is set. It may serve until it is gone, so it still counts.
@@ -393,6 +404,9 @@ type Decision struct {
 	// Evict names the pods of targets to restart through the eviction API: they did not
 	// acknowledge the phase's keyring within the reload deadline.
 	Evict []string
+	// Nudge names the pods to nudge once Secret is written (podsync: the kubelet then syncs their
+	// Secret volume at once), in Reload delivery with ReloadTrigger PodAnnotation.
+	Nudge []string
 	// Status is the new status; write it only if it differs from Input.Status.
 	Status mrtrv1alpha1.MRTRKeyringStatus
 	// RequeueAfter is when the next timed check is due; 0 means only a watch event can change
