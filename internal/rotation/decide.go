@@ -274,7 +274,7 @@ func leaveWaitingTTL(f facts, o outcome, kr *keyring.Keyring) outcome {
 		o.status.TTLWaitUntil = ttlWaitEnd(f.in.Now, o.status.TTLWaits)
 	}
 	o = extendTTLWait(o)
-	if f.in.Now.Before(o.status.TTLWaitUntil.Time) {
+	if !tokensExpired(f, o.status).pass {
 		return o
 	}
 	removed := kr.IDs()[1:]
@@ -334,7 +334,7 @@ func readyToSeal(f facts, o outcome) (outcome, bool) {
 // delivery.reached). A Secret-only keyring, with nothing to prove it, waits PropagationDelay.
 func delivered(f facts, st mrtrv1alpha1.MRTRKeyringStatus, blockOnMissing bool) bool {
 	if f.delivery.secretOnly {
-		return !f.in.Now.Before(phaseStart(f.in, st).Add(f.in.Settings.PropagationDelay))
+		return propagated(f, st).pass
 	}
 	return f.delivery.reached(blockOnMissing)
 }
@@ -354,7 +354,7 @@ func replacedPodsGone(f facts, o outcome) (outcome, bool) {
 	if o.status.RolledOutAt == nil {
 		o.status.RolledOutAt = nowRef(f)
 	}
-	return o, !f.in.Now.Before(o.status.RolledOutAt.Add(f.in.Settings.TerminationGracePeriod))
+	return o, replacedGone(f, o.status).pass
 }
 
 // settle ends Removing or Revoking, whose keyring kr has reached every pod: Stable, its staged key

@@ -254,7 +254,7 @@ func (r *report) nextDeadline() time.Duration {
 		// A rotation due (or requested) that seals with a staged key first waits for the pods the
 		// last rollout replaced to stop (sealWithStaged), and is stuck past its deadline.
 		if _, due := rotationDue(in, st); due && st.RolledOutAt != nil && !in.Settings.Reload() {
-			at = st.RolledOutAt.Add(in.Settings.TerminationGracePeriod)
+			at = replacedGone(r.f, st).until
 		} else if d, ok := r.dueDeadline(); ok && d.After(in.Now) {
 			at = d
 		}
@@ -267,12 +267,12 @@ func (r *report) nextDeadline() time.Duration {
 		}
 	case ph == mrtrv1alpha1.PhaseWaitingTTL:
 		if st.TTLWaitUntil != nil {
-			at = st.TTLWaitUntil.Time
+			at = tokensExpired(r.f, st).until
 		}
 	case WaitsForRollout(ph) && r.v.secretOnly:
-		at = phaseStart(in, st).Add(in.Settings.PropagationDelay)
+		at = propagated(r.f, st).until
 	case ph == mrtrv1alpha1.PhaseAccepting && st.RolledOutAt != nil:
-		at = st.RolledOutAt.Add(in.Settings.TerminationGracePeriod)
+		at = replacedGone(r.f, st).until
 	case WaitsForRollout(ph) && in.Now.Before(r.rolloutDeadline()):
 		at = r.rolloutDeadline()
 	}
@@ -477,7 +477,7 @@ func (r *report) phaseWaitsFor() string {
 	st, ph := r.st, r.st.Phase
 	switch {
 	case ph == mrtrv1alpha1.PhaseWaitingTTL && st.TTLWaitUntil != nil:
-		return fmt.Sprintf("WaitingTTL: tokens sealed with the old keys expire by %s", st.TTLWaitUntil.UTC().Format(time.RFC3339))
+		return fmt.Sprintf("WaitingTTL: tokens sealed with the old keys expire by %s", tokensExpired(r.f, st).until.UTC().Format(time.RFC3339))
 	case r.v.secretOnly:
 		return fmt.Sprintf("%s: waiting %s for the Secret to reach every mounted copy", ph, r.f.in.Settings.PropagationDelay)
 	case len(r.pending) > 0 && r.v.reload:
@@ -590,17 +590,13 @@ func (r *report) waitingFor() *mrtrv1alpha1.WaitingFor {
 	case st.Phase == mrtrv1alpha1.PhaseStable:
 		return r.waitingStable()
 	case st.Phase == mrtrv1alpha1.PhaseWaitingTTL && st.TTLWaitUntil != nil:
-		return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitTokenExpiry, Until: st.TTLWaitUntil,
-			Message: fmt.Sprintf("the tokens sealed with the old keys to expire: the TTL wait ends at %s; then the old keys are removed", st.TTLWaitUntil.UTC().Format(time.RFC3339))}
+		return tokensExpired(r.f, st).waitingFor("")
 	case r.v.secretOnly:
-		until := metav1.NewTime(phaseStart(in, st).Add(in.Settings.PropagationDelay))
-		return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitPropagation, Until: &until,
-			Message: fmt.Sprintf("the Secret to reach every mounted copy: no workload or pod proves it, so the phase waits spec.propagationDelay (%s), until %s%s",
-				in.Settings.PropagationDelay, until.UTC().Format(time.RFC3339), purposes[st.Phase])}
+		return propagated(r.f, st).waitingFor(purposes[st.Phase])
 	case len(r.pending) > 0 || r.selected != "":
 		return r.waitingDelivery(purposes[st.Phase])
 	case st.Phase == mrtrv1alpha1.PhaseAccepting && st.RolledOutAt != nil && !in.Settings.Reload():
-		return r.waitingReplaced()
+		return replacedGone(r.f, st).waitingFor("")
 	}
 	return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitDelivery,
 		Message: fmt.Sprintf("the operator's next pass: keyring %s has reached every pod", st.TargetFingerprint)}
@@ -620,7 +616,7 @@ func (r *report) waitingStable() *mrtrv1alpha1.WaitingFor {
 	case len(r.pending) > 0 || r.selected != "":
 		return r.waitingDelivery("")
 	case due && st.RolledOutAt != nil && !in.Settings.Reload():
-		return r.waitingReplaced()
+		return replacedGone(r.f, st).waitingFor("")
 	case st.NextRotationTime == nil:
 		return nil
 	}
@@ -664,15 +660,6 @@ func (r *report) waitingDelivery(purpose string) *mrtrv1alpha1.WaitingFor {
 			st.TargetFingerprint, messages(r.pending), purpose)
 	}
 	return w
-}
-
-// waitingReplaced: in Restart delivery, the pods the last rollout replaced may still serve.
-func (r *report) waitingReplaced() *mrtrv1alpha1.WaitingFor {
-	grace := r.f.in.Settings.TerminationGracePeriod
-	until := metav1.NewTime(r.st.RolledOutAt.Add(grace))
-	return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitReplacedPods, Until: &until,
-		Message: fmt.Sprintf("the pods the rollout replaced to stop: terminationGracePeriod (%s) after the rollout, until %s, so that no pod that knew only the old key still serves when the new key seals",
-			grace, until.UTC().Format(time.RFC3339))}
 }
 
 // withPythonKids returns keys with each one's pythonKid derived from the key of that id in kr, the

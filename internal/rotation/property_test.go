@@ -35,7 +35,7 @@ import (
 // True exactly when waitingFor waits for a fix, and then Ready is False for the same reason. And
 // that it says what the Decision does: a workload said to start its rollout is stamped, one held
 // back by a stamp fight is not, StampReverted is True exactly while one is held, and the pass
-// comes back by the end of each back-off.
+// comes back by the end of each back-off and by the deadline waitingFor names.
 func agree(t *testing.T, step int, in Input, d Decision) {
 	t.Helper()
 	st := d.Status
@@ -64,6 +64,12 @@ func agree(t *testing.T, step int, in Input, d Decision) {
 		}
 		if wait := f.Until.Sub(in.Now); wait > 0 && (d.RequeueAfter == 0 || d.RequeueAfter > wait) {
 			t.Fatalf("step %d: the back-off of %s/%s ends in %s, but the next pass is in %s", step, f.Kind, f.Name, wait, d.RequeueAfter)
+		}
+	}
+	// The pass comes back by the deadline of the verdict that status.waitingFor renders.
+	if w := st.WaitingFor; w != nil && w.Until != nil && w.Until.After(in.Now) {
+		if wait := w.Until.Sub(in.Now); d.RequeueAfter == 0 || d.RequeueAfter > wait {
+			t.Fatalf("step %d: waitingFor %s until %s (in %s), but the next pass is in %s", step, w.What, w.Until.UTC(), wait, d.RequeueAfter)
 		}
 	}
 	for _, r := range st.RefusedAcknowledgements {
