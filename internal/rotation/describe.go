@@ -233,10 +233,9 @@ func (r *report) rolloutDeadline() time.Time {
 	return phaseStart(r.f.in, r.st).Add(r.f.in.Settings.RolloutDeadline)
 }
 
-// nextDeadline is the earliest future time at which a timed check may change the outcome: the
-// next rotation, the end of the TTL wait or of the propagation delay, or a rollout deadline.
+// nextDeadline is how soon the earliest future deadline falls (deadlines), 0 for none.
 func (r *report) nextDeadline() time.Duration {
-	in, st := r.f.in, r.st
+	in := r.f.in
 	switch in.Secret.State {
 	case SecretInvalid:
 		return 0 // nothing timed can help: only a fix of the Secret (a watch event) can
@@ -245,55 +244,69 @@ func (r *report) nextDeadline() time.Duration {
 		// brings no event, so look again now and then.
 		return WrongTypeRecheck
 	}
-	var at time.Time
+	var next time.Time
+	for _, at := range r.deadlines() {
+		if at.After(in.Now) && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	if next.IsZero() {
+		return 0
+	}
+	return next.Sub(in.Now)
+}
+
+// deadlines are the times at which a timed check may change the outcome: the until of the
+// verdict the phase waits on (the next rotation, the end of the TTL wait, of the propagation
+// delay, of the replaced pods' grace), a rollout deadline, a window that closes on a rotation
+// due, a laggard's reload deadline, a held restart's recheck, the end of a stamp's back-off. The
+// past ones are ignored.
+func (r *report) deadlines() []time.Time {
+	in, st := r.f.in, r.st
+	var at []time.Time
 	switch ph := st.Phase; {
 	case ph == mrtrv1alpha1.PhaseStable:
-		if !in.Settings.Suspend && st.NextRotationTime != nil {
-			at = st.NextRotationTime.Time
-		}
-		// A rotation due (or requested) that seals with a staged key first waits for the pods the
-		// last rollout replaced to stop (sealWithStaged), and is stuck past its deadline.
-		if _, due := rotationDue(in, st); due && st.RolledOutAt != nil && !in.Settings.Reload() {
-			at = replacedGone(r.f, st).until
-		} else if d, ok := r.dueDeadline(); ok && d.After(in.Now) {
-			at = d
-		}
-		// A rotation due in a window that has not started when the window closes moves to the
-		// next one (windowed): look again then.
-		if t := st.NextRotationTime; t != nil && !in.Settings.Suspend && !in.Now.Before(t.Time) && in.Settings.Windows.Valid() {
-			if _, closes, open := in.Settings.Windows.OpenAt(in.Now); open && in.Settings.Windows != nil && (!at.After(in.Now) || closes.Before(at)) {
-				at = closes
-			}
-		}
-	case ph == mrtrv1alpha1.PhaseWaitingTTL:
-		if st.TTLWaitUntil != nil {
-			at = tokensExpired(r.f, st).until
-		}
+		at = r.stableDeadlines()
+	case ph == mrtrv1alpha1.PhaseWaitingTTL && st.TTLWaitUntil != nil:
+		at = append(at, tokensExpired(r.f, st).until)
 	case WaitsForRollout(ph) && r.v.secretOnly:
-		at = propagated(r.f, st).until
+		at = append(at, propagated(r.f, st).until)
 	case ph == mrtrv1alpha1.PhaseAccepting && st.RolledOutAt != nil:
-		at = replacedGone(r.f, st).until
-	case WaitsForRollout(ph) && in.Now.Before(r.rolloutDeadline()):
-		at = r.rolloutDeadline()
+		at = append(at, replacedGone(r.f, st).until)
+	case WaitsForRollout(ph):
+		at = append(at, r.rolloutDeadline())
 	}
 	// A laggard to restart may come first, in any phase.
-	if d := nextReloadDeadline(in, st, r.v); !d.IsZero() && (at.IsZero() || !at.After(in.Now) || d.Before(at)) {
-		at = d
-	}
+	at = append(at, nextReloadDeadline(in, st, r.v))
 	// So may an overdue one held back, by its workload's pace or its node.
 	if len(r.o.restarts.byWorkload) > 0 {
-		if d := in.Now.Add(HeldRestartRecheck); at.IsZero() || !at.After(in.Now) || d.Before(at) {
-			at = d
-		}
+		at = append(at, in.Now.Add(HeldRestartRecheck))
 	}
 	// So may the end of a stamp's back-off.
-	if d := r.o.heldUntil(); !d.IsZero() && (at.IsZero() || !at.After(in.Now) || d.Before(at)) {
-		at = d
+	return append(at, r.o.heldUntil())
+}
+
+// stableDeadlines are Stable's: the next rotation; for a rotation due (or requested) that seals
+// with a staged key, the end of the replaced pods' grace (sealWithStaged) or the deadline past
+// which it is stuck; and the close of the window a rotation due has not started in, when it moves
+// to the next one (windowed).
+func (r *report) stableDeadlines() []time.Time {
+	in, st := r.f.in, r.st
+	var at []time.Time
+	if !in.Settings.Suspend && st.NextRotationTime != nil {
+		at = append(at, st.NextRotationTime.Time)
 	}
-	if d := at.Sub(in.Now); !at.IsZero() && d > 0 {
-		return d
+	if _, due := rotationDue(in, st); due && st.RolledOutAt != nil && !in.Settings.Reload() {
+		at = append(at, replacedGone(r.f, st).until)
+	} else if d, ok := r.dueDeadline(); ok {
+		at = append(at, d)
 	}
-	return 0
+	if t := st.NextRotationTime; t != nil && !in.Settings.Suspend && !in.Now.Before(t.Time) && in.Settings.Windows.Valid() && in.Settings.Windows != nil {
+		if _, closes, open := in.Settings.Windows.OpenAt(in.Now); open {
+			at = append(at, closes)
+		}
+	}
+	return at
 }
 
 // WrongTypeRecheck is how often a keyring whose Secret has another type looks again.

@@ -43,7 +43,7 @@ type Settings struct {
 	// ReloadTrigger is how the kubelet learns of a new keyring in Reload delivery: PodAnnotation
 	// has the operator nudge the pods that must load it (Decision.Nudge).
 	ReloadTrigger mrtrv1alpha1.ReloadTrigger
-	Suspend        bool
+	Suspend       bool
 	// NextKey is when the next key is made (Staged or AtRotation).
 	NextKey mrtrv1alpha1.NextKey
 	// KeyBytes is how many random bytes each new key has.
