@@ -50,6 +50,8 @@ type outcome struct {
 	stall    *stall
 	// conflict: the Secret belongs to another keyring, so nothing is written or stamped.
 	conflict bool
+	// progress is how far the target keyring has reached the targets (showProgress).
+	progress progress
 	// due is, in Stable, when the next rotation falls due by rotationInterval alone (before the
 	// rotation windows move it); zero in the other phases.
 	due time.Time
@@ -74,10 +76,24 @@ type change struct {
 	write   bool
 }
 
-// decide makes at most one transition, and at most one Secret write: the Secret settled against
+// decide makes the move (move), then derives the progress of its target keyring and the stall of
+// a phase that waits too long for it: decide alone says what is stalled.
+func decide(f facts) outcome {
+	o := move(f)
+	o.progress = showProgress(f, o)
+	if o.stall == nil {
+		o.stall = o.progress.claimed()
+	}
+	if o.stall == nil {
+		o.stall = blocked(f, o)
+	}
+	return o
+}
+
+// move makes at most one transition, and at most one Secret write: the Secret settled against
 // status first, then a revocation, else the exit of the phase in status; then what follows from
 // the result (the token lifetime published, the stamp, the overdue pods, the outage warning).
-func decide(f facts) outcome {
+func move(f facts) outcome {
 	o := reportRefusals(f, outcome{status: f.status})
 	if owner := f.in.Secret.ClaimedBy; owner != "" {
 		// Two keyrings driving one Secret would each advance its rotation on their own workloads:

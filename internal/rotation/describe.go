@@ -29,60 +29,22 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
-// report is what describe says of one outcome, each part derived once: the conditions, the status
-// of each workload and the stall message all quote the same per-workload messages.
+// report is what describe says of one outcome: the conditions, the status of each workload and
+// the stall message all quote the same per-workload messages (progress, which decide derived).
 type report struct {
 	f facts
 	o outcome
 	// st is the outcome's status, as describe completes it.
 	st mrtrv1alpha1.MRTRKeyringStatus
-	// v is the delivery of the outcome's target keyring.
-	v delivery
-	// targets are v.targets with what each waits for ("" when nothing).
-	targets []shown
-	// missing and pending are those of v, with their messages.
-	missing, pending []shown
-	// selected says which selected pods lag, "" when none does.
-	selected string
-	stall    *stall
-}
-
-// shown is a target and what it waits for.
-type shown struct {
-	target
-	message string
+	progress
+	stall *stall
 }
 
 // describe derives the Decision from the facts and the outcome: status (workloads, pods,
 // conditions, what the rotation waits for), the requeue, and the Warning event of a Ready that
 // turns False. It changes neither input.
 func describe(f facts, o outcome) Decision {
-	r := report{f: f, o: o, st: o.status, v: f.delivery}
-	if o.write != nil || r.v.target != o.status.TargetFingerprint {
-		r.v = observeDelivery(f.in, o.status.TargetFingerprint, o.write != nil)
-	}
-	r.targets = make([]shown, len(r.v.targets))
-	for i, t := range r.v.targets {
-		r.targets[i] = shown{target: t, message: r.waitsFor(t)}
-		switch {
-		case !t.Found:
-			r.missing = append(r.missing, r.targets[i])
-		case !t.upToDate:
-			r.pending = append(r.pending, r.targets[i])
-		}
-	}
-	if lag := r.v.selectedLaggards; len(lag) > 0 {
-		r.selected = fmt.Sprintf("selected pods: %d of %d acknowledged keyring %s; waiting for %s", len(r.v.selected)-len(lag),
-			len(r.v.selected), r.v.target, joinSome(podNames(lag), ", ", len(lag)))
-	}
-	r.stall = o.stall
-	if r.stall == nil {
-		r.stall = r.claimed()
-	}
-	if r.stall == nil {
-		r.stall = r.blocked()
-	}
-
+	r := report{f: f, o: o, st: o.status, progress: o.progress, stall: o.stall}
 	r.st.ObservedGeneration = f.in.Generation
 	r.st.SecretName = f.in.SecretName
 	kr := f.in.Secret.Keyring
@@ -102,135 +64,6 @@ func describe(f facts, o outcome) Decision {
 		d.Secret, d.SecretPhase, d.SecretStaged = w.keyring, w.phase, w.staged
 	}
 	return d
-}
-
-// waitsFor says what t waits for before it runs the target keyring, "" when nothing.
-// Workload.Message already names the workload; the other texts are prefixed with it.
-func (r *report) waitsFor(t target) string {
-	fp := r.v.target
-	switch {
-	case !t.Found:
-		return t.ref() + " not found"
-	case r.v.reload:
-		return r.podsWaitFor(t)
-	case t.Stamp != fp && r.o.heldFight(t.Workload) != nil:
-		return fightMessage(*r.o.heldFight(t.Workload))
-	case t.Stamp != fp && r.o.stamp == fp && slices.Contains(r.o.stampTargets, t.ref()), t.Stamp == fp && t.Unobserved:
-		// Stamped as this pass ends, or stamped and its controller yet to begin: one message for
-		// both, so that a pass that finds the stamp before the rollout has nothing new to write.
-		return t.ref() + ": rollout of keyring " + fp + " started"
-	case t.Stamp != fp:
-		return t.ref() + ": pod template not yet stamped with keyring " + fp
-	case t.RolledOut:
-		return ""
-	case t.Message != "":
-		return t.Message
-	}
-	return fmt.Sprintf("%s: %d of %d pods ready", t.ref(), t.Ready, t.Desired)
-}
-
-// podsWaitFor says what the pods of t wait for, "" when every one runs the target keyring.
-func (r *report) podsWaitFor(t target) string {
-	if !seenAll(t.Workload) {
-		return fmt.Sprintf("%s: %d pods seen of the %d it counts", t.ref(), len(t.Pods), t.CountedPods)
-	}
-	if len(t.laggards) == 0 {
-		return ""
-	}
-	msg := fmt.Sprintf("%s: %d of %d pods run keyring %s; waiting for %s", t.ref(), len(t.Pods)-len(t.laggards), len(t.Pods),
-		r.v.target, joinSome(podNames(t.laggards), ", ", len(t.laggards)))
-	if h := r.o.restarts.byWorkload[t.ref()].message(); h != "" {
-		msg += "; " + h
-	}
-	return msg
-}
-
-// claimed stalls on targets whose stamp belongs to another keyring, in Restart delivery: the
-// reconciler does not stamp them, so a rotation cannot leave its first phase until the owner is
-// gone (or the workload leaves this keyring's targets). A workload that needs two keyrings needs
-// one stamp for each, not one fought over. Reload delivery stamps nothing: each keyring waits for
-// its own acknowledgement, and two keyrings never touch the same thing.
-func (r *report) claimed() *stall {
-	if r.v.reload {
-		return nil
-	}
-	var claimed []string
-	for _, t := range r.v.targets {
-		if t.Found && t.ClaimedBy != "" {
-			claimed = append(claimed, fmt.Sprintf("%s (MRTRKeyring %s)", t.ref(), t.ClaimedBy))
-		}
-	}
-	if len(claimed) == 0 {
-		return nil
-	}
-	return &stall{mrtrv1alpha1.ReasonConflict, fmt.Sprintf("the stamps of %s belong to another keyring: this keyring does not stamp them while that one exists",
-		joinSome(claimed, ", ", len(claimed)))}
-}
-
-// blocked is the stall of a phase that waits too long: a target missing while Accepting, or a
-// keyring that has not reached every pod within spec.rolloutDeadline.
-func (r *report) blocked() *stall {
-	st, s := r.st, r.f.in.Settings
-	if st.Phase == mrtrv1alpha1.PhaseStable && r.o.write == nil {
-		return r.dueBlocked()
-	}
-	if !WaitsForRollout(st.Phase) || r.o.write != nil {
-		return nil
-	}
-	if st.Phase == mrtrv1alpha1.PhaseAccepting && len(r.missing) > 0 {
-		return &stall{mrtrv1alpha1.ReasonWorkloadNotFound, "the rotation does not advance past Accepting until these targets exist (or leave the spec): " + refs(r.missing)}
-	}
-	if r.f.in.Now.Before(r.rolloutDeadline()) {
-		return nil
-	}
-	switch {
-	case len(r.pending) > 0:
-		return &stall{mrtrv1alpha1.ReasonRolloutDeadlineExceeded, fmt.Sprintf("%s has not rolled out keyring %s within %s: %s; the rotation continues once it does",
-			refs(r.pending), st.TargetFingerprint, s.RolloutDeadline, messages(r.pending))}
-	case r.selected != "":
-		return &stall{mrtrv1alpha1.ReasonRolloutDeadlineExceeded, fmt.Sprintf("keyring %s has not reached every pod within %s: %s; the rotation continues once it does",
-			st.TargetFingerprint, s.RolloutDeadline, r.selected)}
-	}
-	return nil
-}
-
-// dueBlocked stalls a rotation that fell due but cannot start: a staged key seals only once every
-// pod runs the keyring that staged it (sealWithStaged), so a target that does not roll it out
-// holds the rotation in Stable. The deadline counts from the due time, spec.rolloutDeadline, as in
-// the phases that wait for a rollout. (A requested rotation has no time of its own to count from;
-// its wait shows in Reconciling.)
-func (r *report) dueBlocked() *stall {
-	deadline, ok := r.dueDeadline()
-	if !ok || r.f.in.Now.Before(deadline) {
-		return nil
-	}
-	due := r.st.NextRotationTime.UTC().Format(time.RFC3339)
-	switch {
-	case len(r.missing) > 0:
-		return &stall{mrtrv1alpha1.ReasonWorkloadNotFound, fmt.Sprintf("the rotation due at %s does not start until these targets exist (or leave the spec): %s",
-			due, refs(r.missing))}
-	case len(r.pending) > 0:
-		return &stall{mrtrv1alpha1.ReasonRolloutDeadlineExceeded, fmt.Sprintf("the rotation due at %s waits for %s to run keyring %s, which stages its next key: %s",
-			due, refs(r.pending), r.st.TargetFingerprint, messages(r.pending))}
-	case r.selected != "":
-		return &stall{mrtrv1alpha1.ReasonRolloutDeadlineExceeded, fmt.Sprintf("the rotation due at %s waits for keyring %s to reach every pod: %s",
-			due, r.st.TargetFingerprint, r.selected)}
-	}
-	return nil
-}
-
-// dueDeadline is, for a rotation due by the interval that a staged key holds back, when its wait
-// for delivery counts as stuck.
-func (r *report) dueDeadline() (time.Time, bool) {
-	t, in := r.st.NextRotationTime, r.f.in
-	if t == nil || in.Settings.Suspend || in.Now.Before(t.Time) || in.Secret.State != SecretValid || r.f.staged == "" {
-		return time.Time{}, false
-	}
-	return t.Add(in.Settings.RolloutDeadline), true
-}
-
-func (r *report) rolloutDeadline() time.Time {
-	return phaseStart(r.f.in, r.st).Add(r.f.in.Settings.RolloutDeadline)
 }
 
 // nextDeadline is how soon the earliest future deadline falls (deadlines), 0 for none.
@@ -274,7 +107,7 @@ func (r *report) deadlines() []time.Time {
 	case ph == mrtrv1alpha1.PhaseAccepting && st.RolledOutAt != nil:
 		at = append(at, replacedGone(r.f, st).until)
 	case WaitsForRollout(ph):
-		at = append(at, r.rolloutDeadline())
+		at = append(at, rolloutDeadline(r.f, st))
 	}
 	// A laggard to restart may come first, in any phase.
 	at = append(at, nextReloadDeadline(in, st, r.v))
@@ -298,7 +131,7 @@ func (r *report) stableDeadlines() []time.Time {
 	}
 	if _, due := rotationDue(in, st); due && st.RolledOutAt != nil && !in.Settings.Reload() {
 		at = append(at, replacedGone(r.f, st).until)
-	} else if d, ok := r.dueDeadline(); ok {
+	} else if d, ok := dueDeadline(r.f, st); ok {
 		at = append(at, d)
 	}
 	if t := st.NextRotationTime; t != nil && !in.Settings.Suspend && !in.Now.Before(t.Time) && in.Settings.Windows.Valid() && in.Settings.Windows != nil {
