@@ -54,8 +54,11 @@ func describe(f facts, o outcome) Decision {
 	r.st.Keys = withPythonKids(r.st.Keys, kr)
 	r.st.SelectedPods = r.selectedStatus()
 	r.st.Workloads = r.workloadStatuses()
+	c := r.counts()
+	r.st.WorkloadCount, r.st.WorkloadsUpToDate, r.st.PodCount, r.st.PodsAcknowledged = c.workloads, c.upToDate, c.pods, c.acknowledged
 	events := o.events
-	if e := r.setConditions(); e != nil {
+	var e *Event
+	if r.st.Conditions, e = r.conditions(); e != nil {
 		events = append(slices.Clip(events), *e)
 	}
 	r.st.WaitingFor = r.waitingFor()
@@ -157,15 +160,31 @@ func WaitsForRollout(ph mrtrv1alpha1.Phase) bool {
 // not yet up to date) and counts the rest.
 const MaxListedWorkloads = 100
 
-// workloadStatuses lists the targets, at most MaxListedWorkloads of them, and counts them all and
-// their pods (after the selected ones, set first).
-func (r *report) workloadStatuses() []mrtrv1alpha1.WorkloadStatus {
-	st := &r.st
-	st.WorkloadCount, st.WorkloadsUpToDate = int32(len(r.targets)), 0
-	st.PodCount, st.PodsAcknowledged = 0, 0
-	if sel := st.SelectedPods; sel != nil {
-		st.PodCount, st.PodsAcknowledged = sel.Pods, sel.PodsAcknowledged
+// counts are status's counts of the targets and of the pods gated by acknowledgement.
+type counts struct {
+	workloads, upToDate, pods, acknowledged int32
+}
+
+// counts counts every target, and the pods of each (Reload delivery) and the selected ones.
+func (p progress) counts() counts {
+	c := counts{workloads: int32(len(p.targets))}
+	c.pods = int32(len(p.v.selected))
+	c.acknowledged = c.pods - int32(len(p.v.selectedLaggards))
+	for _, t := range p.targets {
+		if t.upToDate {
+			c.upToDate++
+		}
+		if p.v.reload {
+			c.pods += int32(len(t.Pods))
+			c.acknowledged += int32(len(t.Pods) - len(t.laggards))
+		}
 	}
+	return c
+}
+
+// workloadStatuses lists the targets, at most MaxListedWorkloads of them: those not up to date
+// first.
+func (r *report) workloadStatuses() []mrtrv1alpha1.WorkloadStatus {
 	if len(r.targets) == 0 {
 		return nil
 	}
@@ -177,11 +196,8 @@ func (r *report) workloadStatuses() []mrtrv1alpha1.WorkloadStatus {
 		}
 		if r.v.reload {
 			ws.Pods, ws.PodsAcknowledged, ws.Laggards = int32(len(t.Pods)), int32(len(t.Pods)-len(t.laggards)), podNames(t.laggards)
-			st.PodCount += ws.Pods
-			st.PodsAcknowledged += ws.PodsAcknowledged
 		}
 		if ws.UpToDate {
-			st.WorkloadsUpToDate++
 			if len(behind)+len(upToDate) < MaxListedWorkloads {
 				upToDate = append(upToDate, ws)
 			}
@@ -206,11 +222,11 @@ func (r *report) selectedStatus() *mrtrv1alpha1.SelectedPodsStatus {
 	}
 }
 
-// setConditions sets Ready, Reconciling and Stalled the kstatus way (see the API's Condition*
-// constants), and KeyRevoked; it returns the Warning event to emit when Ready turns to a new
-// problem.
-func (r *report) setConditions() *Event {
-	st, in := &r.st, r.f.in
+// conditions are status.conditions: Ready, Reconciling and Stalled the kstatus way (see the API's
+// Condition* constants), KeyRevoked and the warnings; with the Warning event to emit when Ready
+// turns to a new problem.
+func (r *report) conditions() ([]metav1.Condition, *Event) {
+	st, in := r.st, r.f.in
 	ready := condition(mrtrv1alpha1.ConditionReady, true, mrtrv1alpha1.ReasonReady,
 		fmt.Sprintf("keyring %s in Secret %s, phase %s", st.SecretFingerprint, in.SecretName, st.Phase))
 	reconciling := condition(mrtrv1alpha1.ConditionReconciling, false, mrtrv1alpha1.ReasonIdle, "no rotation under way; every target runs the current keyring")
@@ -248,30 +264,30 @@ func (r *report) setConditions() *Event {
 	if old := meta.FindStatusCondition(in.Status.Conditions, mrtrv1alpha1.ConditionReady); ready.Status == metav1.ConditionFalse && (old == nil || old.Reason != ready.Reason) {
 		e = &Event{Type: corev1Warning, Reason: ready.Reason, Action: "Reconcile", Note: ready.Message}
 	}
-	st.Conditions = slices.Clone(st.Conditions) // the facts' copy stays as observed
+	out := slices.Clone(st.Conditions) // the facts' copy stays as observed
 	conds := []metav1.Condition{ready, reconciling, stalled, revokedCondition(st.RevokedKeys)}
 	if suspect != nil {
 		conds = append(conds, *suspect)
 	} else {
-		meta.RemoveStatusCondition(&st.Conditions, mrtrv1alpha1.ConditionAcknowledgementPathSuspect)
+		meta.RemoveStatusCondition(&out, mrtrv1alpha1.ConditionAcknowledgementPathSuspect)
 	}
 	if c := r.o.stampCondition(); c != nil {
 		conds = append(conds, *c)
 	} else {
-		meta.RemoveStatusCondition(&st.Conditions, mrtrv1alpha1.ConditionStampReverted)
+		meta.RemoveStatusCondition(&out, mrtrv1alpha1.ConditionStampReverted)
 	}
 	switch w := r.windowCondition(); {
 	case in.Settings.Windows == nil:
-		meta.RemoveStatusCondition(&st.Conditions, mrtrv1alpha1.ConditionRotationWindows)
+		meta.RemoveStatusCondition(&out, mrtrv1alpha1.ConditionRotationWindows)
 	case w != nil:
 		conds = append(conds, *w)
 	}
 	for _, c := range conds {
 		c.ObservedGeneration = in.Generation
 		c.LastTransitionTime = r.f.now // kept by SetStatusCondition unless the status flips
-		meta.SetStatusCondition(&st.Conditions, c)
+		meta.SetStatusCondition(&out, c)
 	}
-	return e
+	return out, e
 }
 
 // pathSuspect is the AcknowledgementPathSuspect condition when most pods of the targets are
@@ -477,7 +493,7 @@ func (r *report) waitingStable() *mrtrv1alpha1.WaitingFor {
 
 // waitingDelivery: the keyring has not reached every pod yet.
 func (r *report) waitingDelivery(purpose string) *mrtrv1alpha1.WaitingFor {
-	st := r.st
+	st, c := r.st, r.counts()
 	w := &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitDelivery}
 	for _, t := range r.pending {
 		if len(w.For) < maxNamed {
@@ -500,9 +516,9 @@ func (r *report) waitingDelivery(purpose string) *mrtrv1alpha1.WaitingFor {
 		if len(laggards) > 0 {
 			note = " (laggards: " + joinSome(laggards, ", ", len(laggards)) + ")"
 		}
-		w.Message = fmt.Sprintf("%d of %d pods to acknowledge keyring %s%s%s", st.PodCount-st.PodsAcknowledged, st.PodCount, st.TargetFingerprint, note, purpose)
+		w.Message = fmt.Sprintf("%d of %d pods to acknowledge keyring %s%s%s", c.pods-c.acknowledged, c.pods, st.TargetFingerprint, note, purpose)
 	default:
-		w.Message = fmt.Sprintf("%d of %d workloads to roll out keyring %s (%s)%s", st.WorkloadCount-st.WorkloadsUpToDate, st.WorkloadCount,
+		w.Message = fmt.Sprintf("%d of %d workloads to roll out keyring %s (%s)%s", c.workloads-c.upToDate, c.workloads,
 			st.TargetFingerprint, messages(r.pending), purpose)
 	}
 	return w
