@@ -52,6 +52,8 @@ type outcome struct {
 	conflict bool
 	// progress is how far the target keyring has reached the targets (showProgress).
 	progress progress
+	// waiting is the verdict the phase waits on after the move (waitsOn), nil for none.
+	waiting *verdict
 	// due is, in Stable, when the next rotation falls due by rotationInterval alone (before the
 	// rotation windows move it); zero in the other phases.
 	due time.Time
@@ -87,6 +89,7 @@ func decide(f facts) outcome {
 	if o.stall == nil {
 		o.stall = blocked(f, o)
 	}
+	o.waiting = waitsOn(f, o)
 	return o
 }
 

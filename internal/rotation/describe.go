@@ -100,16 +100,14 @@ func (r *report) nextDeadline() time.Duration {
 func (r *report) deadlines() []time.Time {
 	in, st := r.f.in, r.st
 	var at []time.Time
+	if w := r.o.waiting; w != nil {
+		at = append(at, w.until) // zero when no time ends it
+	}
 	switch ph := st.Phase; {
 	case ph == mrtrv1alpha1.PhaseStable:
-		at = r.stableDeadlines()
-	case ph == mrtrv1alpha1.PhaseWaitingTTL && st.TTLWaitUntil != nil:
-		at = append(at, tokensExpired(r.f, st).until)
-	case WaitsForRollout(ph) && r.v.secretOnly:
-		at = append(at, propagated(r.f, st).until)
-	case ph == mrtrv1alpha1.PhaseAccepting && st.RolledOutAt != nil:
-		at = append(at, replacedGone(r.f, st).until)
-	case WaitsForRollout(ph):
+		at = append(at, r.stableDeadlines()...)
+	case WaitsForRollout(ph) && !r.v.secretOnly && (r.o.waiting == nil || r.o.waiting.what != mrtrv1alpha1.WaitReplacedPods):
+		// Delivered or not, the deadline past which the phase counts as stuck (blocked).
 		at = append(at, rolloutDeadline(r.f, st))
 	}
 	// A laggard to restart may come first, in any phase.
@@ -132,10 +130,10 @@ func (r *report) stableDeadlines() []time.Time {
 	if !in.Settings.Suspend && st.NextRotationTime != nil {
 		at = append(at, st.NextRotationTime.Time)
 	}
-	if _, due := rotationDue(in, st); due && st.RolledOutAt != nil && !in.Settings.Reload() {
-		at = append(at, replacedGone(r.f, st).until)
-	} else if d, ok := dueDeadline(r.f, st); ok {
-		at = append(at, d)
+	if _, due := rotationDue(in, st); !due || st.RolledOutAt == nil || in.Settings.Reload() {
+		if d, ok := dueDeadline(r.f, st); ok {
+			at = append(at, d)
+		}
 	}
 	if t := st.NextRotationTime; t != nil && !in.Settings.Suspend && !in.Now.Before(t.Time) && in.Settings.Windows.Valid() && in.Settings.Windows != nil {
 		if _, closes, open := in.Settings.Windows.OpenAt(in.Now); open {
@@ -336,11 +334,11 @@ func (r *report) windowCondition() *metav1.Condition {
 
 // phaseWaitsFor says what the current phase waits for (the Reconciling message).
 func (r *report) phaseWaitsFor() string {
-	st, ph := r.st, r.st.Phase
+	st, ph, w := r.st, r.st.Phase, r.o.waiting
 	switch {
-	case ph == mrtrv1alpha1.PhaseWaitingTTL && st.TTLWaitUntil != nil:
-		return fmt.Sprintf("WaitingTTL: tokens sealed with the old keys expire by %s", tokensExpired(r.f, st).until.UTC().Format(time.RFC3339))
-	case r.v.secretOnly:
+	case w != nil && w.what == mrtrv1alpha1.WaitTokenExpiry:
+		return fmt.Sprintf("WaitingTTL: tokens sealed with the old keys expire by %s", w.until.UTC().Format(time.RFC3339))
+	case w != nil && w.what == mrtrv1alpha1.WaitPropagation:
 		return fmt.Sprintf("%s: waiting %s for the Secret to reach every mounted copy", ph, r.f.in.Settings.PropagationDelay)
 	case len(r.pending) > 0 && r.v.reload:
 		return fmt.Sprintf("%s: waiting for every pod to acknowledge keyring %s: %s", ph, st.TargetFingerprint, messages(r.pending))
@@ -433,95 +431,17 @@ func podNames(pods []Pod) []string {
 	return out
 }
 
-// purposes says why each phase that follows a write waits for every pod to run its keyring.
-var purposes = map[mrtrv1alpha1.Phase]string{
-	mrtrv1alpha1.PhaseAccepting:      ", so that every pod accepts the new key before any pod seals with it",
-	mrtrv1alpha1.PhaseSealingWithNew: ", so that no pod seals with the old key any more",
-	mrtrv1alpha1.PhaseRemoving:       ", so that no pod holds the removed keys any more",
-	mrtrv1alpha1.PhaseRevoking:       ", so that no pod holds the revoked keys any more",
-}
-
-// waitingFor is status.waitingFor: what the rotation waits for now, for whom, until when, from
-// the same values as the conditions.
+// waitingFor is status.waitingFor: a fix when stalled, else the verdict the phase waits on
+// (waitsOn), rendered as it is.
 func (r *report) waitingFor() *mrtrv1alpha1.WaitingFor {
-	st, in := r.st, r.f.in
 	switch {
 	case r.stall != nil:
 		return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitFix,
 			Message: fmt.Sprintf("a fix: the rotation is stalled (%s): %s; it resumes by itself once that is resolved", r.stall.reason, r.stall.message)}
-	case st.Phase == mrtrv1alpha1.PhaseStable:
-		return r.waitingStable()
-	case st.Phase == mrtrv1alpha1.PhaseWaitingTTL && st.TTLWaitUntil != nil:
-		return tokensExpired(r.f, st).waitingFor("")
-	case r.v.secretOnly:
-		return propagated(r.f, st).waitingFor(purposes[st.Phase])
-	case len(r.pending) > 0 || r.selected != "":
-		return r.waitingDelivery(purposes[st.Phase])
-	case st.Phase == mrtrv1alpha1.PhaseAccepting && st.RolledOutAt != nil && !in.Settings.Reload():
-		return replacedGone(r.f, st).waitingFor("")
-	}
-	return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitDelivery,
-		Message: fmt.Sprintf("the operator's next pass: keyring %s has reached every pod", st.TargetFingerprint)}
-}
-
-// waitingStable: between rotations, the next one is due on schedule or on request.
-func (r *report) waitingStable() *mrtrv1alpha1.WaitingFor {
-	st, in := r.st, r.f.in
-	request := in.RotateRequest
-	requested := mrtrv1alpha1.RotateRequested(request, st.LastHandledRotateRequest, in.Secret.HandledRotateRequest)
-	switch _, due := rotationDue(in, st); {
-	case in.Settings.Suspend && requested:
-		return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitResume,
-			Message: fmt.Sprintf("a resume: rotations are suspended (spec.suspend), and the rotation requested by %s=%s starts once they are resumed", mrtrv1alpha1.RotateAnnotation, request)}
-	case in.Settings.Suspend:
-		return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitResume, Message: "a resume: rotations are suspended (spec.suspend)"}
-	case len(r.pending) > 0 || r.selected != "":
-		return r.waitingDelivery("")
-	case due && st.RolledOutAt != nil && !in.Settings.Reload():
-		return replacedGone(r.f, st).waitingFor("")
-	case st.NextRotationTime == nil:
+	case r.o.waiting == nil:
 		return nil
 	}
-	msg := "the next rotation, due at " + st.NextRotationTime.UTC().Format(time.RFC3339)
-	if w := st.NextWindow; w != nil {
-		msg += fmt.Sprintf(", in the rotation window open from %s to %s", w.OpensAt.UTC().Format(time.RFC3339), w.ClosesAt.UTC().Format(time.RFC3339))
-	} else if !in.Settings.Windows.Valid() {
-		msg += ", once spec.rotationWindows parses"
-	}
-	return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitNextRotation, Until: st.NextRotationTime, Message: msg}
-}
-
-// waitingDelivery: the keyring has not reached every pod yet.
-func (r *report) waitingDelivery(purpose string) *mrtrv1alpha1.WaitingFor {
-	st, c := r.st, r.counts()
-	w := &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitDelivery}
-	for _, t := range r.pending {
-		if len(w.For) < maxNamed {
-			w.For = append(w.For, t.ref())
-		}
-	}
-	laggards := make([]string, 0, maxNamed)
-	for _, t := range r.pending {
-		laggards = append(laggards, podNames(t.laggards)...)
-	}
-	laggards = append(laggards, podNames(r.v.selectedLaggards)...)
-	switch {
-	case r.v.reload || len(r.pending) == 0:
-		for _, l := range laggards {
-			if len(w.For) < maxNamed {
-				w.For = append(w.For, l)
-			}
-		}
-		note := ""
-		if len(laggards) > 0 {
-			note = " (laggards: " + joinSome(laggards, ", ", len(laggards)) + ")"
-		}
-		w.Message = fmt.Sprintf("%d of %d pods to acknowledge keyring %s%s%s", c.pods-c.acknowledged, c.pods, st.TargetFingerprint, note, purpose)
-	default:
-		w.Message = fmt.Sprintf("%d of %d workloads to roll out keyring %s (%s)%s", c.workloads-c.upToDate, c.workloads,
-			st.TargetFingerprint, messages(r.pending), purpose)
-	}
-	return w
+	return r.o.waiting.status()
 }
 
 // withPythonKids returns keys with each one's pythonKid derived from the key of that id in kr, the
