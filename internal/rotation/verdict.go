@@ -68,7 +68,7 @@ func waitsOn(f facts, o outcome) *verdict {
 		v.message += purposes[st.Phase]
 		return &v
 	case len(p.pending) > 0 || p.selected != "":
-		return waitsForDelivery(f, o, purposes[st.Phase])
+		return waitsForDelivery(o, purposes[st.Phase])
 	case st.Phase == mrtrv1alpha1.PhaseAccepting && st.RolledOutAt != nil && !f.in.Settings.Reload():
 		v := replacedGone(f, st)
 		return &v
@@ -97,7 +97,7 @@ func waitsInStable(f facts, o outcome) *verdict {
 	case in.Settings.Suspend:
 		return &verdict{what: mrtrv1alpha1.WaitResume, message: "a resume: rotations are suspended (spec.suspend)"}
 	case len(r.pending) > 0 || r.selected != "":
-		return waitsForDelivery(f, o, "")
+		return waitsForDelivery(o, "")
 	case due && st.RolledOutAt != nil && !in.Settings.Reload():
 		v := replacedGone(f, st)
 		return &v
@@ -114,7 +114,7 @@ func waitsInStable(f facts, o outcome) *verdict {
 }
 
 // waitsForDelivery: the keyring has not reached every pod yet.
-func waitsForDelivery(f facts, o outcome, purpose string) *verdict {
+func waitsForDelivery(o outcome, purpose string) *verdict {
 	st, r := o.status, o.progress
 	c := r.counts()
 	w := &verdict{what: mrtrv1alpha1.WaitDelivery}
