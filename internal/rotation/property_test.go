@@ -266,3 +266,43 @@ func TestStepProperties(t *testing.T) {
 		}
 	}
 }
+
+// TestSecretOnlyProperties drives a keyring without targets, whose phases wait out
+// spec.propagationDelay, through rotations at random moments, checking agree (the requeue falls by
+// the verdict's deadline) after every pass, and that the passes the requeues ask for are enough to
+// finish each rotation.
+func TestSecretOnlyProperties(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		rnd := mathrand.New(mathrand.NewPCG(seed, 41))
+		st := settings
+		st.NextKey = []mrtrv1alpha1.NextKey{mrtrv1alpha1.NextKeyStaged, mrtrv1alpha1.NextKeyAtRotation}[seed%2]
+		in := Input{Now: now, Generation: 1, Settings: st, SecretName: "s", Secret: SecretObservation{State: SecretAbsent}, FreshKeys: freshKeys()}
+		for step := 0; in.Status.RotationsCompleted < 3; step++ {
+			if step > 2000 {
+				t.Fatalf("seed %d: no progress after %d passes: phase %s", seed, step, in.Status.Phase)
+			}
+			if rnd.IntN(10) == 0 {
+				in.RotateRequest = fmt.Sprintf("request-%d", step)
+			}
+			d := Step(in)
+			agree(t, step, in, d)
+			if d.Secret != nil {
+				in.Secret = SecretObservation{State: SecretValid, Keyring: d.Secret, WrittenPhase: d.SecretPhase,
+					WrittenFingerprint: d.Secret.Fingerprint(), Staged: d.SecretStaged, TokenTTL: st.TokenTTL}
+				in.Secret.WrittenAt = in.Now.Truncate(time.Second)
+			}
+			in.Status, in.FreshKeys = d.Status, freshKeys()
+			// The next pass: when the requeue asks, or earlier (a watch event), never later.
+			switch wait := d.RequeueAfter; {
+			case d.Secret != nil:
+				in.Now = in.Now.Add(time.Second) // the write's own watch event
+			case wait > 0 && rnd.IntN(2) == 0:
+				in.Now = in.Now.Add(wait)
+			case wait > 0:
+				in.Now = in.Now.Add(time.Duration(rnd.Int64N(int64(wait))))
+			default:
+				in.Now = in.Now.Add(time.Duration(1+rnd.IntN(30)) * time.Second)
+			}
+		}
+	}
+}
