@@ -278,7 +278,7 @@ func leaveAccepting(f facts, o outcome, kr *keyring.Keyring) outcome {
 
 // leaveSealingWithNew starts the TTL wait once no pod seals with the old keys.
 func leaveSealingWithNew(f facts, o outcome) outcome {
-	if !delivered(f, o.status, false) {
+	if !delivered(f, o.status, false).pass {
 		return o
 	}
 	o.status.TTLWaitUntil = ttlWaitEnd(f.in.Now, o.status.TTLWaits)
@@ -316,7 +316,7 @@ func leaveWaitingTTL(f facts, o outcome, kr *keyring.Keyring) outcome {
 
 // leaveRemoving completes the rotation once every pod runs the keyring without the old keys.
 func leaveRemoving(f facts, o outcome, kr *keyring.Keyring) outcome {
-	if !delivered(f, o.status, false) {
+	if !delivered(f, o.status, false).pass {
 		return o
 	}
 	o.status.LastRotationTime = nowRef(f)
@@ -329,7 +329,7 @@ func leaveRemoving(f facts, o outcome, kr *keyring.Keyring) outcome {
 
 // leaveRevoking ends a revocation once every pod runs the keyring without the revoked keys.
 func leaveRevoking(f facts, o outcome, kr *keyring.Keyring) outcome {
-	if !delivered(f, o.status, false) {
+	if !delivered(f, o.status, false).pass {
 		return o
 	}
 	o = settle(f, o, kr)
@@ -342,7 +342,7 @@ func leaveRevoking(f facts, o outcome, kr *keyring.Keyring) outcome {
 // an old keyring), and in Restart delivery the pods its rollout replaced have stopped. A rollout
 // under way, or one that regressed, proves nothing yet: status.rolledOutAt is cleared.
 func readyToSeal(f facts, o outcome) (outcome, bool) {
-	if !delivered(f, o.status, true) {
+	if !delivered(f, o.status, true).pass {
 		o.status.RolledOutAt = nil
 		return o, false
 	}
@@ -351,11 +351,12 @@ func readyToSeal(f facts, o outcome) (outcome, bool) {
 
 // delivered is the exit check of the phases that wait for a keyring to reach the pods (see
 // delivery.reached). A Secret-only keyring, with nothing to prove it, waits PropagationDelay.
-func delivered(f facts, st mrtrv1alpha1.MRTRKeyringStatus, blockOnMissing bool) bool {
+func delivered(f facts, st mrtrv1alpha1.MRTRKeyringStatus, blockOnMissing bool) verdict {
 	if f.delivery.secretOnly {
-		return propagated(f, st).pass
+		return propagated(f, st)
 	}
-	return f.delivery.reached(blockOnMissing)
+	return verdict{pass: f.delivery.reached(blockOnMissing), what: mrtrv1alpha1.WaitDelivery,
+		message: "keyring " + f.delivery.target + " to reach every pod"}
 }
 
 // replacedPodsGone is the second exit check of Accepting and of sealWithStaged in Restart
