@@ -60,13 +60,7 @@ func planStamps(f facts, o outcome) outcome {
 		if !w.Found || w.ClaimedBy != "" {
 			continue
 		}
-		i := slices.IndexFunc(f.status.StampFights, func(s mrtrv1alpha1.StampFight) bool { return s.Kind == w.Kind && s.Name == w.Name })
-		var fight *mrtrv1alpha1.StampFight
-		if i >= 0 {
-			c := f.status.StampFights[i]
-			fight = &c
-		}
-		stamp := false
+		fight, stamp := fightOver(f.status.StampFights, w), false
 		switch foreign := w.StampWriter.Manager != "" && w.StampWriter.Manager != mrtrv1alpha1.FieldManager; {
 		case o.stamp == "":
 		case w.Stamp == o.stamp:
@@ -99,6 +93,16 @@ func planStamps(f facts, o outcome) outcome {
 	return o
 }
 
+// fightOver is a copy of the fight over w's stamp in fights, nil when there is none.
+func fightOver(fights []mrtrv1alpha1.StampFight, w Workload) *mrtrv1alpha1.StampFight {
+	i := slices.IndexFunc(fights, func(s mrtrv1alpha1.StampFight) bool { return s.Kind == w.Kind && s.Name == w.Name })
+	if i < 0 {
+		return nil
+	}
+	c := fights[i]
+	return &c
+}
+
 // maxStampFights is the most fights status.stampFights keeps (its MaxItems).
 const maxStampFights = 100
 
@@ -110,13 +114,7 @@ func fightMessage(s mrtrv1alpha1.StampFight) string {
 }
 
 // heldFight is the fight that holds w's stamp back this pass, nil when none does.
-func (o outcome) heldFight(w Workload) *mrtrv1alpha1.StampFight {
-	i := slices.IndexFunc(o.held, func(s mrtrv1alpha1.StampFight) bool { return s.Kind == w.Kind && s.Name == w.Name })
-	if i < 0 {
-		return nil
-	}
-	return &o.held[i]
-}
+func (o outcome) heldFight(w Workload) *mrtrv1alpha1.StampFight { return fightOver(o.held, w) }
 
 // stampCondition is StampReverted while stamps are held back, nil otherwise.
 func (o outcome) stampCondition() *metav1.Condition {
