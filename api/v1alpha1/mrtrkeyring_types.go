@@ -390,6 +390,43 @@ type RevokedKey struct {
 	Role KeyRole `json:"role,omitempty"`
 }
 
+// StampFight is a target workload whose pod-template stamp another field manager put back after
+// the operator wrote it (Restart delivery): the operator leaves it alone until the back-off ends.
+type StampFight struct {
+	// kind is Deployment, StatefulSet or DaemonSet.
+	// +required
+	Kind WorkloadKind `json:"kind"`
+	// name is the workload's name.
+	// +required
+	Name string `json:"name"`
+	// manager is the field manager that put the stamp back last.
+	// +required
+	// +kubebuilder:validation:MaxLength=256
+	Manager string `json:"manager"`
+	// reverts counts the stamps it put back.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Reverts int32 `json:"reverts"`
+	// until is when the back-off ends: no stamp before it.
+	// +required
+	Until metav1.Time `json:"until"`
+	// retried is true once the stamp was written again after the back-off: a revert of that write
+	// is the next revert, with a back-off twice as long.
+	// +optional
+	Retried bool `json:"retried,omitempty"`
+}
+
+// RefusedAcknowledgement is a pod's acknowledgement that its managedFields show is not proof.
+type RefusedAcknowledgement struct {
+	// pod is the pod's name.
+	// +required
+	Pod string `json:"pod"`
+	// message says why it is not taken as proof.
+	// +required
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message"`
+}
+
 // KeyStatus describes one key of the keyring Secret: its id and role, never its bytes.
 type KeyStatus struct {
 	// id is the key id, as written into tokens.
@@ -584,6 +621,19 @@ type MRTRKeyringStatus struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=100
 	RestartedPods []string `json:"restartedPods,omitempty"`
+	// stampFights are the target workloads whose stamp another field manager put back, with their
+	// back-off (Restart delivery): kept here, so that a restarted operator does not stamp them once
+	// more before the back-off ends.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	StampFights []StampFight `json:"stampFights,omitempty"`
+	// refusedAcknowledgements are the pods whose acknowledgement is not taken as proof, and why
+	// (the first 100): each one is reported by one Warning event, when it first shows here.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	RefusedAcknowledgements []RefusedAcknowledgement `json:"refusedAcknowledgements,omitempty"`
 	// phaseStartedAt is when the current phase began; rollout deadlines count from it.
 	// +optional
 	PhaseStartedAt *metav1.Time `json:"phaseStartedAt,omitempty"`

@@ -24,11 +24,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
 	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 )
 
-func TestAcknowledgement(t *testing.T) {
+// TestAckWriter: the gatherer reads, for rotation's acceptance rule (rotation/ackproof.go), who
+// wrote a pod's acknowledgement, from the Pod as read and as the cache strips it.
+func TestAckWriter(t *testing.T) {
 	const key = ack.AnnotationPrefix + "weather"
 	written := time.Date(2026, 12, 2, 8, 0, 10, 0, time.UTC)
 	fields := func(keys ...string) *metav1.FieldsV1 {
@@ -49,54 +52,35 @@ func TestAcknowledgement(t *testing.T) {
 	for name, c := range map[string]struct {
 		value   string // "" for no annotation
 		managed []metav1.ManagedFieldsEntry
-		secret  secretWrite
-		want    string
-		refusal string // a substring of why, "" when taken
+		want    rotation.Writer
 	}{
-		"no acknowledgement": {managed: []metav1.ManagedFieldsEntry{kubelet}, secret: secretWrite{"fp-1", written}},
-		"the reporter's, after the write": {value: "fp-1", secret: secretWrite{"fp-1", written},
-			managed: []metav1.ManagedFieldsEntry{kubelet, entry(ack.FieldManager, "", written.Add(time.Second), key)}, want: "fp-1"},
-		"the reporter's, in the write's second": {value: "fp-1", secret: secretWrite{"fp-1", written},
-			managed: []metav1.ManagedFieldsEntry{entry(ack.FieldManager, "", written, key)}, want: "fp-1"},
-		"the reporter's, of an older keyring, before the write": {value: "fp-0", secret: secretWrite{"fp-1", written},
-			managed: []metav1.ManagedFieldsEntry{entry(ack.FieldManager, "", written.Add(-time.Minute), key)}, want: "fp-0"},
-		"the reporter's, when the write's time is unknown": {value: "fp-1", secret: secretWrite{fingerprint: "fp-1"},
-			managed: []metav1.ManagedFieldsEntry{entry(ack.FieldManager, "", written.Add(-time.Minute), key)}, want: "fp-1"},
-		"the reporter's, before the write it acknowledges": {value: "fp-1", secret: secretWrite{"fp-1", written},
-			managed: []metav1.ManagedFieldsEntry{entry(ack.FieldManager, "", written.Add(-time.Second), key)},
-			refusal: "written at 2026-12-02T08:00:09Z, before the Secret write at 2026-12-02T08:00:10Z"},
-		"through pods/status, under the reporter's name": {value: "fp-1", secret: secretWrite{"fp-1", written},
-			managed: []metav1.ManagedFieldsEntry{kubelet, entry(ack.FieldManager, "status", written.Add(time.Second), key)},
-			refusal: `field manager "mrtr-ack" wrote it through pods/status`},
-		"by pkg/ack before it named its field manager": {value: "fp-1", secret: secretWrite{"fp-1", written},
-			managed: []metav1.ManagedFieldsEntry{entry(legacyFieldManager, "", written.Add(time.Second), key)}, want: "fp-1"},
-		"by kubectl": {value: "fp-1", secret: secretWrite{"fp-1", written},
-			managed: []metav1.ManagedFieldsEntry{entry("kubectl-annotate", "", written.Add(time.Second), key)},
-			refusal: `field manager "kubectl-annotate" wrote it, not the pod's reporter (mrtr-ack)`},
-		"the reporter's entry owns another Secret's acknowledgement only": {value: "fp-1", secret: secretWrite{"fp-1", written},
-			managed: []metav1.ManagedFieldsEntry{entry(ack.FieldManager, "", written.Add(time.Second), ack.AnnotationPrefix+"other"),
-				entry("kubectl-annotate", "", written.Add(time.Second), key)},
-			refusal: `field manager "kubectl-annotate"`},
-		"no record of the writer": {value: "fp-1", secret: secretWrite{"fp-1", written}, managed: []metav1.ManagedFieldsEntry{kubelet},
-			refusal: "no managedFields entry records who wrote it"},
+		"no acknowledgement": {managed: []metav1.ManagedFieldsEntry{kubelet}},
+		"the reporter's": {value: "fp-1", managed: []metav1.ManagedFieldsEntry{kubelet, entry(ack.FieldManager, "", written.Add(time.Second), key)},
+			want: rotation.Writer{Manager: ack.FieldManager, At: written.Add(time.Second)}},
+		"through pods/status, under the reporter's name": {value: "fp-1",
+			managed: []metav1.ManagedFieldsEntry{kubelet, entry(ack.FieldManager, "status", written, key)},
+			want:    rotation.Writer{Manager: ack.FieldManager, Subresource: "status", At: written}},
+		"by kubectl": {value: "fp-1", managed: []metav1.ManagedFieldsEntry{entry("kubectl-annotate", "", written, key)},
+			want: rotation.Writer{Manager: "kubectl-annotate", At: written}},
+		"the reporter's entry owns another Secret's acknowledgement only": {value: "fp-1",
+			managed: []metav1.ManagedFieldsEntry{entry(ack.FieldManager, "", written, ack.AnnotationPrefix+"other"),
+				entry("kubectl-annotate", "", written, key)},
+			want: rotation.Writer{Manager: "kubectl-annotate", At: written}},
+		"no record of the writer": {value: "fp-1", managed: []metav1.ManagedFieldsEntry{kubelet}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", ManagedFields: c.managed}}
 			if c.value != "" {
 				pod.Annotations = map[string]string{key: c.value, "example.com/other": "x"}
 			}
-			// What the cache keeps must decide the same.
+			// What the cache keeps must gather the same.
 			stripped, err := workload.StripPod(pod)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, p := range []*corev1.Pod{pod, stripped.(*corev1.Pod)} {
-				got, refusal := acknowledgement(p, key, c.secret)
-				if got != c.want {
-					t.Errorf("loaded = %q, want %q", got, c.want)
-				}
-				if (c.refusal == "") != (refusal == "") || !strings.Contains(refusal, c.refusal) {
-					t.Errorf("refusal = %q, want one containing %q", refusal, c.refusal)
+				if got := ackWriter(p, key); got != c.want {
+					t.Errorf("ackWriter = %+v, want %+v", got, c.want)
 				}
 			}
 		})

@@ -44,8 +44,6 @@ type observed struct {
 	secret *corev1.Secret
 	// targets are the found target workloads, which Reconcile stamps (workload.Stamp).
 	targets []client.Object
-	// refused says, by pod name, why an acknowledgement was not taken as proof (acknowledgement).
-	refused map[string]string
 	// pods are what Reconcile's writes to pods need of each pod read, by name.
 	pods map[string]seenPod
 }
@@ -57,8 +55,6 @@ type seenPod struct {
 	version metav1.Preconditions
 	// written is its WrittenAnnotation, which its next nudge must change (nudgeValue).
 	written string
-	// mounts: it mounts the keyring Secret as a volume, so that a nudge refreshes it (syncPods).
-	mounts bool
 }
 
 // gather reads everything rotation.Step needs (cert-manager's gatherer): the Secret (live), the
@@ -92,7 +88,7 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 		}
 	}
 	po := podObserver{key: ack.AnnotationKey(kr.EffectiveSecretName()), secretName: kr.EffectiveSecretName(), nodes: r.nodeReadiness(ctx),
-		evicted: func(p *corev1.Pod) bool { return r.evictions.pending(p, r.now().Now()) }, secret: keyringWrite(sec, kr.Status.PhaseStartedAt), refused: map[string]string{}, seen: map[string]seenPod{}}
+		evicted: func(p *corev1.Pod) bool { return r.evictions.pending(p, r.now().Now()) }, seen: map[string]seenPod{}}
 	ws := observeWorkloads(targets, kr)
 	stampable := make([]client.Object, 0, len(targets.Found))
 	counted := map[string]bool{} // pods counted with a target, by name
@@ -138,7 +134,7 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 		RotateRequest:   kr.Annotations[mrtrv1alpha1.RotateAnnotation],
 		RevokeRequest:   kr.Annotations[mrtrv1alpha1.RevokeAnnotation],
 		NodesUnreadable: !r.ReadNodes,
-	}, observed{secret: secret, targets: stampable, refused: po.refused, pods: po.seen}, nil
+	}, observed{secret: secret, targets: stampable, pods: po.seen}, nil
 }
 
 // workloadPods reads the pods obj's selector selects, through the cache.
@@ -170,14 +166,11 @@ func (r *MRTRKeyringReconciler) selectedPods(ctx context.Context, kr *mrtrv1alph
 	return po.observe(pods, counted), nil
 }
 
-// podObserver turns pods into rotation.Pods with what each acknowledged under key, by the
-// acceptance rule (acknowledgement), and collects why it refused an acknowledgement and the
-// version of each pod it saw.
+// podObserver turns pods into rotation.Pods with what each carries under key and who wrote it
+// (rotation decides what counts as proof), and collects the version of each pod it saw.
 type podObserver struct {
-	key     string
-	secret  secretWrite
-	refused map[string]string
-	seen    map[string]seenPod
+	key  string
+	seen map[string]seenPod
 	// secretName is the keyring Secret, which a pod must mount to be nudged.
 	secretName string
 	// nodes tells the readiness of a node by name.
@@ -194,16 +187,23 @@ func (po *podObserver) observe(pods []corev1.Pod, skip map[string]bool) []rotati
 		if skip[p.Name] {
 			continue
 		}
-		loaded, refusal := acknowledgement(p, po.key, po.secret)
-		if refusal != "" {
-			po.refused[p.Name] = refusal
-		}
 		po.seen[p.Name] = seenPod{version: metav1.Preconditions{UID: &p.UID, ResourceVersion: &p.ResourceVersion},
-			written: p.Annotations[mrtrv1alpha1.WrittenAnnotation], mounts: slices.Contains(workload.MountedSecrets(p), po.secretName)}
-		out = append(out, rotation.Pod{Name: p.Name, Loaded: loaded, CreatedAt: p.CreationTimestamp.Time,
+			written: p.Annotations[mrtrv1alpha1.WrittenAnnotation]}
+		out = append(out, rotation.Pod{Name: p.Name, Loaded: p.Annotations[po.key], AckWriter: ackWriter(p, po.key),
+			Mounts: slices.Contains(workload.MountedSecrets(p), po.secretName), CreatedAt: p.CreationTimestamp.Time,
 			Terminating: p.DeletionTimestamp != nil || po.evicted(p), NodeName: p.Spec.NodeName, Node: po.nodes(p.Spec.NodeName)})
 	}
 	return out
+}
+
+// ackWriter is who last wrote pod's annotation key, by its managedFields: the raw fact of
+// rotation's acceptance rule.
+func ackWriter(pod *corev1.Pod, key string) rotation.Writer {
+	if _, ok := pod.Annotations[key]; !ok {
+		return rotation.Writer{}
+	}
+	m, _ := workload.AcknowledgementWriter(pod, key)
+	return writerOf(m)
 }
 
 // stampOwner returns the keyring that owns the stamp kr would write on obj, when that is another
@@ -322,11 +322,13 @@ func observeWorkloads(t workload.Targets, kr *mrtrv1alpha1.MRTRKeyring) []rotati
 	for _, obj := range t.Found {
 		ref, _ := workload.RefOf(obj)
 		ro, _ := workload.RolloutStatus(obj)
+		key := workload.StampKey(obj, kr.Name)
+		writer, _ := workload.StampWriter(obj, key)
 		out = append(out, rotation.Workload{
-			Kind: ref.Kind, Name: ref.Name, Found: true,
-			Stamp: workload.FingerprintAt(obj, workload.StampKey(obj, kr.Name)), RolledOut: ro.Done, Ready: ro.Ready, Desired: ro.Desired, Message: ro.Message, Unobserved: ro.Unobserved,
-			Outage: ro.Outage, Degraded: ro.Degraded, Unreferenced: !slices.Contains(workload.ReferencedSecrets(obj), secret),
-			MaxUnavailable: ro.MaxUnavailable,
+			Kind: ref.Kind, Name: ref.Name, Found: true, StampWriter: writerOf(writer),
+			OwnStamp: key != "" && (key != mrtrv1alpha1.FingerprintAnnotation || workload.StampedBy(obj) == kr.Name),
+			Stamp:    workload.FingerprintAt(obj, key), RolledOut: ro.Done, Ready: ro.Ready, Desired: ro.Desired, Message: ro.Message, Unobserved: ro.Unobserved,
+			Outage: ro.Outage, Degraded: ro.Degraded, Unreferenced: !slices.Contains(workload.ReferencedSecrets(obj), secret), MaxUnavailable: ro.MaxUnavailable,
 		})
 	}
 	for _, ref := range t.Missing {
@@ -340,6 +342,15 @@ func observeWorkloads(t workload.Targets, kr *mrtrv1alpha1.MRTRKeyring) []rotati
 		return workload.Ref{Kind: a.Kind, Name: a.Name}.Compare(workload.Ref{Kind: b.Kind, Name: b.Name})
 	})
 	return out
+}
+
+// writerOf is what a managedFields entry says of who wrote a field.
+func writerOf(m metav1.ManagedFieldsEntry) rotation.Writer {
+	w := rotation.Writer{Manager: m.Manager, Subresource: m.Subresource}
+	if m.Time != nil {
+		w.At = m.Time.Time
+	}
+	return w
 }
 
 // nodeReadiness returns what a pass knows of the readiness of each node, read from the cache once

@@ -22,7 +22,6 @@ import (
 	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -76,8 +75,6 @@ type MRTRKeyringReconciler struct {
 
 	kinds     *servedKinds
 	written   ownWrites
-	refusals  refusalReports
-	fights    stampFights
 	evictions evictions
 }
 
@@ -143,14 +140,6 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
 	}
 	d := rotation.Step(in)
-	// Which targets to stamp, and which another field manager fights over (stampfight.go): decided
-	// before the status write, which reports the fights.
-	var toStamp []client.Object
-	var held, reverted []*stampFight
-	if d.Stamp != "" {
-		toStamp, held, reverted = r.fights.plan(obs.targets, kr.Name, d.Stamp, in.Now)
-	}
-	setStampCondition(&d.Status, held, kr.Generation, in.Now)
 
 	// The Secret first: if we stop before the status write, the Secret's annotations let the next
 	// pass resume in the phase it was written for.
@@ -159,7 +148,7 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		if err := r.writeSecret(ctx, &kr, obs.secret, d); err != nil {
 			return retryOnConflict(ctx, err)
 		}
-		annotated = r.syncPods(ctx, &kr, in, d.Secret.Fingerprint(), obs.pods)
+		annotated = r.syncPods(ctx, &kr, d.Secret.Fingerprint(), d.Nudge, obs.pods)
 	}
 	if !equality.Semantic.DeepEqual(kr.Status, d.Status) {
 		previous := kr.Status
@@ -177,21 +166,17 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	for _, e := range d.Events {
 		r.Recorder.Eventf(&kr, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
 	}
-	r.reportRefusals(&kr, obs.refused)
-	for _, f := range reverted {
-		r.Recorder.Eventf(&kr, nil, corev1.EventTypeWarning, mrtrv1alpha1.EventStampReverted, "Stamp", "%s", f)
-	}
 	var stampErrs []error // and eviction errors
 	requeue := d.RequeueAfter
 	if r.kinds != nil && slices.ContainsFunc(in.Workloads, func(w rotation.Workload) bool { return w.NotServed != "" }) {
 		// No event comes when the kind becomes served and the target turns out missing or there.
 		requeue = soonest(requeue, r.kinds.interval)
 	}
-	for _, f := range held {
-		requeue = soonest(requeue, f.until.Sub(in.Now))
-	}
 	if d.Stamp != "" {
-		for _, obj := range toStamp {
+		for _, obj := range obs.targets {
+			if ref, _ := workload.RefOf(obj); !slices.Contains(d.StampTargets, ref.String()) {
+				continue
+			}
 			wrote, err := workload.Stamp(ctx, r.Client, obj, d.Stamp, kr.Name)
 			switch {
 			case apierrors.IsConflict(err):
@@ -202,7 +187,6 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			}
 			if wrote {
 				r.written.wrote(obj)
-				r.fights.wrote(obj, d.Stamp)
 			}
 		}
 	}

@@ -31,7 +31,6 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
-	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
 )
 
 // The kubelet refreshes a pod's Secret volumes only when it syncs the pod: every syncFrequency (1m
@@ -44,28 +43,15 @@ import (
 // the kubelet missed, or by anyone else who may patch pods). A patch that changes nothing would
 // wake no kubelet.
 
-// syncPods writes WrittenAnnotation (nudgeValue) on the pods in that must load fingerprint: the
-// pods of every target and the selected pods that mount the keyring Secret as a volume (the only
-// kind a running pod gets refreshed), have not acknowledged it and are not terminating (a pod on
-// its way out is not synced for a new volume). The admission policy admits the nudge only on a pod
-// that also acknowledged a keyring of a Secret it mounts (a keyring consumer); a pod that has
-// acknowledged none yet is refused, and gets the keyring at the kubelet's pace. It is a nudge, not
-// a step of the rotation: a
+// syncPods writes WrittenAnnotation (nudgeValue) on the pods Step named to nudge (Decision.Nudge,
+// which says which pods must load fingerprint). It is a nudge, not a step of the rotation: a
 // refused or failed patch is logged and left to the kubelet's own sync, which reloadDeadline
-// covers. Each patch is conditional on the uid and resourceVersion the pod was read at (versions),
-// so that it never lands on a pod replaced or changed since; a pod changed since (it acknowledged, or
+// covers. Each patch is conditional on the uid and resourceVersion the pod was read at (seen), so
+// that it never lands on a pod replaced or changed since; a pod changed since (it acknowledged, or
 // its controller touched it) is patched once more on its uid alone. It returns how many pods it
 // annotated.
-func (r *MRTRKeyringReconciler) syncPods(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, in rotation.Input,
-	fingerprint string, seen map[string]seenPod) int {
-	if !in.Settings.Reload() || kr.Spec.ReloadTrigger == mrtrv1alpha1.ReloadTriggerNone {
-		return 0
-	}
-	var pods []string
-	for _, w := range in.Workloads {
-		pods = appendToSync(pods, w.Pods, fingerprint, seen)
-	}
-	pods = appendToSync(pods, in.SelectedPods, fingerprint, seen)
+func (r *MRTRKeyringReconciler) syncPods(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, fingerprint string, pods []string,
+	seen map[string]seenPod) int {
 	synced, failed := 0, 0
 	var firstErr error
 	for _, name := range pods {
@@ -114,15 +100,6 @@ func (r *MRTRKeyringReconciler) annotatePod(ctx context.Context, namespace, name
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
 	return r.Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(mrtrv1alpha1.FieldManager))
-}
-
-func appendToSync(names []string, pods []rotation.Pod, fingerprint string, seen map[string]seenPod) []string {
-	for _, p := range pods {
-		if !p.Terminating && p.Loaded != fingerprint && seen[p.Name].mounts {
-			names = append(names, p.Name)
-		}
-	}
-	return names
 }
 
 // maxNudges bounds the number of a nudge: past it, the count starts again at 1. It only has to

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
 	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 )
 
@@ -69,7 +70,7 @@ var _ = Describe("A stamp another field manager puts back", func() {
 		Expect(getKeyring(Default, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseAccepting))
 
 		By("after the back-off, stamped once more; the condition clears while the stamp holds")
-		advance(kr, stampBackoff)
+		advance(kr, rotation.StampBackoff)
 		Eventually(func(g Gomega) {
 			g.Expect(stamp(g)).To(Equal(target))
 			g.Expect(condition(getKeyring(g, kr), mrtrv1alpha1.ConditionStampReverted).Type).To(BeEmpty())
@@ -78,10 +79,10 @@ var _ = Describe("A stamp another field manager puts back", func() {
 		By("a second revert doubles the back-off")
 		revert()
 		reported(2)
-		advance(kr, stampBackoff)
+		advance(kr, rotation.StampBackoff)
 		reconcileNow(kr)
 		Expect(stamp(Default)).To(Equal(old), "the second back-off is twice the first")
-		advance(kr, stampBackoff+time.Second)
+		advance(kr, rotation.StampBackoff+time.Second)
 		Eventually(func(g Gomega) { g.Expect(stamp(g)).To(Equal(target)) }).Should(Succeed())
 
 		By("the rotation goes on once the stamp holds and rolls out")

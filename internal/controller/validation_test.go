@@ -21,6 +21,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -100,8 +101,16 @@ var _ = Describe("MRTRKeyring validation", func() {
 		Expect(k8sClient.Create(ctx, kr)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, kr))).To(Succeed()) })
 
-		kr.Spec.SecretName = "other"
-		expectInvalid(k8sClient.Update(ctx, kr), "spec.secretName is immutable")
+		// Retried on a conflict: the operator's first status write may land between the create and
+		// the update, and the API server checks the resourceVersion before the rule.
+		var err error
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(kr), kr)).To(Succeed())
+			kr.Spec.SecretName = "other"
+			err = k8sClient.Update(ctx, kr)
+			g.Expect(apierrors.IsConflict(err)).To(BeFalse())
+		}).Should(Succeed())
+		expectInvalid(err, "spec.secretName is immutable")
 
 		// The same name, spelled out, is allowed. (Retried: the operator writes status meanwhile.)
 		Eventually(func(g Gomega) {

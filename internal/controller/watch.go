@@ -351,7 +351,7 @@ func stripApplied(obj any) (any, error) {
 // stripWorkload is stripApplied, then workload.StripWorkload (a transform of its own replaces the
 // default one), keeping of the managed fields only who wrote each stamp.
 func stripWorkload(obj any) (any, error) {
-	// Who wrote each stamp is kept (stampfight.go reads it), and nothing else of managed fields.
+	// Who wrote each stamp is kept (rotation/stampfight.go decides from it), and nothing else of managed fields.
 	var stampWriters []metav1.ManagedFieldsEntry
 	if o, ok := obj.(client.Object); ok {
 		stampWriters = workload.StampWriters(o)

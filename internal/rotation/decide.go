@@ -36,15 +36,24 @@ type outcome struct {
 	status mrtrv1alpha1.MRTRKeyringStatus
 	// write, when not nil, is what the Secret must hold.
 	write *secretWrite
-	// stamp is the fingerprint every found target's pod template must carry, "" for none.
-	stamp string
+	// stamp is the fingerprint the pod templates of stampTargets must carry, "" for none.
+	stamp        string
+	stampTargets []string
+	// held are the fights that hold a target's stamp back this pass (planStamps).
+	held  []mrtrv1alpha1.StampFight
 	evict []string
+	// nudge are the pods to nudge after the write (nudgePods).
+	nudge []string
 	// restarts is what restartOverdue found of the overdue pods.
 	restarts restarts
 	events   []Event
 	stall    *stall
 	// conflict: the Secret belongs to another keyring, so nothing is written or stamped.
 	conflict bool
+	// progress is how far the target keyring has reached the targets (showProgress).
+	progress progress
+	// waiting is the verdict the phase waits on after the move (waitsOn), nil for none.
+	waiting *verdict
 	// due is, in Stable, when the next rotation falls due by rotationInterval alone (before the
 	// rotation windows move it); zero in the other phases.
 	due time.Time
@@ -69,11 +78,26 @@ type change struct {
 	write   bool
 }
 
-// decide makes at most one transition, and at most one Secret write: the Secret settled against
+// decide makes the move (move), then derives the progress of its target keyring and the stall of
+// a phase that waits too long for it: decide alone says what is stalled.
+func decide(f facts) outcome {
+	o := move(f)
+	o.progress = showProgress(f, o)
+	if o.stall == nil {
+		o.stall = o.progress.claimed()
+	}
+	if o.stall == nil {
+		o.stall = blocked(f, o)
+	}
+	o.waiting = waitsOn(f, o)
+	return o
+}
+
+// move makes at most one transition, and at most one Secret write: the Secret settled against
 // status first, then a revocation, else the exit of the phase in status; then what follows from
 // the result (the token lifetime published, the stamp, the overdue pods, the outage warning).
-func decide(f facts) outcome {
-	o := outcome{status: f.status}
+func move(f facts) outcome {
+	o := reportRefusals(f, outcome{status: f.status})
 	if owner := f.in.Secret.ClaimedBy; owner != "" {
 		// Two keyrings driving one Secret would each advance its rotation on their own workloads:
 		// the second one touches nothing, so the phase and timers in its status stay as they were.
@@ -95,7 +119,9 @@ func decide(f facts) outcome {
 		// Only a keyring that is valid and ours is ever rolled out.
 		o.stamp = o.status.TargetFingerprint
 	}
+	o = planStamps(f, o)
 	o = restartOverdue(f, o)
+	o = nudgePods(f, o)
 	if out := outages(f.in); out != "" && o.write != nil && len(f.in.Workloads) > 0 {
 		// A rotation restarts them three times.
 		o = o.event(corev1Warning, mrtrv1alpha1.EventRestartIsOutage, "Rotate", "rolling out keyring %s: %s", o.write.keyring.Fingerprint(), out)
@@ -252,7 +278,7 @@ func leaveAccepting(f facts, o outcome, kr *keyring.Keyring) outcome {
 
 // leaveSealingWithNew starts the TTL wait once no pod seals with the old keys.
 func leaveSealingWithNew(f facts, o outcome) outcome {
-	if !delivered(f, o.status, false) {
+	if !delivered(f, o.status, false).pass {
 		return o
 	}
 	o.status.TTLWaitUntil = ttlWaitEnd(f.in.Now, o.status.TTLWaits)
@@ -267,7 +293,7 @@ func leaveWaitingTTL(f facts, o outcome, kr *keyring.Keyring) outcome {
 		o.status.TTLWaitUntil = ttlWaitEnd(f.in.Now, o.status.TTLWaits)
 	}
 	o = extendTTLWait(o)
-	if f.in.Now.Before(o.status.TTLWaitUntil.Time) {
+	if !tokensExpired(f, o.status).pass {
 		return o
 	}
 	removed := kr.IDs()[1:]
@@ -290,7 +316,7 @@ func leaveWaitingTTL(f facts, o outcome, kr *keyring.Keyring) outcome {
 
 // leaveRemoving completes the rotation once every pod runs the keyring without the old keys.
 func leaveRemoving(f facts, o outcome, kr *keyring.Keyring) outcome {
-	if !delivered(f, o.status, false) {
+	if !delivered(f, o.status, false).pass {
 		return o
 	}
 	o.status.LastRotationTime = nowRef(f)
@@ -303,7 +329,7 @@ func leaveRemoving(f facts, o outcome, kr *keyring.Keyring) outcome {
 
 // leaveRevoking ends a revocation once every pod runs the keyring without the revoked keys.
 func leaveRevoking(f facts, o outcome, kr *keyring.Keyring) outcome {
-	if !delivered(f, o.status, false) {
+	if !delivered(f, o.status, false).pass {
 		return o
 	}
 	o = settle(f, o, kr)
@@ -316,7 +342,7 @@ func leaveRevoking(f facts, o outcome, kr *keyring.Keyring) outcome {
 // an old keyring), and in Restart delivery the pods its rollout replaced have stopped. A rollout
 // under way, or one that regressed, proves nothing yet: status.rolledOutAt is cleared.
 func readyToSeal(f facts, o outcome) (outcome, bool) {
-	if !delivered(f, o.status, true) {
+	if !delivered(f, o.status, true).pass {
 		o.status.RolledOutAt = nil
 		return o, false
 	}
@@ -325,11 +351,12 @@ func readyToSeal(f facts, o outcome) (outcome, bool) {
 
 // delivered is the exit check of the phases that wait for a keyring to reach the pods (see
 // delivery.reached). A Secret-only keyring, with nothing to prove it, waits PropagationDelay.
-func delivered(f facts, st mrtrv1alpha1.MRTRKeyringStatus, blockOnMissing bool) bool {
+func delivered(f facts, st mrtrv1alpha1.MRTRKeyringStatus, blockOnMissing bool) verdict {
 	if f.delivery.secretOnly {
-		return !f.in.Now.Before(phaseStart(f.in, st).Add(f.in.Settings.PropagationDelay))
+		return propagated(f, st)
 	}
-	return f.delivery.reached(blockOnMissing)
+	return verdict{pass: f.delivery.reached(blockOnMissing), what: mrtrv1alpha1.WaitDelivery,
+		message: "keyring " + f.delivery.target + " to reach every pod"}
 }
 
 // replacedPodsGone is the second exit check of Accepting and of sealWithStaged in Restart
@@ -347,7 +374,7 @@ func replacedPodsGone(f facts, o outcome) (outcome, bool) {
 	if o.status.RolledOutAt == nil {
 		o.status.RolledOutAt = nowRef(f)
 	}
-	return o, !f.in.Now.Before(o.status.RolledOutAt.Add(f.in.Settings.TerminationGracePeriod))
+	return o, replacedGone(f, o.status).pass
 }
 
 // settle ends Removing or Revoking, whose keyring kr has reached every pod: Stable, its staged key

@@ -29,60 +29,22 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
-// report is what describe says of one outcome, each part derived once: the conditions, the status
-// of each workload and the stall message all quote the same per-workload messages.
+// report is what describe says of one outcome: the conditions, the status of each workload and
+// the stall message all quote the same per-workload messages (progress, which decide derived).
 type report struct {
 	f facts
 	o outcome
 	// st is the outcome's status, as describe completes it.
 	st mrtrv1alpha1.MRTRKeyringStatus
-	// v is the delivery of the outcome's target keyring.
-	v delivery
-	// targets are v.targets with what each waits for ("" when nothing).
-	targets []shown
-	// missing and pending are those of v, with their messages.
-	missing, pending []shown
-	// selected says which selected pods lag, "" when none does.
-	selected string
-	stall    *stall
-}
-
-// shown is a target and what it waits for.
-type shown struct {
-	target
-	message string
+	progress
+	stall *stall
 }
 
 // describe derives the Decision from the facts and the outcome: status (workloads, pods,
 // conditions, what the rotation waits for), the requeue, and the Warning event of a Ready that
 // turns False. It changes neither input.
 func describe(f facts, o outcome) Decision {
-	r := report{f: f, o: o, st: o.status, v: f.delivery}
-	if o.write != nil || r.v.target != o.status.TargetFingerprint {
-		r.v = observeDelivery(f.in, o.status.TargetFingerprint, o.write != nil)
-	}
-	r.targets = make([]shown, len(r.v.targets))
-	for i, t := range r.v.targets {
-		r.targets[i] = shown{target: t, message: r.waitsFor(t)}
-		switch {
-		case !t.Found:
-			r.missing = append(r.missing, r.targets[i])
-		case !t.upToDate:
-			r.pending = append(r.pending, r.targets[i])
-		}
-	}
-	if lag := r.v.selectedLaggards; len(lag) > 0 {
-		r.selected = fmt.Sprintf("selected pods: %d of %d acknowledged keyring %s; waiting for %s", len(r.v.selected)-len(lag),
-			len(r.v.selected), r.v.target, joinSome(podNames(lag), ", ", len(lag)))
-	}
-	r.stall = o.stall
-	if r.stall == nil {
-		r.stall = r.claimed()
-	}
-	if r.stall == nil {
-		r.stall = r.blocked()
-	}
-
+	r := report{f: f, o: o, st: o.status, progress: o.progress, stall: o.stall}
 	r.st.ObservedGeneration = f.in.Generation
 	r.st.SecretName = f.in.SecretName
 	kr := f.in.Secret.Keyring
@@ -92,170 +54,24 @@ func describe(f facts, o outcome) Decision {
 	r.st.Keys = withPythonKids(r.st.Keys, kr)
 	r.st.SelectedPods = r.selectedStatus()
 	r.st.Workloads = r.workloadStatuses()
+	c := r.counts()
+	r.st.WorkloadCount, r.st.WorkloadsUpToDate, r.st.PodCount, r.st.PodsAcknowledged = c.workloads, c.upToDate, c.pods, c.acknowledged
 	events := o.events
-	if e := r.setConditions(); e != nil {
+	var e *Event
+	if r.st.Conditions, e = r.conditions(); e != nil {
 		events = append(slices.Clip(events), *e)
 	}
 	r.st.WaitingFor = r.waitingFor()
-	d := Decision{Stamp: o.stamp, Evict: o.evict, Status: r.st, RequeueAfter: r.nextDeadline(), Events: events}
+	d := Decision{Stamp: o.stamp, StampTargets: o.stampTargets, Evict: o.evict, Nudge: o.nudge, Status: r.st, RequeueAfter: r.nextDeadline(), Events: events}
 	if w := o.write; w != nil {
 		d.Secret, d.SecretPhase, d.SecretStaged = w.keyring, w.phase, w.staged
 	}
 	return d
 }
 
-// waitsFor says what t waits for before it runs the target keyring, "" when nothing.
-// Workload.Message already names the workload; the other texts are prefixed with it.
-func (r *report) waitsFor(t target) string {
-	fp := r.v.target
-	switch {
-	case !t.Found && t.NotServed != "":
-		return fmt.Sprintf("%s: the API server does not serve %s (is its CRD installed?)", t.ref(), t.NotServed)
-	case !t.Found:
-		return t.ref() + " not found"
-	case r.v.reload:
-		return r.podsWaitFor(t)
-	case t.Stamp != fp && r.o.stamp == fp && t.ClaimedBy == "", t.Stamp == fp && t.Unobserved:
-		// Stamped as this pass ends, or stamped and its controller yet to begin: one message for
-		// both, so that a pass that finds the stamp before the rollout has nothing new to write.
-		return t.ref() + ": rollout of keyring " + fp + " started"
-	case t.Stamp != fp:
-		return t.ref() + ": pod template not yet stamped with keyring " + fp
-	case t.RolledOut:
-		return ""
-	case t.Message != "":
-		return t.Message
-	}
-	return fmt.Sprintf("%s: %d of %d pods ready", t.ref(), t.Ready, t.Desired)
-}
-
-// podsWaitFor says what the pods of t wait for, "" when every one runs the target keyring.
-func (r *report) podsWaitFor(t target) string {
-	if !seenAll(t.Workload) {
-		return fmt.Sprintf("%s: %d pods seen of the %d it counts", t.ref(), len(t.Pods), t.CountedPods)
-	}
-	if len(t.laggards) == 0 {
-		return ""
-	}
-	msg := fmt.Sprintf("%s: %d of %d pods run keyring %s; waiting for %s", t.ref(), len(t.Pods)-len(t.laggards), len(t.Pods),
-		r.v.target, joinSome(podNames(t.laggards), ", ", len(t.laggards)))
-	if h := r.o.restarts.byWorkload[t.ref()].message(); h != "" {
-		msg += "; " + h
-	}
-	return msg
-}
-
-// claimed stalls on targets whose stamp belongs to another keyring, in Restart delivery: the
-// reconciler does not stamp them, so a rotation cannot leave its first phase until the owner is
-// gone (or the workload leaves this keyring's targets). A workload that needs two keyrings needs
-// one stamp for each, not one fought over. Reload delivery stamps nothing: each keyring waits for
-// its own acknowledgement, and two keyrings never touch the same thing.
-func (r *report) claimed() *stall {
-	if r.v.reload {
-		return nil
-	}
-	var claimed []string
-	for _, t := range r.v.targets {
-		if t.Found && t.ClaimedBy != "" {
-			claimed = append(claimed, fmt.Sprintf("%s (MRTRKeyring %s)", t.ref(), t.ClaimedBy))
-		}
-	}
-	if len(claimed) == 0 {
-		return nil
-	}
-	return &stall{mrtrv1alpha1.ReasonConflict, fmt.Sprintf("the stamps of %s belong to another keyring: this keyring does not stamp them while that one exists",
-		joinSome(claimed, ", ", len(claimed)))}
-}
-
-// blocked is the stall of a phase that waits too long: a target missing while Accepting, or a
-// keyring that has not reached every pod within spec.rolloutDeadline.
-func (r *report) blocked() *stall {
-	st, s := r.st, r.f.in.Settings
-	if d := r.degraded(); d != nil && r.o.write == nil {
-		return d
-	}
-	if st.Phase == mrtrv1alpha1.PhaseStable && r.o.write == nil {
-		return r.dueBlocked()
-	}
-	if !WaitsForRollout(st.Phase) || r.o.write != nil {
-		return nil
-	}
-	if st.Phase == mrtrv1alpha1.PhaseAccepting && len(r.missing) > 0 {
-		return &stall{mrtrv1alpha1.ReasonWorkloadNotFound, "the rotation does not advance past Accepting until these targets exist (or leave the spec): " + refs(r.missing)}
-	}
-	if r.f.in.Now.Before(r.rolloutDeadline()) {
-		return nil
-	}
-	switch {
-	case len(r.pending) > 0:
-		return &stall{mrtrv1alpha1.ReasonRolloutDeadlineExceeded, fmt.Sprintf("%s has not rolled out keyring %s within %s: %s; the rotation continues once it does",
-			refs(r.pending), st.TargetFingerprint, s.RolloutDeadline, messages(r.pending))}
-	case r.selected != "":
-		return &stall{mrtrv1alpha1.ReasonRolloutDeadlineExceeded, fmt.Sprintf("keyring %s has not reached every pod within %s: %s; the rotation continues once it does",
-			st.TargetFingerprint, s.RolloutDeadline, r.selected)}
-	}
-	return nil
-}
-
-// degraded stalls on targets whose own controller gave up on their rollout (an Argo Rollout
-// aborted): nothing the operator waits for will complete it, so there is no deadline to wait out.
-func (r *report) degraded() *stall {
-	var ds []shown
-	for _, t := range r.pending {
-		if t.Degraded {
-			ds = append(ds, t)
-		}
-	}
-	if len(ds) == 0 {
-		return nil
-	}
-	return &stall{mrtrv1alpha1.ReasonWorkloadDegraded, fmt.Sprintf("the rollout of keyring %s stopped: %s; the rotation continues once the rollout is healthy again",
-		r.st.TargetFingerprint, messages(ds))}
-}
-
-// dueBlocked stalls a rotation that fell due but cannot start: a staged key seals only once every
-// pod runs the keyring that staged it (sealWithStaged), so a target that does not roll it out
-// holds the rotation in Stable. The deadline counts from the due time, spec.rolloutDeadline, as in
-// the phases that wait for a rollout. (A requested rotation has no time of its own to count from;
-// its wait shows in Reconciling.)
-func (r *report) dueBlocked() *stall {
-	deadline, ok := r.dueDeadline()
-	if !ok || r.f.in.Now.Before(deadline) {
-		return nil
-	}
-	due := r.st.NextRotationTime.UTC().Format(time.RFC3339)
-	switch {
-	case len(r.missing) > 0:
-		return &stall{mrtrv1alpha1.ReasonWorkloadNotFound, fmt.Sprintf("the rotation due at %s does not start until these targets exist (or leave the spec): %s",
-			due, refs(r.missing))}
-	case len(r.pending) > 0:
-		return &stall{mrtrv1alpha1.ReasonRolloutDeadlineExceeded, fmt.Sprintf("the rotation due at %s waits for %s to run keyring %s, which stages its next key: %s",
-			due, refs(r.pending), r.st.TargetFingerprint, messages(r.pending))}
-	case r.selected != "":
-		return &stall{mrtrv1alpha1.ReasonRolloutDeadlineExceeded, fmt.Sprintf("the rotation due at %s waits for keyring %s to reach every pod: %s",
-			due, r.st.TargetFingerprint, r.selected)}
-	}
-	return nil
-}
-
-// dueDeadline is, for a rotation due by the interval that a staged key holds back, when its wait
-// for delivery counts as stuck.
-func (r *report) dueDeadline() (time.Time, bool) {
-	t, in := r.st.NextRotationTime, r.f.in
-	if t == nil || in.Settings.Suspend || in.Now.Before(t.Time) || in.Secret.State != SecretValid || r.f.staged == "" {
-		return time.Time{}, false
-	}
-	return t.Add(in.Settings.RolloutDeadline), true
-}
-
-func (r *report) rolloutDeadline() time.Time {
-	return phaseStart(r.f.in, r.st).Add(r.f.in.Settings.RolloutDeadline)
-}
-
-// nextDeadline is the earliest future time at which a timed check may change the outcome: the
-// next rotation, the end of the TTL wait or of the propagation delay, or a rollout deadline.
+// nextDeadline is how soon the earliest future deadline falls (deadlines), 0 for none.
 func (r *report) nextDeadline() time.Duration {
-	in, st := r.f.in, r.st
+	in := r.f.in
 	switch in.Secret.State {
 	case SecretInvalid:
 		return 0 // nothing timed can help: only a fix of the Secret (a watch event) can
@@ -264,57 +80,64 @@ func (r *report) nextDeadline() time.Duration {
 		// brings no event, so look again now and then.
 		return WrongTypeRecheck
 	}
-	var at time.Time
-	switch ph := st.Phase; {
-	case ph == mrtrv1alpha1.PhaseStable:
-		at = r.stableDeadline()
-	case ph == mrtrv1alpha1.PhaseWaitingTTL:
-		if st.TTLWaitUntil != nil {
-			at = st.TTLWaitUntil.Time
-		}
-	case WaitsForRollout(ph) && r.v.secretOnly:
-		at = phaseStart(in, st).Add(in.Settings.PropagationDelay)
-	case ph == mrtrv1alpha1.PhaseAccepting && st.RolledOutAt != nil:
-		at = st.RolledOutAt.Add(in.Settings.TerminationGracePeriod)
-	case WaitsForRollout(ph) && in.Now.Before(r.rolloutDeadline()):
-		at = r.rolloutDeadline()
-	}
-	// A laggard to restart may come first, in any phase.
-	if d := nextReloadDeadline(in, st, r.v); !d.IsZero() && (at.IsZero() || !at.After(in.Now) || d.Before(at)) {
-		at = d
-	}
-	// So may an overdue one held back, by its workload's pace or its node.
-	if len(r.o.restarts.byWorkload) > 0 {
-		if d := in.Now.Add(HeldRestartRecheck); at.IsZero() || !at.After(in.Now) || d.Before(at) {
-			at = d
+	var next time.Time
+	for _, at := range r.deadlines() {
+		if at.After(in.Now) && (next.IsZero() || at.Before(next)) {
+			next = at
 		}
 	}
-	if d := at.Sub(in.Now); !at.IsZero() && d > 0 {
-		return d
+	if next.IsZero() {
+		return 0
 	}
-	return 0
+	return next.Sub(in.Now)
 }
 
-// stableDeadline is nextDeadline in Stable: the next rotation, or what a rotation due waits for.
-func (r *report) stableDeadline() time.Time {
+// deadlines are the times at which a timed check may change the outcome: the until of the
+// verdict the phase waits on (the next rotation, the end of the TTL wait, of the propagation
+// delay, of the replaced pods' grace), a rollout deadline, a window that closes on a rotation
+// due, a laggard's reload deadline, a held restart's recheck, the end of a stamp's back-off. The
+// past ones are ignored.
+func (r *report) deadlines() []time.Time {
 	in, st := r.f.in, r.st
-	var at time.Time
+	var at []time.Time
+	if w := r.o.waiting; w != nil {
+		at = append(at, w.until) // zero when no time ends it
+	}
+	switch ph := st.Phase; {
+	case ph == mrtrv1alpha1.PhaseStable:
+		at = append(at, r.stableDeadlines()...)
+	case WaitsForRollout(ph) && !r.v.secretOnly && (r.o.waiting == nil || r.o.waiting.what != mrtrv1alpha1.WaitReplacedPods):
+		// Delivered or not, the deadline past which the phase counts as stuck (blocked).
+		at = append(at, rolloutDeadline(r.f, st))
+	}
+	// A laggard to restart may come first, in any phase.
+	at = append(at, nextReloadDeadline(in, st, r.v))
+	// So may an overdue one held back, by its workload's pace or its node.
+	if len(r.o.restarts.byWorkload) > 0 {
+		at = append(at, in.Now.Add(HeldRestartRecheck))
+	}
+	// So may the end of a stamp's back-off.
+	return append(at, r.o.heldUntil())
+}
+
+// stableDeadlines are Stable's: the next rotation; for a rotation due (or requested) that seals
+// with a staged key, the end of the replaced pods' grace (sealWithStaged) or the deadline past
+// which it is stuck; and the close of the window a rotation due has not started in, when it moves
+// to the next one (windowed).
+func (r *report) stableDeadlines() []time.Time {
+	in, st := r.f.in, r.st
+	var at []time.Time
 	if !in.Settings.Suspend && st.NextRotationTime != nil {
-		at = st.NextRotationTime.Time
+		at = append(at, st.NextRotationTime.Time)
 	}
-	// A rotation due (or requested) that seals with a staged key first waits for the pods the
-	// last rollout replaced to stop (sealWithStaged), and is stuck past its deadline.
-	if _, due := rotationDue(in, st); due && st.RolledOutAt != nil && !in.Settings.Reload() {
-		at = st.RolledOutAt.Add(in.Settings.TerminationGracePeriod)
-	} else if d, ok := r.dueDeadline(); ok && d.After(in.Now) {
-		at = d
+	if _, due := rotationDue(in, st); !due || st.RolledOutAt == nil || in.Settings.Reload() {
+		if d, ok := dueDeadline(r.f, st); ok {
+			at = append(at, d)
+		}
 	}
-	// A rotation due in a window that has not started when the window closes moves to the next
-	// one (windowed): look again then.
-	w := in.Settings.Windows
-	if t := st.NextRotationTime; w != nil && w.Valid() && t != nil && !in.Settings.Suspend && !in.Now.Before(t.Time) {
-		if _, closes, open := w.OpenAt(in.Now); open && (!at.After(in.Now) || closes.Before(at)) {
-			at = closes
+	if t := st.NextRotationTime; t != nil && !in.Settings.Suspend && !in.Now.Before(t.Time) && in.Settings.Windows.Valid() && in.Settings.Windows != nil {
+		if _, closes, open := in.Settings.Windows.OpenAt(in.Now); open {
+			at = append(at, closes)
 		}
 	}
 	return at
@@ -335,15 +158,31 @@ func WaitsForRollout(ph mrtrv1alpha1.Phase) bool {
 // not yet up to date) and counts the rest.
 const MaxListedWorkloads = 100
 
-// workloadStatuses lists the targets, at most MaxListedWorkloads of them, and counts them all and
-// their pods (after the selected ones, set first).
-func (r *report) workloadStatuses() []mrtrv1alpha1.WorkloadStatus {
-	st := &r.st
-	st.WorkloadCount, st.WorkloadsUpToDate = int32(len(r.targets)), 0
-	st.PodCount, st.PodsAcknowledged = 0, 0
-	if sel := st.SelectedPods; sel != nil {
-		st.PodCount, st.PodsAcknowledged = sel.Pods, sel.PodsAcknowledged
+// counts are status's counts of the targets and of the pods gated by acknowledgement.
+type counts struct {
+	workloads, upToDate, pods, acknowledged int32
+}
+
+// counts counts every target, and the pods of each (Reload delivery) and the selected ones.
+func (p progress) counts() counts {
+	c := counts{workloads: int32(len(p.targets))}
+	c.pods = int32(len(p.v.selected))
+	c.acknowledged = c.pods - int32(len(p.v.selectedLaggards))
+	for _, t := range p.targets {
+		if t.upToDate {
+			c.upToDate++
+		}
+		if p.v.reload {
+			c.pods += int32(len(t.Pods))
+			c.acknowledged += int32(len(t.Pods) - len(t.laggards))
+		}
 	}
+	return c
+}
+
+// workloadStatuses lists the targets, at most MaxListedWorkloads of them: those not up to date
+// first.
+func (r *report) workloadStatuses() []mrtrv1alpha1.WorkloadStatus {
 	if len(r.targets) == 0 {
 		return nil
 	}
@@ -355,11 +194,8 @@ func (r *report) workloadStatuses() []mrtrv1alpha1.WorkloadStatus {
 		}
 		if r.v.reload {
 			ws.Pods, ws.PodsAcknowledged, ws.Laggards = int32(len(t.Pods)), int32(len(t.Pods)-len(t.laggards)), podNames(t.laggards)
-			st.PodCount += ws.Pods
-			st.PodsAcknowledged += ws.PodsAcknowledged
 		}
 		if ws.UpToDate {
-			st.WorkloadsUpToDate++
 			if len(behind)+len(upToDate) < MaxListedWorkloads {
 				upToDate = append(upToDate, ws)
 			}
@@ -384,11 +220,11 @@ func (r *report) selectedStatus() *mrtrv1alpha1.SelectedPodsStatus {
 	}
 }
 
-// setConditions sets Ready, Reconciling and Stalled the kstatus way (see the API's Condition*
-// constants), and KeyRevoked; it returns the Warning event to emit when Ready turns to a new
-// problem.
-func (r *report) setConditions() *Event {
-	st, in := &r.st, r.f.in
+// conditions are status.conditions: Ready, Reconciling and Stalled the kstatus way (see the API's
+// Condition* constants), KeyRevoked and the warnings; with the Warning event to emit when Ready
+// turns to a new problem.
+func (r *report) conditions() ([]metav1.Condition, *Event) {
+	st, in := r.st, r.f.in
 	ready := condition(mrtrv1alpha1.ConditionReady, true, mrtrv1alpha1.ReasonReady,
 		fmt.Sprintf("keyring %s in Secret %s, phase %s", st.SecretFingerprint, in.SecretName, st.Phase))
 	reconciling := condition(mrtrv1alpha1.ConditionReconciling, false, mrtrv1alpha1.ReasonIdle, "no rotation under way; every target runs the current keyring")
@@ -428,25 +264,30 @@ func (r *report) setConditions() *Event {
 	if old := meta.FindStatusCondition(in.Status.Conditions, mrtrv1alpha1.ConditionReady); ready.Status == metav1.ConditionFalse && (old == nil || old.Reason != ready.Reason) {
 		e = &Event{Type: corev1Warning, Reason: ready.Reason, Action: "Reconcile", Note: ready.Message}
 	}
-	st.Conditions = slices.Clone(st.Conditions) // the facts' copy stays as observed
+	out := slices.Clone(st.Conditions) // the facts' copy stays as observed
 	conds := []metav1.Condition{ready, reconciling, stalled, revokedCondition(st.RevokedKeys)}
 	if suspect != nil {
 		conds = append(conds, *suspect)
 	} else {
-		meta.RemoveStatusCondition(&st.Conditions, mrtrv1alpha1.ConditionAcknowledgementPathSuspect)
+		meta.RemoveStatusCondition(&out, mrtrv1alpha1.ConditionAcknowledgementPathSuspect)
+	}
+	if c := r.o.stampCondition(); c != nil {
+		conds = append(conds, *c)
+	} else {
+		meta.RemoveStatusCondition(&out, mrtrv1alpha1.ConditionStampReverted)
 	}
 	switch w := r.windowCondition(); {
 	case in.Settings.Windows == nil:
-		meta.RemoveStatusCondition(&st.Conditions, mrtrv1alpha1.ConditionRotationWindows)
+		meta.RemoveStatusCondition(&out, mrtrv1alpha1.ConditionRotationWindows)
 	case w != nil:
 		conds = append(conds, *w)
 	}
 	for _, c := range conds {
 		c.ObservedGeneration = in.Generation
 		c.LastTransitionTime = r.f.now // kept by SetStatusCondition unless the status flips
-		meta.SetStatusCondition(&st.Conditions, c)
+		meta.SetStatusCondition(&out, c)
 	}
-	return e
+	return out, e
 }
 
 // pathSuspect is the AcknowledgementPathSuspect condition when most pods of the targets are
@@ -495,11 +336,11 @@ func (r *report) windowCondition() *metav1.Condition {
 
 // phaseWaitsFor says what the current phase waits for (the Reconciling message).
 func (r *report) phaseWaitsFor() string {
-	st, ph := r.st, r.st.Phase
+	st, ph, w := r.st, r.st.Phase, r.o.waiting
 	switch {
-	case ph == mrtrv1alpha1.PhaseWaitingTTL && st.TTLWaitUntil != nil:
-		return fmt.Sprintf("WaitingTTL: tokens sealed with the old keys expire by %s", st.TTLWaitUntil.UTC().Format(time.RFC3339))
-	case r.v.secretOnly:
+	case w != nil && w.what == mrtrv1alpha1.WaitTokenExpiry:
+		return fmt.Sprintf("WaitingTTL: tokens sealed with the old keys expire by %s", w.until.UTC().Format(time.RFC3339))
+	case w != nil && w.what == mrtrv1alpha1.WaitPropagation:
 		return fmt.Sprintf("%s: waiting %s for the Secret to reach every mounted copy", ph, r.f.in.Settings.PropagationDelay)
 	case len(r.pending) > 0 && r.v.reload:
 		return fmt.Sprintf("%s: waiting for every pod to acknowledge keyring %s: %s", ph, st.TargetFingerprint, messages(r.pending))
@@ -592,108 +433,17 @@ func podNames(pods []Pod) []string {
 	return out
 }
 
-// purposes says why each phase that follows a write waits for every pod to run its keyring.
-var purposes = map[mrtrv1alpha1.Phase]string{
-	mrtrv1alpha1.PhaseAccepting:      ", so that every pod accepts the new key before any pod seals with it",
-	mrtrv1alpha1.PhaseSealingWithNew: ", so that no pod seals with the old key any more",
-	mrtrv1alpha1.PhaseRemoving:       ", so that no pod holds the removed keys any more",
-	mrtrv1alpha1.PhaseRevoking:       ", so that no pod holds the revoked keys any more",
-}
-
-// waitingFor is status.waitingFor: what the rotation waits for now, for whom, until when, from
-// the same values as the conditions.
+// waitingFor is status.waitingFor: a fix when stalled, else the verdict the phase waits on
+// (waitsOn), rendered as it is.
 func (r *report) waitingFor() *mrtrv1alpha1.WaitingFor {
-	st, in := r.st, r.f.in
 	switch {
 	case r.stall != nil:
 		return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitFix,
 			Message: fmt.Sprintf("a fix: the rotation is stalled (%s): %s; it resumes by itself once that is resolved", r.stall.reason, r.stall.message)}
-	case st.Phase == mrtrv1alpha1.PhaseStable:
-		return r.waitingStable()
-	case st.Phase == mrtrv1alpha1.PhaseWaitingTTL && st.TTLWaitUntil != nil:
-		return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitTokenExpiry, Until: st.TTLWaitUntil,
-			Message: fmt.Sprintf("the tokens sealed with the old keys to expire: the TTL wait ends at %s; then the old keys are removed", st.TTLWaitUntil.UTC().Format(time.RFC3339))}
-	case r.v.secretOnly:
-		until := metav1.NewTime(phaseStart(in, st).Add(in.Settings.PropagationDelay))
-		return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitPropagation, Until: &until,
-			Message: fmt.Sprintf("the Secret to reach every mounted copy: no workload or pod proves it, so the phase waits spec.propagationDelay (%s), until %s%s",
-				in.Settings.PropagationDelay, until.UTC().Format(time.RFC3339), purposes[st.Phase])}
-	case len(r.pending) > 0 || r.selected != "":
-		return r.waitingDelivery(purposes[st.Phase])
-	case st.Phase == mrtrv1alpha1.PhaseAccepting && st.RolledOutAt != nil && !in.Settings.Reload():
-		return r.waitingReplaced()
-	}
-	return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitDelivery,
-		Message: fmt.Sprintf("the operator's next pass: keyring %s has reached every pod", st.TargetFingerprint)}
-}
-
-// waitingStable: between rotations, the next one is due on schedule or on request.
-func (r *report) waitingStable() *mrtrv1alpha1.WaitingFor {
-	st, in := r.st, r.f.in
-	request := in.RotateRequest
-	requested := mrtrv1alpha1.RotateRequested(request, st.LastHandledRotateRequest, in.Secret.HandledRotateRequest)
-	switch _, due := rotationDue(in, st); {
-	case in.Settings.Suspend && requested:
-		return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitResume,
-			Message: fmt.Sprintf("a resume: rotations are suspended (spec.suspend), and the rotation requested by %s=%s starts once they are resumed", mrtrv1alpha1.RotateAnnotation, request)}
-	case in.Settings.Suspend:
-		return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitResume, Message: "a resume: rotations are suspended (spec.suspend)"}
-	case len(r.pending) > 0 || r.selected != "":
-		return r.waitingDelivery("")
-	case due && st.RolledOutAt != nil && !in.Settings.Reload():
-		return r.waitingReplaced()
-	case st.NextRotationTime == nil:
+	case r.o.waiting == nil:
 		return nil
 	}
-	msg := "the next rotation, due at " + st.NextRotationTime.UTC().Format(time.RFC3339)
-	if w := st.NextWindow; w != nil {
-		msg += fmt.Sprintf(", in the rotation window open from %s to %s", w.OpensAt.UTC().Format(time.RFC3339), w.ClosesAt.UTC().Format(time.RFC3339))
-	} else if !in.Settings.Windows.Valid() {
-		msg += ", once spec.rotationWindows parses"
-	}
-	return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitNextRotation, Until: st.NextRotationTime, Message: msg}
-}
-
-// waitingDelivery: the keyring has not reached every pod yet.
-func (r *report) waitingDelivery(purpose string) *mrtrv1alpha1.WaitingFor {
-	st := r.st
-	w := &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitDelivery}
-	for _, t := range r.pending {
-		if len(w.For) < maxNamed {
-			w.For = append(w.For, t.ref())
-		}
-	}
-	laggards := make([]string, 0, maxNamed)
-	for _, t := range r.pending {
-		laggards = append(laggards, podNames(t.laggards)...)
-	}
-	laggards = append(laggards, podNames(r.v.selectedLaggards)...)
-	switch {
-	case r.v.reload || len(r.pending) == 0:
-		for _, l := range laggards {
-			if len(w.For) < maxNamed {
-				w.For = append(w.For, l)
-			}
-		}
-		note := ""
-		if len(laggards) > 0 {
-			note = " (laggards: " + joinSome(laggards, ", ", len(laggards)) + ")"
-		}
-		w.Message = fmt.Sprintf("%d of %d pods to acknowledge keyring %s%s%s", st.PodCount-st.PodsAcknowledged, st.PodCount, st.TargetFingerprint, note, purpose)
-	default:
-		w.Message = fmt.Sprintf("%d of %d workloads to roll out keyring %s (%s)%s", st.WorkloadCount-st.WorkloadsUpToDate, st.WorkloadCount,
-			st.TargetFingerprint, messages(r.pending), purpose)
-	}
-	return w
-}
-
-// waitingReplaced: in Restart delivery, the pods the last rollout replaced may still serve.
-func (r *report) waitingReplaced() *mrtrv1alpha1.WaitingFor {
-	grace := r.f.in.Settings.TerminationGracePeriod
-	until := metav1.NewTime(r.st.RolledOutAt.Add(grace))
-	return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitReplacedPods, Until: &until,
-		Message: fmt.Sprintf("the pods the rollout replaced to stop: terminationGracePeriod (%s) after the rollout, until %s, so that no pod that knew only the old key still serves when the new key seals",
-			grace, until.UTC().Format(time.RFC3339))}
+	return r.o.waiting.status()
 }
 
 // withPythonKids returns keys with each one's pythonKid derived from the key of that id in kr, the

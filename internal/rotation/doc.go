@@ -25,19 +25,24 @@ limitations under the License.
 //
 // Step is three stages, each a function of values, none reading what a later one sets:
 //
-//   - observe (observe.go) derives every fact of the Input once: the status as last written,
-//     completed from what the Secret records; the phase to resume when the Secret holds a write
-//     whose status update was lost; the staged key; and the delivery of the target keyring, with
-//     the targets missing or pending, the laggards of each and when the Secret was written.
-//   - decide (decide.go, revoke.go, evict.go) makes the phase machine's move from the facts alone:
-//     one small function per phase exit (leaveStable, leaveAccepting, ...), each building the next
-//     keyring with the keyset-manager verbs of pkg/keyring (Add, SetPrimary, Delete). Its outcome
-//     is the status as the machine leaves it, the Secret write, the stamp, the evictions, the
-//     events, and a stall found while deciding.
-//   - describe (describe.go) derives the rest of the status from the facts and the outcome: what
-//     each workload waits for (once, so that the conditions, the stall and status.workloads quote
-//     the same text), the conditions, status.waitingFor (what, for whom, until when, which kubectl
-//     mrtr shows as it is) and the requeue.
+//   - observe (observe.go, ackproof.go) derives every fact of the Input once: the status as last
+//     written, completed from what the Secret records; the phase to resume when the Secret holds
+//     a write whose status update was lost; the staged key; each pod's acknowledgement as the
+//     acceptance rule takes it (who wrote it, through which subresource, when); and the delivery
+//     of the target keyring, with the targets missing or pending, the laggards of each and when
+//     the Secret was written.
+//   - decide (decide.go, revoke.go, evict.go, stampfight.go, progress.go) makes the phase
+//     machine's move from the facts alone: one small function per phase exit (leaveStable,
+//     leaveAccepting, ...), each building the next keyring with the keyset-manager verbs of
+//     pkg/keyring (Add, SetPrimary, Delete), each timed check returning a verdict (verdict.go:
+//     pass, what it waits for, until when). Its outcome is the status as the machine leaves it,
+//     the Secret write, the stamps (which targets, which held back by a stamp fight), the
+//     evictions, the pods to nudge, the events, what each workload waits for (once, so that the
+//     conditions, the stall and status.workloads quote the same text) and the stall: decide alone
+//     says what is stalled.
+//   - describe (describe.go) renders the outcome: status.workloads, the conditions,
+//     status.waitingFor (the verdicts: what, for whom, until when, which kubectl mrtr shows as it
+//     is) and the requeue, the earliest of the same deadlines.
 //
 // # The invariant
 //

@@ -70,7 +70,7 @@ func TestRestartsArePaced(t *testing.T) {
 		return reloadInput(st, ours(t, mrtrv1alpha1.PhaseAccepting, a, b), ws...)
 	}
 	lagging := func(name string, age time.Duration, node NodeState) Pod {
-		return Pod{Name: name, Loaded: old, CreatedAt: now.Add(-age), NodeName: "node-" + name, Node: node}
+		return Pod{Name: name, Loaded: old, AckWriter: reporter, CreatedAt: now.Add(-age), NodeName: "node-" + name, Node: node}
 	}
 	sized := func(w Workload, maxUnavailable int32) Workload {
 		w.Desired, w.Ready, w.MaxUnavailable = int32(len(w.Pods)), int32(len(w.Pods)), maxUnavailable
@@ -106,7 +106,7 @@ func TestRestartsArePaced(t *testing.T) {
 		},
 		"the longest overdue goes first": {
 			in: overdueIn(sized(withPods(acked("p1", ab), lagging("p2", time.Hour, NodeReady),
-				Pod{Name: "p3", Loaded: old, CreatedAt: writtenAt.Add(-2 * time.Minute)}, acked("p4", ab), acked("p5", ab)), 1)),
+				Pod{Name: "p3", Loaded: old, AckWriter: reporter, CreatedAt: writtenAt.Add(-2 * time.Minute)}, acked("p4", ab), acked("p5", ab)), 1)),
 			edit: func(in *Input) {
 				// p3 was created during the phase: its deadline is later than p2's.
 				in.Workloads[0].Pods[2].CreatedAt = now.Add(-150 * time.Second)
@@ -152,7 +152,7 @@ func TestRestartsArePaced(t *testing.T) {
 			if d.RequeueAfter != c.requeue {
 				t.Errorf("requeueAfter %s, want %s", d.RequeueAfter, c.requeue)
 			}
-			agree(t, 0, d)
+			agree(t, 0, c.in, d)
 		})
 	}
 }
@@ -174,7 +174,7 @@ func TestRestartPacingProperty(t *testing.T) {
 			w.Name = fmt.Sprintf("w%d", wi)
 			n := 1 + rnd.IntN(6)
 			for pi := range n {
-				p := Pod{Name: fmt.Sprintf("w%d-p%d", wi, pi), CreatedAt: now.Add(-time.Hour), NodeName: "n", Node: NodeState(rnd.IntN(3))}
+				p := Pod{Name: fmt.Sprintf("w%d-p%d", wi, pi), AckWriter: reporter, CreatedAt: now.Add(-time.Hour), NodeName: "n", Node: NodeState(rnd.IntN(3))}
 				switch rnd.IntN(4) {
 				case 0:
 					p.Loaded = ab
@@ -233,6 +233,6 @@ func TestRestartPacingProperty(t *testing.T) {
 		if want := total >= 2 && 2*overdue > total; suspect != want {
 			t.Fatalf("iteration %d: AcknowledgementPathSuspect %v with %d of %d pods overdue", iter, suspect, overdue, total)
 		}
-		agree(t, iter, d)
+		agree(t, iter, in, d)
 	}
 }

@@ -40,7 +40,10 @@ type Settings struct {
 	// pod has to acknowledge one in Reload delivery before it is restarted.
 	Delivery       mrtrv1alpha1.Delivery
 	ReloadDeadline time.Duration
-	Suspend        bool
+	// ReloadTrigger is how the kubelet learns of a new keyring in Reload delivery: PodAnnotation
+	// has the operator nudge the pods that must load it (Decision.Nudge).
+	ReloadTrigger mrtrv1alpha1.ReloadTrigger
+	Suspend       bool
 	// NextKey is when the next key is made (Staged or AtRotation).
 	NextKey mrtrv1alpha1.NextKey
 	// KeyBytes is how many random bytes each new key has.
@@ -71,6 +74,7 @@ var Defaults = Settings{
 	PropagationDelay:       2 * time.Minute,
 	Delivery:               mrtrv1alpha1.DeliveryReload,
 	ReloadDeadline:         2 * time.Minute,
+	ReloadTrigger:          mrtrv1alpha1.ReloadTriggerPodAnnotation,
 	NextKey:                mrtrv1alpha1.NextKeyStaged,
 	KeyBytes:               keyring.MinSecretBytes,
 }
@@ -95,6 +99,7 @@ func SettingsFrom(spec mrtrv1alpha1.MRTRKeyringSpec) Settings {
 		PropagationDelay:       spec.PropagationDelay.Duration,
 		Delivery:               cmp.Or(spec.Delivery, Defaults.Delivery),
 		ReloadDeadline:         or(spec.ReloadDeadline, Defaults.ReloadDeadline),
+		ReloadTrigger:          cmp.Or(spec.ReloadTrigger, Defaults.ReloadTrigger),
 		Suspend:                spec.Suspend,
 		NextKey:                cmp.Or(spec.NextKey, Defaults.NextKey),
 		KeyBytes:               max(int(spec.KeyBytes), Defaults.KeyBytes),
@@ -276,6 +281,13 @@ type Workload struct {
 	// ClaimedBy names another MRTRKeyring, one that exists, whose stamp the workload carries
 	// (mrtrv1alpha1.StampedByAnnotation): the reconciler does not stamp it, and Step reports the conflict.
 	ClaimedBy string
+	// StampWriter is who last wrote the stamp, by the workload's managedFields.
+	StampWriter Writer
+	// OwnStamp: the workload shows that this keyring stamps it: its claim
+	// (mrtrv1alpha1.StampedByAnnotation) names it, or the stamp is this keyring's own annotation on
+	// a workload it shares (only its operator writes that one). Another manager writing such a
+	// stamp puts back what the operator wrote (a stamp fight).
+	OwnStamp bool
 	// Pods are the pods its selector selects that can serve (not Succeeded or Failed),
 	// terminating ones included; gathered in Reload delivery only.
 	Pods []Pod
@@ -292,12 +304,27 @@ type Workload struct {
 	DisruptionBudget *int32
 }
 
+// Writer is who last wrote a field, by the object's managedFields: the field manager, the
+// subresource it came through ("" for the object itself, "status" for pods/status) and when, by
+// the API server's clock in whole seconds (zero when not recorded). Manager is "" when no entry
+// records the field.
+type Writer struct {
+	Manager, Subresource string
+	At                   time.Time
+}
+
 // Pod is one consumer pod as observed.
 type Pod struct {
 	Name string
-	// Loaded is the fingerprint the pod acknowledged for the keyring Secret (annotation
-	// ack.AnnotationKey(secret)), "" when it acknowledged none.
+	// Loaded is the fingerprint the pod carries as its acknowledgement of the keyring Secret
+	// (annotation ack.AnnotationKey(secret)), "" when it carries none. It counts only as AckWriter
+	// shows it is proof (acknowledgement).
 	Loaded string
+	// AckWriter is who last wrote that annotation, by the Pod's managedFields.
+	AckWriter Writer
+	// Mounts: the pod mounts the keyring Secret as a volume, the only kind the kubelet refreshes
+	// in a running pod, so that a nudge (Decision.Nudge) reaches it.
+	Mounts bool
 	// CreatedAt is its creationTimestamp (the API server's clock).
 	CreatedAt time.Time
 	// Terminating: deletionTimestamp is set. It may serve until it is gone, so it still counts.
@@ -373,12 +400,19 @@ type Decision struct {
 	SecretPhase mrtrv1alpha1.Phase
 	// SecretStaged is the id of the staged key in Secret, "" when none.
 	SecretStaged string
-	// Stamp is the fingerprint every found target's pod template must carry; "" means touch none
+	// Stamp is the fingerprint the pod templates of StampTargets must carry; "" means touch none
 	// (always, in Reload delivery).
 	Stamp string
+	// StampTargets are the found targets to stamp with Stamp ("Kind/name"): not those another
+	// keyring claims, nor those whose stamp another field manager fights over (status.stampFights)
+	// until their back-off ends.
+	StampTargets []string
 	// Evict names the pods of targets to restart through the eviction API: they did not
 	// acknowledge the phase's keyring within the reload deadline.
 	Evict []string
+	// Nudge names the pods to nudge once Secret is written (podsync: the kubelet then syncs their
+	// Secret volume at once), in Reload delivery with ReloadTrigger PodAnnotation.
+	Nudge []string
 	// Status is the new status; write it only if it differs from Input.Status.
 	Status mrtrv1alpha1.MRTRKeyringStatus
 	// RequeueAfter is when the next timed check is due; 0 means only a watch event can change

@@ -40,11 +40,19 @@ type facts struct {
 	staged string
 	// delivery is how far the target keyring (status's, or the one resumed) has reached the pods.
 	delivery delivery
+	// refused are the acknowledgements not taken as proof, by pod name (acceptAcknowledgements);
+	// consumers the pods that may be nudged.
+	refused   []mrtrv1alpha1.RefusedAcknowledgement
+	consumers map[string]bool
 }
 
-// observe derives the facts of one pass.
+// observe derives the facts of one pass. Its facts.in holds each pod's acknowledgement as the
+// acceptance rule takes it: no later stage sees one that is not proof.
 func observe(in Input) facts {
-	f := facts{in: in, now: metav1.NewTime(in.Now.Truncate(time.Second)), status: *in.Status.DeepCopy()}
+	var refused []mrtrv1alpha1.RefusedAcknowledgement
+	var consumers map[string]bool
+	in, refused, consumers = acceptAcknowledgements(in)
+	f := facts{in: in, refused: refused, consumers: consumers, now: metav1.NewTime(in.Now.Truncate(time.Second)), status: *in.Status.DeepCopy()}
 	if f.status.Phase == "" {
 		f.status.Phase = mrtrv1alpha1.PhaseStable
 	}

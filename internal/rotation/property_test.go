@@ -19,6 +19,7 @@ package rotation
 import (
 	"fmt"
 	mathrand "math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,10 +32,51 @@ import (
 
 // agree checks that one status says one thing: a condition or status.waitingFor that quotes what
 // a workload waits for ("Kind/name: ...") quotes the workload's own message, whole; Stalled is
-// True exactly when waitingFor waits for a fix, and then Ready is False for the same reason.
-func agree(t *testing.T, step int, d Decision) {
+// True exactly when waitingFor waits for a fix, and then Ready is False for the same reason. And
+// that it says what the Decision does: a workload said to start its rollout is stamped, one held
+// back by a stamp fight is not, StampReverted is True exactly while one is held, and the pass
+// comes back by the end of each back-off and by the deadline waitingFor names.
+func agree(t *testing.T, step int, in Input, d Decision) {
 	t.Helper()
 	st := d.Status
+	reverted := meta.FindStatusCondition(st.Conditions, mrtrv1alpha1.ConditionStampReverted)
+	held := 0
+	for _, w := range st.Workloads {
+		ref := string(w.Kind) + "/" + w.Name
+		stamped := slices.Contains(d.StampTargets, ref)
+		switch {
+		case strings.HasSuffix(w.Message, " started") && !stamped:
+			t.Fatalf("step %d: %s says %q, but the decision does not stamp it", step, ref, w.Message)
+		case strings.Contains(w.Message, "put back the stamp"):
+			held++
+			if stamped {
+				t.Fatalf("step %d: %s is stamped while it says %q", step, ref, w.Message)
+			}
+		}
+	}
+	if (reverted != nil) != (held > 0) {
+		t.Fatalf("step %d: StampReverted is %v while %d workloads are held back: %+v", step, reverted, held, st.Workloads)
+	}
+	for _, f := range st.StampFights {
+		i := slices.IndexFunc(st.Workloads, func(w mrtrv1alpha1.WorkloadStatus) bool { return w.Kind == f.Kind && w.Name == f.Name })
+		if i < 0 || !strings.Contains(st.Workloads[i].Message, "put back the stamp") {
+			continue // not held this pass
+		}
+		if wait := f.Until.Sub(in.Now); wait > 0 && (d.RequeueAfter == 0 || d.RequeueAfter > wait) {
+			t.Fatalf("step %d: the back-off of %s/%s ends in %s, but the next pass is in %s", step, f.Kind, f.Name, wait, d.RequeueAfter)
+		}
+	}
+	// The pass comes back by the deadline of the verdict that status.waitingFor renders.
+	if w := st.WaitingFor; w != nil && w.Until != nil && w.Until.After(in.Now) {
+		if wait := w.Until.Sub(in.Now); d.RequeueAfter == 0 || d.RequeueAfter > wait {
+			t.Fatalf("step %d: waitingFor %s until %s (in %s), but the next pass is in %s", step, w.What, w.Until.UTC(), wait, d.RequeueAfter)
+		}
+	}
+	for _, r := range st.RefusedAcknowledgements {
+		if st.SelectedPods != nil && r.Pod == "bare-0" && !slices.Contains(st.SelectedPods.Laggards, r.Pod) {
+			t.Fatalf("step %d: the acknowledgement of %s is refused (%s), yet it does not lag", step, r.Pod, r.Message)
+		}
+	}
 	var texts []string
 	for _, c := range st.Conditions {
 		texts = append(texts, c.Type+": "+c.Message)
@@ -102,7 +144,11 @@ func (p *perturbed) input(in *Input) {
 		if p.rnd.IntN(3) > 0 {
 			loaded = in.Status.TargetFingerprint
 		}
-		in.SelectedPods = []Pod{{Name: "bare-0", Loaded: loaded, CreatedAt: now}}
+		writer := reporter
+		if p.rnd.IntN(10) == 0 { // forged, by another manager
+			writer = Writer{Manager: "kubectl-annotate"}
+		}
+		in.SelectedPods = []Pod{{Name: "bare-0", Loaded: loaded, AckWriter: writer, CreatedAt: now}}
 	}
 }
 
@@ -119,7 +165,11 @@ type simulated interface {
 func (w *world) act(r int) bool {
 	switch {
 	case r < 4:
-		w.replaceOne()
+		if w.rnd.IntN(10) == 0 {
+			w.revertOne()
+		} else {
+			w.replaceOne()
+		}
 	case r < 5:
 		w.reloadOne()
 	default:
@@ -183,10 +233,10 @@ func TestStepProperties(t *testing.T) {
 				st := settings
 				st.NextKey, st.RolloutDeadline = m.mode, 5*time.Second
 				rnd := mathrand.New(mathrand.NewPCG(seed, 23))
-				w := &world{t: t, rnd: rnd, now: now, lastSealed: map[string]time.Time{}, settings: st}
+				w := &world{t: t, rnd: rnd, now: now, lastSealed: map[string]time.Time{}, settings: st, reverts: 4}
 				p := &perturbed{rnd: rnd, previous: map[string]string{}}
 				steps := 0
-				w.perturb, w.onStep = p.input, func(_ Input, d Decision) { agree(t, steps, d) }
+				w.perturb, w.onStep = p.input, func(in Input, d Decision) { agree(t, steps, in, d) }
 				for i, n := range []int{2, 1} {
 					w.workloads = append(w.workloads, &simWorkload{name: fmt.Sprintf("w%d", i), replicas: n})
 				}
@@ -205,7 +255,7 @@ func TestStepProperties(t *testing.T) {
 				w := &reloadWorld{t: t, rnd: rnd, now: now, lastSealed: map[string]time.Time{}, settings: st}
 				p := &perturbed{rnd: rnd, previous: map[string]string{}}
 				steps := 0
-				w.perturb, w.onStep = p.input, func(_ Input, d Decision) { agree(t, steps, d) }
+				w.perturb, w.onStep = p.input, func(in Input, d Decision) { agree(t, steps, in, d) }
 				w.reconcile()
 				w.tick(time.Second)
 				for i := range 3 {
@@ -213,6 +263,46 @@ func TestStepProperties(t *testing.T) {
 				}
 				drive(t, w, rnd, 3, &steps)
 			})
+		}
+	}
+}
+
+// TestSecretOnlyProperties drives a keyring without targets, whose phases wait out
+// spec.propagationDelay, through rotations at random moments, checking agree (the requeue falls by
+// the verdict's deadline) after every pass, and that the passes the requeues ask for are enough to
+// finish each rotation.
+func TestSecretOnlyProperties(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		rnd := mathrand.New(mathrand.NewPCG(seed, 41))
+		st := settings
+		st.NextKey = []mrtrv1alpha1.NextKey{mrtrv1alpha1.NextKeyStaged, mrtrv1alpha1.NextKeyAtRotation}[seed%2]
+		in := Input{Now: now, Generation: 1, Settings: st, SecretName: "s", Secret: SecretObservation{State: SecretAbsent}, FreshKeys: freshKeys()}
+		for step := 0; in.Status.RotationsCompleted < 3; step++ {
+			if step > 2000 {
+				t.Fatalf("seed %d: no progress after %d passes: phase %s", seed, step, in.Status.Phase)
+			}
+			if rnd.IntN(10) == 0 {
+				in.RotateRequest = fmt.Sprintf("request-%d", step)
+			}
+			d := Step(in)
+			agree(t, step, in, d)
+			if d.Secret != nil {
+				in.Secret = SecretObservation{State: SecretValid, Keyring: d.Secret, WrittenPhase: d.SecretPhase,
+					WrittenFingerprint: d.Secret.Fingerprint(), Staged: d.SecretStaged, TokenTTL: st.TokenTTL}
+				in.Secret.WrittenAt = in.Now.Truncate(time.Second)
+			}
+			in.Status, in.FreshKeys = d.Status, freshKeys()
+			// The next pass: when the requeue asks, or earlier (a watch event), never later.
+			switch wait := d.RequeueAfter; {
+			case d.Secret != nil:
+				in.Now = in.Now.Add(time.Second) // the write's own watch event
+			case wait > 0 && rnd.IntN(2) == 0:
+				in.Now = in.Now.Add(wait)
+			case wait > 0:
+				in.Now = in.Now.Add(time.Duration(rnd.Int64N(int64(wait))))
+			default:
+				in.Now = in.Now.Add(time.Duration(1+rnd.IntN(30)) * time.Second)
+			}
 		}
 	}
 }

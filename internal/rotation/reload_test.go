@@ -48,7 +48,7 @@ func reloadInput(st mrtrv1alpha1.MRTRKeyringStatus, sec SecretObservation, ws ..
 
 // acked is a pod that acknowledged fingerprint loaded, created long before the write.
 func acked(name, loaded string) Pod {
-	return Pod{Name: name, Loaded: loaded, CreatedAt: now.Add(-time.Hour)}
+	return Pod{Name: name, Loaded: loaded, AckWriter: reporter, CreatedAt: now.Add(-time.Hour)}
 }
 
 // withPods is the found Deployment "api" with pods, all of them counted by its controller.
@@ -119,7 +119,7 @@ func TestReloadStep(t *testing.T) {
 		},
 		"a terminating pod counts until it is gone, and is not evicted again": {
 			in: reloadInput(accepting(), secAB, withPods(acked("p1", ab),
-				Pod{Name: "old", Loaded: fp(t, a), CreatedAt: now.Add(-time.Hour), Terminating: true})),
+				Pod{Name: "old", Loaded: fp(t, a), AckWriter: reporter, CreatedAt: now.Add(-time.Hour), Terminating: true})),
 			edit: func(in *Input) {
 				in.Status.PhaseStartedAt = at(-5 * time.Minute)
 			},
@@ -147,7 +147,7 @@ func TestReloadStep(t *testing.T) {
 		},
 		"a pod's reload deadline counts from its creation when it started after the phase": {
 			in: reloadInput(accepting(), secAB, withPods(acked("p1", ab),
-				Pod{Name: "late", Loaded: fp(t, a), CreatedAt: now.Add(-30 * time.Second)})),
+				Pod{Name: "late", Loaded: fp(t, a), AckWriter: reporter, CreatedAt: now.Add(-30 * time.Second)})),
 			edit: func(in *Input) {
 				in.Status.PhaseStartedAt = at(-5 * time.Minute)
 			},
@@ -188,7 +188,7 @@ func TestReloadStep(t *testing.T) {
 				events: []string{mrtrv1alpha1.ReasonWorkloadNotFound}},
 		},
 		"not every pod within rolloutDeadline stalls, naming the laggards": {
-			in: reloadInput(accepting(), secAB, withPods(Pod{Name: "frozen", Loaded: fp(t, a), CreatedAt: now.Add(-time.Hour), Terminating: true})),
+			in: reloadInput(accepting(), secAB, withPods(Pod{Name: "frozen", Loaded: fp(t, a), AckWriter: reporter, CreatedAt: now.Add(-time.Hour), Terminating: true})),
 			edit: func(in *Input) {
 				in.Status.PhaseStartedAt = at(-10 * time.Minute)
 			},
@@ -321,7 +321,7 @@ func (w *reloadWorld) observe() Input {
 	}
 	wl := Workload{Kind: mrtrv1alpha1.KindDeployment, Name: "api", Found: true}
 	for _, p := range w.pods {
-		wl.Pods = append(wl.Pods, Pod{Name: p.name, Loaded: p.ack, CreatedAt: p.created, Terminating: !p.stopAt.IsZero()})
+		wl.Pods = append(wl.Pods, Pod{Name: p.name, Loaded: p.ack, AckWriter: reporter, CreatedAt: p.created, Terminating: !p.stopAt.IsZero()})
 		if p.stopAt.IsZero() {
 			wl.CountedPods++
 		}

@@ -41,6 +41,8 @@ type simWorkload struct {
 	template string
 	replicas int
 	pods     []*pod
+	// writer is the field manager that wrote template last; previous the template before it.
+	writer, previous string
 }
 
 // world is the cluster as the operator's Step sees it, with replicas rolling in a seeded random
@@ -60,6 +62,9 @@ type world struct {
 	// perturb, when set, changes what a pass observes (property_test.go); onStep sees each pass.
 	perturb func(*Input)
 	onStep  func(Input, Decision)
+	// reverts is how many times a GitOps tool may still put back a stamp the operator wrote
+	// (revertOne) before it is fixed.
+	reverts int
 }
 
 func (w *world) observe() Input {
@@ -79,6 +84,7 @@ func (w *world) observe() Input {
 			}
 		}
 		ws = append(ws, Workload{Kind: mrtrv1alpha1.KindDeployment, Name: sw.name, Found: true, Stamp: sw.template,
+			StampWriter: Writer{Manager: sw.writer}, OwnStamp: sw.writer != "",
 			RolledOut: current == sw.replicas && running == sw.replicas, Ready: int32(current), Desired: int32(sw.replicas)})
 	}
 	return Input{Now: w.now, Generation: 1, Settings: w.settings, Status: w.status, SecretName: "s", Secret: sec,
@@ -101,10 +107,24 @@ func (w *world) reconcile() time.Duration {
 	w.status = d.Status
 	if d.Stamp != "" {
 		for _, sw := range w.workloads {
-			sw.template = d.Stamp
+			if slices.Contains(d.StampTargets, string(mrtrv1alpha1.KindDeployment)+"/"+sw.name) && sw.template != d.Stamp {
+				sw.previous, sw.template, sw.writer = sw.template, d.Stamp, mrtrv1alpha1.FieldManager
+			}
 		}
 	}
 	return d.RequeueAfter
+}
+
+// revertOne has a GitOps tool with the stamp in its source put back the stamp before the
+// operator's last one, on one workload, while it may (reverts).
+func (w *world) revertOne() {
+	sw := w.workloads[w.rnd.IntN(len(w.workloads))]
+	if w.reverts == 0 || sw.writer != mrtrv1alpha1.FieldManager || sw.previous == "" {
+		return
+	}
+	w.reverts--
+	sw.template, sw.writer = sw.previous, "argocd-controller"
+	w.log = append(w.log, fmt.Sprintf("%s argocd reverts %s", w.now.Format(time.TimeOnly), sw.name))
 }
 
 // replaceOne replaces one pod of an old template, if any: the new pod starts with the Secret as it

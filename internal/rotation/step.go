@@ -21,9 +21,9 @@ package rotation
 // the next pass through the watches, and timed steps through Decision.RequeueAfter.
 //
 // It runs in three stages, each a function of values: observe derives every fact of the Input
-// once; decide makes the phase machine's move from the facts alone; describe derives the status,
-// the conditions and what the rotation waits for from the facts and the move. No stage reads what
-// a later one sets.
+// once; decide makes the phase machine's move from the facts alone, and says what is stalled;
+// describe renders the status, the conditions and what the rotation waits for from the move and
+// its verdicts. No stage reads what a later one sets.
 func Step(in Input) Decision {
 	f := observe(in)
 	return describe(f, decide(f))
