@@ -61,7 +61,7 @@ func TestTreeImage(t *testing.T) {
 	}
 	list, content := layerEntries(t, layers[0])
 	want := []string{"etc/", "etc/os-release", "usr/", "usr/bin/", "usr/bin/python", "usr/bin/python3"}
-	var names []string
+	names := make([]string, 0, len(list))
 	for _, e := range list {
 		names = append(names, strings.Fields(e)[0])
 	}
