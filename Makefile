@@ -92,6 +92,21 @@ test: manifests generate fmt vet envtest-assets ## Run unit and envtest suites (
 	cd hack/promrules && go test -count=1 ./...
 	cd hack/image && go test -count=1 ./...
 	cd hack/helmcheck && go test -count=1 ./...
+	$(MAKE) --no-print-directory test-typescript
+
+# The TypeScript consumer package (clients/typescript, @mrtr-dev/keyring): its pinned dependencies
+# from npm (npm ci, package-lock.json), the type check (strict), eslint and node's own test runner,
+# whose tests also `go run` the package's Go replica (clients/typescript/test/goreplica) and read the
+# Snodo vectors in place (pkg/token/testdata/snodo; MRTR_SNODO_VECTORS names another file).
+.PHONY: test-typescript
+test-typescript: ## Run the TypeScript package's checks and tests (npm ci, tsc --noEmit, eslint, node --test).
+	cd clients/typescript && npm ci --no-audit --no-fund && npx tsc --noEmit && npx eslint . && npm test
+
+# One round trip (seal and open) of the TypeScript package's codec against the SDK's own
+# createRequestStateCodec on the same payload (docs/benchmarks.md has the numbers).
+.PHONY: bench-typescript
+bench-typescript: ## Benchmark the TypeScript codec's round trip against the SDK's createRequestStateCodec.
+	cd clients/typescript && npm ci --no-audit --no-fund && npm run bench
 
 # The end-to-end tests, and the test of the local cluster itself, carry the e2e build tag: they need
 # the whole control plane, and they run processes of their own (see test/localcluster).

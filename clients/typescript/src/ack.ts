@@ -107,7 +107,7 @@ export class AckReporter {
     try {
       ca = readFileSync(caPath);
     } catch (e) {
-      throw new Error(`ack: API server CA: ${(e as Error).message}`);
+      throw new Error(`ack: API server CA: ${(e as Error).message}`, { cause: e });
     }
     if (!ca.toString('latin1').includes('-----BEGIN CERTIFICATE-----')) {
       throw new Error(`ack: API server CA: no PEM certificate in ${caPath}`);
@@ -238,7 +238,7 @@ export class AckReporter {
     try {
       token = (await readFile(this.tokenPath, 'utf8')).trim();
     } catch (e) {
-      throw new Error(`ack: service account token: ${(e as Error).message}`);
+      throw new Error(`ack: service account token: ${(e as Error).message}`, { cause: e });
     }
     if (token === '') {
       throw new Error(`ack: service account token ${this.tokenPath} is empty`);
@@ -308,6 +308,7 @@ function namespace(ns: string | undefined, dir: string): string {
     if ((e as { code?: string }).code !== 'ENOENT') {
       throw new Error(
         `ack: no namespace: set namespace or $POD_NAMESPACE (the downward API's metadata.namespace): ${(e as Error).message}`,
+        { cause: e },
       );
     }
   }
@@ -335,7 +336,7 @@ function apiServer(base: string | undefined): string {
   try {
     u = new URL(b);
   } catch (e) {
-    throw new Error(`ack: API server: ${(e as Error).message}`);
+    throw new Error(`ack: API server: ${(e as Error).message}`, { cause: e });
   }
   // Plain http would send the token in the clear.
   if (u.protocol !== 'https:' || u.host === '') {

@@ -41,6 +41,11 @@ export interface WatcherOptions {
   onError?: (err: Error) => void;
   debounceMs?: number;
   resyncMs?: number;
+  /**
+   * Whether the watcher keeps the process alive, as fs.watch does (default true): close it to let
+   * the process exit. false leaves that to the server's own handles.
+   */
+  persistent?: boolean;
 }
 
 /** A snapshot of the volume: keyring.json's bytes and token-ttl's, if there is one. */
@@ -52,7 +57,7 @@ interface Snapshot {
 class Raced extends Error {}
 
 function isNotExist(e: unknown): boolean {
-  return typeof e === 'object' && e !== null && 'code' in e && (e as { code: unknown }).code === 'ENOENT';
+  return typeof e === 'object' && e !== null && 'code' in e && (e).code === 'ENOENT';
 }
 
 async function readLimited(file: string, limit: number): Promise<Buffer> {
@@ -120,7 +125,7 @@ export function parseSnapshot(file: string, s: Snapshot): Keyring {
   try {
     r = parseKeyring(s.data);
   } catch (e) {
-    throw new Error(`keyring: ${file}: ${(e as Error).message}`);
+    throw new Error(`keyring: ${file}: ${(e as Error).message}`, { cause: e });
   }
   if (s.ttl === undefined) {
     return r;
@@ -128,7 +133,7 @@ export function parseSnapshot(file: string, s: Snapshot): Keyring {
   try {
     return r.withMaxTokenTTL(parseTokenTTL(s.ttl));
   } catch (e) {
-    throw new Error(`keyring: ${path.join(path.dirname(file), TOKEN_TTL_FILE)}: ${(e as Error).message}`);
+    throw new Error(`keyring: ${path.join(path.dirname(file), TOKEN_TTL_FILE)}: ${(e as Error).message}`, { cause: e });
   }
 }
 
@@ -188,7 +193,7 @@ export class KeyringWatcher implements KeyringSource {
     const dir = path.dirname(file);
     try {
       // The directory, not the file: the kubelet swaps ..data, which a watch on the file would not survive.
-      this.fsWatcher = watch(dir, { persistent: false }, () => {
+      this.fsWatcher = watch(dir, { persistent: opts.persistent ?? true }, () => {
         this.schedule();
       });
       this.fsWatcher.on('error', (e) => {
@@ -200,7 +205,9 @@ export class KeyringWatcher implements KeyringSource {
     this.resync = setInterval(() => {
       this.schedule(0);
     }, opts.resyncMs ?? DEFAULT_RESYNC_MS);
-    this.resync.unref();
+    if (opts.persistent === false) {
+      this.resync.unref();
+    }
   }
 
   /**
