@@ -60,8 +60,23 @@ function isNotExist(e: unknown): boolean {
   return typeof e === 'object' && e !== null && 'code' in e && (e).code === 'ENOENT';
 }
 
+/**
+ * A file system error worded as Go's (*fs.PathError, "open PATH: no such file or directory"),
+ * keeping Node's code for the checks.
+ */
+function pathError(e: unknown, file: string): Error {
+  const err = e as NodeJS.ErrnoException;
+  const desc = err.code === 'EISDIR' ? 'is a directory' : (/^[A-Z]+: ([^,]+)/.exec(err.message)?.[1] ?? err.message);
+  return Object.assign(new Error(`keyring: ${err.syscall ?? 'open'} ${file}: ${desc}`, { cause: e }), { code: err.code });
+}
+
 async function readLimited(file: string, limit: number): Promise<Buffer> {
-  const f = await open(file, 'r');
+  let f;
+  try {
+    f = await open(file, 'r');
+  } catch (e) {
+    throw pathError(e, file);
+  }
   try {
     const buf = Buffer.alloc(limit);
     let n = 0;
@@ -73,6 +88,8 @@ async function readLimited(file: string, limit: number): Promise<Buffer> {
       n += bytesRead;
     }
     return buf.subarray(0, n);
+  } catch (e) {
+    throw pathError(e, file);
   } finally {
     await f.close();
   }
