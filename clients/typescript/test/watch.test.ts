@@ -126,22 +126,29 @@ describe('KeyringWatcher', () => {
       [parseKeyring(B).fingerprint, 200],
     ]);
     v.write({ 'keyring.json': A, 'token-ttl': '100' });
-    const race = { swapping: true, reads: 0 };
+    const race = { swapping: true, reads: 0, attempts: 0 };
     const writer = (async () => {
-      // Swaps between the reads' file operations, until enough reads have raced them.
-      for (let i = 0; i < 5000 && race.reads < 200; i++) {
+      // One swap while each read is under way, after 0 to 7 turns of the event loop so that it falls
+      // between any two of the read's file operations, until enough reads have raced a swap.
+      for (let i = 0; i < 2000 && race.reads < 200; i++) {
+        const seen = race.attempts;
+        while (race.attempts === seen) {
+          await new Promise((r) => setImmediate(r));
+        }
+        for (let t = i % 8; t > 0; t--) {
+          await new Promise((r) => setImmediate(r));
+        }
         v.write(i % 2 === 0 ? { 'keyring.json': B, 'token-ttl': '200' } : { 'keyring.json': A, 'token-ttl': '100' });
-        await new Promise((r) => setTimeout(r, 0));
       }
       race.swapping = false;
     })();
     while (race.swapping) {
       let r: Keyring;
+      race.attempts++;
       try {
         r = await loadKeyringFile(path.join(v.dir, 'keyring.json'));
       } catch (e) {
-        // Swapped faster than any kubelet swaps, every retry may find its snapshot gone: a read
-        // that fails is no torn read.
+        // A read whose every retry found its snapshot gone is no torn read.
         assert.match((e as Error).message, /no such file or directory|changed while it was read/);
         continue;
       }
