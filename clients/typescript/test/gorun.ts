@@ -77,3 +77,22 @@ export function goServe(...args: string[]): Promise<GoReplica> {
     });
   });
 }
+
+/** Runs the Go helper with input on its stdin and returns its stdout lines. */
+export function goRunInput(input: string, ...args: string[]): Promise<string[]> {
+  const proc = spawn('go', ['run', pkg, ...args], { cwd: packageRoot, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  proc.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  proc.stderr.on('data', (b: Buffer) => (err += b.toString()));
+  proc.stdin.end(input);
+  return new Promise((resolve, reject) => {
+    proc.on('exit', (code) => {
+      if (code === 0) {
+        resolve(out.split('\n').filter((l) => l !== ''));
+      } else {
+        reject(new Error(`goreplica ${args.join(' ')} exited ${String(code)}: ${err}`));
+      }
+    });
+  });
+}

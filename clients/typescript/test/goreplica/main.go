@@ -19,6 +19,9 @@ limitations under the License.
 //
 //	goreplica parse FILE...   keyring.Parse of each file: one JSON line each, its fingerprint and ids or its error
 //	goreplica ttl FILE...     keyring.ParseTokenTTL of each file: one JSON line each, seconds or error
+//	goreplica seal            token.Signed's Seal of each JSON line on stdin ({"keys":[{"id","secret"}],
+//	                          "ttl","clock","method","params","principal","state"}, the last three
+//	                          JSON text): one JSON line each, {"token"} or {"error","kind"}
 //	goreplica cert DIR        a CA (DIR/ca.crt) and a certificate for 127.0.0.1 it signed
 //	                          (DIR/server.crt, DIR/server.key): the TLS of the fake API server
 //	                          of the acknowledgement tests
@@ -34,6 +37,7 @@ limitations under the License.
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -86,6 +90,8 @@ func main() {
 		})
 	case "serve":
 		err = serve(os.Args[2:])
+	case "seal":
+		err = sealLines()
 	case "cert":
 		if len(os.Args) != 3 {
 			err = fmt.Errorf("usage: goreplica cert DIR")
@@ -257,4 +263,64 @@ func writeCert(dir string) error {
 		}
 	}
 	return nil
+}
+
+// sealLines seals each case of stdin with token.Signed, for the differential test of the
+// TypeScript codec.
+func sealLines() error {
+	type sealCase struct {
+		Keys []struct {
+			ID     string `json:"id"`
+			Secret []byte `json:"secret"`
+		} `json:"keys"`
+		TTL       int64  `json:"ttl"`
+		Clock     int64  `json:"clock"`
+		Method    string `json:"method"`
+		Params    string `json:"params"`
+		Principal string `json:"principal"`
+		State     string `json:"state"`
+	}
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	enc := json.NewEncoder(os.Stdout)
+	for sc.Scan() {
+		var c sealCase
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			return err
+		}
+		keys := make([]keyring.Key, len(c.Keys))
+		for i, k := range c.Keys {
+			keys[i] = keyring.NewKey(k.ID, k.Secret)
+		}
+		out := map[string]string{}
+		r, err := keyring.New(keys...)
+		if err == nil {
+			var s *token.Signed
+			clock := c.Clock
+			s, err = token.NewSigned(keyring.Static(r), token.SignedTTL(time.Duration(c.TTL)*time.Second),
+				token.SignedClock(func() time.Time { return time.Unix(clock, 0) }))
+			if err == nil {
+				var tok string
+				tok, err = s.Seal(token.Binding{Method: c.Method, Params: json.RawMessage(c.Params),
+					Principal: json.RawMessage(c.Principal)}, json.RawMessage(c.State))
+				out["token"] = tok
+			}
+		}
+		if err != nil {
+			delete(out, "token")
+			out["error"] = err.Error()
+			switch {
+			case token.IsInputError(err):
+				out["kind"] = "input"
+			case token.IsConfigError(err):
+				out["kind"] = "config"
+			default:
+				out["kind"] = "other"
+			}
+		}
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
 }
