@@ -112,6 +112,7 @@ test: manifests generate fmt vet envtest-assets ## Run unit and envtest suites (
 	cd hack/image && go test -count=1 ./...
 	cd hack/helmcheck && go test -count=1 ./...
 	$(MAKE) --no-print-directory test-python
+	$(MAKE) --no-print-directory test-typescript
 
 # The Python consumer package (clients/python, mrtr-keyring): a virtual environment under bin/,
 # made with the machine's python3 (3.11 or newer; hack/python-packages.sh installs python3-venv as
@@ -145,6 +146,23 @@ test-python: python-venv ## Run the Python package's checks: ruff, mypy --strict
 .PHONY: bench-python
 bench-python: python-venv ## Benchmark the Python codec's round trip against python-sdk's own codec.
 	cd $(PY_CLIENT) && "$(PY_VENV)/bin/python" bench/bench_codec.py
+
+# The TypeScript consumer package (clients/typescript, @mrtr-dev/keyring): its pinned dependencies
+# from npm (npm ci, package-lock.json), the type check (strict), eslint and node's own test runner,
+# whose tests also `go run` the package's Go replica (clients/typescript/test/goreplica) and read the
+# Snodo vectors in place (pkg/token/testdata/snodo; MRTR_SNODO_VECTORS names another file). The
+# example server (examples/typescript-server), built on the package, is type-checked strictly too.
+.PHONY: test-typescript
+test-typescript: ## Run the TypeScript package's checks and tests (npm ci, tsc --noEmit, eslint, node --test).
+	cd clients/typescript && npm ci --no-audit --no-fund && npx tsc --noEmit && npx eslint . && npm test
+	cd clients/typescript && npm run --silent build
+	cd examples/typescript-server && npm ci --install-links --no-audit --no-fund && npm run --silent check
+
+# One round trip (seal and open) of the TypeScript package's codec against the SDK's own
+# createRequestStateCodec on the same payload (docs/benchmarks.md has the numbers).
+.PHONY: bench-typescript
+bench-typescript: ## Benchmark the TypeScript codec's round trip against the SDK's createRequestStateCodec.
+	cd clients/typescript && npm ci --no-audit --no-fund && npm run bench
 
 # The end-to-end tests, and the test of the local cluster itself, carry the e2e build tag: they need
 # the whole control plane, and they run processes of their own (see test/localcluster).

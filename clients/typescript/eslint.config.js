@@ -16,5 +16,10 @@ export default tseslint.config(
       '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true }],
     },
   },
+  {
+    // node:test's describe and it return promises that the runner itself awaits.
+    files: ['test/**/*.ts'],
+    rules: { '@typescript-eslint/no-floating-promises': 'off' },
+  },
   { files: ['eslint.config.js'], ...tseslint.configs.disableTypeChecked },
 );

@@ -17,6 +17,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { STATUS_CODES } from 'node:http';
 import { request as httpsRequest, Agent } from 'node:https';
 import path from 'node:path';
 
@@ -28,6 +29,12 @@ export const ANNOTATION_PREFIX = 'loaded.mrtr.dev/';
 export const FIELD_MANAGER = 'mrtr-ack';
 
 const DEFAULT_SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
+/**
+ * Replaces the service account directory when AckConfig.serviceAccountDir is not given: unset in
+ * a pod, set by the conformance check to point a consumer at its fake API server (pkg/ack's
+ * ServiceAccountDirEnv).
+ */
+export const SERVICE_ACCOUNT_DIR_ENV = 'MRTR_SERVICE_ACCOUNT_DIR';
 const USER_AGENT = 'mrtr-ack-ts (@mrtr-dev/keyring)';
 const MAX_ERROR_BODY = 4 << 10;
 const MAX_MESSAGE = 200;
@@ -54,7 +61,7 @@ export interface AckConfig {
   namespace?: string;
   /** The API server's base URL: default https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT. */
   apiServer?: string;
-  /** Holds token and ca.crt: default /var/run/secrets/kubernetes.io/serviceaccount. */
+  /** Holds token and ca.crt: default $MRTR_SERVICE_ACCOUNT_DIR, else /var/run/secrets/kubernetes.io/serviceaccount. */
   serviceAccountDir?: string;
   /** Receives every failed attempt (never key bytes, never the token). */
   onError?: (err: Error) => void;
@@ -80,7 +87,8 @@ export class AckReporter {
   private readonly maxBackoff: number;
   private readonly timeout: number;
   private latest = '';
-  private acked = '';
+  private acked = ''; // the last fingerprint the API server accepted
+  private onPod = ''; // what the Pod is known to carry: '' after a failure, which may have been applied
   private wake: (() => void) | undefined;
   private woken = false;
   private running = false;
@@ -95,7 +103,7 @@ export class AckReporter {
         `ack: secret ${JSON.stringify(c.secret)} is not a Secret name (a DNS subdomain: at most 253 lowercase letters, digits, '-' and '.')`,
       );
     }
-    const dir = c.serviceAccountDir ?? DEFAULT_SERVICE_ACCOUNT_DIR;
+    const dir = c.serviceAccountDir ?? (process.env[SERVICE_ACCOUNT_DIR_ENV] || DEFAULT_SERVICE_ACCOUNT_DIR);
     const pod = c.podName ?? process.env.POD_NAME ?? '';
     if (pod === '') {
       throw new Error('ack: no pod name: set podName or $POD_NAME (the downward API\'s metadata.name)');
@@ -107,7 +115,7 @@ export class AckReporter {
     try {
       ca = readFileSync(caPath);
     } catch (e) {
-      throw new Error(`ack: API server CA: ${(e as Error).message}`);
+      throw new Error(`ack: API server CA: ${(e as Error).message}`, { cause: e });
     }
     if (!ca.toString('latin1').includes('-----BEGIN CERTIFICATE-----')) {
       throw new Error(`ack: API server CA: no PEM certificate in ${caPath}`);
@@ -171,18 +179,22 @@ export class AckReporter {
     try {
       while (!aborted()) {
         this.woken = false;
-        const fp = this.latest !== this.acked ? this.latest : '';
+        const fp = this.latest !== this.onPod ? this.latest : '';
         let pause: number | undefined;
         if (fp !== '') {
           try {
             await this.publish(fp, signal);
             this.acked = fp;
+            this.onPod = fp;
             failures = 0;
             continue; // a newer fingerprint may have come meanwhile
           } catch (e) {
             if (aborted()) {
               return;
             }
+            // What the Pod carries is unknown now: the API server may have applied a PATCH whose
+            // answer was lost, so a return to the fingerprint acknowledged before must be sent again.
+            this.onPod = '';
             failures++;
             try {
               this.onError?.(e as Error);
@@ -238,7 +250,7 @@ export class AckReporter {
     try {
       token = (await readFile(this.tokenPath, 'utf8')).trim();
     } catch (e) {
-      throw new Error(`ack: service account token: ${(e as Error).message}`);
+      throw new Error(`ack: service account token: ${(e as Error).message}`, { cause: e });
     }
     if (token === '') {
       throw new Error(`ack: service account token ${this.tokenPath} is empty`);
@@ -273,7 +285,7 @@ export class AckReporter {
           res.on('end', () => {
             resolve({
               status: res.statusCode ?? 0,
-              statusLine: `${res.statusCode ?? 0} ${res.statusMessage ?? ''}`.trim(),
+              statusLine: formatStatusLine(res.statusCode ?? 0, res.statusMessage ?? '', token),
               respBody: Buffer.concat(chunks).subarray(0, MAX_ERROR_BODY).toString('utf8'),
             });
           });
@@ -308,6 +320,7 @@ function namespace(ns: string | undefined, dir: string): string {
     if ((e as { code?: string }).code !== 'ENOENT') {
       throw new Error(
         `ack: no namespace: set namespace or $POD_NAMESPACE (the downward API's metadata.namespace): ${(e as Error).message}`,
+        { cause: e },
       );
     }
   }
@@ -335,7 +348,7 @@ function apiServer(base: string | undefined): string {
   try {
     u = new URL(b);
   } catch (e) {
-    throw new Error(`ack: API server: ${(e as Error).message}`);
+    throw new Error(`ack: API server: ${(e as Error).message}`, { cause: e });
   }
   // Plain http would send the token in the clear.
   if (u.protocol !== 'https:' || u.host === '') {
@@ -364,6 +377,18 @@ function statusMessage(body: string, token: string): string {
   }
   const cut = msg.length > MAX_MESSAGE;
   return JSON.stringify(cut ? msg.slice(0, MAX_MESSAGE) : msg) + (cut ? '…' : '');
+}
+
+/**
+ * The status code and reason phrase: a phrase other than the standard one is the server's text (any
+ * endpoint the CA trusts can answer), treated like a message: redacted, quoted, cut.
+ */
+function formatStatusLine(code: number, reason: string, token: string): string {
+  const std = STATUS_CODES[code] ?? '';
+  if (reason === '' || reason === std) {
+    return `${code} ${std}`.trim();
+  }
+  return `${code} ${statusMessage(JSON.stringify({ message: reason }), token)}`;
 }
 
 function hint(code: number): string {

@@ -78,6 +78,7 @@ export function canonicalParams(src: string | Uint8Array, omit: readonly string[
   return new Reader(textOf(src), PARAMS).whole(true, omit);
 }
 
+// eslint-disable-next-line no-control-regex -- the control characters are what it finds
 const SPECIAL = /["\\\u0000-\u001f]/;
 
 /** s as a canonical JSON string. s must be well formed (a JS string without lone surrogates). */
@@ -116,7 +117,7 @@ export function quote(s: string): string {
         out += '\\r';
         break;
       default:
-        out += '\\u00' + HEX[c >> 4] + HEX[c & 0xf];
+        out += '\\u00' + HEX.charAt(c >> 4) + HEX.charAt(c & 0xf);
     }
     run = i + 1;
   }

@@ -41,6 +41,7 @@ export {
   type RequestStateContext,
   type AuthInfoLike,
   type FetchHandler,
+  type FetchOptions,
   recordParams,
   anonymous,
   principalFromAuthInfo,

@@ -182,7 +182,7 @@ export function parseKeyring(data: Uint8Array | string): Keyring {
     keys = document(new GoTokens(bytes));
   } catch (e) {
     if (e instanceof Problem) {
-      throw new Error('keyring.json: ' + e.message);
+      throw new Error('keyring.json: ' + e.message, { cause: e });
     }
     throw e;
   }
@@ -228,7 +228,7 @@ function decodeRunes(b: Uint8Array): Rune[] {
   const out: Rune[] = [];
   for (let i = 0; i < b.length; ) {
     const [cp, n] = decodeRune(b, i);
-    out.push(cp < 0 ? { cp: 0xfffd, bad: b[i] as number } : { cp });
+    out.push(cp < 0 ? { cp: 0xfffd, bad: b[i] } : { cp });
     i += n;
   }
   return out;
@@ -315,10 +315,12 @@ const delims: Record<string, Delim> = {
   ']': { [DELIM]: ']' },
 };
 
-class GoSyntaxError {
-  constructor(readonly offset: number) {}
+class GoSyntaxError extends Error {
+  constructor(readonly offset: number) {
+    super(`invalid JSON at byte offset ${offset}`);
+  }
 }
-class GoEOF {}
+class GoEOF extends Error {}
 
 enum St {
   TopValue,
@@ -646,7 +648,7 @@ function kind(t: Token): string {
   }
 }
 
-function syntax(e: unknown, where: string): Problem {
+function syntax(e: unknown, where: string): Error {
   const w = where === '' ? '' : ' ' + where;
   if (e instanceof GoSyntaxError) {
     return new Problem(`invalid JSON at byte offset ${e.offset}${w}`);

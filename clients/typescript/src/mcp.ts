@@ -45,33 +45,49 @@ const MRTR_METHODS = new Set(['tools/call', 'resources/read', 'prompts/get']);
 /** The default bound on a body that recordParams reads: the SDK's own default (4 MiB). */
 const MAX_RECORDED_BODY = 4 << 20;
 
+/** The options of createMcpHandler's fetch that recordParams reads and passes on. */
+export interface FetchOptions {
+  parsedBody?: unknown;
+  [k: string]: unknown;
+}
+
 /** The shape of createMcpHandler's result that recordParams wraps. */
 export interface FetchHandler {
-  fetch(request: Request, ...rest: never[]): Promise<Response>;
+  fetch(request: Request, options?: FetchOptions): Promise<Response>;
 }
 
 /**
- * Wraps an MCP HTTP handler (createMcpHandler's result, or anything with fetch(request)) so that
- * the params of each tools/call, resources/read and prompts/get request stay available, byte for
- * byte, to the RequestState glue while the request is served. A body that is not one such request
- * (a batch, a response, a repeated "method", "id" or "params", more than 4 MiB) passes unrecorded,
- * and its state does not open.
+ * Wraps an MCP HTTP handler (createMcpHandler's result, or anything with fetch(request, options))
+ * so that the params of each tools/call, resources/read and prompts/get request stay available,
+ * byte for byte, to the RequestState glue while the request is served. A body that is not one such
+ * request (a batch, a response, a repeated "method", "id" or "params", more than 4 MiB) passes
+ * unrecorded, and its state does not open. The body it parsed goes on as options.parsedBody, so
+ * that the SDK neither reads it again nor serves a copy of the request (its 2025-era fallback
+ * would otherwise hand the handlers a clone, whose params were not recorded).
  */
 export function recordParams<H extends FetchHandler>(handler: H): H {
-  const fetch = async (request: Request, ...rest: never[]): Promise<Response> => {
+  const fetch = async (request: Request, options?: FetchOptions): Promise<Response> => {
+    let opts = options;
     if (request.method.toUpperCase() === 'POST' && request.body !== null) {
       const len = Number(request.headers.get('content-length') ?? '0');
       if (len <= MAX_RECORDED_BODY) {
-        const text = await request.clone().text(); // the SDK reads the original
+        const text = await request.clone().text(); // the original stays unread for the SDK
         if (text.length <= MAX_RECORDED_BODY) {
           const r = requestOf(text);
           if (r !== undefined) {
             recorded.set(request, r);
           }
+          if (opts?.parsedBody === undefined) {
+            try {
+              opts = { ...opts, parsedBody: JSON.parse(text) as unknown };
+            } catch {
+              // not JSON: the SDK answers it
+            }
+          }
         }
       }
     }
-    return handler.fetch(request, ...rest);
+    return handler.fetch(request, opts);
   };
   return new Proxy(handler, {
     get(target, prop, receiver): unknown {

@@ -41,6 +41,11 @@ export interface WatcherOptions {
   onError?: (err: Error) => void;
   debounceMs?: number;
   resyncMs?: number;
+  /**
+   * Whether the watcher keeps the process alive, as fs.watch does (default true): close it to let
+   * the process exit. false leaves that to the server's own handles.
+   */
+  persistent?: boolean;
 }
 
 /** A snapshot of the volume: keyring.json's bytes and token-ttl's, if there is one. */
@@ -52,11 +57,26 @@ interface Snapshot {
 class Raced extends Error {}
 
 function isNotExist(e: unknown): boolean {
-  return typeof e === 'object' && e !== null && 'code' in e && (e as { code: unknown }).code === 'ENOENT';
+  return typeof e === 'object' && e !== null && 'code' in e && (e).code === 'ENOENT';
+}
+
+/**
+ * A file system error worded as Go's (*fs.PathError, "open PATH: no such file or directory"),
+ * keeping Node's code for the checks.
+ */
+function pathError(e: unknown, file: string): Error {
+  const err = e as NodeJS.ErrnoException;
+  const desc = err.code === 'EISDIR' ? 'is a directory' : (/^[A-Z]+: ([^,]+)/.exec(err.message)?.[1] ?? err.message);
+  return Object.assign(new Error(`keyring: ${err.syscall ?? 'open'} ${file}: ${desc}`, { cause: e }), { code: err.code });
 }
 
 async function readLimited(file: string, limit: number): Promise<Buffer> {
-  const f = await open(file, 'r');
+  let f;
+  try {
+    f = await open(file, 'r');
+  } catch (e) {
+    throw pathError(e, file);
+  }
   try {
     const buf = Buffer.alloc(limit);
     let n = 0;
@@ -68,6 +88,8 @@ async function readLimited(file: string, limit: number): Promise<Buffer> {
       n += bytesRead;
     }
     return buf.subarray(0, n);
+  } catch (e) {
+    throw pathError(e, file);
   } finally {
     await f.close();
   }
@@ -120,7 +142,7 @@ export function parseSnapshot(file: string, s: Snapshot): Keyring {
   try {
     r = parseKeyring(s.data);
   } catch (e) {
-    throw new Error(`keyring: ${file}: ${(e as Error).message}`);
+    throw new Error(`keyring: ${file}: ${(e as Error).message}`, { cause: e });
   }
   if (s.ttl === undefined) {
     return r;
@@ -128,7 +150,7 @@ export function parseSnapshot(file: string, s: Snapshot): Keyring {
   try {
     return r.withMaxTokenTTL(parseTokenTTL(s.ttl));
   } catch (e) {
-    throw new Error(`keyring: ${path.join(path.dirname(file), TOKEN_TTL_FILE)}: ${(e as Error).message}`);
+    throw new Error(`keyring: ${path.join(path.dirname(file), TOKEN_TTL_FILE)}: ${(e as Error).message}`, { cause: e });
   }
 }
 
@@ -188,7 +210,7 @@ export class KeyringWatcher implements KeyringSource {
     const dir = path.dirname(file);
     try {
       // The directory, not the file: the kubelet swaps ..data, which a watch on the file would not survive.
-      this.fsWatcher = watch(dir, { persistent: false }, () => {
+      this.fsWatcher = watch(dir, { persistent: opts.persistent ?? true }, () => {
         this.schedule();
       });
       this.fsWatcher.on('error', (e) => {
@@ -200,7 +222,9 @@ export class KeyringWatcher implements KeyringSource {
     this.resync = setInterval(() => {
       this.schedule(0);
     }, opts.resyncMs ?? DEFAULT_RESYNC_MS);
-    this.resync.unref();
+    if (opts.persistent === false) {
+      this.resync.unref();
+    }
   }
 
   /**

@@ -22,11 +22,30 @@ export interface GoReplica {
   stderr: () => string;
   /** Resolves once the replica has put in service the keyring of this fingerprint. */
   loaded: (fingerprint: string) => Promise<void>;
+  /** Stops the replica: `go run` and the program it built, its own process group. */
+  close: () => Promise<void>;
 }
 
 /** Starts `go run test/goreplica serve ...` and resolves with the process and the address it serves. */
 export function goServe(...args: string[]): Promise<GoReplica> {
-  const proc = spawn('go', ['run', pkg, 'serve', ...args], { cwd: packageRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+  // A process group of its own: `go run` does not pass SIGTERM on to the program it runs, so the
+  // group is signalled, both at once.
+  const proc = spawn('go', ['run', pkg, 'serve', ...args], { cwd: packageRoot, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const exited = new Promise<void>((resolve) => proc.on('exit', () => {
+    resolve();
+  }));
+  const close = async (): Promise<void> => {
+    if (proc.pid !== undefined && proc.exitCode === null) {
+      try {
+        process.kill(-proc.pid, 'SIGTERM');
+      } catch {
+        // already gone
+      }
+    }
+    await exited;
+    proc.stdout.destroy();
+    proc.stderr.destroy();
+  };
   let err = '';
   proc.stderr.on('data', (b: Buffer) => {
     err += b.toString();
@@ -49,12 +68,31 @@ export function goServe(...args: string[]): Promise<GoReplica> {
         }
         const m = /^listening on (\S+)$/.exec(line);
         if (m) {
-          resolve({ proc, addr: m[1] as string, stderr: () => err, loaded });
+          resolve({ proc, addr: m[1] as string, stderr: () => err, loaded, close });
         }
       }
     });
     proc.on('exit', (code) => {
       reject(new Error(`goreplica exited (${String(code)}) before serving: ${err}`));
+    });
+  });
+}
+
+/** Runs the Go helper with input on its stdin and returns its stdout lines. */
+export function goRunInput(input: string, ...args: string[]): Promise<string[]> {
+  const proc = spawn('go', ['run', pkg, ...args], { cwd: packageRoot, stdio: ['pipe', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  proc.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  proc.stderr.on('data', (b: Buffer) => (err += b.toString()));
+  proc.stdin.end(input);
+  return new Promise((resolve, reject) => {
+    proc.on('exit', (code) => {
+      if (code === 0) {
+        resolve(out.split('\n').filter((l) => l !== ''));
+      } else {
+        reject(new Error(`goreplica ${args.join(' ')} exited ${String(code)}: ${err}`));
+      }
     });
   });
 }

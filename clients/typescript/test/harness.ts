@@ -121,5 +121,5 @@ export async function flow(client: Client, location: string): Promise<FlowResult
   if (r.isError === true) {
     throw new Error(`get_weather failed: ${JSON.stringify(r.content)}`);
   }
-  return r.structuredContent as unknown as FlowResult;
+  return r.structuredContent as FlowResult;
 }

@@ -52,7 +52,7 @@ describe('a Go and a TypeScript replica behind one balancer', () => {
     await balancer.close();
     await tsReplica.close();
     watcher.close();
-    goReplica.proc.kill('SIGTERM');
+    await goReplica.close();
     goVolume.remove();
     tsVolume.remove();
   });

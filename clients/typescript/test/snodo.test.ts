@@ -8,7 +8,7 @@
 // be refused at configuration or at seal, each params-decode vector be bound or refused as Snodo
 // reads it.
 
-import { readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -67,7 +67,12 @@ interface Vectors {
 function vectorFiles(): string[] {
   const env = process.env.MRTR_SNODO_VECTORS;
   if (env !== undefined && env !== '') {
-    return [env];
+    // A relative path is taken from the working directory, else from the repository's root, else
+    // from pkg/token (where the Go interop test resolves it).
+    const found = [path.resolve(env), path.resolve(repoRoot, env), path.resolve(repoRoot, 'pkg', 'token', env)].find((p) =>
+      existsSync(p),
+    );
+    return [found ?? env];
   }
   const dir = path.join(repoRoot, 'pkg', 'token', 'testdata', 'snodo');
   const files = readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => path.join(dir, f));

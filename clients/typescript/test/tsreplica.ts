@@ -113,7 +113,7 @@ export async function serveFetch(
       method,
       headers,
       ...(hasBody ? { body: Readable.toWeb(req) as ReadableStream, duplex: 'half' } : {}),
-    } as RequestInit);
+    });
     const response = await fetch(request);
     res.writeHead(response.status, Object.fromEntries(response.headers.entries()));
     if (response.body === null) {

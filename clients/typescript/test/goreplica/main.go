@@ -19,6 +19,12 @@ limitations under the License.
 //
 //	goreplica parse FILE...   keyring.Parse of each file: one JSON line each, its fingerprint and ids or its error
 //	goreplica ttl FILE...     keyring.ParseTokenTTL of each file: one JSON line each, seconds or error
+//	goreplica seal            token.Signed's Seal of each JSON line on stdin ({"keys":[{"id","secret"}],
+//	                          "ttl","clock","method","params","principal","state"}, the last three
+//	                          JSON text): one JSON line each, {"token"} or {"error","kind"}
+//	goreplica cert DIR        a CA (DIR/ca.crt) and a certificate for 127.0.0.1 it signed
+//	                          (DIR/server.crt, DIR/server.key): the TLS of the fake API server
+//	                          of the acknowledgement tests
 //	goreplica serve -keyring-dir DIR [-replica NAME] [-ttl 300s]
 //	                          an MCP server on the official Go SDK, stateless streamable HTTP, whose
 //	                          get_weather tool seals its request state with token.Signed (Snodo's
@@ -31,11 +37,19 @@ limitations under the License.
 package main
 
 import (
+	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"flag"
 	"fmt"
 	"log/slog"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -76,6 +90,14 @@ func main() {
 		})
 	case "serve":
 		err = serve(os.Args[2:])
+	case "seal":
+		err = sealLines()
+	case "cert":
+		if len(os.Args) != 3 {
+			err = fmt.Errorf("usage: goreplica cert DIR")
+			break
+		}
+		err = writeCert(os.Args[2])
 	default:
 		err = fmt.Errorf("unknown mode %q", os.Args[1])
 	}
@@ -195,4 +217,110 @@ func serve(args []string) error {
 		return err
 	}
 	return nil
+}
+
+// writeCert writes a CA and a serving certificate for 127.0.0.1 signed by it, valid for a day.
+func writeCert(dir string) error {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	ca := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "mrtr test CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	leaf := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(24 * time.Hour),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}, DNSNames: []string{"localhost"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature,
+	}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return err
+	}
+	for name, b := range map[string]*pem.Block{
+		"ca.crt":     {Type: "CERTIFICATE", Bytes: caDER},
+		"server.crt": {Type: "CERTIFICATE", Bytes: leafDER},
+		"server.key": {Type: "PRIVATE KEY", Bytes: keyDER},
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), pem.EncodeToMemory(b), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sealLines seals each case of stdin with token.Signed, for the differential test of the
+// TypeScript codec.
+func sealLines() error {
+	type sealCase struct {
+		Keys []struct {
+			ID     string `json:"id"`
+			Secret []byte `json:"secret"`
+		} `json:"keys"`
+		TTL       int64  `json:"ttl"`
+		Clock     int64  `json:"clock"`
+		Method    string `json:"method"`
+		Params    string `json:"params"`
+		Principal string `json:"principal"`
+		State     string `json:"state"`
+	}
+	sc := bufio.NewScanner(os.Stdin)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	enc := json.NewEncoder(os.Stdout)
+	for sc.Scan() {
+		var c sealCase
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
+			return err
+		}
+		keys := make([]keyring.Key, len(c.Keys))
+		for i, k := range c.Keys {
+			keys[i] = keyring.NewKey(k.ID, k.Secret)
+		}
+		out := map[string]string{}
+		r, err := keyring.New(keys...)
+		if err == nil {
+			var s *token.Signed
+			clock := c.Clock
+			s, err = token.NewSigned(keyring.Static(r), token.SignedTTL(time.Duration(c.TTL)*time.Second),
+				token.SignedClock(func() time.Time { return time.Unix(clock, 0) }))
+			if err == nil {
+				var tok string
+				tok, err = s.Seal(token.Binding{Method: c.Method, Params: json.RawMessage(c.Params),
+					Principal: json.RawMessage(c.Principal)}, json.RawMessage(c.State))
+				out["token"] = tok
+			}
+		}
+		if err != nil {
+			delete(out, "token")
+			out["error"] = err.Error()
+			switch {
+			case token.IsInputError(err):
+				out["kind"] = "input"
+			case token.IsConfigError(err):
+				out["kind"] = "config"
+			default:
+				out["kind"] = "other"
+			}
+		}
+		if err := enc.Encode(out); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
 }

@@ -1,0 +1,169 @@
+// Copyright 2026 The mrtr-operator Authors.
+// Licensed under the Apache License, Version 2.0: http://www.apache.org/licenses/LICENSE-2.0
+
+// The consumer contract's shared vectors (docs/consumers.md), made by the Go library
+// (hack/consumervectors) and read in place from testdata/consumers at the repository's root (or
+// the folder MRTR_CONSUMER_VECTORS names): keyring files with their fingerprints, invalid ones with
+// Go's error, token-ttl files, and directory swap sequences replayed on a real directory against
+// the watcher.
+
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+
+import { KeyringWatcher, parseKeyring, parseTokenTTL } from '../src/index.js';
+import { repoRoot } from './paths.js';
+
+const dir = process.env.MRTR_CONSUMER_VECTORS ?? path.join(repoRoot, 'testdata', 'consumers');
+const present = existsSync(path.join(dir, 'keyrings.json'));
+const skip = present ? false : `no consumer vectors in ${dir}`;
+
+function load(name: 'keyrings.json'): KeyringVectors;
+function load(name: 'token-ttl.json'): TTLVectors;
+function load(name: 'swaps.json'): SwapVectors;
+function load(name: string): unknown {
+  return JSON.parse(readFileSync(path.join(dir, name), 'utf8')) as unknown;
+}
+
+// An empty file's data is null (Go's nil []byte).
+function bytes(c: { data: string | null; padTo?: number }): Buffer {
+  const b = Buffer.from(c.data ?? '', 'base64');
+  return c.padTo !== undefined ? Buffer.concat([b, Buffer.alloc(c.padTo - b.length, 0x20)]) : b;
+}
+
+interface KeyringVectors {
+  valid: { name: string; data: string; padTo?: number; fingerprint: string; keys: { id: string; secret: string }[] }[];
+  invalid: { name: string; data: string | null; padTo?: number; rule: string; entry?: number; error: string }[];
+}
+
+interface TTLVectors {
+  valid: { name: string; data: string; seconds: number }[];
+  invalid: { name: string; data: string | null; error: string }[];
+}
+
+interface Expect {
+  fingerprint?: string;
+  keys?: string[];
+  tokenTTLSeconds: number | null;
+  rejected: boolean;
+  refused?: boolean;
+  error?: string;
+  acknowledge: boolean;
+}
+
+interface Op {
+  op: 'mkdir' | 'write' | 'symlink' | 'rename' | 'remove' | 'removeAll';
+  path: string;
+  data?: string;
+  target?: string;
+  to?: string;
+  expect?: Expect;
+}
+
+interface SwapVectors {
+  sequences: { name: string; setup: Op[]; start: Expect; steps: Op[] }[];
+}
+
+function apply(root: string, o: Op): void {
+  const p = path.join(root, o.path);
+  switch (o.op) {
+    case 'mkdir':
+      mkdirSync(p);
+      break;
+    case 'write':
+      writeFileSync(p, Buffer.from(o.data ?? '', 'base64'));
+      break;
+    case 'symlink':
+      symlinkSync(o.target ?? '', p);
+      break;
+    case 'rename':
+      renameSync(p, path.join(root, o.to ?? ''));
+      break;
+    case 'remove':
+      unlinkSync(p);
+      break;
+    case 'removeAll':
+      rmSync(p, { recursive: true, force: true });
+      break;
+  }
+}
+
+describe('the consumer contract\'s vectors', { skip }, () => {
+  it('keyrings.json: valid files, their keys and fingerprints', () => {
+    for (const c of load('keyrings.json').valid) {
+      const r = parseKeyring(bytes(c));
+      assert.equal(r.fingerprint, c.fingerprint, c.name);
+      assert.deepEqual(
+        r.keys.map((k) => ({ id: k.id, secret: Buffer.from(k.secret).toString('base64') })),
+        c.keys.map((k) => ({ id: k.id, secret: k.secret })),
+        c.name,
+      );
+    }
+  });
+
+  it('keyrings.json: invalid files refused, with Go\'s message', () => {
+    for (const c of load('keyrings.json').invalid) {
+      assert.throws(() => parseKeyring(bytes(c)), (e: Error) => {
+        assert.equal(e.message, c.error, c.name);
+        if (c.entry !== undefined) {
+          assert.ok(e.message.includes(`keys[${c.entry}]`), c.name);
+        }
+        return true;
+      });
+    }
+  });
+
+  it('token-ttl.json', () => {
+    const v = load('token-ttl.json');
+    for (const c of v.valid) {
+      assert.equal(parseTokenTTL(Buffer.from(c.data, 'base64')), c.seconds, c.name);
+    }
+    for (const c of v.invalid) {
+      assert.throws(() => parseTokenTTL(Buffer.from(c.data ?? '', 'base64')), { message: c.error }, c.name);
+    }
+  });
+
+  for (const seq of present ? load('swaps.json').sequences : []) {
+    it(`swaps.json: ${seq.name}`, async () => {
+      const root = mkdtempSync(path.join(tmpdir(), 'mrtr-swaps-'));
+      const file = path.join(root, 'keyring.json');
+      const named = (msg: string | undefined): string | undefined => msg?.split('$MRTR_KEYRING_DIR').join(root);
+      try {
+        for (const o of seq.setup) {
+          apply(root, o);
+        }
+        if (seq.start.refused === true) {
+          await assert.rejects(KeyringWatcher.open(file), { message: named(seq.start.error) });
+          return;
+        }
+        const w = await KeyringWatcher.open(file, { debounceMs: 5 });
+        try {
+          const check = (e: Expect, before: string, where: string): void => {
+            const r = w.keyring();
+            assert.equal(r.fingerprint, e.fingerprint, where);
+            assert.deepEqual(r.ids, e.keys, where);
+            assert.equal(r.maxTokenTTL === 0 ? null : r.maxTokenTTL, e.tokenTTLSeconds, where);
+            assert.equal(w.error !== undefined, e.rejected, `${where}: ${String(w.error?.message)}`);
+            if (e.rejected) {
+              assert.equal(w.error?.message, named(e.error), where);
+            }
+            assert.equal(r.fingerprint !== before, e.acknowledge, `${where}: acknowledge`);
+          };
+          check(seq.start, '', 'start');
+          for (const [i, o] of seq.steps.entries()) {
+            const before = w.keyring().fingerprint;
+            apply(root, o);
+            await w.reload();
+            check(o.expect as Expect, before, `step ${i} (${o.op} ${o.path})`);
+          }
+        } finally {
+          w.close();
+        }
+      } finally {
+        rmSync(root, { recursive: true, force: true });
+      }
+    });
+  }
+});
