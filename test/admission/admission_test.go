@@ -392,7 +392,7 @@ func clientWithToken(token string) client.Client {
 		BearerToken:     token,
 		TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData},
 	}
-	c, err := client.New(config, client.Options{Scheme: scheme, Mapper: admin.RESTMapper()})
+	c, err := client.New(config, client.Options{Scheme: admin.Scheme(), Mapper: admin.RESTMapper()})
 	Expect(err).NotTo(HaveOccurred())
 	return c
 }

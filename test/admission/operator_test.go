@@ -31,23 +31,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
-	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 )
 
 // The operator's side: config/rbac/role.yaml (the manager's ClusterRole, generated from the RBAC
 // markers) bound to the operator's ServiceAccount, and config/admission (the policy that confines
 // the role's "patch pods" to the annotation that makes the kubelet sync a pod at once).
 const (
-	operatorNS          = "mrtr-operator-system"
-	operatorSA          = "controller-manager"
-	operatorPolicyName  = "mrtr-operator-pod-annotation"
-	operatorPodsNS      = "payments"
-	operatorPodName     = "server"
+	operatorNS         = "mrtr-operator-system"
+	operatorSA         = "controller-manager"
+	operatorPolicyName = "mrtr-operator-pod-annotation"
+	operatorPodsNS     = "payments"
+	operatorPodName    = "server"
 	// unrelatedNS holds a pod that mounts a Secret but is no keyring consumer.
 	unrelatedNS = "unrelated"
 	// podsSA runs the pods of operatorPodsNS, bound to the consumer role, as the servers are.
-	podsSA = "mcp"
+	podsSA              = "mcp"
 	operatorDeniedFixed = "the mrtr-operator (system:serviceaccount:" + operatorNS + ":" + operatorSA +
 		") may change nothing on pod " + operatorPodsNS + "/" + operatorPodName + " but its annotation mrtr.dev/keyring-written"
 )
@@ -61,11 +61,11 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 
 	BeforeAll(func() {
 		By("applying the manager's role and the pod annotation policy as they ship")
-		objs, err := localcluster.ApplyFile(ctx, admin, filepath.Join(rbacDir, "role.yaml"))
+		objs, err := testenv.ApplyFile(ctx, admin, filepath.Join(rbacDir, "role.yaml"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(objs).To(HaveLen(1))
 		role := objs[0].GetName()
-		objs, err = localcluster.ApplyKustomization(ctx, admin, filepath.Join("..", "..", "config", "admission"))
+		objs, err = testenv.ApplyKustomization(ctx, admin, filepath.Join("..", "..", "config", "admission"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(objs).To(HaveLen(2))
 

@@ -1,0 +1,63 @@
+/*
+Copyright 2026 The mrtr-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package testenv
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2" //nolint:revive // the suites' own style
+	. "github.com/onsi/gomega"    //nolint:revive
+	"go.uber.org/zap/zapcore"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+)
+
+// Suite is a Ginkgo suite's set-up, called from its BeforeSuite: it logs to GinkgoWriter (and to
+// logs, if given) down to V(2), so that debug lines are shown on a failure and can be grepped for
+// key bytes, sets the timeout policy, and starts an Env that is stopped after the suite.
+func Suite(ctx context.Context, opts Options, logs ...io.Writer) *Env {
+	GinkgoHelper()
+	logf.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(append([]io.Writer{GinkgoWriter}, logs...)...)),
+		zap.UseDevMode(true), zap.Level(zapcore.Level(-2))))
+	SetDefaultEventuallyTimeout(Timeout)
+	SetDefaultEventuallyPollingInterval(PollingInterval)
+	By("starting etcd and kube-apiserver (envtest)")
+	e, err := Start(ctx, opts)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() {
+		By("stopping etcd and kube-apiserver")
+		Expect(e.Stop()).To(Succeed())
+	})
+	return e
+}
+
+// ForTest starts an Env for one Go test and stops it when the test ends.
+func ForTest(t testing.TB, opts Options) *Env {
+	t.Helper()
+	e, err := Start(context.Background(), opts)
+	if err != nil {
+		t.Fatalf("envtest: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := e.Stop(); err != nil {
+			t.Errorf("stop envtest: %v", err)
+		}
+	})
+	return e
+}
