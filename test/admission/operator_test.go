@@ -95,7 +95,7 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 		By("the pod acknowledging the keyring of the Secret it mounts, with a token bound to it, as pkg/ack does")
 		asPod := clientWithToken(boundToken(operatorPodsNS, podsSA, pod))
 		Eventually(func() error {
-			return mergePatch(asPod, pod, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey("payments"), fp1))
+			return mergePatch(asPod, pod, string(ack.Patch("payments", fp1)))
 		}).Should(Succeed(), "the pod could not acknowledge")
 		request := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
 		account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: operatorSA, Namespace: operatorNS}}
@@ -178,7 +178,7 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 		Expect(admin.Create(ctx, other)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(admin.Delete(ctx, other))).To(Succeed()) })
 		asOther := clientWithToken(boundToken(operatorPodsNS, podsSA, other))
-		Expect(mergePatch(asOther, other, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey("payments"), fp1))).To(Succeed())
+		Expect(mergePatch(asOther, other, string(ack.Patch("payments", fp1)))).To(Succeed())
 		expectOperatorDeniedIn(Default, operatorPatch(operator, other, written(fp1+"/1")),
 			"may nudge only a keyring consumer: pod "+operatorPodsNS+"/other-secret acknowledges no keyring")
 
@@ -189,7 +189,7 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 		Expect(admin.Create(ctx, projected)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(admin.Delete(ctx, projected))).To(Succeed()) })
 		asProjected := clientWithToken(boundToken(operatorPodsNS, podsSA, projected))
-		Expect(mergePatch(asProjected, projected, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey("payments"), fp1))).To(Succeed())
+		Expect(mergePatch(asProjected, projected, string(ack.Patch("payments", fp1)))).To(Succeed())
 		Expect(operatorPatch(operator, projected, written(fp1+"/1"))).To(Succeed())
 	})
 
