@@ -43,7 +43,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
-	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 )
 
 // config is what one invocation measures, from flags and the SCALE_* environment variables.
@@ -148,7 +148,7 @@ func run(ctx context.Context, cfg config) ([]result, error) {
 		return nil, errors.New("KUBEBUILDER_ASSETS is not set: run `make bench-scale`, or " +
 			"export KUBEBUILDER_ASSETS=$(hack/build-controlplane.sh envtest | tail -1)")
 	}
-	root, err := localcluster.RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return nil, err
 	}

@@ -27,7 +27,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 )
 
 // managerStartTimeout bounds the wait for the manager's controller to start its workers (its
@@ -53,7 +53,7 @@ type manager struct {
 // endpoints if pprof) and env, its output in
 // dir/manager.log, and waits until its controller runs.
 func startManager(ctx context.Context, bin, kubeconfig, dir string, extra, env []string, pprof bool) (*manager, error) {
-	port, err := localcluster.FreePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +64,7 @@ func startManager(ctx context.Context, bin, kubeconfig, dir string, extra, env [
 	m := &manager{logPath: filepath.Join(dir, "manager.log"),
 		metricsURL: fmt.Sprintf("http://127.0.0.1:%d/metrics", port), done: make(chan struct{})}
 	if pprof {
-		pport, err := localcluster.FreePort()
+		pport, err := testenv.FreePort()
 		if err != nil {
 			return nil, err
 		}

@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 	"github.com/mrtr-dev/mrtr-operator/test/e2e/harness"
@@ -382,7 +383,7 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 
 	// Last: make undeploy removes the CRDs, and with them every keyring.
 	It("installs with make deploy and removes with make undeploy (kustomize, kubectl v1.37.2), as users without Helm do", func() {
-		root, err := localcluster.RepoRoot()
+		root, err := testenv.RepoRoot()
 		Expect(err).NotTo(HaveOccurred())
 		runMake := func(target string) {
 			GinkgoHelper()

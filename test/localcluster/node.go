@@ -35,6 +35,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 )
 
 // NodeKind says what plays the cluster's node: a real kubelet with containerd, or kwok.
@@ -206,7 +208,7 @@ func (c *Cluster) prepareRealNode(binDir string, api *envtest.APIServer) error {
 	if n.caPEM, err = apiserverPKI(certDir, []net.IP{ip}); err != nil {
 		return fmt.Errorf("the API server's certificates: %w", err)
 	}
-	port, err := FreePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}
@@ -268,7 +270,7 @@ func (c *Cluster) startRealNode(ctx context.Context, images []string) error {
 // buildPauseImage builds ./test/localcluster/cmd/pause, static, and puts it on an image with
 // hack/image; it returns the image's OCI layout tar.
 func (c *Cluster) buildPauseImage(ctx context.Context, dir string) (string, error) {
-	root, err := RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return "", err
 	}
@@ -284,7 +286,7 @@ func (c *Cluster) buildPauseImage(ctx context.Context, dir string) (string, erro
 // BuildImage puts the static Linux binary bin at entrypoint on the manager image's base with
 // hack/image, named ref, into outDir, and returns the OCI layout tar that ImportImage takes.
 func BuildImage(ctx context.Context, bin, entrypoint, ref, outDir string) (string, error) {
-	root, err := RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return "", err
 	}
@@ -301,7 +303,7 @@ func BuildImage(ctx context.Context, bin, entrypoint, ref, outDir string) (strin
 // running cmd with env added, and returns the path of its OCI layout tar. It is how the Python and
 // TypeScript example servers are put on a Debian root (hack/server-rootfs.sh) with their runtime.
 func BuildTreeImage(ctx context.Context, layers, cmd, env []string, ref, outDir string) (string, error) {
-	root, err := RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return "", err
 	}
@@ -425,7 +427,7 @@ func (c *Cluster) startKubelet() error {
 	if err != nil {
 		return err
 	}
-	port, err := FreePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}
@@ -469,11 +471,11 @@ registerWithTaints: []
 // localhost NodePorts (route_localnet).
 func (c *Cluster) startKubeProxy() error {
 	n := c.node
-	health, err := FreePort()
+	health, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}
-	metrics, err := FreePort()
+	metrics, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}
@@ -515,7 +517,7 @@ func (c *Cluster) waitServiceRule(ctx context.Context) error {
 
 // userKubeconfig writes a kubeconfig of user (a client certificate from envtest's CA) to path.
 func (c *Cluster) userKubeconfig(user envtest.User, path string) (string, error) {
-	u, err := c.env.AddUser(user, &rest.Config{})
+	u, err := c.env.Environment().AddUser(user, &rest.Config{})
 	if err != nil {
 		return "", fmt.Errorf("adding user %s: %w", user.Name, err)
 	}

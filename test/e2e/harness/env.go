@@ -51,6 +51,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 	"github.com/mrtr-dev/mrtr-operator/test/container"
 	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
@@ -205,7 +206,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 			err = errors.Join(err, e.Stop())
 		}
 	}()
-	root, err := localcluster.RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return nil, err
 	}

@@ -26,8 +26,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 	"github.com/mrtr-dev/mrtr-operator/test/container"
-	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 )
 
 // Operator runs the manager as one pod of the chart's Deployment would: the Deployment's flags,
@@ -84,11 +84,11 @@ func (o *Operator) Launch() error {
 	if o.run != nil {
 		return fmt.Errorf("operator %s already running", o.name())
 	}
-	metrics, err := localcluster.FreePort()
+	metrics, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}
-	probes, err := localcluster.FreePort()
+	probes, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}
@@ -242,7 +242,7 @@ func (r containerRun) exited() error {
 
 func (r containerRun) LogPath() string { return r.c.LogPath() }
 
-type processRun struct{ p *localcluster.Process }
+type processRun struct{ p *testenv.Process }
 
 func (r processRun) kill() error {
 	if err := syscall.Kill(r.p.PID(), syscall.SIGKILL); err != nil {
