@@ -146,6 +146,17 @@ func (p *Process) Stop() error {
 	return nil
 }
 
+// Kill sends SIGKILL to the process group, the way a node failure or an OOM kill ends a process,
+// and returns once the process has been reaped.
+func (p *Process) Kill() error {
+	p.stopOnce.Do(func() { close(p.stopping) })
+	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("killing %s: %w", p.name, err)
+	}
+	<-p.done
+	return nil
+}
+
 // FreePort returns a loopback TCP port that was free a moment ago, for a process to listen on.
 // Another process may take it first; the one that then fails to bind says so in its log.
 func FreePort() (int, error) {
