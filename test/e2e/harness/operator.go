@@ -28,6 +28,7 @@ import (
 
 	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 	"github.com/mrtr-dev/mrtr-operator/test/container"
+	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 )
 
 // Operator runs the manager as one pod of the chart's Deployment would: the Deployment's flags,
@@ -60,8 +61,8 @@ type Operator struct {
 	MetricsAddr string
 }
 
-// Image is an image in an OCI layout.
-type Image struct{ Layout, Ref string }
+// Image is an image in an OCI layout (Tar is not read here).
+type Image = localcluster.Image
 
 // instance is one run of the manager: a container or a process.
 type instance interface {
@@ -244,13 +245,7 @@ func (r containerRun) LogPath() string { return r.c.LogPath() }
 
 type processRun struct{ p *testenv.Process }
 
-func (r processRun) kill() error {
-	if err := syscall.Kill(r.p.PID(), syscall.SIGKILL); err != nil {
-		return err
-	}
-	<-r.p.Done()
-	return nil
-}
+func (r processRun) kill() error { return r.p.Kill() }
 
 func (r processRun) stop() error     { return r.p.Stop() }
 func (r processRun) exited() error   { return r.p.Err() }

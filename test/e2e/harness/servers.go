@@ -81,7 +81,8 @@ func deploymentName(name string, servers []ServerKind, i int) string {
 // with their runtime and packages.
 func buildServerImage(ctx context.Context, root string, kind ServerKind, goServer, dir string) (string, error) {
 	if kind == ServerGo {
-		return localcluster.BuildImage(ctx, goServer, "/mcp-server", kind.Image(), dir)
+		img, err := localcluster.BuildImage(ctx, localcluster.ImageSpec{Ref: kind.Image(), Binary: goServer, Entrypoint: "/mcp-server"}, dir)
+		return img.Tar, err
 	}
 	out, err := exec.CommandContext(ctx, filepath.Join(root, "hack", "server-rootfs.sh")).Output()
 	if err != nil {
@@ -103,7 +104,9 @@ func buildServerImage(ctx context.Context, root string, kind ServerKind, goServe
 	if err != nil {
 		return "", fmt.Errorf("the %s server's image: %w", kind, err)
 	}
-	return localcluster.BuildTreeImage(ctx, []string{base, app}, cmd, env, kind.Image(), filepath.Join(dir, "image"))
+	img, err := localcluster.BuildImage(ctx, localcluster.ImageSpec{Ref: kind.Image(), Layers: []string{base, app}, Cmd: cmd, Env: env},
+		filepath.Join(dir, "image"))
+	return img.Tar, err
 }
 
 // stagePython puts examples/python-server/server.py and its packages (clients/python with its mcp
