@@ -89,20 +89,10 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 	}
 
 	BeforeAll(func() {
-		var err error
-		env, err = harness.Start(ctx, harness.Options{
-			// These specs steer the emulated kubelet (a frozen Secret mount, a pod's own token):
-			// kwok's node, whatever this machine can run. realnode_test.go runs on the real one.
-			Node:    localcluster.NodeKwok,
-			LogDir:  os.Getenv("E2E_LOG_DIR"),
-			Logf:    func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) },
-			Verbose: true,
-		})
-		DeferCleanup(func() {
-			endLoad()
-			Expect(env.Stop()).To(Succeed())
-		})
-		Expect(err).NotTo(HaveOccurred())
+		// These specs steer the emulated kubelet (a frozen Secret mount, a pod's own token): kwok's
+		// node, whatever this machine can run. realnode_test.go runs on the real one.
+		env = startStack(ctx, harness.Options{Node: localcluster.NodeKwok, Verbose: true})
+		DeferCleanup(endLoad)
 	})
 
 	AfterEach(func() { dumpOnFailure(env, load) })
