@@ -161,10 +161,8 @@ func operatorDocs(t *testing.T, root string) []doc {
 // mrtr, and bin/helm (make helm): the documents call them by name.
 func tools(ctx context.Context, t *testing.T, root string) string {
 	dir := t.TempDir()
-	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "kubectl-mrtr"), "./cmd/kubectl-mrtr")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/kubectl-mrtr: %v\n%s", err, out)
+	if err := testenv.Build(ctx, "./cmd/kubectl-mrtr", filepath.Join(dir, "kubectl-mrtr")); err != nil {
+		t.Fatal(err)
 	}
 	cp := exec.CommandContext(ctx, filepath.Join(root, "hack", "build-controlplane.sh"), "kubectl")
 	cp.Dir = root
