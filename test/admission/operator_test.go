@@ -22,12 +22,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
@@ -76,16 +74,11 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 		for _, n := range []string{operatorNS, operatorPodsNS, unrelatedNS} {
 			Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}})).To(Succeed())
 		}
-		Expect(admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: podsSA, Namespace: operatorPodsNS}})).To(Succeed())
-		Expect(admin.Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: podsSA + "-keyring-consumer", Namespace: operatorPodsNS},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: consumerRole},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: podsSA, Namespace: operatorPodsNS}},
-		})).To(Succeed())
-		Expect(admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: operatorSA, Namespace: operatorNS}})).To(Succeed())
+		createServiceAccount(operatorPodsNS, podsSA, clusterRole(consumerRole))
+		createServiceAccount(operatorNS, operatorSA)
 		Expect(admin.Create(ctx, &rbacv1.ClusterRoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: "manager-rolebinding"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+			RoleRef:    clusterRole(role),
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: operatorSA, Namespace: operatorNS}},
 		})).To(Succeed())
 		pod = mountingPod(operatorPodsNS, operatorPodName)
@@ -93,14 +86,11 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 		pod.Annotations = map[string]string{"team": "payments"}
 		Expect(admin.Create(ctx, pod)).To(Succeed())
 		By("the pod acknowledging the keyring of the Secret it mounts, with a token bound to it, as pkg/ack does")
-		asPod := clientWithToken(boundToken(operatorPodsNS, podsSA, pod))
+		asPod := clientWithToken(tokenFor(operatorPodsNS, podsSA, pod))
 		Eventually(func() error {
 			return mergePatch(asPod, pod, string(ack.Patch("payments", fp1)))
 		}).Should(Succeed(), "the pod could not acknowledge")
-		request := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
-		account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: operatorSA, Namespace: operatorNS}}
-		Expect(admin.SubResource("token").Create(ctx, account, request)).To(Succeed())
-		operator = clientWithToken(request.Status.Token)
+		operator = clientWithToken(tokenFor(operatorNS, operatorSA, nil))
 
 		By("waiting until RBAC and the policy are in force for the operator")
 		Eventually(func(g Gomega) {
@@ -177,7 +167,7 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 			Sources: []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "tls"}}}}}}}}
 		Expect(admin.Create(ctx, other)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(admin.Delete(ctx, other))).To(Succeed()) })
-		asOther := clientWithToken(boundToken(operatorPodsNS, podsSA, other))
+		asOther := clientWithToken(tokenFor(operatorPodsNS, podsSA, other))
 		Expect(mergePatch(asOther, other, string(ack.Patch("payments", fp1)))).To(Succeed())
 		expectOperatorDeniedIn(Default, operatorPatch(operator, other, written(fp1+"/1")),
 			"may nudge only a keyring consumer: pod "+operatorPodsNS+"/other-secret acknowledges no keyring")
@@ -188,7 +178,7 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 			Sources: []corev1.VolumeProjection{{Secret: &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "payments"}}}}}}}}
 		Expect(admin.Create(ctx, projected)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(admin.Delete(ctx, projected))).To(Succeed()) })
-		asProjected := clientWithToken(boundToken(operatorPodsNS, podsSA, projected))
+		asProjected := clientWithToken(tokenFor(operatorPodsNS, podsSA, projected))
 		Expect(mergePatch(asProjected, projected, string(ack.Patch("payments", fp1)))).To(Succeed())
 		Expect(operatorPatch(operator, projected, written(fp1+"/1"))).To(Succeed())
 	})
@@ -229,16 +219,6 @@ const fp1 = "0123456789abcdef"
 // written is the merge patch of the operator's nudge annotation to value.
 func written(value string) string {
 	return fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, mrtrv1alpha1.WrittenAnnotation, value)
-}
-
-// boundToken returns a token of the ServiceAccount namespace/sa bound to pod, as the kubelet mounts it.
-func boundToken(namespace, sa string, pod *corev1.Pod) string {
-	GinkgoHelper()
-	request := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600),
-		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}}}
-	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: namespace}}
-	Expect(admin.SubResource("token").Create(ctx, account, request)).To(Succeed())
-	return request.Status.Token
 }
 
 // mountingPod is a pod of podsSA that mounts the Secret payments, as a keyring's consumer does.
