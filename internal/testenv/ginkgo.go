@@ -21,8 +21,8 @@ import (
 	"io"
 	"testing"
 
-	. "github.com/onsi/ginkgo/v2" //nolint:revive // the suites' own style
-	. "github.com/onsi/gomega"    //nolint:revive
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
 	"go.uber.org/zap/zapcore"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -32,17 +32,17 @@ import (
 // logs, if given) down to V(2), so that debug lines are shown on a failure and can be grepped for
 // key bytes, sets the timeout policy, and starts an Env that is stopped after the suite.
 func Suite(ctx context.Context, opts Options, logs ...io.Writer) *Env {
-	GinkgoHelper()
-	logf.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(append([]io.Writer{GinkgoWriter}, logs...)...)),
+	ginkgo.GinkgoHelper()
+	logf.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(append([]io.Writer{ginkgo.GinkgoWriter}, logs...)...)),
 		zap.UseDevMode(true), zap.Level(zapcore.Level(-2))))
-	SetDefaultEventuallyTimeout(Timeout)
-	SetDefaultEventuallyPollingInterval(PollingInterval)
-	By("starting etcd and kube-apiserver (envtest)")
+	gomega.SetDefaultEventuallyTimeout(Timeout)
+	gomega.SetDefaultEventuallyPollingInterval(PollingInterval)
+	ginkgo.By("starting etcd and kube-apiserver (envtest)")
 	e, err := Start(ctx, opts)
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() {
-		By("stopping etcd and kube-apiserver")
-		Expect(e.Stop()).To(Succeed())
+	gomega.Expect(err).NotTo(gomega.HaveOccurred())
+	ginkgo.DeferCleanup(func() {
+		ginkgo.By("stopping etcd and kube-apiserver")
+		gomega.Expect(e.Stop()).To(gomega.Succeed())
 	})
 	return e
 }
