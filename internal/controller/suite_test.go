@@ -34,6 +34,7 @@ import (
 
 	"github.com/mrtr-dev/mrtr-operator/internal/metrics"
 	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv/testsuite"
 	// +kubebuilder:scaffold:imports
 )
 
@@ -73,7 +74,7 @@ func TestControllers(t *testing.T) {
 var _ = BeforeSuite(func() {
 	ctx, cancel = context.WithCancel(context.Background())
 	DeferCleanup(func() { cancel() })
-	env = testenv.Suite(ctx, testenv.Options{CRDs: true}, logs)
+	env = testsuite.Start(ctx, testenv.Options{CRDs: true}, logs)
 	cfg, k8sClient = env.Config, env.Client
 	Expect(metricsRegistry.Register(testMetrics)).To(Succeed())
 	startOperator()

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv/testsuite"
 )
 
 // The guard is tested against a real kube-apiserver and etcd (envtest): a real client-go leader
@@ -47,6 +48,6 @@ var _ = BeforeSuite(func() {
 	var cancel context.CancelFunc
 	ctx, cancel = context.WithCancel(context.Background())
 	DeferCleanup(cancel)
-	env := testenv.Suite(ctx, testenv.Options{})
+	env := testsuite.Start(ctx, testenv.Options{})
 	cfg, k8sClient = env.Config, env.Client
 })

@@ -42,6 +42,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv/testsuite"
 )
 
 // countingTokens and countingReviews count the reviews that reach the API server, and fail them
@@ -74,7 +75,7 @@ func (c *countingReviews) Create(ctx context.Context, r *authzv1.SubjectAccessRe
 // real kube-apiserver (envtest) authenticates and its RBAC authorizes.
 func TestAgainstTheAPIServer(t *testing.T) {
 	g := NewWithT(t)
-	cfg := testenv.ForTest(t, testenv.Options{}).Config
+	cfg := testsuite.ForTest(t, testenv.Options{}).Config
 	cs, err := kubernetes.NewForConfig(cfg)
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx := context.Background()

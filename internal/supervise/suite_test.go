@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv/testsuite"
 )
 
 // The managers run against a real kube-apiserver and etcd (envtest), reached through a TCP proxy
@@ -51,7 +52,7 @@ var _ = BeforeSuite(func() {
 	var cancel context.CancelFunc
 	ctx, cancel = context.WithCancel(context.Background())
 	DeferCleanup(cancel)
-	env := testenv.Suite(ctx, testenv.Options{CRDs: true})
+	env := testsuite.Start(ctx, testenv.Options{CRDs: true})
 	cfg, k8sClient = env.Config, env.Client
 })
 

@@ -18,7 +18,9 @@ limitations under the License.
 // envtest): with the CRDs, the consumers' admission policies and the operator's manager when a
 // caller asks for them, under one timeout policy. The envtest suites, the local cluster and the
 // scale benchmark all start theirs here, so that a change of how (a flag, a timeout, where the
-// binaries come from) is made once.
+// binaries come from) is made once. It is also the one build of the binaries they run (Build) and
+// the one launcher of child processes (StartProcess). Ginkgo suites and Go tests start an Env
+// through package testsuite.
 package testenv
 
 import (

@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv/testsuite"
 )
 
 // policyName names both the ValidatingAdmissionPolicy of pods and its binding, bindingsPolicyName
@@ -66,7 +67,7 @@ var _ = BeforeSuite(func() {
 	// whether or not the resource is served. The ValidatingAdmissionPolicy admission plugin is on by
 	// default in kube-apiserver (GA since 1.30), and envtest only disables the ServiceAccount plugin,
 	// so the API server needs no extra flags. config/consumer is applied as kustomize would.
-	env := testenv.Suite(ctx, testenv.Options{AdmissionPolicies: true})
+	env := testsuite.Start(ctx, testenv.Options{AdmissionPolicies: true})
 	cfg, admin = env.Config, env.Client
 	kinds := make([]string, len(env.Applied))
 	for i, o := range env.Applied {

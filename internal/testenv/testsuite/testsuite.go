@@ -14,7 +14,10 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package testenv
+// Package testsuite starts a testenv.Env for a Ginkgo suite or a Go test, with the timeout policy
+// and the logging every suite shares. It is apart from testenv so that the tools that start an
+// Env (the local cluster, the scale benchmark, the demo) link neither Ginkgo nor package testing.
+package testsuite
 
 import (
 	"context"
@@ -26,19 +29,21 @@ import (
 	"go.uber.org/zap/zapcore"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 )
 
-// Suite is a Ginkgo suite's set-up, called from its BeforeSuite: it logs to GinkgoWriter (and to
+// Start is a Ginkgo suite's set-up, called from its BeforeSuite: it logs to GinkgoWriter (and to
 // logs, if given) down to V(2), so that debug lines are shown on a failure and can be grepped for
 // key bytes, sets the timeout policy, and starts an Env that is stopped after the suite.
-func Suite(ctx context.Context, opts Options, logs ...io.Writer) *Env {
+func Start(ctx context.Context, opts testenv.Options, logs ...io.Writer) *testenv.Env {
 	ginkgo.GinkgoHelper()
 	logf.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(append([]io.Writer{ginkgo.GinkgoWriter}, logs...)...)),
 		zap.UseDevMode(true), zap.Level(zapcore.Level(-2))))
-	gomega.SetDefaultEventuallyTimeout(Timeout)
-	gomega.SetDefaultEventuallyPollingInterval(PollingInterval)
+	gomega.SetDefaultEventuallyTimeout(testenv.Timeout)
+	gomega.SetDefaultEventuallyPollingInterval(testenv.PollingInterval)
 	ginkgo.By("starting etcd and kube-apiserver (envtest)")
-	e, err := Start(ctx, opts)
+	e, err := testenv.Start(ctx, opts)
 	gomega.Expect(err).NotTo(gomega.HaveOccurred())
 	ginkgo.DeferCleanup(func() {
 		ginkgo.By("stopping etcd and kube-apiserver")
@@ -48,9 +53,9 @@ func Suite(ctx context.Context, opts Options, logs ...io.Writer) *Env {
 }
 
 // ForTest starts an Env for one Go test and stops it when the test ends.
-func ForTest(t testing.TB, opts Options) *Env {
+func ForTest(t testing.TB, opts testenv.Options) *testenv.Env {
 	t.Helper()
-	e, err := Start(context.Background(), opts)
+	e, err := testenv.Start(context.Background(), opts)
 	if err != nil {
 		t.Fatalf("envtest: %v", err)
 	}
