@@ -254,13 +254,13 @@ LEADER_ELECTION_NAMESPACE ?= default
 run: manifests generate fmt vet ## Run a controller from your host against the cluster of ~/.kube/config (with leader election).
 	go run ./cmd --leader-elect --leader-election-namespace=$(LEADER_ELECTION_NAMESPACE)
 
-# The demo needs no registry and no kubectl. test/e2e/demo starts the local cluster
+# The demo needs no registry and no kubectl. cmd/demo starts the local cluster
 # (test/localcluster) with a real node (kubelet, containerd) where the machine can run it, the
 # operator as its own process, a 3-replica Deployment of the example MCP server (containers of its
 # image; processes on kwok) and MCP clients, then walks two rotations and cleans up.
 .PHONY: demo
 demo: manifests helm e2e-assets node-packages ## Two key rotations under live MRTR traffic on a local cluster; cleans up (also on Ctrl-C).
-	go run ./test/e2e/demo
+	go run ./cmd/demo
 
 # The same local cluster with the CRDs and the manager, left running for you to explore with kubectl.
 .PHONY: run-local

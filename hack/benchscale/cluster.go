@@ -18,34 +18,30 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 )
 
 // managerProcess is the manager binary's name, and so its command name in cpuByProcess.
 const managerProcess = "manager"
 
-// buildManager builds the manager binary once for every size, as `make build` would, into a
+// buildManager builds the manager binary once for every size, as the image holds it, into a
 // temporary folder that cleanup removes.
-func buildManager(ctx context.Context, root string) (bin string, cleanup func(), err error) {
+func buildManager(ctx context.Context) (bin string, cleanup func(), err error) {
 	dir, err := os.MkdirTemp("", "benchscale-bin-")
 	if err != nil {
 		return "", nil, err
 	}
 	cleanup = func() { _ = os.RemoveAll(dir) }
 	bin = filepath.Join(dir, managerProcess)
-	progress("building the manager (go build -o %s ./cmd)", bin)
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd")
-	cmd.Dir = root
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Run(); err != nil {
+	progress("building the manager (go build -o %s %s)", bin, testenv.ManagerPackage)
+	if err := testenv.Build(ctx, testenv.ManagerPackage, bin); err != nil {
 		cleanup()
-		return "", nil, fmt.Errorf("go build ./cmd: %w", err)
+		return "", nil, err
 	}
 	return bin, cleanup, nil
 }
@@ -53,42 +49,26 @@ func buildManager(ctx context.Context, root string) (bin string, cleanup func(),
 // controlPlane is one envtest: a kube-apiserver and etcd with the CRDs installed, and an admin
 // kubeconfig for the manager.
 type controlPlane struct {
-	env *envtest.Environment
+	env *testenv.Env
 	// config is the harness's own: high QPS and burst, so that the harness's requests are never
 	// throttled on the client side and the manager is the only thing that waits.
 	config     *rest.Config
 	kubeconfig string
 }
 
-// startControlPlane starts envtest with the CRDs of config/crd/bases and writes, into dir, a
-// kubeconfig of a system:masters user for the manager (the RBAC of config/rbac is not what is
-// measured here).
-func startControlPlane(root, dir string) (*controlPlane, error) {
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
+// startControlPlane starts envtest with the CRDs and writes, into dir, a kubeconfig of a
+// system:masters user for the manager (the RBAC of config/rbac is not what is measured here).
+func startControlPlane(ctx context.Context, dir string) (*controlPlane, error) {
+	env, err := testenv.Start(ctx, testenv.Options{CRDs: true})
 	if err != nil {
-		return nil, fmt.Errorf("start envtest: %w", err)
+		return nil, err
 	}
-	cp := &controlPlane{env: env}
-	user, err := env.AddUser(envtest.User{Name: "benchscale-manager", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		cp.stop()
-		return nil, fmt.Errorf("add the manager's user: %w", err)
-	}
-	kc, err := user.KubeConfig()
-	if err != nil {
-		cp.stop()
-		return nil, fmt.Errorf("the manager's kubeconfig: %w", err)
-	}
-	cp.kubeconfig = filepath.Join(dir, "manager.kubeconfig")
-	if err := os.WriteFile(cp.kubeconfig, kc, 0o600); err != nil {
+	cp := &controlPlane{env: env, kubeconfig: filepath.Join(dir, "manager.kubeconfig")}
+	if err := env.WriteKubeconfig(cp.kubeconfig, "benchscale-manager"); err != nil {
 		cp.stop()
 		return nil, err
 	}
-	cp.config = rest.CopyConfig(cfg)
+	cp.config = rest.CopyConfig(env.Config)
 	cp.config.QPS, cp.config.Burst = 500, 1000
 	return cp, nil
 }

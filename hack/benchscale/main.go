@@ -43,7 +43,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
-	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 )
 
 // config is what one invocation measures, from flags and the SCALE_* environment variables.
@@ -145,14 +145,9 @@ func envOr(name, def string) string {
 // that completed.
 func run(ctx context.Context, cfg config) ([]result, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		return nil, errors.New("KUBEBUILDER_ASSETS is not set: run `make bench-scale`, or " +
-			"export KUBEBUILDER_ASSETS=$(hack/build-controlplane.sh envtest | tail -1)")
+		return nil, testenv.ErrNoAssets // before a build of a minute that would be for nothing
 	}
-	root, err := localcluster.RepoRoot()
-	if err != nil {
-		return nil, err
-	}
-	bin, cleanup, err := buildManager(ctx, root)
+	bin, cleanup, err := buildManager(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +155,7 @@ func run(ctx context.Context, cfg config) ([]result, error) {
 
 	var results []result
 	for _, n := range cfg.sizes {
-		r, err := measure(ctx, cfg, root, bin, n)
+		r, err := measure(ctx, cfg, bin, n)
 		if err != nil {
 			return results, fmt.Errorf("with %d keyrings: %w", n, err)
 		}

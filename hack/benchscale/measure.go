@@ -53,7 +53,7 @@ type bench struct {
 
 // measure runs the whole benchmark for n keyrings on a fresh control plane and manager, both gone
 // when it returns (also on error or interrupt).
-func measure(ctx context.Context, cfg config, root, bin string, n int) (res result, err error) {
+func measure(ctx context.Context, cfg config, bin string, n int) (res result, err error) {
 	res = result{n: n, namespaces: namespacesFor(n), delivery: cfg.delivery, nextKey: cfg.nextKey,
 		managerEnv: cfg.managerEnv, steadyWindow: cfg.steadyWindow}
 	dir, err := os.MkdirTemp("", fmt.Sprintf("benchscale-n%d-", n))
@@ -62,7 +62,7 @@ func measure(ctx context.Context, cfg config, root, bin string, n int) (res resu
 	}
 	progress("N=%d: %d namespace(s), delivery %s, next key %s; starting envtest (files in %s)",
 		n, res.namespaces, cfg.delivery, cfg.nextKey, dir)
-	cp, err := startControlPlane(root, dir)
+	cp, err := startControlPlane(ctx, dir)
 	if err != nil {
 		return res, err
 	}
@@ -72,7 +72,7 @@ func measure(ctx context.Context, cfg config, root, bin string, n int) (res resu
 		return res, err
 	}
 	defer mgr.kill()
-	res.logPath = mgr.logPath
+	res.logPath = mgr.LogPath()
 
 	hctx, stopHarness := context.WithCancel(ctx)
 	defer stopHarness()
@@ -165,7 +165,7 @@ func (b *bench) measureRotation(ctx context.Context, res *result) (err error) {
 	if err != nil {
 		return err
 	}
-	cpuBefore, err := processCPU(b.mgr.pid())
+	cpuBefore, err := processCPU(b.mgr.PID())
 	if err != nil {
 		return err
 	}
@@ -199,7 +199,7 @@ func (b *bench) measureRotation(ctx context.Context, res *result) (err error) {
 	if err != nil {
 		return err
 	}
-	cpuAfter, err := processCPU(b.mgr.pid())
+	cpuAfter, err := processCPU(b.mgr.PID())
 	if err != nil {
 		return err
 	}
@@ -256,11 +256,11 @@ func (b *bench) measureSteady(ctx context.Context, res *result) (err error) {
 	res.steadyBy = diff(steady.sumBy(metricRequests, "method", "code"), res.after.sumBy(metricRequests, "method", "code"))
 	res.steadyReconciles = steady.sum(metricReconciles) - res.after.sum(metricReconciles)
 	res.heapBytes = steady.sum(metricHeapInuse)
-	res.rssBytes, err = processRSS(b.mgr.pid())
+	res.rssBytes, err = processRSS(b.mgr.PID())
 	if err != nil {
 		return err
 	}
-	res.rssFileBytes, err = processStatus(b.mgr.pid(), "RssFile")
+	res.rssFileBytes, err = processStatus(b.mgr.PID(), "RssFile")
 	if dir := b.cfg.profileDir; dir != "" {
 		profileManagerHeap(ctx, b.mgr, filepath.Join(dir, fmt.Sprintf("manager-heap-n%d.pprof", b.n)))
 	}

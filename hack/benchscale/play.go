@@ -251,8 +251,8 @@ func (p *player) acknowledge(ctx context.Context, key types.NamespacedName) erro
 		return nil
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: target{key.Namespace, key.Name}.podName()}}
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey(key.Name), fp)
-	if err := p.client.Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(ack.FieldManager)); err != nil {
+	patch := client.RawPatch(types.MergePatchType, ack.Patch(key.Name, fp))
+	if err := p.client.Patch(ctx, pod, patch, client.FieldOwner(ack.FieldManager)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}

@@ -18,7 +18,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,9 +31,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 )
 
 // The envtest tests run the plugin as kubectl runs it, with nothing but a kubeconfig, against a
@@ -46,18 +45,18 @@ import (
 // TestMain.
 var cluster struct {
 	once       sync.Once
-	env        *envtest.Environment
+	env        *testenv.Env
 	kubeconfig string // a file, as kubectl users have one
-	client     client.Client
 	err        error
 }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if cluster.env != nil {
-		if err := cluster.env.Stop(); err != nil && code == 0 {
-			code = 1
-		}
+	if err := cluster.env.Stop(); err != nil && code == 0 {
+		code = 1
+	}
+	if cluster.kubeconfig != "" {
+		_ = os.RemoveAll(filepath.Dir(cluster.kubeconfig))
 	}
 	os.Exit(code)
 }
@@ -66,31 +65,7 @@ func TestMain(m *testing.M) {
 func startCluster(t *testing.T) (string, client.Client) {
 	t.Helper()
 	cluster.once.Do(func() {
-		if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-			cluster.err = errNoAssets
-			return
-		}
-		env := &envtest.Environment{
-			CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-			ErrorIfCRDPathMissing: true,
-		}
-		cfg, err := env.Start()
-		if err != nil {
-			cluster.err = err
-			return
-		}
-		cluster.env = env
-		if cluster.client, cluster.err = client.New(cfg, client.Options{Scheme: scheme}); cluster.err != nil {
-			return
-		}
-		admin, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
-		if err != nil {
-			cluster.err = err
-			return
-		}
-		kubeconfig, err := admin.KubeConfig()
-		if err != nil {
-			cluster.err = err
+		if cluster.env, cluster.err = testenv.Start(context.Background(), testenv.Options{CRDs: true, Scheme: scheme}); cluster.err != nil {
 			return
 		}
 		dir, err := os.MkdirTemp("", "kubectl-mrtr-envtest-")
@@ -99,16 +74,13 @@ func startCluster(t *testing.T) (string, client.Client) {
 			return
 		}
 		cluster.kubeconfig = filepath.Join(dir, "kubeconfig")
-		cluster.err = os.WriteFile(cluster.kubeconfig, kubeconfig, 0o600)
+		cluster.err = cluster.env.WriteKubeconfig(cluster.kubeconfig, "admin")
 	})
 	if cluster.err != nil {
 		t.Fatalf("envtest: %v", cluster.err)
 	}
-	return cluster.kubeconfig, cluster.client
+	return cluster.kubeconfig, cluster.env.Client
 }
-
-var errNoAssets = errors.New("KUBEBUILDER_ASSETS is not set: run `make test`, or " +
-	"export KUBEBUILDER_ASSETS=$(hack/build-controlplane.sh envtest | tail -1)")
 
 // createKeyring creates kr as a user would (spec and metadata), then writes its status through the
 // status subresource as the operator would.

@@ -141,7 +141,7 @@ var _ = Describe("MRTRKeyring controller", func() {
 		kr := createKeyring(ns, "restarts", func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(web) })
 		a := settle(kr, []client.Object{web})
 		DeferCleanup(func() {
-			if operator.cancel == nil {
+			if operator == nil {
 				startOperator()
 			}
 		})
@@ -175,7 +175,7 @@ var _ = Describe("MRTRKeyring controller", func() {
 		kr := createKeyring(ns, "lost-status", func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(web) })
 		a := settle(kr, []client.Object{web})
 		DeferCleanup(func() {
-			if operator.cancel == nil {
+			if operator == nil {
 				startOperator()
 			}
 		})

@@ -80,8 +80,7 @@ func createPodWith(namespace, name string, labels map[string]string, edit func(*
 // acknowledge writes on pod that it loaded the keyring of fingerprint fp from Secret secret.
 func acknowledge(pod *corev1.Pod, secret, fp string) {
 	GinkgoHelper()
-	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey(secret), fp)
-	Expect(k8sClient.Patch(ctx, pod, client.RawPatch(types.MergePatchType, []byte(patch)), client.FieldOwner(ack.FieldManager))).To(Succeed())
+	Expect(k8sClient.Patch(ctx, pod, client.RawPatch(types.MergePatchType, ack.Patch(secret, fp)), client.FieldOwner(ack.FieldManager))).To(Succeed())
 }
 
 // acknowledgeAll makes every pod acknowledge the keyring the Secret holds now.
@@ -226,7 +225,7 @@ var _ = Describe("Reload delivery", func() {
 		Eventually(func(g Gomega) { accepting = secretKeyring(g, ns, "payments").Fingerprint() }).Should(Succeed())
 
 		By("forging both acknowledgements: one through pods/status under the reporter's own name, one as kubectl")
-		forged := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey("payments"), accepting))
+		forged := ack.Patch("payments", accepting)
 		Expect(k8sClient.Status().Patch(ctx, viaStatus, client.RawPatch(types.MergePatchType, forged),
 			client.FieldOwner(ack.FieldManager))).To(Succeed())
 		Expect(viaStatus.Annotations).To(HaveKeyWithValue(ack.AnnotationKey("payments"), accepting),

@@ -19,9 +19,6 @@ package controller
 import (
 	"bytes"
 	"context"
-	"io"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -29,22 +26,15 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap/zapcore"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/metrics"
-	"github.com/mrtr-dev/mrtr-operator/internal/workload"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv/testsuite"
 	// +kubebuilder:scaffold:imports
 )
 
@@ -58,9 +48,8 @@ import (
 var (
 	ctx       context.Context
 	cancel    context.CancelFunc
-	testEnv   *envtest.Environment
+	env       *testenv.Env
 	cfg       *rest.Config
-	scheme    = runtime.NewScheme()
 	k8sClient client.Client
 	// managerClient is the running manager's client, whose reads come from its cache (and so
 	// support its field indexes).
@@ -74,10 +63,7 @@ var (
 	logs = &syncBuffer{}
 
 	// operator is the running manager, if any (startOperator / stopOperator).
-	operator struct {
-		cancel context.CancelFunc
-		done   chan struct{}
-	}
+	operator *testenv.Manager
 )
 
 func TestControllers(t *testing.T) {
@@ -86,86 +72,41 @@ func TestControllers(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	// V(2) and below, so that debug lines are grepped for key bytes too.
-	logf.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(GinkgoWriter, logs)), zap.UseDevMode(true),
-		zap.Level(zapcore.Level(-2))))
 	ctx, cancel = context.WithCancel(context.Background())
-	// Generous for a loaded 2-core machine; a passing Eventually returns as soon as it holds.
-	SetDefaultEventuallyTimeout(30 * time.Second)
-	SetDefaultEventuallyPollingInterval(20 * time.Millisecond)
-
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(mrtrv1alpha1.AddToScheme(scheme)).To(Succeed())
-	Expect(workload.AddToScheme(scheme)).To(Succeed())
-	// +kubebuilder:scaffold:scheme
-
-	By("bootstrapping test environment")
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	// KUBEBUILDER_ASSETS comes from the Makefile (hack/build-controlplane.sh envtest prints it).
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		Fail("KUBEBUILDER_ASSETS is not set: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/build-controlplane.sh envtest)")
-	}
-	var err error
-	cfg, err = testEnv.Start()
-	Expect(err).NotTo(HaveOccurred())
-	Expect(cfg).NotTo(BeNil())
-
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { cancel() })
+	env = testsuite.Start(ctx, testenv.Options{CRDs: true}, logs)
+	cfg, k8sClient = env.Config, env.Client
 	Expect(metricsRegistry.Register(testMetrics)).To(Succeed())
-
 	startOperator()
-})
-
-var _ = AfterSuite(func() {
-	By("tearing down the test environment")
-	stopOperator()
-	cancel()
-	Expect(testEnv.Stop()).To(Succeed())
+	DeferCleanup(stopOperator)
 })
 
 // startOperator starts a manager running the reconciler, as cmd/main.go does (minus metrics
 // serving, probes and leader election).
 func startOperator() {
 	GinkgoHelper()
-	Expect(operator.cancel).To(BeNil(), "the operator is already running")
+	Expect(operator).To(BeNil(), "the operator is already running")
+	// A restarted operator registers the same controller name again in this process.
 	skip := true
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  CacheOptions(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// A restarted operator registers the same controller name again in this process.
-		Controller: config.Controller{SkipNameValidation: &skip},
-	})
+	var err error
+	operator, err = env.StartManager(ctx, ctrl.Options{Cache: CacheOptions(), Controller: config.Controller{SkipNameValidation: &skip}},
+		func(mgr ctrl.Manager) error {
+			r := &MRTRKeyringReconciler{Client: mgr.GetClient(), Clock: fakeClock, Metrics: testMetrics, ReadNodes: true}
+			return r.SetupWithManager(mgr)
+		})
 	Expect(err).NotTo(HaveOccurred())
-	managerClient = mgr.GetClient()
-	r := &MRTRKeyringReconciler{Client: managerClient, Clock: fakeClock, Metrics: testMetrics, ReadNodes: true, KindRecheck: time.Second}
-	Expect(r.SetupWithManager(mgr)).To(Succeed())
-
-	mctx, mcancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer GinkgoRecover()
-		defer close(done)
-		Expect(mgr.Start(mctx)).To(Succeed(), "failed to run manager")
-	}()
-	operator.cancel, operator.done = mcancel, done
+	managerClient = operator.Client
 }
 
 // stopOperator stops the manager and waits until it has stopped, so that nothing it does can be
 // mistaken for what the next one does.
 func stopOperator() {
 	GinkgoHelper()
-	if operator.cancel == nil {
+	if operator == nil {
 		return
 	}
-	operator.cancel()
-	Eventually(operator.done).WithTimeout(30 * time.Second).Should(BeClosed())
-	operator.cancel, operator.done = nil, nil
+	Expect(operator.Stop()).To(Succeed(), "the manager failed")
+	operator = nil
 }
 
 // syncBuffer is a bytes.Buffer safe for the concurrent writes of the manager's goroutines.

@@ -18,17 +18,15 @@ package leaderguard
 
 import (
 	"context"
-	"os"
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv/testsuite"
 )
 
 // The guard is tested against a real kube-apiserver and etcd (envtest): a real client-go leader
@@ -37,8 +35,6 @@ import (
 
 var (
 	ctx       context.Context
-	cancel    context.CancelFunc
-	testEnv   *envtest.Environment
 	cfg       *rest.Config
 	k8sClient client.Client
 )
@@ -49,26 +45,9 @@ func TestLeaderGuard(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	var cancel context.CancelFunc
 	ctx, cancel = context.WithCancel(context.Background())
-	SetDefaultEventuallyTimeout(30 * time.Second)
-	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		Fail("KUBEBUILDER_ASSETS is not set: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/build-controlplane.sh envtest | tail -1)")
-	}
-	testEnv = &envtest.Environment{}
-	var err error
-	cfg, err = testEnv.Start()
-	Expect(err).NotTo(HaveOccurred())
-	k8sClient, err = client.New(cfg, client.Options{})
-	Expect(err).NotTo(HaveOccurred())
-})
-
-var _ = AfterSuite(func() {
-	if cancel != nil {
-		cancel()
-	}
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
-	}
+	DeferCleanup(cancel)
+	env := testsuite.Start(ctx, testenv.Options{})
+	cfg, k8sClient = env.Config, env.Client
 })

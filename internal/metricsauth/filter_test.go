@@ -24,7 +24,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -41,7 +40,9 @@ import (
 	authnclient "k8s.io/client-go/kubernetes/typed/authentication/v1"
 	authzclient "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	clocktesting "k8s.io/utils/clock/testing"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv/testsuite"
 )
 
 // countingTokens and countingReviews count the reviews that reach the API server, and fail them
@@ -73,14 +74,8 @@ func (c *countingReviews) Create(ctx context.Context, r *authzv1.SubjectAccessRe
 // TestAgainstTheAPIServer runs the filter in front of a handler, with ServiceAccount tokens that a
 // real kube-apiserver (envtest) authenticates and its RBAC authorizes.
 func TestAgainstTheAPIServer(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/build-controlplane.sh envtest | tail -1)")
-	}
 	g := NewWithT(t)
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { _ = env.Stop() })
+	cfg := testsuite.ForTest(t, testenv.Options{}).Config
 	cs, err := kubernetes.NewForConfig(cfg)
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx := context.Background()

@@ -21,24 +21,16 @@ import (
 	"errors"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
-	"github.com/mrtr-dev/mrtr-operator/internal/workload"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv/testsuite"
 )
 
 // The managers run against a real kube-apiserver and etcd (envtest), reached through a TCP proxy
@@ -47,10 +39,7 @@ import (
 
 var (
 	ctx       context.Context
-	cancel    context.CancelFunc
-	testEnv   *envtest.Environment
 	cfg       *rest.Config
-	scheme    = runtime.NewScheme()
 	k8sClient client.Client
 )
 
@@ -60,34 +49,11 @@ func TestSupervise(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	var cancel context.CancelFunc
 	ctx, cancel = context.WithCancel(context.Background())
-	SetDefaultEventuallyTimeout(60 * time.Second)
-	SetDefaultEventuallyPollingInterval(10 * time.Millisecond)
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(mrtrv1alpha1.AddToScheme(scheme)).To(Succeed())
-	Expect(workload.AddToScheme(scheme)).To(Succeed())
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		Fail("KUBEBUILDER_ASSETS is not set: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/build-controlplane.sh envtest | tail -1)")
-	}
-	testEnv = &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("..", "..", "config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	var err error
-	cfg, err = testEnv.Start()
-	Expect(err).NotTo(HaveOccurred())
-	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
-})
-
-var _ = AfterSuite(func() {
-	if cancel != nil {
-		cancel()
-	}
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
-	}
+	DeferCleanup(cancel)
+	env := testsuite.Start(ctx, testenv.Options{CRDs: true})
+	cfg, k8sClient = env.Config, env.Client
 })
 
 // proxy forwards TCP connections from a loopback port to the API server, and can cut them all

@@ -85,7 +85,7 @@ func supervised(apiserver *rest.Config, lease string) *runs {
 	r := &runs{}
 	build := func() (manager.Manager, error) {
 		mgr, err := ctrl.NewManager(apiserver, ctrl.Options{
-			Scheme:                              scheme,
+			Scheme:                              k8sClient.Scheme(),
 			Cache:                               controller.CacheOptions(),
 			Metrics:                             metricsserver.Options{BindAddress: "0"},
 			HealthProbeBindAddress:              "0",

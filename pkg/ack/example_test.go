@@ -35,6 +35,15 @@ func ExampleAnnotationKey() {
 	// loaded.mrtr.dev/weather-keyring-of-the-production-cluster-in-e-9e9190002525a62d
 }
 
+// A program that plays many pods writes their acknowledgements with a client of its own; the patch
+// is a Reporter's.
+func ExamplePatch() {
+	fmt.Printf("PATCH /api/v1/namespaces/mcp/pods/weather-0?fieldManager=%s\n%s\n", ack.FieldManager, ack.Patch("weather", "0123456789abcdef"))
+	// Output:
+	// PATCH /api/v1/namespaces/mcp/pods/weather-0?fieldManager=mrtr-ack
+	// {"metadata":{"annotations":{"loaded.mrtr.dev/weather":"0123456789abcdef"}}}
+}
+
 // A server that follows its mounted keyring acknowledges every keyring it loads. In the pod, POD_NAME
 // and POD_NAMESPACE come from the downward API, the rest from the service account (see the package
 // documentation).

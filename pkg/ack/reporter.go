@@ -204,16 +204,25 @@ func (r *Reporter) backoff(n int) time.Duration {
 	return max(d/2+rand.N(d/2+1), r.minBackoff)
 }
 
+// Patch is the JSON merge patch of a Pod by which the pod acknowledges the keyring of fingerprint,
+// loaded from the Secret named secret: the body of every request a Reporter sends. It is for a
+// program that writes acknowledgements through a client of its own, such as a simulation of many
+// pods; send it with ?fieldManager=FieldManager, or the operator does not take it as proof.
+func Patch(secret, fingerprint string) []byte { return patch(AnnotationKey(secret), fingerprint) }
+
+func patch(key, fingerprint string) []byte {
+	// Cannot fail: strings always encode.
+	body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: fingerprint}}})
+	return body
+}
+
 // publish sends one PATCH that sets the annotation to fp.
 func (r *Reporter) publish(ctx context.Context, fp string) error {
 	token, err := r.token()
 	if err != nil {
 		return err
 	}
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{r.key: fp}}})
-	if err != nil {
-		return fmt.Errorf("ack: %w", err) // cannot happen: strings always encode
-	}
+	body := patch(r.key, fp)
 	ctx, cancel := context.WithTimeout(ctx, r.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPatch, r.url+"?fieldManager="+FieldManager, bytes.NewReader(body))

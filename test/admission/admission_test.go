@@ -94,25 +94,15 @@ var _ = Describe("the keyring acknowledgement policy", Ordered, func() {
 	BeforeAll(func() {
 		By("creating the namespace, the ServiceAccounts and their bindings")
 		Expect(admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-		for _, sa := range []string{consumerSA, controllerSA} {
-			Expect(admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}})).To(Succeed())
-			Expect(admin.Create(ctx, &rbacv1.RoleBinding{
-				ObjectMeta: metav1.ObjectMeta{Name: sa + "-keyring-consumer", Namespace: ns},
-				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: consumerRole},
-				Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: ns}},
-			})).To(Succeed())
-		}
+		createServiceAccount(ns, consumerSA, clusterRole(consumerRole))
 		Expect(admin.Create(ctx, &rbacv1.Role{
 			ObjectMeta: metav1.ObjectMeta{Name: "pod-controller", Namespace: ns},
 			Rules: []rbacv1.PolicyRule{{
 				APIGroups: []string{""}, Resources: []string{"pods", "pods/status"}, Verbs: []string{"get", "update", "patch"},
 			}},
 		})).To(Succeed())
-		Expect(admin.Create(ctx, &rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "pod-controller", Namespace: ns},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pod-controller"},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: controllerSA, Namespace: ns}},
-		})).To(Succeed())
+		createServiceAccount(ns, controllerSA, clusterRole(consumerRole),
+			rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "pod-controller"})
 
 		// The RBAC authorizer reads bindings from informers: wait until it sees them, so that no
 		// later answer is an artefact of its lag (and the policy's authorizer checks see them too).
@@ -131,9 +121,9 @@ var _ = Describe("the keyring acknowledgement policy", Ordered, func() {
 		}
 
 		By("requesting tokens: bound to pod A, bound to nothing, bound to pod C")
-		asA = clientWithToken(tokenFor(consumerSA, podA))
-		asUnbound = clientWithToken(tokenFor(consumerSA, nil))
-		asC = clientWithToken(tokenFor(controllerSA, podC))
+		asA = clientWithToken(tokenFor(ns, consumerSA, podA))
+		asUnbound = clientWithToken(tokenFor(ns, consumerSA, nil))
+		asC = clientWithToken(tokenFor(ns, controllerSA, podC))
 
 		// What the policy relies on: a bound token, and only a bound token, carries its pod's uid.
 		Expect(whoAmI(asA).Extra).To(HaveKeyWithValue(podUIDExtraKey, ConsistOf(string(podA.UID))))
@@ -367,9 +357,9 @@ func expectPolicyDeniedIn(g Gomega, err error, policy, message string) {
 	g.Expect(err.Error()).To(ContainSubstring(message))
 }
 
-// tokenFor returns a token of the ServiceAccount sa, bound to pod (as the kubelet mounts it) or to
-// nothing (as a legacy or hand-made token would be).
-func tokenFor(sa string, pod *corev1.Pod) string {
+// tokenFor returns a token of the ServiceAccount namespace/sa, bound to pod (as the kubelet mounts
+// it) or to nothing (as a legacy or hand-made token would be).
+func tokenFor(namespace, sa string, pod *corev1.Pod) string {
 	GinkgoHelper()
 	request := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
 	if pod != nil {
@@ -377,10 +367,28 @@ func tokenFor(sa string, pod *corev1.Pod) string {
 			Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID,
 		}
 	}
-	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}}
+	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: namespace}}
 	Expect(admin.SubResource("token").Create(ctx, account, request)).To(Succeed())
 	Expect(request.Status.Token).NotTo(BeEmpty())
 	return request.Status.Token
+}
+
+// createServiceAccount creates the ServiceAccount namespace/name and binds it, in its namespace, to
+// each role, as a consumer's manifests do.
+func createServiceAccount(namespace, name string, roles ...rbacv1.RoleRef) {
+	GinkgoHelper()
+	Expect(admin.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace}})).To(Succeed())
+	for _, role := range roles {
+		Expect(admin.Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-" + role.Name, Namespace: namespace},
+			RoleRef:    role,
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: namespace}},
+		})).To(Succeed())
+	}
+}
+
+func clusterRole(name string) rbacv1.RoleRef {
+	return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}
 }
 
 // clientWithToken is a client that authenticates with token alone: envtest's CA, no client
@@ -392,7 +400,7 @@ func clientWithToken(token string) client.Client {
 		BearerToken:     token,
 		TLSClientConfig: rest.TLSClientConfig{CAData: cfg.CAData},
 	}
-	c, err := client.New(config, client.Options{Scheme: scheme, Mapper: admin.RESTMapper()})
+	c, err := client.New(config, client.Options{Scheme: admin.Scheme(), Mapper: admin.RESTMapper()})
 	Expect(err).NotTo(HaveOccurred())
 	return c
 }

@@ -35,9 +35,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
-	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 )
 
 // The operator's side: config/rbac/role.yaml (the manager's ClusterRole, generated from the RBAC
@@ -66,11 +66,11 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 
 	BeforeAll(func() {
 		By("applying the manager's role and the pod annotation policy as they ship")
-		objs, err := localcluster.ApplyFile(ctx, admin, filepath.Join(rbacDir, "role.yaml"))
+		objs, err := testenv.ApplyFile(ctx, admin, filepath.Join(rbacDir, "role.yaml"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(objs).To(HaveLen(1))
 		role := objs[0].GetName()
-		objs, err = localcluster.ApplyKustomization(ctx, admin, filepath.Join("..", "..", "config", "admission"))
+		objs, err = testenv.ApplyKustomization(ctx, admin, filepath.Join("..", "..", "config", "admission"))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(objs).To(HaveLen(2))
 
@@ -98,7 +98,7 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 		pod.Annotations = map[string]string{"team": "payments"}
 		Expect(admin.Create(ctx, pod)).To(Succeed())
 		By("the pod acknowledging the keyring of the Secret it mounts, with a token bound to it, as pkg/ack does")
-		asPod := clientWithToken(boundToken(operatorPodsNS, podsSA, pod))
+		asPod := clientWithToken(tokenFor(operatorPodsNS, podsSA, pod))
 		Eventually(func() error {
 			return asPod.Patch(ctx, podRef(pod), client.RawPatch(types.MergePatchType,
 				fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey("payments"), fp1)), client.FieldOwner(ack.FieldManager))
@@ -188,7 +188,7 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 		other.Spec.Volumes = []corev1.Volume{projectedSecret("tls")}
 		Expect(admin.Create(ctx, other)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(admin.Delete(ctx, other))).To(Succeed()) })
-		asOther := clientWithToken(boundToken(operatorPodsNS, podsSA, other))
+		asOther := clientWithToken(tokenFor(operatorPodsNS, podsSA, other))
 		Expect(mergePatch(asOther, other, fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey("payments"), fp1))).To(Succeed())
 		expectOperatorDeniedIn(Default, operatorPatch(operator, other, written(fp1+"/1")),
 			"may nudge only a keyring consumer: pod "+operatorPodsNS+"/other-secret acknowledges no keyring")
@@ -198,7 +198,7 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 		projected.Spec.Volumes = []corev1.Volume{projectedSecret("payments")}
 		Expect(admin.Create(ctx, projected)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(admin.Delete(ctx, projected))).To(Succeed()) })
-		asProjected := clientWithToken(boundToken(operatorPodsNS, podsSA, projected))
+		asProjected := clientWithToken(tokenFor(operatorPodsNS, podsSA, projected))
 		Expect(mergePatch(asProjected, projected,
 			fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey("payments"), fp1))).To(Succeed())
 		Expect(operatorPatch(operator, projected, written(fp1+"/1"))).To(Succeed())
@@ -308,16 +308,6 @@ const fp1 = "0123456789abcdef"
 // written is the merge patch of the operator's nudge annotation to value.
 func written(value string) string {
 	return fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, mrtrv1alpha1.WrittenAnnotation, value)
-}
-
-// boundToken returns a token of the ServiceAccount namespace/sa bound to pod, as the kubelet mounts it.
-func boundToken(namespace, sa string, pod *corev1.Pod) string {
-	GinkgoHelper()
-	request := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600),
-		BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}}}
-	account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: namespace}}
-	Expect(admin.SubResource("token").Create(ctx, account, request)).To(Succeed())
-	return request.Status.Token
 }
 
 // projectedSecret is a projected volume of the Secret name.

@@ -23,28 +23,21 @@ package admission
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/admission/plugin/policy/validating"
 	"k8s.io/apiserver/pkg/cel/openapi/resolver"
 	"k8s.io/client-go/discovery"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv/testsuite"
 )
 
 // policyName names both the ValidatingAdmissionPolicy of pods and its binding, bindingsPolicyName
@@ -54,15 +47,9 @@ const (
 	bindingsPolicyName = "mrtr-keyring-acknowledgement-bindings"
 )
 
-// consumerDir holds the manifests under test, relative to this package.
-var consumerDir = filepath.Join("..", "..", "config", "consumer")
-
 var (
-	ctx     context.Context
-	cancel  context.CancelFunc
-	testEnv *envtest.Environment
-	cfg     *rest.Config
-	scheme  = runtime.NewScheme()
+	ctx context.Context
+	cfg *rest.Config
 	// admin is envtest's own identity (a client certificate in system:masters).
 	admin client.Client
 )
@@ -73,62 +60,25 @@ func TestAdmission(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	var cancel context.CancelFunc
 	ctx, cancel = context.WithCancel(context.Background())
-	// Generous for a loaded 2-core machine; a passing Eventually returns as soon as it holds.
-	SetDefaultEventuallyTimeout(30 * time.Second)
-	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
-
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-
-	By("bootstrapping test environment")
+	DeferCleanup(cancel)
 	// No CRDs: the policy's authorizer check names mrtrkeyrings.mrtr.dev, but RBAC matches names,
 	// whether or not the resource is served. The ValidatingAdmissionPolicy admission plugin is on by
 	// default in kube-apiserver (GA since 1.30), and envtest only disables the ServiceAccount plugin,
-	// so the API server needs no extra flags.
-	testEnv = &envtest.Environment{}
-	// KUBEBUILDER_ASSETS comes from the Makefile (hack/build-controlplane.sh envtest prints it).
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		Fail("KUBEBUILDER_ASSETS is not set: run `make test`, or export KUBEBUILDER_ASSETS=$(hack/build-controlplane.sh envtest | tail -1)")
-	}
-	var err error
-	cfg, err = testEnv.Start()
-	Expect(err).NotTo(HaveOccurred())
-	Expect(cfg).NotTo(BeNil())
-
-	admin, err = client.New(cfg, client.Options{Scheme: scheme})
-	Expect(err).NotTo(HaveOccurred())
-
-	By("applying config/consumer as kustomize would")
-	applyConsumerManifests()
-
-	By("waiting for the policy to be type-checked and enforced")
-	waitForPolicy()
-})
-
-var _ = AfterSuite(func() {
-	By("tearing down the test environment")
-	if cancel != nil {
-		cancel()
-	}
-	if testEnv != nil {
-		Expect(testEnv.Stop()).To(Succeed())
-	}
-})
-
-// applyConsumerManifests creates every object of every file that config/consumer/kustomization.yaml
-// lists, so that a file left out of the kustomization is a file left out of the test.
-func applyConsumerManifests() {
-	GinkgoHelper()
-	objs, err := localcluster.ApplyKustomization(ctx, admin, consumerDir)
-	Expect(err).NotTo(HaveOccurred())
-	kinds := make([]string, len(objs))
-	for i, o := range objs {
+	// so the API server needs no extra flags. config/consumer is applied as kustomize would.
+	env := testsuite.Start(ctx, testenv.Options{AdmissionPolicies: true})
+	cfg, admin = env.Config, env.Client
+	kinds := make([]string, len(env.Applied))
+	for i, o := range env.Applied {
 		kinds[i] = o.GetKind()
 	}
 	Expect(kinds).To(ConsistOf("ClusterRole", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
 		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"))
-}
+
+	By("waiting for the policy to be type-checked and enforced")
+	waitForPolicy()
+})
 
 // waitForPolicy type-checks the policy against the Pod schema the API server serves and waits until
 // the binding is enforced.

@@ -17,24 +17,22 @@ limitations under the License.
 package main
 
 import (
-	"os"
-	"os/exec"
+	"context"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 	"github.com/mrtr-dev/mrtr-operator/test/conformance/check"
 )
 
-// build compiles one of the consumers of this directory into a temporary directory.
+// build compiles one of the consumers of this directory (./name) into a temporary directory.
 func build(t *testing.T, pkg string) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", bin, pkg)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("go build %s: %v", pkg, err)
+	if err := testenv.Build(context.Background(), "./test/conformance/"+filepath.Base(pkg), bin); err != nil {
+		t.Fatal(err)
 	}
 	return bin
 }

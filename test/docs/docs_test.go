@@ -34,6 +34,7 @@ import (
 	"github.com/go-logr/logr"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 	"github.com/mrtr-dev/mrtr-operator/test/e2e/harness"
 	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 )
@@ -57,7 +58,7 @@ const blockTimeout = 3 * time.Minute
 // test began, as a reader takes one from a client's log. By the time the runbook inspects it, it
 // has expired and its key has been rotated out, like the rejected tokens readers bring to it.
 func TestDocs(t *testing.T) {
-	root, err := localcluster.RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -160,10 +161,8 @@ func operatorDocs(t *testing.T, root string) []doc {
 // mrtr, and bin/helm (make helm): the documents call them by name.
 func tools(ctx context.Context, t *testing.T, root string) string {
 	dir := t.TempDir()
-	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "kubectl-mrtr"), "./cmd/kubectl-mrtr")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/kubectl-mrtr: %v\n%s", err, out)
+	if err := testenv.Build(ctx, "./cmd/kubectl-mrtr", filepath.Join(dir, "kubectl-mrtr")); err != nil {
+		t.Fatal(err)
 	}
 	cp := exec.CommandContext(ctx, filepath.Join(root, "hack", "build-controlplane.sh"), "kubectl")
 	cp.Dir = root

@@ -53,13 +53,7 @@ var _ = Describe("Attacks and faults", Ordered, func() {
 	ctx := context.Background()
 
 	BeforeAll(func() {
-		var err error
-		env, err = harness.Start(ctx, harness.Options{
-			LogDir: os.Getenv("E2E_LOG_DIR"),
-			Logf:   func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) },
-		})
-		DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
-		Expect(err).NotTo(HaveOccurred())
+		env = startStack(ctx, harness.Options{})
 		Expect(env.WaitSettled(ctx, time.Minute)).To(Succeed())
 	})
 
@@ -78,8 +72,8 @@ var _ = Describe("Attacks and faults", Ordered, func() {
 		st, err := env.Observe(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		key := ack.AnnotationKey(env.Opts.Name)
-		patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, key, "0123456789abcdef")
-		err = env.Client.Status().Patch(ctx, pod, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(ack.FieldManager))
+		forged := ack.Patch(env.Opts.Name, "0123456789abcdef")
+		err = env.Client.Status().Patch(ctx, pod, client.RawPatch(types.MergePatchType, forged), client.FieldOwner(ack.FieldManager))
 		Expect(apierrors.IsForbidden(err)).To(BeTrue(), "%v", err)
 		Expect(err.Error()).To(ContainSubstring("may not change through pods/status"))
 		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())

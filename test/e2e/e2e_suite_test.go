@@ -24,16 +24,47 @@ limitations under the License.
 package e2e
 
 import (
+	"context"
+	"os"
 	"testing"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/mrtr-dev/mrtr-operator/test/e2e/harness"
+	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 )
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	RunSpecs(t, "MRTR operator end-to-end suite")
+}
+
+// startStack is every spec container's set-up: it starts a stack (harness.Start) with opts, its
+// progress in GinkgoWriter and its logs in $E2E_LOG_DIR when set, and stops it when the container
+// (or the spec) that called it ends.
+func startStack(ctx context.Context, opts harness.Options) *harness.Env {
+	GinkgoHelper()
+	if opts.LogDir == "" {
+		opts.LogDir = os.Getenv("E2E_LOG_DIR")
+	}
+	if opts.Logf == nil {
+		opts.Logf = func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) }
+	}
+	env, err := harness.Start(ctx, opts)
+	DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
+	Expect(err).NotTo(HaveOccurred())
+	return env
+}
+
+// requireRealNode fails the specs that need the real node (a kubelet with containerd) on a machine
+// that cannot run one, saying why.
+func requireRealNode() {
+	GinkgoHelper()
+	kind, reason, err := localcluster.ChooseNode(localcluster.NodeAuto, 1)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(kind).To(Equal(localcluster.NodeReal), "these specs need the real node: %s", reason)
 }

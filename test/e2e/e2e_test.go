@@ -42,6 +42,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 	"github.com/mrtr-dev/mrtr-operator/test/e2e/harness"
@@ -88,20 +89,10 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 	}
 
 	BeforeAll(func() {
-		var err error
-		env, err = harness.Start(ctx, harness.Options{
-			// These specs steer the emulated kubelet (a frozen Secret mount, a pod's own token):
-			// kwok's node, whatever this machine can run. realnode_test.go runs on the real one.
-			Node:    localcluster.NodeKwok,
-			LogDir:  os.Getenv("E2E_LOG_DIR"),
-			Logf:    func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) },
-			Verbose: true,
-		})
-		DeferCleanup(func() {
-			endLoad()
-			Expect(env.Stop()).To(Succeed())
-		})
-		Expect(err).NotTo(HaveOccurred())
+		// These specs steer the emulated kubelet (a frozen Secret mount, a pod's own token): kwok's
+		// node, whatever this machine can run. realnode_test.go runs on the real one.
+		env = startStack(ctx, harness.Options{Node: localcluster.NodeKwok, Verbose: true})
+		DeferCleanup(endLoad)
 	})
 
 	AfterEach(func() { dumpOnFailure(env, load) })
@@ -382,7 +373,7 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 
 	// Last: make undeploy removes the CRDs, and with them every keyring.
 	It("installs with make deploy and removes with make undeploy (kustomize, kubectl v1.37.2), as users without Helm do", func() {
-		root, err := localcluster.RepoRoot()
+		root, err := testenv.RepoRoot()
 		Expect(err).NotTo(HaveOccurred())
 		runMake := func(target string) {
 			GinkgoHelper()

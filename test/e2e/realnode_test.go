@@ -71,21 +71,13 @@ var _ = Describe("on a real node (kubelet, containerd)", Ordered, func() {
 	}
 
 	BeforeAll(func() {
-		kind, reason, err := localcluster.ChooseNode(localcluster.NodeAuto, 1)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(kind).To(Equal(localcluster.NodeReal), "these specs need the real node: %s", reason)
-		env, err = harness.Start(ctx, harness.Options{
-			Node:   localcluster.NodeReal,
-			LogDir: os.Getenv("E2E_LOG_DIR"),
-			Logf:   func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) },
-		})
+		requireRealNode()
+		env = startStack(ctx, harness.Options{Node: localcluster.NodeReal})
 		DeferCleanup(func() {
 			if stopLoad != nil {
 				stopLoad()
 			}
-			Expect(env.Stop()).To(Succeed())
 		})
-		Expect(err).NotTo(HaveOccurred())
 	})
 
 	AfterEach(func() { dumpOnFailure(env, load) })

@@ -21,7 +21,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -40,11 +39,7 @@ import (
 // every keyring.
 var _ = Describe("servers on the Python and TypeScript SDKs, on a real node", func() {
 	ctx := context.Background()
-	BeforeEach(func() {
-		kind, reason, err := localcluster.ChooseNode(localcluster.NodeAuto, 1)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(kind).To(Equal(localcluster.NodeReal), "these specs need the real node: %s", reason)
-	})
+	BeforeEach(requireRealNode)
 
 	for _, tc := range []struct {
 		name    string
@@ -57,13 +52,7 @@ var _ = Describe("servers on the Python and TypeScript SDKs, on a real node", fu
 	} {
 		It("rotates "+tc.name+" twice in Reload delivery under live traffic: nothing rejected, no restart, no eviction", func() {
 			var load *harness.Load
-			env, err := harness.Start(ctx, harness.Options{
-				Node: localcluster.NodeReal, Servers: tc.servers, Replicas: 2,
-				LogDir: os.Getenv("E2E_LOG_DIR"),
-				Logf:   func(f string, a ...any) { GinkgoWriter.Printf(f+"\n", a...) },
-			})
-			DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
-			Expect(err).NotTo(HaveOccurred())
+			env := startStack(ctx, harness.Options{Node: localcluster.NodeReal, Servers: tc.servers, Replicas: 2})
 			DeferCleanup(func() { dumpOnFailure(env, load) })
 
 			restarts, uids, err := env.Restarts(ctx)

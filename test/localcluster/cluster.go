@@ -57,6 +57,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 )
 
 // buildScript is the script, relative to the repository root, that builds the control plane.
@@ -104,14 +106,14 @@ type Options struct {
 
 // Cluster is a running local cluster. Its methods are safe to call from one goroutine at a time.
 type Cluster struct {
-	env        *envtest.Environment
+	env        *testenv.Env
 	config     *rest.Config
 	workDir    string
 	logDir     string
 	kubeconfig string
-	procs      []*Process // in start order; stopped in reverse
-	logFiles   []*os.File // etcd's and kube-apiserver's logs, written by processes envtest starts
-	auditLog   string     // "" without Options.Audit
+	procs      []*testenv.Process // in start order; stopped in reverse
+	logFiles   []*os.File         // etcd's and kube-apiserver's logs, written by processes envtest starts
+	auditLog   string             // "" without Options.Audit
 	nodes      int
 	nodeKind   NodeKind
 	nodeReason string
@@ -162,7 +164,7 @@ func BinDir() (string, error) { return binDir("all") }
 func NodeBinDir() (string, error) { return binDir("node") }
 
 func binDir(target string) (string, error) {
-	root, err := RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return "", err
 	}
@@ -180,23 +182,6 @@ func binDir(target string) (string, error) {
 		return "", fmt.Errorf("%s %s printed %q, not an absolute folder", buildScript, target, dir)
 	}
 	return dir, nil
-}
-
-// RepoRoot is the repository's root folder (the one with hack/build-controlplane.sh), found by walking
-// up from the working directory.
-func RepoRoot() (string, error) {
-	wd, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for dir := wd; ; dir = filepath.Dir(dir) {
-		if _, err := os.Stat(filepath.Join(dir, buildScript)); err == nil {
-			return dir, nil
-		}
-		if dir == filepath.Dir(dir) {
-			return "", fmt.Errorf("no %s in %s or any parent folder; run from inside the repository", buildScript, wd)
-		}
-	}
 }
 
 // Start brings up the cluster and returns once every node is Ready and schedulable and the CRDs are
@@ -281,43 +266,35 @@ func (c *Cluster) startAPIServer(binDir string, crdPaths []string, audit bool) e
 	if err != nil {
 		return err
 	}
-	c.env = &envtest.Environment{
-		CRDDirectoryPaths:     crdPaths,
-		ErrorIfCRDPathMissing: true,
-		// A loaded two-core machine can take longer than envtest's default 20 s.
-		ControlPlaneStartTimeout: time.Minute,
-		ControlPlaneStopTimeout:  stopGrace,
-	}
-	c.env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath, Out: etcdLog, Err: etcdLog}
-	c.env.ControlPlane.APIServer = &envtest.APIServer{Path: apiserverPath, Out: apiserverLog, Err: apiserverLog}
-	if c.nodeKind == NodeReal {
-		if err := c.prepareRealNode(binDir, c.env.ControlPlane.APIServer); err != nil {
-			return err
-		}
-	}
-	if audit {
-		policy := filepath.Join(c.workDir, "audit-policy.yaml")
-		if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
-			return err
-		}
-		c.auditLog = filepath.Join(c.logDir, "kube-apiserver-audit.log")
-		c.env.ControlPlane.APIServer.Configure().Set("audit-policy-file", policy).Set("audit-log-path", c.auditLog)
-	}
-
-	if c.config, err = c.env.Start(); err != nil {
-		return fmt.Errorf("starting etcd and kube-apiserver (logs in %s): %w", c.logDir, err)
-	}
-	admin := envtest.User{Name: "localcluster-admin", Groups: []string{"system:masters"}}
-	user, err := c.env.AddUser(admin, &rest.Config{})
+	env, err := testenv.Start(context.Background(), testenv.Options{
+		BinDir: binDir,
+		Configure: func(env *envtest.Environment) error {
+			env.CRDDirectoryPaths, env.ErrorIfCRDPathMissing = crdPaths, true
+			env.ControlPlaneStopTimeout = testenv.StopGrace
+			env.ControlPlane.Etcd = &envtest.Etcd{Path: etcdPath, Out: etcdLog, Err: etcdLog}
+			env.ControlPlane.APIServer = &envtest.APIServer{Path: apiserverPath, Out: apiserverLog, Err: apiserverLog}
+			if c.nodeKind == NodeReal {
+				if err := c.prepareRealNode(binDir, env.ControlPlane.APIServer); err != nil {
+					return err
+				}
+			}
+			if audit {
+				policy := filepath.Join(c.workDir, "audit-policy.yaml")
+				if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+					return err
+				}
+				c.auditLog = filepath.Join(c.logDir, "kube-apiserver-audit.log")
+				env.ControlPlane.APIServer.Configure().Set("audit-policy-file", policy).Set("audit-log-path", c.auditLog)
+			}
+			return nil
+		},
+	})
 	if err != nil {
-		return fmt.Errorf("adding the admin user: %w", err)
+		return fmt.Errorf("%w (logs in %s)", err, c.logDir)
 	}
-	kubeconfig, err := user.KubeConfig()
-	if err != nil {
-		return fmt.Errorf("writing the admin kubeconfig: %w", err)
-	}
+	c.env, c.config = env, env.Config
 	c.kubeconfig = filepath.Join(c.workDir, "kubeconfig")
-	return os.WriteFile(c.kubeconfig, kubeconfig, 0o600)
+	return env.WriteKubeconfig(c.kubeconfig, "localcluster-admin")
 }
 
 func (c *Cluster) createLog(name string) (*os.File, error) {
@@ -334,7 +311,7 @@ func (c *Cluster) createLog(name string) (*os.File, error) {
 // execs bin through setpriv (util-linux) keeps the same process, and so the same parent, as envtest's
 // child.
 func (c *Cluster) guard(bin string) (string, error) {
-	if !deathSignalSupported {
+	if !testenv.DeathSignalSupported {
 		return bin, nil
 	}
 	setpriv, err := exec.LookPath("setpriv")
@@ -471,7 +448,7 @@ func schedulable(node *corev1.Node) bool {
 // unless cmd.Env names a KUBECONFIG of its own: another identity), its output appended to
 // <LogDir>/<name>.log as well as to cmd.Stdout and cmd.Stderr if set, and stopped by Stop before the
 // control plane goes. Use it for the operator, or anything else that must not outlive the cluster.
-func (c *Cluster) StartProcess(name string, cmd *exec.Cmd) (*Process, error) {
+func (c *Cluster) StartProcess(name string, cmd *exec.Cmd) (*testenv.Process, error) {
 	if cmd.Env == nil {
 		cmd.Env = os.Environ()
 	} else if slices.ContainsFunc(cmd.Env, func(kv string) bool { return strings.HasPrefix(kv, "KUBECONFIG=") }) {
@@ -481,8 +458,8 @@ func (c *Cluster) StartProcess(name string, cmd *exec.Cmd) (*Process, error) {
 	return c.start(name, cmd)
 }
 
-func (c *Cluster) start(name string, cmd *exec.Cmd) (*Process, error) {
-	p, err := startProcess(name, c.logDir, cmd)
+func (c *Cluster) start(name string, cmd *exec.Cmd) (*testenv.Process, error) {
+	p, err := testenv.StartProcess(name, c.logDir, cmd)
 	if err != nil {
 		return nil, err
 	}

@@ -35,6 +35,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 )
 
 // NodeKind says what plays the cluster's node: a real kubelet with containerd, or kwok.
@@ -206,7 +208,7 @@ func (c *Cluster) prepareRealNode(binDir string, api *envtest.APIServer) error {
 	if n.caPEM, err = apiserverPKI(certDir, []net.IP{ip}); err != nil {
 		return fmt.Errorf("the API server's certificates: %w", err)
 	}
-	port, err := FreePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}
@@ -268,61 +270,77 @@ func (c *Cluster) startRealNode(ctx context.Context, images []string) error {
 // buildPauseImage builds ./test/localcluster/cmd/pause, static, and puts it on an image with
 // hack/image; it returns the image's OCI layout tar.
 func (c *Cluster) buildPauseImage(ctx context.Context, dir string) (string, error) {
-	root, err := RepoRoot()
-	if err != nil {
+	bin := filepath.Join(dir, "pause")
+	if err := testenv.Build(ctx, "./test/localcluster/cmd/pause", bin); err != nil {
 		return "", err
 	}
-	bin := filepath.Join(dir, "pause")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./test/localcluster/cmd/pause")
-	build.Dir, build.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the pause binary: %w\n%s", err, out)
-	}
-	return BuildImage(ctx, bin, "/pause", PauseImage, filepath.Join(dir, "image"))
+	img, err := BuildImage(ctx, ImageSpec{Ref: PauseImage, Binary: bin, Entrypoint: "/pause"}, filepath.Join(dir, "image"))
+	return img.Tar, err
 }
 
-// BuildImage puts the static Linux binary bin at entrypoint on the manager image's base with
-// hack/image, named ref, into outDir, and returns the OCI layout tar that ImportImage takes.
-func BuildImage(ctx context.Context, bin, entrypoint, ref, outDir string) (string, error) {
-	root, err := RepoRoot()
+// ImageSpec is what BuildImage puts on an image: either a static Linux binary on the manager
+// image's base, or directory trees.
+type ImageSpec struct {
+	// Ref names the image.
+	Ref string
+	// Binary is put at Entrypoint ("" means the manager's path) on the manager image's base.
+	Binary, Entrypoint string
+	// Layers are directory trees, one layer each in order, instead of Binary: the image runs Cmd
+	// with Env added. It is how the Python and TypeScript example servers are put on a Debian root
+	// (hack/server-rootfs.sh) with their runtime.
+	Layers, Cmd, Env []string
+}
+
+// Image is an image that BuildImage wrote.
+type Image struct {
+	// Layout is the OCI image layout folder, Tar the same as one file (what ImportImage takes).
+	Layout, Tar string
+	Ref         string
+}
+
+// BuildImage builds spec with hack/image, as `make image` does, into outDir: the one way the tests
+// make an image, be it the manager's, the pause image or an example server's.
+func BuildImage(ctx context.Context, spec ImageSpec, outDir string) (Image, error) {
+	root, err := testenv.RepoRoot()
 	if err != nil {
-		return "", err
+		return Image{}, err
 	}
-	cmd := exec.CommandContext(ctx, "go", "run", ".", "-binary", bin, "-entrypoint", entrypoint,
-		"-title", filepath.Base(entrypoint), "-tag", ref, "-out", outDir)
+	args := []string{"run", ".", "-tag", spec.Ref, "-out", outDir}
+	entrypoint := spec.Entrypoint
+	switch {
+	case len(spec.Layers) > 0:
+		if len(spec.Cmd) == 0 {
+			return Image{}, fmt.Errorf("image %s: layers need a Cmd", spec.Ref)
+		}
+		cmdJSON, err := json.Marshal(spec.Cmd)
+		if err != nil {
+			return Image{}, err
+		}
+		entrypoint = spec.Cmd[len(spec.Cmd)-1]
+		args = append(args, "-cmd", string(cmdJSON), "-title", filepath.Base(spec.Ref))
+		for _, l := range spec.Layers {
+			args = append(args, "-layer", l)
+		}
+		for _, e := range spec.Env {
+			args = append(args, "-env", e)
+		}
+	case spec.Binary != "":
+		args = append(args, "-binary", spec.Binary)
+		if entrypoint != "" {
+			args = append(args, "-title", filepath.Base(entrypoint))
+		}
+	default:
+		return Image{}, fmt.Errorf("image %s: give a Binary or Layers", spec.Ref)
+	}
+	if entrypoint != "" {
+		args = append(args, "-entrypoint", entrypoint)
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = filepath.Join(root, "hack", "image")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building image %s (hack/image): %w\n%s", ref, err, out)
+		return Image{}, fmt.Errorf("building image %s (hack/image): %w\n%s", spec.Ref, err, out)
 	}
-	return filepath.Join(outDir, "oci.tar"), nil
-}
-
-// BuildTreeImage makes an image of directory trees (hack/image -layer), one layer each in order,
-// running cmd with env added, and returns the path of its OCI layout tar. It is how the Python and
-// TypeScript example servers are put on a Debian root (hack/server-rootfs.sh) with their runtime.
-func BuildTreeImage(ctx context.Context, layers, cmd, env []string, ref, outDir string) (string, error) {
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	cmdJSON, err := json.Marshal(cmd)
-	if err != nil {
-		return "", err
-	}
-	args := []string{"run", ".", "-cmd", string(cmdJSON), "-entrypoint", cmd[len(cmd)-1],
-		"-title", filepath.Base(ref), "-tag", ref, "-out", outDir}
-	for _, l := range layers {
-		args = append(args, "-layer", l)
-	}
-	for _, e := range env {
-		args = append(args, "-env", e)
-	}
-	c := exec.CommandContext(ctx, "go", args...)
-	c.Dir = filepath.Join(root, "hack", "image")
-	if out, err := c.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building image %s (hack/image): %w\n%s", ref, err, out)
-	}
-	return filepath.Join(outDir, "oci.tar"), nil
+	return Image{Layout: filepath.Join(outDir, "oci"), Tar: filepath.Join(outDir, "oci.tar"), Ref: spec.Ref}, nil
 }
 
 // ImportImage imports an OCI layout tar (hack/image's oci.tar) into the real node's containerd,
@@ -425,7 +443,7 @@ func (c *Cluster) startKubelet() error {
 	if err != nil {
 		return err
 	}
-	port, err := FreePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}
@@ -469,11 +487,11 @@ registerWithTaints: []
 // localhost NodePorts (route_localnet).
 func (c *Cluster) startKubeProxy() error {
 	n := c.node
-	health, err := FreePort()
+	health, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}
-	metrics, err := FreePort()
+	metrics, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}
@@ -515,7 +533,7 @@ func (c *Cluster) waitServiceRule(ctx context.Context) error {
 
 // userKubeconfig writes a kubeconfig of user (a client certificate from envtest's CA) to path.
 func (c *Cluster) userKubeconfig(user envtest.User, path string) (string, error) {
-	u, err := c.env.AddUser(user, &rest.Config{})
+	u, err := c.env.Environment().AddUser(user, &rest.Config{})
 	if err != nil {
 		return "", fmt.Errorf("adding user %s: %w", user.Name, err)
 	}

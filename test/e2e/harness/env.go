@@ -31,7 +31,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"time"
@@ -51,6 +50,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 	"github.com/mrtr-dev/mrtr-operator/test/container"
@@ -168,32 +168,19 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
-// Build compiles the operator (./cmd, static, as the image holds it) and the example server
-// (./examples/mcp-server) into dir.
-func Build(ctx context.Context, root, dir string) (operator, server string, err error) {
+// Build compiles the operator and the example server (static, as the images hold them) into dir.
+func Build(ctx context.Context, dir string) (operator, server string, err error) {
 	operator, server = filepath.Join(dir, "manager"), filepath.Join(dir, "mcp-server")
-	for out, pkg := range map[string]string{operator: "./cmd", server: "./examples/mcp-server"} {
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
-		cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=0")
-		if b, err := cmd.CombinedOutput(); err != nil {
-			return "", "", fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
+	for out, pkg := range map[string]string{operator: testenv.ManagerPackage, server: "./examples/mcp-server"} {
+		if err := testenv.Build(ctx, pkg, out); err != nil {
+			return "", "", err
 		}
 	}
 	return operator, server, nil
 }
 
-// imageRef is the name of the image BuildImage makes.
+// imageRef is the name of the manager's image in the e2e suites.
 const imageRef = "controller:latest"
-
-// BuildImage makes the manager's image of binary, as make image does (hack/image), into dir.
-func BuildImage(ctx context.Context, root, binary, dir string) (Image, error) {
-	cmd := exec.CommandContext(ctx, "go", "run", ".", "-binary", binary, "-out", dir, "-tag", imageRef)
-	cmd.Dir = filepath.Join(root, "hack", "image")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return Image{}, fmt.Errorf("building the image (hack/image): %w\n%s", err, b)
-	}
-	return Image{Layout: filepath.Join(dir, "oci"), Ref: imageRef}, nil
-}
 
 // Start builds the binaries and the image, starts the cluster (with an audit log), installs the
 // operator's Helm chart, starts the operator (see Operator), the kubelet and the balancer, creates
@@ -207,7 +194,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 			err = errors.Join(err, e.Stop())
 		}
 	}()
-	root, err := localcluster.RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
@@ -215,12 +202,12 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 	opts.Logf("building the operator and the example server")
-	operatorBin, serverBin, err := Build(ctx, root, e.workDir)
+	operatorBin, serverBin, err := Build(ctx, e.workDir)
 	if err != nil {
 		return nil, err
 	}
 	opts.Logf("building the operator's image (hack/image)")
-	image, err := BuildImage(ctx, root, operatorBin, filepath.Join(e.workDir, "image"))
+	image, err := localcluster.BuildImage(ctx, localcluster.ImageSpec{Ref: imageRef, Binary: operatorBin}, filepath.Join(e.workDir, "image"))
 	if err != nil {
 		return nil, err
 	}

@@ -35,11 +35,11 @@ import (
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 )
 
 // StartFunc starts a process that must not outlive the cluster: (*localcluster.Cluster).StartProcess.
-type StartFunc func(name string, cmd *exec.Cmd) (*localcluster.Process, error)
+type StartFunc func(name string, cmd *exec.Cmd) (*testenv.Process, error)
 
 // Kubelet plays, on kwok's node only, the part of the kubelet that kwok leaves out: it runs the
 // containers. On the real node the kubelet does all of it, and the harness uses PodNetwork instead;
@@ -92,7 +92,7 @@ type Replica struct {
 	// ServiceAccountDir holds the pod's token (bound to it), ca.crt and namespace.
 	ServiceAccountDir string
 
-	proc *localcluster.Process
+	proc *testenv.Process
 	mu   sync.Mutex // serialises projections into Dir
 	gone bool       // set under Kubelet.mu once the replica is being stopped
 }
@@ -249,7 +249,7 @@ func (k *Kubelet) start(ctx context.Context, pod *corev1.Pod) (*Replica, error) 
 	if err := k.mountServiceAccount(ctx, pod, r.ServiceAccountDir); err != nil {
 		return nil, err
 	}
-	port, err := localcluster.FreePort()
+	port, err := testenv.FreePort()
 	if err != nil {
 		return nil, err
 	}

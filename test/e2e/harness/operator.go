@@ -26,6 +26,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 	"github.com/mrtr-dev/mrtr-operator/test/container"
 	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 )
@@ -60,8 +61,8 @@ type Operator struct {
 	MetricsAddr string
 }
 
-// Image is an image in an OCI layout.
-type Image struct{ Layout, Ref string }
+// Image is an image in an OCI layout (Tar is not read here).
+type Image = localcluster.Image
 
 // instance is one run of the manager: a container or a process.
 type instance interface {
@@ -84,11 +85,11 @@ func (o *Operator) Launch() error {
 	if o.run != nil {
 		return fmt.Errorf("operator %s already running", o.name())
 	}
-	metrics, err := localcluster.FreePort()
+	metrics, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}
-	probes, err := localcluster.FreePort()
+	probes, err := testenv.FreePort()
 	if err != nil {
 		return err
 	}
@@ -242,15 +243,9 @@ func (r containerRun) exited() error {
 
 func (r containerRun) LogPath() string { return r.c.LogPath() }
 
-type processRun struct{ p *localcluster.Process }
+type processRun struct{ p *testenv.Process }
 
-func (r processRun) kill() error {
-	if err := syscall.Kill(r.p.PID(), syscall.SIGKILL); err != nil {
-		return err
-	}
-	<-r.p.Done()
-	return nil
-}
+func (r processRun) kill() error { return r.p.Kill() }
 
 func (r processRun) stop() error     { return r.p.Stop() }
 func (r processRun) exited() error   { return r.p.Err() }

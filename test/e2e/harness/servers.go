@@ -28,6 +28,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 )
 
@@ -83,7 +84,8 @@ func deploymentName(name string, servers []ServerKind, i int) string {
 // with their runtime and packages.
 func buildServerImage(ctx context.Context, root string, kind ServerKind, goServer, dir string) (string, error) {
 	if kind == ServerGo {
-		return localcluster.BuildImage(ctx, goServer, "/mcp-server", kind.Image(), dir)
+		img, err := localcluster.BuildImage(ctx, localcluster.ImageSpec{Ref: kind.Image(), Binary: goServer, Entrypoint: "/mcp-server"}, dir)
+		return img.Tar, err
 	}
 	out, err := exec.CommandContext(ctx, filepath.Join(root, "hack", "server-rootfs.sh")).Output()
 	if err != nil {
@@ -106,7 +108,9 @@ func buildServerImage(ctx context.Context, root string, kind ServerKind, goServe
 	if err != nil {
 		return "", fmt.Errorf("the %s server's image: %w", kind, err)
 	}
-	return localcluster.BuildTreeImage(ctx, []string{base, app}, cmd, env, kind.Image(), filepath.Join(dir, "image"))
+	img, err := localcluster.BuildImage(ctx, localcluster.ImageSpec{Ref: kind.Image(), Layers: []string{base, app}, Cmd: cmd, Env: env},
+		filepath.Join(dir, "image"))
+	return img.Tar, err
 }
 
 // stagePython puts examples/python-server/server.py and its packages (clients/python with its mcp
@@ -206,7 +210,7 @@ type ClientLoad struct {
 // kind's server must be among the Env's servers: the client runs on the packages staged for its
 // image.
 func (e *Env) StartClientLoad(ctx context.Context, kind ServerKind, url string, workers int) (*ClientLoad, error) {
-	root, err := localcluster.RepoRoot()
+	root, err := testenv.RepoRoot()
 	if err != nil {
 		return nil, err
 	}

@@ -35,6 +35,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 	"github.com/mrtr-dev/mrtr-operator/test/localcluster"
 )
 
@@ -108,7 +109,7 @@ func run() error {
 `, time.Since(begin).Round(100*time.Millisecond), strings.Join(c.NodeNames(), ", "), c.NodeReason(), path, c.LogDir())
 
 	var done <-chan struct{}
-	var proc *localcluster.Process
+	var proc *testenv.Process
 	if args := fs.Args(); len(args) > 0 {
 		cmd := exec.Command(args[0], args[1:]...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr

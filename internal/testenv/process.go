@@ -16,7 +16,7 @@ See the License for the specific language governing permissions and
 limitations under the License.
 */
 
-package localcluster
+package testenv
 
 import (
 	"errors"
@@ -31,11 +31,16 @@ import (
 	"time"
 )
 
-// stopGrace is how long a process gets between SIGTERM and SIGKILL.
-const stopGrace = 10 * time.Second
+// StopGrace is how long a process gets between SIGTERM and SIGKILL.
+const StopGrace = 10 * time.Second
 
-// Process is a child process of a Cluster: started with StartProcess, stopped by its own Stop or by
-// the Cluster's Stop, whichever comes first.
+// DeathSignalSupported reports whether the children StartProcess starts die with this process even
+// when it is killed with SIGKILL.
+const DeathSignalSupported = deathSignalSupported
+
+// Process is a child process that a test (or a tool such as the local cluster or the scale
+// benchmark) started with StartProcess: the one launcher of them all, so that every child has its
+// own process group, dies with its parent and logs to a file of its own.
 type Process struct {
 	name    string
 	cmd     *exec.Cmd
@@ -49,9 +54,9 @@ type Process struct {
 	stopping chan struct{} // closed when Stop begins, so an exit after it is not reported as a failure
 }
 
-// startProcess starts cmd in its own process group with a parent-death signal, its output appended to
+// StartProcess starts cmd in its own process group with a parent-death signal, its output appended to
 // logDir/<name>.log (and to whatever cmd.Stdout/Stderr already point at).
-func startProcess(name, logDir string, cmd *exec.Cmd) (*Process, error) {
+func StartProcess(name, logDir string, cmd *exec.Cmd) (*Process, error) {
 	logPath := filepath.Join(logDir, name+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -130,7 +135,7 @@ func (p *Process) Stop() error {
 	}
 	select {
 	case <-p.done:
-	case <-time.After(stopGrace):
+	case <-time.After(StopGrace):
 		if err := syscall.Kill(pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
 			return fmt.Errorf("killing %s: %w", p.name, err)
 		}
@@ -138,6 +143,17 @@ func (p *Process) Stop() error {
 	}
 	// The leader is reaped; kill stragglers it may have left in its group.
 	_ = syscall.Kill(pgid, syscall.SIGKILL)
+	return nil
+}
+
+// Kill sends SIGKILL to the process group, the way a node failure or an OOM kill ends a process,
+// and returns once the process has been reaped.
+func (p *Process) Kill() error {
+	p.stopOnce.Do(func() { close(p.stopping) })
+	if err := syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return fmt.Errorf("killing %s: %w", p.name, err)
+	}
+	<-p.done
 	return nil
 }
 

@@ -26,7 +26,7 @@ limitations under the License.
 // through their Service (kube-proxy). Elsewhere kwok simulates the node and the harness runs the
 // replicas as processes. MRTR_NODE=real or kwok forces either.
 //
-//	make demo     (or: go run ./test/e2e/demo [-delivery=Restart] [-reload-trigger=None])
+//	make demo     (or: go run ./cmd/demo [-delivery=Restart] [-reload-trigger=None])
 package main
 
 import (
