@@ -100,11 +100,18 @@ var _ = Describe("Reload delivery's pod annotation (reloadTrigger)", func() {
 		Eventually(func(g Gomega) { g.Expect(written(g, pod)).To(Equal(edited.Fingerprint() + "/2")) }).Should(Succeed())
 	})
 
-	It("nudges a pod that mounts the Secret before it acknowledged anything, at the first write", func() {
+	It("nudges a pod only once it acknowledges the keyring Secret, as the admission policy admits", func() {
 		d := createWorkload(workload.Deployment, ns, "api", 1, nil)
 		pod := createPod(ns, "api-1", map[string]string{"app": "api"})
 		kr := createKeyring(ns, "payments", reloading(func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(d) }))
 		eventuallyInPhase(kr, mrtrv1alpha1.PhaseStable)
+		// The first write's pass ended with Stable: a nudge of it would have been written by then.
+		Expect(written(Default, pod)).To(BeEmpty(), "a pod that acknowledged nothing was nudged (the policy refuses that)")
+
+		By("the pod acknowledging the keyring: the next write nudges it")
+		acknowledgeAll(kr, pod)
+		requestRotation(kr, "r1")
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseAccepting)
 		fp := secretKeyring(Default, ns, "payments").Fingerprint()
 		Eventually(func(g Gomega) { g.Expect(written(g, pod)).To(Equal(fp + "/1")) }).Should(Succeed())
 	})

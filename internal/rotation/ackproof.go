@@ -100,10 +100,11 @@ func acknowledgement(pod Pod, secret written) (loaded, refusal string) {
 }
 
 // acceptAcknowledgements returns in with each pod's Loaded as the acceptance rule takes it, the
-// refusals by pod name, sorted, and the pods that consume the keyring Secret (they mount it as a
-// volume: the only pods a nudge refreshes). The admission policy admits the nudge only on those
-// that also acknowledge it; one that acknowledged nothing yet is tried, refused, and gets the
-// keyring at the kubelet's pace. in's own slices are left as they are.
+// refusals by pod name, sorted, and the pods that consume the keyring Secret: they mount it as a
+// volume (the only pods a nudge refreshes) and carry an acknowledgement of it, proof or not (the
+// pods the admission policy lets the operator nudge; a nudge of any other would be refused). A pod
+// that acknowledged nothing yet started after the Secret existed, and gets later keyrings at the
+// kubelet's pace until its first acknowledgement. in's own slices are left as they are.
 func acceptAcknowledgements(in Input) (Input, []mrtrv1alpha1.RefusedAcknowledgement, map[string]bool) {
 	secret := keyringWrite(in)
 	var refused []mrtrv1alpha1.RefusedAcknowledgement
@@ -114,7 +115,7 @@ func acceptAcknowledgements(in Input) (Input, []mrtrv1alpha1.RefusedAcknowledgem
 		}
 		out := slices.Clone(pods)
 		for i, p := range out {
-			if p.Mounts {
+			if p.Mounts && p.Loaded != "" {
 				consumers[p.Name] = true
 			}
 			var why string
