@@ -491,21 +491,28 @@ func containerdName(ref string) string {
 	return "docker.io/" + ref
 }
 
-// tarDir writes the files under dir into a tar at out, sorted, every time stamped with created: the
-// form of an OCI layout that ctr images import reads.
-func tarDir(dir, out string, created time.Time) error {
+// sortedTree lists the paths under dir (not dir itself) in byte order, so that a parent comes
+// before its children and every build of the same tree lists it alike.
+func sortedTree(dir string) ([]string, error) {
 	var names []string
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
 		if err != nil || p == dir {
 			return err
 		}
 		names = append(names, p)
 		return nil
 	})
+	slices.Sort(names)
+	return names, err
+}
+
+// tarDir writes the files under dir into a tar at out, sorted, every time stamped with created: the
+// form of an OCI layout that ctr images import reads.
+func tarDir(dir, out string, created time.Time) error {
+	names, err := sortedTree(dir)
 	if err != nil {
 		return err
 	}
-	slices.Sort(names)
 	f, err := os.Create(out)
 	if err != nil {
 		return err

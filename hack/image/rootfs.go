@@ -26,7 +26,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"syscall"
 	"time"
 
@@ -103,18 +102,10 @@ func assembleTrees(o options) (v1.Image, v1.Platform, error) {
 // children), modes, owners (numeric) and symbolic links as they are, every time o.created, hard
 // links as copies.
 func tarTree(dir, out string, o options) error {
-	var names []string
-	err := filepath.WalkDir(dir, func(p string, _ fs.DirEntry, err error) error {
-		if err != nil || p == dir {
-			return err
-		}
-		names = append(names, p)
-		return nil
-	})
+	names, err := sortedTree(dir)
 	if err != nil {
 		return err
 	}
-	slices.Sort(names)
 	f, err := os.Create(out)
 	if err != nil {
 		return err
