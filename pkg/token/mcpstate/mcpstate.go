@@ -333,19 +333,19 @@ func (g *Guard) Bind(req mcp.Request) (token.Binding, error) {
 	if g.err != nil {
 		return token.Binding{}, g.err
 	}
-	method, params, version, err := salient(req)
+	var raw json.RawMessage
+	whole := false
+	if g.rawParams != nil {
+		raw, whole = g.rawParams(req)
+	}
+	method, params, version, err := salient(req, raw, whole)
 	if err != nil {
 		return token.Binding{}, err
 	}
-	if g.rawParams != nil {
-		if raw, ok := g.rawParams(req); ok {
-			if !sameAsDecoded(req, raw) {
-				return token.Binding{}, &token.ConfigError{Field: "mcpstate.WholeParams",
-					Reason: "returned params whose name, arguments or uri differ from those of the request the SDK decoded: " +
-						"they must be the bytes the SDK read the request from"}
-			}
-			params = raw
-		}
+	if whole && !sameAsDecoded(req, raw) {
+		return token.Binding{}, &token.ConfigError{Field: "mcpstate.WholeParams",
+			Reason: "returned params whose name, arguments or uri differ from those of the request the SDK decoded: " +
+				"they must be the bytes the SDK read the request from"}
 	}
 	principal, err := g.principal(req)
 	if err != nil {
@@ -470,11 +470,17 @@ func (g *Guard) GetPromptInputRequired(
 // raw), for resources/read the uri, for prompts/get the name and the string arguments. The codecs
 // canonicalize what they bind, so the layout here does not matter, only the values. Arguments that
 // are not one JSON value are a *token.InputError (spliced in, they could add members to the params).
-func salient(req mcp.Request) (method string, params json.RawMessage, version string, err error) {
+//
+// With whole, the params are raw (WholeParams) and nothing is rebuilt: Bind checks them against
+// the request instead (sameAsDecoded).
+func salient(req mcp.Request, raw json.RawMessage, whole bool) (method string, params json.RawMessage, version string, err error) {
 	switch r := req.(type) {
 	case *mcp.CallToolRequest:
 		if r == nil || r.Params == nil {
 			return "", nil, "", errors.New("mcpstate: tools/call request without params")
+		}
+		if whole {
+			return MethodCallTool, raw, r.ProtocolVersion(), nil
 		}
 		// The members in canonical order ("arguments" sorts before "name"), so that arguments a
 		// client wrote in canonical order (as Go's encoding/json writes maps) take the codecs' fast
@@ -498,6 +504,9 @@ func salient(req mcp.Request) (method string, params json.RawMessage, version st
 		if r == nil || r.Params == nil {
 			return "", nil, "", errors.New("mcpstate: resources/read request without params")
 		}
+		if whole {
+			return MethodReadResource, raw, r.ProtocolVersion(), nil
+		}
 		p, err := marshal(struct {
 			URI string `json:"uri"`
 		}{r.Params.URI})
@@ -505,6 +514,9 @@ func salient(req mcp.Request) (method string, params json.RawMessage, version st
 	case *mcp.GetPromptRequest:
 		if r == nil || r.Params == nil {
 			return "", nil, "", errors.New("mcpstate: prompts/get request without params")
+		}
+		if whole {
+			return MethodGetPrompt, raw, r.ProtocolVersion(), nil
 		}
 		// The members in canonical order, for the codecs' fast path (see tools/call).
 		p, err := marshal(struct {
