@@ -223,7 +223,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if node == localcluster.NodeReal {
 		for _, kind := range opts.Servers {
 			opts.Logf("building the %s example server's image (hack/image)", kind)
-			img, err := buildServerImage(ctx, root, kind, serverBin, filepath.Join(e.workDir, "server-image-"+string(kind)))
+			img, err := buildServerImage(ctx, root, kind, serverBin, e.serverImageDir(kind))
 			if err != nil {
 				return nil, err
 			}

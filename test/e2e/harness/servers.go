@@ -79,6 +79,14 @@ func deploymentName(name string, servers []ServerKind, i int) string {
 	return name + "-" + string(servers[i])
 }
 
+// serverImageDir is where the image of kind is built, its staged files included.
+func (e *Env) serverImageDir(kind ServerKind) string {
+	return filepath.Join(e.workDir, "server-image-"+string(kind))
+}
+
+// pythonLib is where stagePython puts the Python server's packages, under an image's dir.
+func pythonLib(dir string) string { return filepath.Join(dir, "app", "app", "lib") }
+
 // buildServerImage builds the image of kind into dir and returns its OCI layout tar: the Go server's
 // binary on hack/image's distroless-like base, the others on a Debian root (hack/server-rootfs.sh)
 // with their runtime and packages.
@@ -98,7 +106,7 @@ func buildServerImage(ctx context.Context, root string, kind ServerKind, goServe
 	case ServerPython:
 		cmd = []string{"/usr/bin/python3", "/app/server.py"}
 		env = []string{"PYTHONPATH=/app/lib", "PYTHONUNBUFFERED=1", "PYTHONDONTWRITEBYTECODE=1"}
-		err = stagePython(ctx, root, filepath.Join(app, "app"), filepath.Join(dir, "wheels"))
+		err = stagePython(ctx, root, filepath.Dir(pythonLib(dir)), filepath.Join(dir, "wheels"))
 	case ServerTypeScript:
 		cmd = []string{"/usr/local/bin/node", "/app/server.mjs"}
 		err = stageTypeScript(ctx, root, app)
@@ -220,7 +228,7 @@ func (e *Env) StartClientLoad(ctx context.Context, kind ServerKind, url string, 
 		c = exec.CommandContext(ctx, "python3", filepath.Join(root, "examples", "python-server", "client.py"),
 			"--url", url, "--workers", fmt.Sprint(workers))
 		// The packages staged for the image: built for this machine's Python 3.11 and architecture.
-		c.Env = append(os.Environ(), "PYTHONPATH="+filepath.Join(e.workDir, "server-image-python", "app", "app", "lib"))
+		c.Env = append(os.Environ(), "PYTHONPATH="+pythonLib(e.serverImageDir(ServerPython)))
 	case ServerTypeScript:
 		c = exec.CommandContext(ctx, "node", filepath.Join(root, "examples", "typescript-server", "client.mjs"),
 			"--url", url, "--workers", fmt.Sprint(workers))
