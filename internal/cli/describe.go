@@ -93,6 +93,23 @@ func describe(out io.Writer, v keyringView, now time.Time) error {
 		d.table(1, rows)
 	}
 
+	if len(st.StampFights) > 0 {
+		d.heading("Stamp fights", "another field manager puts back the stamp: no stamp before the back-off ends (StampReverted)")
+		rows := append(make([][]string, 0, 1+len(st.StampFights)), []string{"WORKLOAD", "MANAGER", "REVERTS", "HELD UNTIL"})
+		for _, f := range st.StampFights {
+			rows = append(rows, []string{string(f.Kind) + "/" + f.Name, f.Manager, fmt.Sprint(f.Reverts), d.stampOrDash(f.Until.Time)})
+		}
+		d.table(1, rows)
+	}
+	if len(st.RefusedAcknowledgements) > 0 {
+		d.heading("Refused acknowledgements", "not taken as proof that the pod loaded the keyring")
+		rows := append(make([][]string, 0, 1+len(st.RefusedAcknowledgements)), []string{"POD", "WHY"})
+		for _, r := range st.RefusedAcknowledgements {
+			rows = append(rows, []string{r.Pod, oneLine(r.Message)})
+		}
+		d.table(1, rows)
+	}
+
 	d.workloads(v)
 	if v.selected != nil {
 		summary := "none"

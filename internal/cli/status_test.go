@@ -168,3 +168,23 @@ func TestStatusShowsTheNextWindow(t *testing.T) {
 	assertOutput(t, run(t, o, "", "status", "search", "-n", "mcp"),
 		"Next window: opens 2026-12-06T01:00:00Z (in 4d13h), closes 2026-12-06T03:00:00Z (in 4d15h) (windows: 0 2 * * SUN (Europe/Berlin) for 2h)")
 }
+
+// The stamp fights and the refused acknowledgements the operator keeps in status are shown, one
+// row each; without them, neither section appears.
+func TestStatusShowsStampFightsAndRefusedAcknowledgements(t *testing.T) {
+	kr := search()
+	until := metav1.NewTime(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC))
+	kr.Status.StampFights = []mrtrv1alpha1.StampFight{{Kind: "Deployment", Name: "search", Manager: "argocd-controller", Reverts: 2, Until: until}}
+	kr.Status.RefusedAcknowledgements = []mrtrv1alpha1.RefusedAcknowledgement{{Pod: "search-7d9f-x2", Message: "written by kubectl-edit, not through pods/status"}}
+	o := Options{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(kr).Build()}
+	r := run(t, o, "", "status", "search", "-n", "mcp")
+	assertOutput(t, r, "Stamp fights:", "Deployment/search argocd-controller 2 ",
+		"Refused acknowledgements:", "search-7d9f-x2 written by kubectl-edit, not through pods/status")
+
+	plain := search()
+	o = Options{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(plain).Build()}
+	r = run(t, o, "", "status", "search", "-n", "mcp")
+	if strings.Contains(r.out, "Stamp fights:") || strings.Contains(r.out, "Refused acknowledgements:") {
+		t.Errorf("sections shown for a keyring without fights or refusals:\n%s", r.out)
+	}
+}
