@@ -30,6 +30,10 @@ package v1alpha1
 const (
 	// KeyringLabel names, on the Secret, the MRTRKeyring that owns it.
 	KeyringLabel = "mrtr.dev/keyring"
+	// ClusterKeyringLabel names, on a copy of a ClusterMRTRKeyring's Secret in a selected
+	// namespace, the ClusterMRTRKeyring it is a copy of. A copy without it is not the operator's,
+	// and is never overwritten.
+	ClusterKeyringLabel = "mrtr.dev/cluster-keyring"
 	// FieldManager is the operator's field manager in every write it makes; the managedFields time
 	// of its entry in the Secret is when it last wrote the keyring, by the API server's clock.
 	FieldManager = "mrtr-operator"
