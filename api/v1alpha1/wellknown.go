@@ -116,6 +116,9 @@ const (
 	EventKeyRevoked          = "KeyRevoked"          // Warning: keys revoked through mrtr.dev/revoke, removed at once
 	EventRevokeIgnored       = "RevokeIgnored"       // Warning: a mrtr.dev/revoke request naming no key of the keyring
 	EventRevocationCompleted = "RevocationCompleted" // every pod runs the keyring without the revoked keys
+	// EventNamespaceLeft: a namespace that held a ClusterMRTRKeyring's Secret is no longer selected;
+	// it is not rotated any more, and its Secret stays.
+	EventNamespaceLeft = "NamespaceLeft"
 	// EventAcknowledgementRefused (Warning): a pod's acknowledgement that its Pod's managedFields show
 	// was not written by the pod's own reporter (another field manager, or the pods/status
 	// subresource), or was written before the Secret write it acknowledges: not taken as proof.

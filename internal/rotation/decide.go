@@ -44,6 +44,8 @@ type outcome struct {
 	evict []string
 	// nudge are the pods to nudge after the write (nudgePods).
 	nudge []string
+	// copyTo are the places whose copy must be written after the Secret and status (copyTo).
+	copyTo []string
 	// restarts is what restartOverdue found of the overdue pods.
 	restarts restarts
 	events   []Event
@@ -121,7 +123,9 @@ func move(f facts) outcome {
 	}
 	o = planStamps(f, o)
 	o = restartOverdue(f, o)
+	o.copyTo = copyTo(f, o)
 	o = nudgePods(f, o)
+	o = placeEvents(f, o)
 	if out := outages(f.in); out != "" && o.write != nil && len(f.in.Workloads) > 0 {
 		// A rotation restarts them three times.
 		o = o.event(corev1Warning, mrtrv1alpha1.EventRestartIsOutage, "Rotate", "rolling out keyring %s: %s", o.write.keyring.Fingerprint(), out)
@@ -352,6 +356,9 @@ func readyToSeal(f facts, o outcome) (outcome, bool) {
 // delivered is the exit check of the phases that wait for a keyring to reach the pods (see
 // delivery.reached). A Secret-only keyring, with nothing to prove it, waits PropagationDelay.
 func delivered(f facts, st mrtrv1alpha1.MRTRKeyringStatus, blockOnMissing bool) verdict {
+	if len(f.delivery.behind) > 0 {
+		return *copiesVerdict(f.delivery, "")
+	}
 	if f.delivery.secretOnly {
 		return propagated(f, st)
 	}

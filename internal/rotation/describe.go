@@ -62,7 +62,11 @@ func describe(f facts, o outcome) Decision {
 		events = append(slices.Clip(events), *e)
 	}
 	r.st.WaitingFor = r.waitingFor()
-	d := Decision{Stamp: o.stamp, StampTargets: o.stampTargets, Evict: o.evict, Nudge: o.nudge, Status: r.st, RequeueAfter: r.nextDeadline(), Events: events}
+	d := Decision{Stamp: o.stamp, StampTargets: o.stampTargets, Evict: o.evict, Nudge: o.nudge, Status: r.st, RequeueAfter: r.nextDeadline(), Events: events,
+		CopyTo: o.copyTo}
+	if len(f.in.Places) > 0 || len(f.in.Left) > 0 {
+		d.Namespaces = namespacesStatus(f, o)
+	}
 	if w := o.write; w != nil {
 		d.Secret, d.SecretPhase, d.SecretStaged = w.keyring, w.phase, w.staged
 	}
@@ -428,7 +432,7 @@ func joinSome(s []string, sep string, total int) string {
 func podNames(pods []Pod) []string {
 	out := make([]string, min(len(pods), maxNamed))
 	for i := range out {
-		out[i] = pods[i].Name
+		out[i] = pods[i].ref()
 	}
 	return out
 }

@@ -63,6 +63,8 @@ func waitsOn(f facts, o outcome) *verdict {
 	case st.Phase == mrtrv1alpha1.PhaseWaitingTTL && st.TTLWaitUntil != nil:
 		v := tokensExpired(f, st)
 		return &v
+	case len(p.v.behind) > 0:
+		return copiesVerdict(p.v, purposes[st.Phase])
 	case p.v.secretOnly:
 		v := propagated(f, st)
 		v.message += purposes[st.Phase]
@@ -96,6 +98,8 @@ func waitsInStable(f facts, o outcome) *verdict {
 			message: fmt.Sprintf("a resume: rotations are suspended (spec.suspend), and the rotation requested by %s=%s starts once they are resumed", mrtrv1alpha1.RotateAnnotation, request)}
 	case in.Settings.Suspend:
 		return &verdict{what: mrtrv1alpha1.WaitResume, message: "a resume: rotations are suspended (spec.suspend)"}
+	case len(r.v.behind) > 0:
+		return copiesVerdict(r.v, "")
 	case len(r.pending) > 0 || r.selected != "":
 		return waitsForDelivery(o, "")
 	case due && st.RolledOutAt != nil && !in.Settings.Reload():
