@@ -125,6 +125,8 @@ type ClusterMRTRKeyringStatus struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="(has(oldSelf.spec.secretName) ? oldSelf.spec.secretName : oldSelf.metadata.name) == (has(self.spec.secretName) ? self.spec.secretName : self.metadata.name)",message="spec.secretName is immutable: the workloads mount the Secret by name",fieldPath=".spec.secretName"
 
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 44",message="the name of a ClusterMRTRKeyring is at most 44 characters: it labels the Secrets it writes (ClusterKeyringClaim)",fieldPath=".metadata.name"
+
 // ClusterMRTRKeyring keeps one MRTR keyring rotated across namespaces: the namespaces that
 // spec.namespaceSelector selects each hold a copy of its Secret, and a phase ends only when every
 // copy holds the phase's keyring and every consumer pod in every namespace runs it. The keyring
@@ -163,6 +165,12 @@ func ClusterKeyringClaim(name string) string { return ClusterKeyringClaimPrefix 
 
 // ClusterKeyringClaimPrefix starts every ClusterKeyringClaim.
 const ClusterKeyringClaimPrefix = "ClusterMRTRKeyring."
+
+// LeadSecretName is the name of the lead Secret of a ClusterMRTRKeyring named name, in the
+// operator's namespace: the keyring as the operator last wrote it, which the copies follow. Its
+// own name, not spec.secretName, so that two cluster keyrings never share one, and the operator's
+// namespace may be selected too.
+func LeadSecretName(name string) string { return "cluster-keyring-" + name }
 
 // +kubebuilder:object:root=true
 
