@@ -123,9 +123,8 @@ type ClusterMRTRKeyringStatus struct {
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
 // +kubebuilder:printcolumn:name="Next Rotation",type=string,JSONPath=`.status.nextRotationTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 44",message="the name of a ClusterMRTRKeyring is at most 44 characters: it labels the Secrets it writes (ClusterKeyringClaim)"
 // +kubebuilder:validation:XValidation:rule="(has(oldSelf.spec.secretName) ? oldSelf.spec.secretName : oldSelf.metadata.name) == (has(self.spec.secretName) ? self.spec.secretName : self.metadata.name)",message="spec.secretName is immutable: the workloads mount the Secret by name",fieldPath=".spec.secretName"
-
-// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 44",message="the name of a ClusterMRTRKeyring is at most 44 characters: it labels the Secrets it writes (ClusterKeyringClaim)",fieldPath=".metadata.name"
 
 // ClusterMRTRKeyring keeps one MRTR keyring rotated across namespaces: the namespaces that
 // spec.namespaceSelector selects each hold a copy of its Secret, and a phase ends only when every
