@@ -34,15 +34,17 @@ limitations under the License.
 //   - decide (decide.go, revoke.go, evict.go, stampfight.go, progress.go) makes the phase
 //     machine's move from the facts alone: one small function per phase exit (leaveStable,
 //     leaveAccepting, ...), each building the next keyring with the keyset-manager verbs of
-//     pkg/keyring (Add, SetPrimary, Delete), each timed check returning a verdict (verdict.go:
-//     pass, what it waits for, until when). Its outcome is the status as the machine leaves it,
+//     pkg/keyring (Add, SetPrimary, Delete), each exit check (rotationDue, readyToSeal,
+//     delivered, replacedPodsGone, tokensExpired) returning a verdict (verdict.go: pass, what it
+//     waits for, until when, why). Its outcome is the status as the machine leaves it,
 //     the Secret write, the stamps (which targets, which held back by a stamp fight), the
 //     evictions, the pods to nudge, the events, what each workload waits for (once, so that the
-//     conditions, the stall and status.workloads quote the same text) and the stall: decide alone
-//     says what is stalled.
+//     conditions, the stall and status.workloads quote the same text), the stall, the verdict the
+//     phase waits on and the deadlines of every timed check: decide alone says what is stalled
+//     and when to look again.
 //   - describe (describe.go) renders the outcome: status.workloads, the conditions,
 //     status.waitingFor (the verdicts: what, for whom, until when, which kubectl mrtr shows as it
-//     is) and the requeue, the earliest of the same deadlines.
+//     is) and the requeue, the earliest of decide's deadlines; it computes no deadline of its own.
 //
 // # The invariant
 //
