@@ -143,7 +143,7 @@ func (r *report) workloadStatuses() []mrtrv1alpha1.WorkloadStatus {
 	var behind, upToDate []mrtrv1alpha1.WorkloadStatus
 	for _, t := range r.targets {
 		ws := mrtrv1alpha1.WorkloadStatus{
-			Kind: t.Kind, Name: t.Name, Found: t.Found, UpToDate: t.upToDate,
+			Namespace: t.Place, Kind: t.Kind, Name: t.Name, Found: t.Found, UpToDate: t.upToDate,
 			ReadyReplicas: t.Ready, DesiredReplicas: t.Desired, Message: t.message,
 		}
 		if r.v.reload {

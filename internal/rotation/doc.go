@@ -158,6 +158,17 @@ limitations under the License.
 // revocations), and Step resumes in that phase instead of taking the write for a change made behind
 // its back.
 //
+// # Places: one keyring across namespaces
+//
+// A ClusterMRTRKeyring's consumers read copies of its Secret, one in each namespace it selects
+// (Input.Places); its Input.Secret is the lead Secret, in the operator's namespace, which no tenant
+// writes. The phase machine is the same; places.go holds the rules that places add: a phase that
+// waits for its keyring to reach every pod also waits for every copy to hold it, and a pod counts
+// by the write of its own place's copy; the copies behind are written after the lead Secret and
+// the status (Decision.CopyTo), so a pass killed between two copy writes resumes from the lead
+// Secret and writes exactly those still behind; a Secret there that is not the keyring's copy is
+// never written, and a namespace being deleted or no longer selected never holds a phase.
+//
 // # When the world is not as written
 //
 //   - Secret absent, never written: created with a fresh primary key and, when nextKey is Staged,
