@@ -340,6 +340,28 @@ var _ = Describe("ClusterMRTRKeyring", func() {
 		Expect(s.Labels).NotTo(HaveKey(mrtrv1alpha1.ClusterKeyringLabel))
 	})
 
+	It("applies the owner rule between a cluster keyring and an MRTRKeyring of one namespace that claim one Secret, and reports it on both sides", func() {
+		name := "fleet-owner"
+		first := newTenant(name, 1)  // an MRTRKeyring of the Secret exists before the cluster keyring
+		second := newTenant(name, 1) // the cluster keyring's copy exists before an MRTRKeyring
+		kr := createKeyring(first.ns, "payments", reloading(nil))
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseStable)
+		createClusterKeyring(name)
+		acknowledgeCopies(name, second)
+		Eventually(func(g Gomega) {
+			ck := getClusterKeyring(g, name)
+			g.Expect(namespaceStates(ck)).To(HaveKeyWithValue(first.ns, mrtrv1alpha1.NamespaceConflict))
+			g.Expect(namespaceStates(ck)).To(HaveKeyWithValue(second.ns, mrtrv1alpha1.NamespaceUpToDate))
+		}).Should(Succeed())
+		Expect(secretLabels(first.ns, "payments")).To(HaveKeyWithValue(mrtrv1alpha1.KeyringLabel, "payments"))
+		Expect(secretLabels(first.ns, "payments")).NotTo(HaveKey(mrtrv1alpha1.ClusterKeyringLabel))
+
+		copied := secretKeyring(Default, second.ns, "payments").Fingerprint()
+		late := createKeyring(second.ns, "payments", reloading(nil))
+		eventuallyInConflict(late, "ClusterMRTRKeyring."+name)
+		Expect(secretKeyring(Default, second.ns, "payments").Fingerprint()).To(Equal(copied), "the MRTRKeyring takes over nothing")
+	})
+
 	It("is refused without a namespaceSelector, with named workloads or a pod selector, or a name too long to label with", func() {
 		spec := newKeyring("", "x", nil).Spec
 		for what, ck := range map[string]*mrtrv1alpha1.ClusterMRTRKeyring{
