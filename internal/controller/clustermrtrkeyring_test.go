@@ -74,7 +74,7 @@ func newTenant(fleet string, n int) *tenant {
 
 // createClusterKeyring creates a Reload-delivery ClusterMRTRKeyring named name of the Secret
 // payments over the namespaces labelled fleet=name.
-func createClusterKeyring(name string) *mrtrv1alpha1.ClusterMRTRKeyring {
+func createClusterKeyring(name string) {
 	GinkgoHelper()
 	spec := newKeyring("", name, reloading(func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.SecretName = "payments" })).Spec
 	ck := &mrtrv1alpha1.ClusterMRTRKeyring{
@@ -83,7 +83,6 @@ func createClusterKeyring(name string) *mrtrv1alpha1.ClusterMRTRKeyring {
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"fleet": name}}},
 	}
 	Expect(k8sClient.Create(ctx, ck)).To(Succeed())
-	return ck
 }
 
 func getClusterKeyring(g Gomega, name string) *mrtrv1alpha1.ClusterMRTRKeyring {

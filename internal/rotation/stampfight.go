@@ -95,7 +95,9 @@ func planStamps(f facts, o outcome) outcome {
 
 // fightOver is a copy of the fight over w's stamp in fights, nil when there is none.
 func fightOver(fights []mrtrv1alpha1.StampFight, w Workload) *mrtrv1alpha1.StampFight {
-	i := slices.IndexFunc(fights, func(s mrtrv1alpha1.StampFight) bool { return s.Namespace == w.Place && s.Kind == w.Kind && s.Name == w.Name })
+	i := slices.IndexFunc(fights, func(s mrtrv1alpha1.StampFight) bool {
+		return s.Namespace == w.Place && s.Kind == w.Kind && s.Name == w.Name
+	})
 	if i < 0 {
 		return nil
 	}
