@@ -717,7 +717,7 @@ func newKeys(f facts, st mrtrv1alpha1.MRTRKeyringStatus, kr *keyring.Keyring, n 
 	// Nor one a request names, handled or not: a key named by a request never seals. (Such ids
 	// are skipped, not taken as used: a request naming an id of the future must not move every
 	// id after it.)
-	named := splitIDs(st.LastHandledRevokeRequest)
+	named := mrtrv1alpha1.ParseIDs(st.LastHandledRevokeRequest)
 	for _, r := range mrtrv1alpha1.ParseRevokeRequests(f.in.RevokeRequest) {
 		named = append(named, r.Target)
 	}

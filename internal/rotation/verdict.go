@@ -152,14 +152,12 @@ func propagated(f facts, st mrtrv1alpha1.MRTRKeyringStatus) verdict {
 			d, until.UTC().Format(time.RFC3339))}
 }
 
-// replacedGone is the check that the pods a rollout replaced have stopped (replacedPodsGone):
-// terminationGracePeriod after status.rolledOutAt, which must be set. Reload delivery, or a
-// keyring without targets, replaces no pod and passes at once.
+// replacedGone is the timed half of replacedPodsGone, which says when it applies: the pods a
+// rollout replaced have stopped terminationGracePeriod after status.rolledOutAt, which must be set.
 func replacedGone(f facts, st mrtrv1alpha1.MRTRKeyringStatus) verdict {
 	grace := f.in.Settings.TerminationGracePeriod
 	until := st.RolledOutAt.Add(grace)
-	pass := len(f.in.Workloads) == 0 || f.in.Settings.Reload() || !f.in.Now.Before(until)
-	return verdict{pass: pass, what: mrtrv1alpha1.WaitReplacedPods, until: until,
+	return verdict{pass: !f.in.Now.Before(until), what: mrtrv1alpha1.WaitReplacedPods, until: until,
 		message: fmt.Sprintf("the pods the rollout replaced to stop: terminationGracePeriod (%s) after the rollout, until %s, so that no pod that knew only the old key still serves when the new key seals",
 			grace, until.UTC().Format(time.RFC3339))}
 }
