@@ -105,7 +105,13 @@ func (p *Player) Start(ctx context.Context) error {
 		}); err != nil {
 			return fmt.Errorf("testworld: index pods by Secret: %w", err)
 		}
-		if err := p.watch(ctx, &corev1.Pod{}, p.podChanged); err != nil {
+		// Only a new pod: a server loads its keyring when it starts, and after that only when the
+		// Secret changes, whatever else changes on its Pod.
+		inf, err := p.Cache.GetInformer(ctx, &corev1.Pod{})
+		if err != nil {
+			return fmt.Errorf("testworld: watch pods: %w", err)
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: p.podStarted}); err != nil {
 			return err
 		}
 	}
@@ -235,9 +241,9 @@ func (p *Player) secretChanged(obj any) {
 	}
 }
 
-// podChanged has a new pod acknowledge the keyring its Secret holds, as its server does once it
+// podStarted has a new pod acknowledge the keyring its Secret holds, as its server does once it
 // started and loaded it.
-func (p *Player) podChanged(obj any) {
+func (p *Player) podStarted(obj any) {
 	pod, ok := obj.(*corev1.Pod)
 	if !ok {
 		return
@@ -279,12 +285,4 @@ func (p *Player) acknowledge(ctx context.Context, key types.NamespacedName) erro
 		p.OnAcknowledged(key, fp, time.Now())
 	}
 	return nil
-}
-
-// Loaded is the fingerprint of the last keyring the Player saw the Secret holding, if any.
-func (p *Player) Loaded(secret types.NamespacedName) (string, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	fp, ok := p.loaded[secret]
-	return fp, ok
 }
