@@ -116,8 +116,7 @@ func startHarness(ctx context.Context, cfg config, cp *controlPlane, mgr *manage
 		return nil, err
 	}
 	rec := newRecorder()
-	pl, err := newPlayer(ctx, c, ca, rec, cfg.delivery == mrtrv1alpha1.DeliveryReload)
-	if err != nil {
+	if err := startPlayer(ctx, c, ca, rec, cfg.delivery == mrtrv1alpha1.DeliveryReload); err != nil {
 		return nil, err
 	}
 	// The keyrings are watched too, so that waiting on them costs the API server nothing.
@@ -128,7 +127,6 @@ func startHarness(ctx context.Context, cfg config, cp *controlPlane, mgr *manage
 	if !ca.WaitForCacheSync(ctx) {
 		return nil, fmt.Errorf("the harness's cache did not sync")
 	}
-	pl.run(ctx)
 	return &bench{cfg: cfg, n: n, mgr: mgr, c: c, cache: ca, apiserver: cp.config, rec: rec,
 		wait: waiter{cache: ca, mgr: mgr, n: n}}, nil
 }
@@ -279,7 +277,11 @@ func (b *bench) createWorkloads(ctx context.Context, namespaces []string) error 
 	}
 	progress("N=%d: creating %d Deployments", len(ts), len(ts))
 	if err := parallel(ctx, "Deployments created", len(ts), cfg.workers, func(ctx context.Context, i int) error {
-		return c.Create(ctx, newDeployment(ts[i]))
+		d, err := newDeployment(ts[i])
+		if err != nil {
+			return err
+		}
+		return c.Create(ctx, d)
 	}); err != nil {
 		return fmt.Errorf("create the Deployments: %w", err)
 	}

@@ -22,13 +22,14 @@ import (
 	"sync"
 	"sync/atomic"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/testworld"
+	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 )
 
 // A keyring rotates with a TTL wait of 1 s (tokenTTL 1s, clockSkew 0s, terminationGracePeriod 0s),
@@ -42,10 +43,6 @@ const (
 	// reloadDeadline is long in Reload delivery so that a harness slowed down by a loaded machine
 	// never gets a pod evicted: envtest has no controller to recreate it.
 	reloadDeadline = "1h"
-	// mountPath is where the pods mount the keyring Secret, as a server would.
-	mountPath = "/etc/mrtr"
-	// volumeName is the pods' volume of the keyring Secret.
-	volumeName = "keyring"
 )
 
 // target names one keyring and what it rotates: the keyring, its Secret, its Deployment (and in
@@ -93,38 +90,15 @@ func newKeyring(t target, delivery mrtrv1alpha1.Delivery, nextKey mrtrv1alpha1.N
 	return u
 }
 
-// podSpec mounts the keyring Secret of t, as a consuming server's pod would.
-func podSpec(t target) corev1.PodSpec {
-	return corev1.PodSpec{
-		Containers: []corev1.Container{{Name: "mcp", Image: "example.com/mcp:1",
-			VolumeMounts: []corev1.VolumeMount{{Name: volumeName, MountPath: mountPath, ReadOnly: true}}}},
-		Volumes: []corev1.Volume{{Name: volumeName,
-			VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: t.name}}}},
-	}
+// newDeployment is t's one-replica Deployment, whose pods mount t's keyring Secret.
+func newDeployment(t target) (client.Object, error) {
+	return testworld.Workload{Kind: workload.Deployment, Namespace: t.namespace, Name: t.name, Replicas: 1, Secret: t.name}.New()
 }
 
-func labelsOf(t target) map[string]string { return map[string]string{"app": t.name} }
-
-// newDeployment is t's one-replica Deployment.
-func newDeployment(t target) *appsv1.Deployment {
-	one := int32(1)
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: t.namespace, Name: t.name},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: &one,
-			Selector: &metav1.LabelSelector{MatchLabels: labelsOf(t)},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labelsOf(t)}, Spec: podSpec(t)},
-		},
-	}
-}
-
-// newPod is the one pod of t's Deployment in Reload delivery. Nothing schedules or runs it; it is an
-// object the operator lists and the harness acknowledges on.
+// newPod is the one pod of t's Deployment in Reload delivery, labelled as the Deployment's pods
+// are (testworld.Workload selects app=<name>).
 func newPod(t target) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: t.namespace, Name: t.podName(), Labels: labelsOf(t)},
-		Spec:       podSpec(t),
-	}
+	return testworld.NewPod(t.namespace, t.podName(), map[string]string{"app": t.name}, t.name)
 }
 
 // parallel runs fn(i) for every i < n on workers goroutines and returns the first error (the rest

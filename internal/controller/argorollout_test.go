@@ -17,10 +17,8 @@ limitations under the License.
 package controller
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -34,12 +32,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/testworld"
 	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 )
 
 // Argo Rollouts against the real Rollout CRD (testdata/argo-rollouts, the argo-rollouts module's
-// own), with the test playing the Argo Rollouts controller's status as kubecontroller_test.go
-// plays the Deployment controller's. The suite's manager started before the CRD was installed, as
+// own), with the test playing the Argo Rollouts controller's status through internal/testworld, as
+// it plays the Deployment controller's. The suite's manager started before the CRD was installed, as
 // on a cluster without Argo Rollouts; the first spec installs it. Ordered: the second spec needs
 // the CRD the first one installs.
 var _ = Describe("Argo Rollouts", Ordered, func() {
@@ -247,47 +246,18 @@ func rollOutRollout(kr *mrtrv1alpha1.MRTRKeyring, ro *workload.ArgoRollout) {
 	promoted(ro)
 }
 
-// argoStatus plays the Argo Rollouts controller: it writes the Rollout's status as edit makes it,
-// the current template observed, under a pod hash of the template's stamp.
-func argoStatus(ro *workload.ArgoRollout, edit func(*workload.ArgoRolloutStatus)) {
-	GinkgoHelper()
-	Eventually(func(g Gomega) {
-		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ro), ro)).To(Succeed())
-		hash := fmt.Sprintf("h%.8s", workload.Fingerprint(ro))
-		st := workload.ArgoRolloutStatus{ObservedGeneration: strconv.FormatInt(ro.Generation, 10), CurrentPodHash: hash,
-			Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}
-		edit(&st)
-		ro.Status = st
-		g.Expect(k8sClient.Status().Update(ctx, ro)).To(Succeed())
-	}).Should(Succeed())
-}
-
-// promoted: every step passed, the new pods stable, the old ones gone (Healthy).
+// promoted, pausedAtStep and aborted play the Argo Rollouts controller in those states.
 func promoted(ro *workload.ArgoRollout) {
 	GinkgoHelper()
-	argoStatus(ro, func(st *workload.ArgoRolloutStatus) {
-		st.Phase, st.StableRS = "Healthy", st.CurrentPodHash
-		st.CurrentStepIndex = new(int32(2))
-	})
+	Eventually(func() error { return testworld.Promote(ctx, k8sClient, ro) }).Should(Succeed())
 }
 
-// pausedAtStep: the canary runs one new pod beside one old and waits at its pause step.
 func pausedAtStep(ro *workload.ArgoRollout) {
 	GinkgoHelper()
-	argoStatus(ro, func(st *workload.ArgoRolloutStatus) {
-		st.Phase, st.Message, st.StableRS = "Paused", "CanaryPauseStep", "old"
-		st.UpdatedReplicas, st.AvailableReplicas = 1, 2
-		st.ControllerPause = true
-		st.CurrentStepIndex = new(int32(1))
-		st.PauseConditions = []workload.ArgoPauseCondition{{Reason: "CanaryPauseStep", StartTime: metav1.Now()}}
-	})
+	Eventually(func() error { return testworld.PauseAtStep(ctx, k8sClient, ro) }).Should(Succeed())
 }
 
-// aborted: someone ran kubectl argo rollouts abort; the controller scaled the canary down.
 func aborted(ro *workload.ArgoRollout) {
 	GinkgoHelper()
-	argoStatus(ro, func(st *workload.ArgoRolloutStatus) {
-		st.Phase, st.Message, st.StableRS, st.Abort = "Degraded", "RolloutAborted: Rollout aborted update to revision 3", "old", true
-		st.UpdatedReplicas = 0
-	})
+	Eventually(func() error { return testworld.Abort(ctx, k8sClient, ro) }).Should(Succeed())
 }

@@ -28,6 +28,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/testworld"
 	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
@@ -61,8 +63,62 @@ func newNamespace() string {
 	return ns.Name
 }
 
+// No kube-controller-manager runs in envtest: the tests play the workload controllers with
+// internal/testworld, deciding when and how far a rollout gets, and the reconciler, which only
+// reads a workload's status, sees what it would see in a cluster.
+
+// newWorkload returns a minimal valid workload of kind with replicas pods (ignored for DaemonSets)
+// and the given labels.
+func newWorkload(kind workload.Kind, namespace, name string, replicas int32, labels map[string]string) client.Object {
+	GinkgoHelper()
+	obj, err := testworld.Workload{Kind: kind, Namespace: namespace, Name: name, Replicas: replicas, Labels: labels}.New()
+	Expect(err).NotTo(HaveOccurred())
+	return obj
+}
+
+// createWorkload creates the workload and rolls it out at once, as a healthy cluster would.
+func createWorkload(kind workload.Kind, namespace, name string, replicas int32, labels map[string]string) client.Object {
+	GinkgoHelper()
+	obj := newWorkload(kind, namespace, name, replicas, labels)
+	Expect(k8sClient.Create(ctx, obj)).To(Succeed())
+	rollOut(obj, testworld.Complete)
+	return obj
+}
+
+// rollOutTarget completes w's rollout once w carries kr's status.targetFingerprint. The operator
+// stamps a workload after the status write that enters a phase, so a rollout right after that
+// write is seen could roll out the template from before the stamp, and prove nothing.
+func rollOutTarget(kr *mrtrv1alpha1.MRTRKeyring, w client.Object) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		fp, _ := stampOf(g, w)
+		g.Expect(fp).To(Equal(getKeyring(g, kr).Status.TargetFingerprint))
+	}).Should(Succeed())
+	rollOut(w, testworld.Complete)
+}
+
+// rollOut plays the workload's controller up to `updated` pods running the current template
+// (testworld.Complete: all of them), everything else still on the old template but available.
+func rollOut(obj client.Object, updated int32) {
+	GinkgoHelper()
+	Eventually(func() error { return testworld.RollOut(ctx, k8sClient, obj, updated) }).Should(Succeed())
+}
+
+// stallDeployment plays a Deployment whose new pods never become ready, past its progress deadline.
+func stallDeployment(d *appsv1.Deployment) {
+	GinkgoHelper()
+	Eventually(func() error { return testworld.Stall(ctx, k8sClient, d) }).Should(Succeed())
+}
+
+// stampOf returns the keyring fingerprint on the workload's pod template and its generation, which counts
+// the writes to its spec (a second stamp of the same value would not change it; a new value does).
+func stampOf(g Gomega, obj client.Object) (string, int64) {
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+	return workload.Fingerprint(obj), obj.GetGeneration()
+}
+
 // newKeyring returns a keyring with the test settings; edit changes its spec before it is created.
-// It is in Restart delivery, whose rollouts kubecontroller_test.go plays (reload_test.go sets
+// It is in Restart delivery, whose rollouts the tests play (rollOut) (reload_test.go sets
 // Reload and plays the pods), and makes its next key at rotation, the three rounds most specs walk
 // (staged_test.go sets Staged, the default, and revokes keys).
 func newKeyring(namespace, name string, edit func(*mrtrv1alpha1.MRTRKeyringSpec)) *mrtrv1alpha1.MRTRKeyring {

@@ -33,6 +33,7 @@ import (
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
+	"github.com/mrtr-dev/mrtr-operator/internal/testworld"
 	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
@@ -472,10 +473,9 @@ var _ = Describe("MRTRKeyring controller", func() {
 	It("rolls out to every workload whose pod template references the Secret, listed or not", func() {
 		kr := createKeyring(ns, "consumed", nil) // names no workload
 		a := settle(kr, nil)
-		obj := newWorkload(workload.Deployment, ns, "unlisted", 2, nil)
-		tmpl := &obj.(*appsv1.Deployment).Spec.Template.Spec
-		tmpl.Volumes = []corev1.Volume{{Name: "keyring", VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: kr.EffectiveSecretName()}}}}
+		obj, err := testworld.Workload{Kind: workload.Deployment, Namespace: ns, Name: "unlisted", Replicas: 2,
+			Secret: kr.EffectiveSecretName()}.New()
+		Expect(err).NotTo(HaveOccurred())
 		Expect(k8sClient.Create(ctx, obj)).To(Succeed())
 		rollOut(obj, -1)
 		// The new consumer is stamped with the keyring in service, and gated from then on.

@@ -30,13 +30,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/testworld"
 	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 )
 
-// In Reload delivery the tests play the pods: envtest runs no kubelet, so a pod is an object that
-// exists, and it acknowledges a keyring when the test writes the annotation the library's ack
-// package writes. The workload controllers are still played by kubecontroller_test.go (its status
+// In Reload delivery the tests play the pods with internal/testworld: envtest runs no kubelet, so a
+// pod is an object that exists, and it acknowledges a keyring when the test has it write what the
+// library's ack package writes. The workload controllers are still played by rollOut (its status
 // counts the pods).
 
 // reloading makes a keyring's spec Reload delivery with a short reload deadline.
@@ -62,14 +63,7 @@ func createPod(namespace, name string, labels map[string]string) *corev1.Pod {
 // createPodWith is createPod with edit applied to the pod before it is created.
 func createPodWith(namespace, name string, labels map[string]string, edit func(*corev1.Pod)) *corev1.Pod {
 	GinkgoHelper()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: labels},
-		Spec: corev1.PodSpec{
-			Containers: []corev1.Container{{Name: "mcp", Image: "example.com/mcp:1",
-				VolumeMounts: []corev1.VolumeMount{{Name: "keyring", MountPath: "/etc/mrtr"}}}},
-			Volumes: []corev1.Volume{{Name: "keyring", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "payments"}}}},
-		},
-	}
+	pod := testworld.NewPod(namespace, name, labels, "payments")
 	if edit != nil {
 		edit(pod)
 	}
@@ -77,10 +71,10 @@ func createPodWith(namespace, name string, labels map[string]string, edit func(*
 	return pod
 }
 
-// acknowledge writes on pod that it loaded the keyring of fingerprint fp from Secret secret.
+// acknowledge has pod acknowledge that it loaded the keyring of fingerprint fp from Secret secret.
 func acknowledge(pod *corev1.Pod, secret, fp string) {
 	GinkgoHelper()
-	Expect(k8sClient.Patch(ctx, pod, client.RawPatch(types.MergePatchType, ack.Patch(secret, fp)), client.FieldOwner(ack.FieldManager))).To(Succeed())
+	Expect(testworld.Acknowledge(ctx, k8sClient, pod, secret, fp)).To(Succeed())
 }
 
 // acknowledgeAll makes every pod acknowledge the keyring the Secret holds now.

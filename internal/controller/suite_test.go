@@ -43,7 +43,7 @@ import (
 // The suite runs the real reconciler in a real manager against a real kube-apiserver and etcd
 // (envtest), in the style of the kubebuilder cronjob tutorial: tests change the world through
 // k8sClient and assert on it with Eventually. No controller-manager runs in envtest, so the tests
-// play the workload controllers themselves (kubecontroller_test.go), which gives them exact control
+// play the workload controllers themselves (internal/testworld), which gives them exact control
 // over instant, slow and stuck rollouts. The reconciler reads a fake clock, so TTL waits and
 // deadlines pass when a test says so, not in real time.
 

@@ -36,6 +36,7 @@ import (
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
+	"github.com/mrtr-dev/mrtr-operator/internal/testworld"
 	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 )
@@ -99,10 +100,8 @@ var _ = Describe("the operator's pod annotation policy", Ordered, func() {
 		Expect(admin.Create(ctx, pod)).To(Succeed())
 		By("the pod acknowledging the keyring of the Secret it mounts, with a token bound to it, as pkg/ack does")
 		asPod := clientWithToken(tokenFor(operatorPodsNS, podsSA, pod))
-		Eventually(func() error {
-			return asPod.Patch(ctx, podRef(pod), client.RawPatch(types.MergePatchType,
-				fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, ack.AnnotationKey("payments"), fp1)), client.FieldOwner(ack.FieldManager))
-		}).Should(Succeed(), "the pod could not acknowledge")
+		Eventually(func() error { return testworld.Acknowledge(ctx, asPod, podRef(pod), "payments", fp1) }).Should(Succeed(),
+			"the pod could not acknowledge")
 		request := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
 		account := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: operatorSA, Namespace: operatorNS}}
 		Expect(admin.SubResource("token").Create(ctx, account, request)).To(Succeed())
@@ -319,9 +318,8 @@ func projectedSecret(name string) corev1.Volume {
 // mountingPod is a pod of podsSA that mounts the Secret payments, as a keyring's consumer does.
 func mountingPod(namespace, name string) *corev1.Pod {
 	pod := newPod(namespace, name, podsSA)
-	pod.Spec.Volumes = []corev1.Volume{{Name: "keyring",
-		VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "payments"}}}}
-	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "keyring", MountPath: "/etc/mrtr"}}
+	consumer := testworld.ConsumerPodSpec("payments")
+	pod.Spec.Volumes, pod.Spec.Containers[0].VolumeMounts = consumer.Volumes, consumer.Containers[0].VolumeMounts
 	return pod
 }
 
