@@ -203,10 +203,10 @@ func createClusterKeyring(t *testing.T, ctx context.Context, c client.Client, ck
 	}
 }
 
-func getClusterKeyring(t *testing.T, ctx context.Context, c client.Client, name string) *mrtrv1alpha1.ClusterMRTRKeyring {
+func getTenants(t *testing.T, ctx context.Context, c client.Client) *mrtrv1alpha1.ClusterMRTRKeyring {
 	t.Helper()
 	ck := &mrtrv1alpha1.ClusterMRTRKeyring{}
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, ck); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Name: "tenants"}, ck); err != nil {
 		t.Fatal(err)
 	}
 	return ck
@@ -235,7 +235,7 @@ func TestEnvtestClusterKeyring(t *testing.T) {
 	})
 
 	t.Run("rotate", func(t *testing.T) {
-		before := getClusterKeyring(t, ctx, c, "tenants")
+		before := getTenants(t, ctx, c)
 		r := run(t, o, "", "rotate", kc, "cmkr/tenants")
 		want := "Requested a rotation of ClusterMRTRKeyring tenants (mrtr.dev/rotate=2026-12-01T12:00:00Z).\n" +
 			"A rotation is under way (phase Accepting): the one requested starts when it completes.\n" +
@@ -243,7 +243,7 @@ func TestEnvtestClusterKeyring(t *testing.T) {
 		if r.err != nil || r.out != want {
 			t.Fatalf("rotate: %v\n%s\nwant\n%s", r.err, r.out, want)
 		}
-		got := getClusterKeyring(t, ctx, c, "tenants")
+		got := getTenants(t, ctx, c)
 		if v := got.Annotations[mrtrv1alpha1.RotateAnnotation]; v != "2026-12-01T12:00:00Z" || got.Annotations["team"] != "platform" || got.Generation != before.Generation {
 			t.Errorf("rotate wrote %s=%q, left %+v", mrtrv1alpha1.RotateAnnotation, v, got.ObjectMeta)
 		}
@@ -256,14 +256,14 @@ func TestEnvtestClusterKeyring(t *testing.T) {
 		if r.err != nil || r.out != want {
 			t.Fatalf("suspend: %v\n%s\nwant\n%s", r.err, r.out, want)
 		}
-		if !getClusterKeyring(t, ctx, c, "tenants").Spec.Suspend {
+		if !getTenants(t, ctx, c).Spec.Suspend {
 			t.Fatal("spec.suspend is false after suspend")
 		}
 		r = run(t, o, "", "resume", kc, "cmkr/tenants")
 		if r.err != nil || !strings.HasPrefix(r.out, "Resumed ClusterMRTRKeyring tenants: rotations start again.\n") {
 			t.Fatalf("resume: %v\n%s", r.err, r.out)
 		}
-		if getClusterKeyring(t, ctx, c, "tenants").Spec.Suspend {
+		if getTenants(t, ctx, c).Spec.Suspend {
 			t.Fatal("spec.suspend is true after resume")
 		}
 	})
@@ -280,13 +280,13 @@ func TestEnvtestClusterKeyring(t *testing.T) {
 		}
 		// Numbered on from what the operator handled, and the handled ones pruned, as on an
 		// MRTRKeyring: the same helpers make the value.
-		got := getClusterKeyring(t, ctx, c, "tenants")
+		got := getTenants(t, ctx, c)
 		got.Status.LastHandledRevokeSequence = 1
 		if err := c.Status().Update(ctx, got); err != nil {
 			t.Fatal(err)
 		}
 		r = run(t, o, "", "revoke", kc, "cmkr/tenants", "--all")
-		if v := getClusterKeyring(t, ctx, c, "tenants").Annotations[mrtrv1alpha1.RevokeAnnotation]; r.err != nil || v != "2:*"+now.UTC().Format(time.RFC3339) {
+		if v := getTenants(t, ctx, c).Annotations[mrtrv1alpha1.RevokeAnnotation]; r.err != nil || v != "2:*"+now.UTC().Format(time.RFC3339) {
 			t.Fatalf("revoke --all: %v, annotation %q\n%s", r.err, v, r.out)
 		}
 	})

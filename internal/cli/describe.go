@@ -130,7 +130,7 @@ func describe(out io.Writer, v keyringView, now time.Time) error {
 		return d.err
 	}
 	d.heading("Conditions", "")
-	rows := append(make([][]string, 0, 1+len(st.Conditions)), []string{"TYPE", "STATUS", "REASON", "SINCE", "MESSAGE"})
+	rows := append(make([][]string, 0, 1+len(st.Conditions)), []string{"TYPE", "STATUS", "REASON", "SINCE", columnMessage})
 	for _, c := range st.Conditions {
 		rows = append(rows, []string{c.Type, string(c.Status), c.Reason, age(c.LastTransitionTime.Time, now), oneLine(c.Message)})
 	}
@@ -153,7 +153,7 @@ func (d *textWriter) namespaces(kr *mrtrv1alpha1.MRTRKeyring, ns mrtrv1alpha1.Na
 	d.heading("Namespaces", summary)
 	shown := ns.Items[:min(len(ns.Items), maxNamespaceRows)]
 	if len(shown) > 0 {
-		rows := append(make([][]string, 0, 1+len(shown)), []string{"NAMESPACE", "STATE", "MESSAGE"})
+		rows := append(make([][]string, 0, 1+len(shown)), []string{"NAMESPACE", "STATE", columnMessage})
 		for _, n := range shown {
 			rows = append(rows, []string{n.Name, string(n.State), orDash(oneLine(n.Message))})
 		}

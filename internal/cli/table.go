@@ -28,10 +28,13 @@ import (
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 )
 
+// columnMessage heads the columns of the conditions' and operator's messages, in every table.
+const columnMessage = "MESSAGE"
+
 // writeTable writes one line per keyring, kubectl get's way (a NAMESPACE column with -A).
 func writeTable(out io.Writer, items []mrtrv1alpha1.MRTRKeyring, namespaced bool, now time.Time) error {
 	w := printers.GetNewTabWriter(out)
-	head := []string{"NAME", "PHASE", "PRIMARY", "PRIMARY AGE", "ACKNOWLEDGED", "NEXT ROTATION", "READY", "MESSAGE"}
+	head := []string{"NAME", "PHASE", "PRIMARY", "PRIMARY AGE", "ACKNOWLEDGED", "NEXT ROTATION", "READY", columnMessage}
 	if namespaced {
 		head = append([]string{"NAMESPACE"}, head...)
 	}
@@ -51,7 +54,7 @@ func writeTable(out io.Writer, items []mrtrv1alpha1.MRTRKeyring, namespaced bool
 // namespaces up to date of those selected.
 func writeClusterTable(out io.Writer, items []mrtrv1alpha1.ClusterMRTRKeyring, now time.Time) error {
 	w := printers.GetNewTabWriter(out)
-	head := []string{"NAME", "PHASE", "PRIMARY", "PRIMARY AGE", "NAMESPACES", "ACKNOWLEDGED", "NEXT ROTATION", "READY", "MESSAGE"}
+	head := []string{"NAME", "PHASE", "PRIMARY", "PRIMARY AGE", "NAMESPACES", "ACKNOWLEDGED", "NEXT ROTATION", "READY", columnMessage}
 	_, _ = fmt.Fprintln(w, strings.Join(head, "\t")) // buffered: Flush reports
 	for i := range items {
 		kr, ns := keyringOf(&items[i])

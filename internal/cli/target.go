@@ -18,6 +18,7 @@ package cli
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,15 +50,11 @@ func kindOf(typ string) (cluster, ok bool) {
 	for _, suffix := range []string{"." + mrtrv1alpha1.GroupVersion.Version + "." + mrtrv1alpha1.GroupVersion.Group, "." + mrtrv1alpha1.GroupVersion.Group} {
 		t = strings.TrimSuffix(t, suffix)
 	}
-	for _, n := range clusterTypes {
-		if t == n {
-			return true, true
-		}
-	}
-	for _, n := range namespacedTypes {
-		if t == n {
-			return false, true
-		}
+	switch {
+	case slices.Contains(clusterTypes, t):
+		return true, true
+	case slices.Contains(namespacedTypes, t):
+		return false, true
 	}
 	return false, false
 }
