@@ -21,8 +21,8 @@ package main
 
 import (
 	"crypto/tls"
-	"flag"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -97,7 +97,8 @@ func main() {
 		"Rotate ClusterMRTRKeyrings, which write a keyring Secret into every namespace they select: only for a cluster-wide install "+
 			"(not with --namespaces), and only where whoever may create a ClusterMRTRKeyring may put keys into any namespace (docs/security.md).")
 	flag.StringVar(&clusterNamespace, "cluster-resource-namespace", "",
-		"The namespace of the ClusterMRTRKeyrings' lead Secrets; empty: the namespace the manager runs in (POD_NAMESPACE, or its service account's).")
+		"The namespace of the ClusterMRTRKeyrings' lead Secrets; "+
+			"empty: the namespace the manager runs in (POD_NAMESPACE, or its service account's).")
 	// Production logging by default: JSON at info level (one line per change, none per pass). The
 	// zap flags change it: --zap-devel, --zap-log-level=debug, --zap-encoder=console.
 	opts := zap.Options{Development: false}
@@ -253,7 +254,8 @@ func clusterResourceNamespace(flagged, namespaces string) (string, error) {
 	if ns := strings.TrimSpace(string(b)); err == nil && ns != "" {
 		return ns, nil
 	}
-	return "", errors.New("--cluster-resource-namespace is not set, and the manager does not run in a namespace (no POD_NAMESPACE, no service account namespace)")
+	return "", errors.New("--cluster-resource-namespace is not set, and the manager does not run in a namespace " +
+		"(no POD_NAMESPACE, no service account namespace)")
 }
 
 // splitNamespaces parses --namespaces: comma-separated names, blanks ignored.

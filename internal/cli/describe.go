@@ -95,21 +95,19 @@ func describe(out io.Writer, v keyringView, now time.Time) error {
 		d.table(1, rows)
 	}
 
-	if len(st.StampFights) > 0 {
+	if n := len(st.StampFights); n > 0 {
 		d.heading("Stamp fights", "another field manager puts back the stamp: no stamp before the back-off ends (StampReverted)")
-		rows := append(make([][]string, 0, 1+len(st.StampFights)), []string{"WORKLOAD", "MANAGER", "REVERTS", "HELD UNTIL"})
-		for _, f := range st.StampFights {
-			rows = append(rows, []string{string(f.Kind) + "/" + f.Name, f.Manager, fmt.Sprint(f.Reverts), d.stampOrDash(f.Until.Time)})
-		}
-		d.table(1, rows)
+		d.cappedTable(1, []string{"WORKLOAD", "MANAGER", "REVERTS", "HELD UNTIL"}, n, func(i int) []string {
+			f := st.StampFights[i]
+			return []string{string(f.Kind) + "/" + f.Name, f.Manager, fmt.Sprint(f.Reverts), d.stampOrDash(f.Until.Time)}
+		})
 	}
-	if len(st.RefusedAcknowledgements) > 0 {
+	if n := len(st.RefusedAcknowledgements); n > 0 {
 		d.heading("Refused acknowledgements", "not taken as proof that the pod loaded the keyring")
-		rows := append(make([][]string, 0, 1+len(st.RefusedAcknowledgements)), []string{"POD", "WHY"})
-		for _, r := range st.RefusedAcknowledgements {
-			rows = append(rows, []string{r.Pod, oneLine(r.Message)})
-		}
-		d.table(1, rows)
+		d.cappedTable(1, []string{"POD", "WHY"}, n, func(i int) []string {
+			r := st.RefusedAcknowledgements[i]
+			return []string{r.Pod, oneLine(r.Message)}
+		})
 	}
 
 	if v.namespaces != nil {
@@ -138,12 +136,27 @@ func describe(out io.Writer, v keyringView, now time.Time) error {
 	return d.err
 }
 
-// maxNamespaceRows is how many of the namespaces status lists are shown: a keyring over hundreds
-// of namespaces stays one screen, the namespaces behind first (the order of status).
-const maxNamespaceRows = 10
+// maxSectionRows is how many rows the sections of status lists that grow with the targets (stamp
+// fights, refused acknowledgements, a ClusterMRTRKeyring's namespaces) show: the rest are counted, so that the status of a keyring
+// with many targets stays readable.
+const maxSectionRows = 10
+
+// cappedTable writes a table of head and the rows of the first maxSectionRows of n items, then
+// counts the others.
+func (d *textWriter) cappedTable(level int, head []string, n int, row func(i int) []string) {
+	rows := append(make([][]string, 0, 1+min(n, maxSectionRows)), head)
+	for i := range min(n, maxSectionRows) {
+		rows = append(rows, row(i))
+	}
+	d.table(level, rows)
+	if n > maxSectionRows {
+		d.printf(level, "and %d more\n", n-maxSectionRows)
+	}
+}
 
 // namespaces writes a ClusterMRTRKeyring's namespaces: the counts of its status, then the first
-// maxNamespaceRows of those it lists, and how many more there are.
+// maxSectionRows of those it lists (those behind first: the order of status), and how many more
+// there are.
 func (d *textWriter) namespaces(kr *mrtrv1alpha1.MRTRKeyring, ns mrtrv1alpha1.NamespacesStatus) {
 	behind := ns.Selected - ns.UpToDate - ns.Conflicts
 	summary := fmt.Sprintf("%d selected: %d up to date, %d behind, %d in conflict; %d left", ns.Selected, ns.UpToDate, behind, ns.Conflicts, ns.Left)
@@ -151,7 +164,7 @@ func (d *textWriter) namespaces(kr *mrtrv1alpha1.MRTRKeyring, ns mrtrv1alpha1.Na
 		summary = "none in status yet"
 	}
 	d.heading("Namespaces", summary)
-	shown := ns.Items[:min(len(ns.Items), maxNamespaceRows)]
+	shown := ns.Items[:min(len(ns.Items), maxSectionRows)]
 	if len(shown) > 0 {
 		rows := append(make([][]string, 0, 1+len(shown)), []string{"NAMESPACE", "STATE", columnMessage})
 		for _, n := range shown {

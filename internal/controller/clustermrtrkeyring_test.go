@@ -74,7 +74,7 @@ func newTenant(fleet string, n int) *tenant {
 
 // createClusterKeyring creates a Reload-delivery ClusterMRTRKeyring named name of the Secret
 // payments over the namespaces labelled fleet=name.
-func createClusterKeyring(name string) *mrtrv1alpha1.ClusterMRTRKeyring {
+func createClusterKeyring(name string) {
 	GinkgoHelper()
 	spec := newKeyring("", name, reloading(func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.SecretName = "payments" })).Spec
 	ck := &mrtrv1alpha1.ClusterMRTRKeyring{
@@ -83,7 +83,6 @@ func createClusterKeyring(name string) *mrtrv1alpha1.ClusterMRTRKeyring {
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"fleet": name}}},
 	}
 	Expect(k8sClient.Create(ctx, ck)).To(Succeed())
-	return ck
 }
 
 func getClusterKeyring(g Gomega, name string) *mrtrv1alpha1.ClusterMRTRKeyring {
@@ -338,6 +337,28 @@ var _ = Describe("ClusterMRTRKeyring", func() {
 		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: theirs.ns, Name: "payments"}, &s)).To(Succeed())
 		Expect(s.Data).To(Equal(map[string][]byte{"note": []byte("someone else's")}))
 		Expect(s.Labels).NotTo(HaveKey(mrtrv1alpha1.ClusterKeyringLabel))
+	})
+
+	It("applies the owner rule between a cluster keyring and an MRTRKeyring of one namespace that claim one Secret, and reports it on both sides", func() {
+		name := "fleet-owner"
+		first := newTenant(name, 1)  // an MRTRKeyring of the Secret exists before the cluster keyring
+		second := newTenant(name, 1) // the cluster keyring's copy exists before an MRTRKeyring
+		kr := createKeyring(first.ns, "payments", reloading(nil))
+		eventuallyInPhase(kr, mrtrv1alpha1.PhaseStable)
+		createClusterKeyring(name)
+		acknowledgeCopies(name, second)
+		Eventually(func(g Gomega) {
+			ck := getClusterKeyring(g, name)
+			g.Expect(namespaceStates(ck)).To(HaveKeyWithValue(first.ns, mrtrv1alpha1.NamespaceConflict))
+			g.Expect(namespaceStates(ck)).To(HaveKeyWithValue(second.ns, mrtrv1alpha1.NamespaceUpToDate))
+		}).Should(Succeed())
+		Expect(secretLabels(first.ns, "payments")).To(HaveKeyWithValue(mrtrv1alpha1.KeyringLabel, "payments"))
+		Expect(secretLabels(first.ns, "payments")).NotTo(HaveKey(mrtrv1alpha1.ClusterKeyringLabel))
+
+		copied := secretKeyring(Default, second.ns, "payments").Fingerprint()
+		late := createKeyring(second.ns, "payments", reloading(nil))
+		eventuallyInConflict(late, "ClusterMRTRKeyring."+name)
+		Expect(secretKeyring(Default, second.ns, "payments").Fingerprint()).To(Equal(copied), "the MRTRKeyring takes over nothing")
 	})
 
 	It("is refused without a namespaceSelector, with named workloads or a pod selector, or a name too long to label with", func() {

@@ -74,7 +74,7 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 	}
 	sec := observeSecret(secret)
 	if secret != nil {
-		if sec.ClaimedBy, err = r.otherOwner(ctx, kr, secret.Labels[mrtrv1alpha1.KeyringLabel]); err != nil {
+		if sec.ClaimedBy, err = r.otherOwner(ctx, kr, secretClaim(secret)); err != nil {
 			return rotation.Input{}, observed{}, err
 		}
 	}
@@ -251,6 +251,15 @@ func (r *MRTRKeyringReconciler) stampOwner(ctx context.Context, kr *mrtrv1alpha1
 	}
 }
 
+// secretClaim is who a keyring Secret says owns it: the MRTRKeyring its KeyringLabel names, else
+// the ClusterMRTRKeyring whose copy its ClusterKeyringLabel says it is (ClusterKeyringClaim).
+func secretClaim(s *corev1.Secret) string {
+	if c := s.Labels[mrtrv1alpha1.ClusterKeyringLabel]; c != "" && s.Labels[mrtrv1alpha1.KeyringLabel] == "" {
+		return mrtrv1alpha1.ClusterKeyringClaim(c)
+	}
+	return s.Labels[mrtrv1alpha1.KeyringLabel]
+}
+
 // otherOwner returns claimant when it names an MRTRKeyring of kr's namespace other than kr that
 // exists: the owner of a Secret or a stamp that kr must not touch. A claim of a keyring that is gone
 // lapses, so that its successor (or a keyring of another name) takes over.
@@ -259,6 +268,11 @@ func (r *MRTRKeyringReconciler) otherOwner(ctx context.Context, kr *mrtrv1alpha1
 		return "", nil
 	}
 	if name, ok := strings.CutPrefix(claimant, mrtrv1alpha1.ClusterKeyringClaimPrefix); ok {
+		if r.ClusterKeyrings == "" {
+			// Without cluster keyrings the operator may not read them: a copy one left behind is
+			// not taken over, since its servers may still run it.
+			return claimant, nil
+		}
 		var other mrtrv1alpha1.ClusterMRTRKeyring
 		switch err := r.Get(ctx, types.NamespacedName{Name: name}, &other); {
 		case apierrors.IsNotFound(err), err == nil && other.DeletionTimestamp != nil:

@@ -19,7 +19,6 @@ package rotation
 import (
 	"cmp"
 	"strconv"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -181,7 +180,7 @@ func ObserveSecret(exists bool, secretType string, data map[string][]byte, annot
 		HandledRevokeRequest:  annotations[mrtrv1alpha1.HandledRevokeAnnotation],
 		HandledRevokeSequence: handledSequence(annotations[mrtrv1alpha1.HandledRevokeSequenceAnnotation]),
 		Staged:                annotations[mrtrv1alpha1.StagedKeyAnnotation],
-		Revoked:               splitIDs(annotations[mrtrv1alpha1.RevokedKeysAnnotation]),
+		Revoked:               mrtrv1alpha1.ParseIDs(annotations[mrtrv1alpha1.RevokedKeysAnnotation]),
 		TokenTTL:              declaredTTL(data[keyring.TokenTTLDataKey]),
 	}
 }
@@ -200,7 +199,7 @@ func (d Decision) SecretAnnotations() map[string]string {
 		mrtrv1alpha1.HandledRotateAnnotation:         d.Status.LastHandledRotateRequest,
 		mrtrv1alpha1.HandledRevokeAnnotation:         d.Status.LastHandledRevokeRequest,
 		mrtrv1alpha1.HandledRevokeSequenceAnnotation: handledSequenceValue(d.Status.LastHandledRevokeSequence),
-		mrtrv1alpha1.RevokedKeysAnnotation:           strings.Join(revoked, ","),
+		mrtrv1alpha1.RevokedKeysAnnotation:           mrtrv1alpha1.FormatIDs(revoked),
 		mrtrv1alpha1.StagedKeyAnnotation:             d.SecretStaged,
 	}
 }
@@ -221,17 +220,6 @@ func handledSequenceValue(n int64) string {
 		return ""
 	}
 	return strconv.FormatInt(n, 10)
-}
-
-// splitIDs splits a comma-separated list of key ids, dropping blanks.
-func splitIDs(s string) []string {
-	var ids []string
-	for id := range strings.SplitSeq(s, ",") {
-		if id = strings.TrimSpace(id); id != "" {
-			ids = append(ids, id)
-		}
-	}
-	return ids
 }
 
 // declaredTTL is the token-ttl data, 0 when absent or invalid (then rewritten like a stale one).

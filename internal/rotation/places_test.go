@@ -30,7 +30,7 @@ import (
 
 // placed is a Reload-delivery workload "api" of place with pods that acknowledged loaded.
 func placed(place string, loaded string, pods ...string) Workload {
-	var ps []Pod
+	ps := make([]Pod, 0, len(pods))
 	for _, p := range pods {
 		pod := acked(p, loaded)
 		pod.Place = place
@@ -141,14 +141,14 @@ func TestPlacesStep(t *testing.T) {
 			if !slices.Equal(d.CopyTo, c.copyTo) {
 				t.Errorf("CopyTo %v, want %v", d.CopyTo, c.copyTo)
 			}
-			var reasons []string
+			reasons := make([]string, 0, len(d.Events))
 			for _, e := range d.Events {
 				reasons = append(reasons, e.Reason)
 			}
 			if !slices.Equal(reasons, c.events) {
 				t.Errorf("events %v, want %v", reasons, c.events)
 			}
-			var items []string
+			items := make([]string, 0, len(d.Namespaces.Items))
 			for _, n := range d.Namespaces.Items {
 				items = append(items, n.Name+"="+string(n.State))
 			}
@@ -256,7 +256,7 @@ func (w *placesWorld) observe() Input {
 }
 
 func (w *placesWorld) names() []string {
-	var out []string
+	out := make([]string, 0, len(w.places))
 	for n := range w.places {
 		out = append(out, n)
 	}
