@@ -77,8 +77,14 @@ func TestAlertsNameTheKeyring(t *testing.T) {
 		want    string
 		notWant []string
 	}{
-		{map[string]string{"namespace": "mcp", "name": "payments", "reason": "RolloutTimeout"}, "MRTRKeyring mcp/payments", []string{"ClusterMRTRKeyring"}},
-		{map[string]string{"name": "tenants", "reason": "RolloutTimeout"}, "ClusterMRTRKeyring tenants", []string{" /tenants", "-n  ", "-n tenants", "MRTRKeyring /"}},
+		{
+			labels: map[string]string{"namespace": "mcp", "name": "payments", "reason": "RolloutTimeout"},
+			want:   "MRTRKeyring mcp/payments", notWant: []string{"ClusterMRTRKeyring"},
+		},
+		{
+			labels: map[string]string{"name": "tenants", "reason": "RolloutTimeout"},
+			want:   "ClusterMRTRKeyring tenants", notWant: []string{" /tenants", "-n  ", "-n tenants", "MRTRKeyring /"},
+		},
 	} {
 		for _, g := range parsed.Groups {
 			for _, r := range g.Rules {
