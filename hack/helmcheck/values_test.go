@@ -102,6 +102,18 @@ func TestDefaults(t *testing.T) {
 		if l := r.get("metadata", "labels", "rbac.authorization.k8s.io/aggregate-to-"+aggregate); l != "true" {
 			t.Errorf("ClusterRole %s is not aggregated to %s", r.name(), aggregate)
 		}
+		// Whoever may create a ClusterMRTRKeyring may put keys into, and read them out of, any
+		// namespace: only its viewer role joins a built-in role (view, which a RoleBinding cannot
+		// widen to a cluster-scoped kind).
+		c := got.must(t, "ClusterRole", "", "mrtr-operator-clustermrtrkeyring-"+role+"-role")
+		for label := range c.get("metadata", "labels").(map[string]any) {
+			if strings.HasPrefix(label, "rbac.authorization.k8s.io/aggregate-to-") && label != "rbac.authorization.k8s.io/aggregate-to-view" {
+				t.Errorf("ClusterRole %s is aggregated (%s): cluster keyrings are for cluster admins", c.name(), label)
+			}
+		}
+		if l := c.get("metadata", "labels", "rbac.authorization.k8s.io/aggregate-to-view"); (role == "viewer") != (l == "true") {
+			t.Errorf("ClusterRole %s: aggregate-to-view = %v", c.name(), l)
+		}
 	}
 }
 

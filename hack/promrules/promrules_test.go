@@ -21,6 +21,7 @@ limitations under the License.
 package promrules
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"os"
@@ -30,7 +31,9 @@ import (
 
 	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/rulefmt"
+	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
+	"github.com/prometheus/prometheus/template"
 	"sigs.k8s.io/yaml"
 )
 
@@ -39,6 +42,88 @@ var config = filepath.Join("..", "..", "config")
 // TestAlertsParse loads the PrometheusRule's groups as Prometheus loads a rules file: every
 // expression parses, every template renders syntax, names and durations are valid.
 func TestAlertsParse(t *testing.T) {
+	parsed := parseAlerts(t)
+	if parsed == nil {
+		return
+	}
+	alerts := 0
+	for _, g := range parsed.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "" {
+				continue
+			}
+			alerts++
+			if r.Annotations["summary"] == "" || r.Annotations["description"] == "" || r.Labels["severity"] == "" {
+				t.Errorf("alert %s needs a summary, a description and a severity", r.Alert)
+			}
+		}
+	}
+	if alerts < 4 {
+		t.Errorf("%d alerts, want at least the four the operator documents", alerts)
+	}
+}
+
+// TestAlertsNameTheKeyring expands every alert's summary and description as Prometheus does, for
+// the series of an MRTRKeyring and for those of a ClusterMRTRKeyring, which have no namespace
+// (internal/metrics records them with namespace=""; an aggregation by namespace, name keeps none):
+// each names its keyring by kind, and none reads as a namespace left blank.
+func TestAlertsNameTheKeyring(t *testing.T) {
+	parsed := parseAlerts(t)
+	if parsed == nil {
+		return
+	}
+	for _, tc := range []struct {
+		labels  map[string]string
+		want    string
+		notWant []string
+	}{
+		{
+			labels: map[string]string{"namespace": "mcp", "name": "payments", "reason": "RolloutTimeout"},
+			want:   "MRTRKeyring mcp/payments", notWant: []string{"ClusterMRTRKeyring"},
+		},
+		{
+			labels: map[string]string{"name": "tenants", "reason": "RolloutTimeout"},
+			want:   "ClusterMRTRKeyring tenants", notWant: []string{" /tenants", "-n  ", "-n tenants", "MRTRKeyring /"},
+		},
+	} {
+		for _, g := range parsed.Groups {
+			for _, r := range g.Rules {
+				if r.Alert == "" {
+					continue
+				}
+				summary := expandAlert(t, r.Alert, r.Annotations["summary"], tc.labels)
+				description := expandAlert(t, r.Alert, r.Annotations["description"], tc.labels)
+				if !strings.Contains(summary, tc.want) {
+					t.Errorf("alert %s for %v: summary %q does not name %s", r.Alert, tc.labels, summary, tc.want)
+				}
+				for _, text := range []string{summary, description} {
+					for _, bad := range tc.notWant {
+						if strings.Contains(text, bad) {
+							t.Errorf("alert %s for %v: %q holds %q", r.Alert, tc.labels, text, bad)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// expandAlert expands text as the rule manager expands an alert's annotations, with its
+// $labels and $value.
+func expandAlert(t *testing.T, alert, text string, labels map[string]string) string {
+	t.Helper()
+	defs := "{{$labels := .Labels}}{{$externalLabels := .ExternalLabels}}{{$externalURL := .ExternalURL}}{{$value := .Value}}"
+	data := template.AlertTemplateData(labels, nil, "", promql.Sample{F: 3})
+	out, err := template.NewTemplateExpander(context.Background(), defs+text, "__alert_"+alert, data, 0, nil, nil, nil).Expand()
+	if err != nil {
+		t.Fatalf("alert %s: expand %q: %v", alert, text, err)
+	}
+	return out
+}
+
+// parseAlerts loads the PrometheusRule's groups as Prometheus loads a rules file.
+func parseAlerts(t *testing.T) *rulefmt.RuleGroups {
+	t.Helper()
 	b, err := os.ReadFile(filepath.Join(config, "prometheus", "alerts.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -61,24 +146,7 @@ func TestAlertsParse(t *testing.T) {
 	for _, err := range errs {
 		t.Errorf("alerts.yaml: %v", err)
 	}
-	if parsed == nil {
-		return
-	}
-	alerts := 0
-	for _, g := range parsed.Groups {
-		for _, r := range g.Rules {
-			if r.Alert == "" {
-				continue
-			}
-			alerts++
-			if r.Annotations["summary"] == "" || r.Annotations["description"] == "" || r.Labels["severity"] == "" {
-				t.Errorf("alert %s needs a summary, a description and a severity", r.Alert)
-			}
-		}
-	}
-	if alerts < 4 {
-		t.Errorf("%d alerts, want at least the four the operator documents", alerts)
-	}
+	return parsed
 }
 
 // TestDashboardQueriesParse parses every panel query of the dashboard, with Grafana's interval

@@ -37,10 +37,12 @@ func describe(out io.Writer, v keyringView, now time.Time) error {
 	kr, st := v.kr, v.kr.Status
 	d := &textWriter{out: out, now: now}
 
-	fields := []string{
-		"Name", kr.Name,
-		"Namespace", kr.Namespace,
-		"Secret", secretName(kr),
+	fields := []string{"Name", kr.Name, "Namespace", kr.Namespace, "Secret", secretName(kr)}
+	if v.namespaces != nil {
+		fields = []string{"Name", kr.Name, "Kind", "ClusterMRTRKeyring (spec.namespaceSelector selects its namespaces)",
+			"Secret", secretName(kr) + " in each selected namespace"}
+	}
+	fields = append(fields,
 		"Delivery", deliveryName(kr),
 		"Phase", phaseLine(kr, now),
 		"Waiting for", waitingFor(kr, now),
@@ -48,7 +50,7 @@ func describe(out io.Writer, v keyringView, now time.Time) error {
 		"TTL wait", ttlWaitLine(st, now),
 		"Next rotation", nextRotationLine(kr, now),
 		"Last rotation", lastRotationLine(st, now),
-	}
+	)
 	if len(kr.Spec.RotationWindows) > 0 {
 		fields = append(fields, "Next window", nextWindowLine(kr, now))
 	}
@@ -108,6 +110,9 @@ func describe(out io.Writer, v keyringView, now time.Time) error {
 		})
 	}
 
+	if v.namespaces != nil {
+		d.namespaces(kr, *v.namespaces)
+	}
 	d.workloads(v)
 	if v.selected != nil {
 		summary := "none"
@@ -123,7 +128,7 @@ func describe(out io.Writer, v keyringView, now time.Time) error {
 		return d.err
 	}
 	d.heading("Conditions", "")
-	rows := append(make([][]string, 0, 1+len(st.Conditions)), []string{"TYPE", "STATUS", "REASON", "SINCE", "MESSAGE"})
+	rows := append(make([][]string, 0, 1+len(st.Conditions)), []string{"TYPE", "STATUS", "REASON", "SINCE", columnMessage})
 	for _, c := range st.Conditions {
 		rows = append(rows, []string{c.Type, string(c.Status), c.Reason, age(c.LastTransitionTime.Time, now), oneLine(c.Message)})
 	}
@@ -132,7 +137,7 @@ func describe(out io.Writer, v keyringView, now time.Time) error {
 }
 
 // maxSectionRows is how many rows the sections of status lists that grow with the targets (stamp
-// fights, refused acknowledgements) show: the rest are counted, so that the status of a keyring
+// fights, refused acknowledgements, a ClusterMRTRKeyring's namespaces) show: the rest are counted, so that the status of a keyring
 // with many targets stays readable.
 const maxSectionRows = 10
 
@@ -146,6 +151,34 @@ func (d *textWriter) cappedTable(level int, head []string, n int, row func(i int
 	d.table(level, rows)
 	if n > maxSectionRows {
 		d.printf(level, "and %d more\n", n-maxSectionRows)
+	}
+}
+
+// namespaces writes a ClusterMRTRKeyring's namespaces: the counts of its status, then the first
+// maxSectionRows of those it lists (those behind first: the order of status), and how many more
+// there are.
+func (d *textWriter) namespaces(kr *mrtrv1alpha1.MRTRKeyring, ns mrtrv1alpha1.NamespacesStatus) {
+	behind := ns.Selected - ns.UpToDate - ns.Conflicts
+	summary := fmt.Sprintf("%d selected: %d up to date, %d behind, %d in conflict; %d left", ns.Selected, ns.UpToDate, behind, ns.Conflicts, ns.Left)
+	if kr.Status.Phase == "" {
+		summary = "none in status yet"
+	}
+	d.heading("Namespaces", summary)
+	shown := ns.Items[:min(len(ns.Items), maxSectionRows)]
+	if len(shown) > 0 {
+		rows := append(make([][]string, 0, 1+len(shown)), []string{"NAMESPACE", "STATE", columnMessage})
+		for _, n := range shown {
+			rows = append(rows, []string{n.Name, string(n.State), orDash(oneLine(n.Message))})
+		}
+		d.table(1, rows)
+	}
+	// Every namespace status counts is one of the selected or of those that left.
+	if more := int(ns.Selected+ns.Left) - len(shown); more > 0 {
+		listed := ""
+		if len(ns.Items) > len(shown) {
+			listed = fmt.Sprintf(" (status lists %d in all: kubectl get cmkr %s -o yaml)", len(ns.Items), kr.Name)
+		}
+		d.printf(1, "and %d more%s\n", more, listed)
 	}
 }
 
@@ -177,8 +210,11 @@ func (d *textWriter) workloads(v keyringView) {
 		if w.Message != "" {
 			d.printf(2, "%s\n", oneLine(w.Message))
 		}
-		if w.pods != nil {
+		switch {
+		case w.pods != nil:
 			d.pods(2, w.pods, v.kr, w.Laggards)
+		case len(w.Laggards) > 0: // a ClusterMRTRKeyring's: its pods are not read (gather)
+			d.printf(2, "laggards: %s\n", list(w.Laggards, 10))
 		}
 	}
 }
@@ -312,7 +348,11 @@ func waitingFor(kr *mrtrv1alpha1.MRTRKeyring, now time.Time) string {
 	case w == nil:
 		return "the operator's next pass: its status does not say what the rotation waits for."
 	case w.What == mrtrv1alpha1.WaitResume:
-		return fmt.Sprintf("%s (kubectl mrtr resume %s).", oneLine(w.Message), kr.Name)
+		name := kr.Name // -n is the user's already
+		if r := refOf(kr); r.cluster {
+			name = r.args()
+		}
+		return fmt.Sprintf("%s (kubectl mrtr resume %s).", oneLine(w.Message), name)
 	case w.Until != nil && w.Until.After(now):
 		return fmt.Sprintf("%s (%s left).", oneLine(w.Message), duration.HumanDuration(w.Until.Sub(now)))
 	case w.Until != nil:

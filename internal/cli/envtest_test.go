@@ -383,7 +383,7 @@ func TestEnvtestErrors(t *testing.T) {
 		{[]string{"rotate", "missing"}, "MRTRKeyring missing not found in namespace empty"},
 		{[]string{"suspend", "missing"}, "MRTRKeyring missing not found in namespace empty"},
 		{[]string{"status", "missing"}, "MRTRKeyring missing not found in namespace empty"},
-		{[]string{"rotate"}, "name the MRTRKeyring: kubectl mrtr rotate NAME"},
+		{[]string{"rotate"}, "name the MRTRKeyring (NAME) or the ClusterMRTRKeyring (cmkr/NAME): kubectl mrtr rotate (NAME | cmkr/NAME)"},
 		{[]string{"resume", "a", "b"}, "accepts 1 arg(s), received 2"},
 	} {
 		r := run(t, Options{}, "", append(tc.args, kc, "-n", "empty")...)

@@ -38,7 +38,7 @@ import (
 func newRevokeCommand(e *env) *cobra.Command {
 	var all bool
 	cmd := e.actionCommand(action{
-		use:   "revoke NAME (KEYID... | --all)",
+		use:   "revoke (NAME | cmkr/NAME) (KEYID... | --all)",
 		short: "Revoke keys at once, without waiting out the token lifetime (annotation " + mrtrv1alpha1.RevokeAnnotation + ")",
 		long: "revoke appends numbered requests to the " + mrtrv1alpha1.RevokeAnnotation + " annotation of the MRTRKeyring, keeping\n" +
 			"the requests not handled yet and dropping the handled ones (an update conditional on the keyring as\n" +
@@ -46,7 +46,7 @@ func newRevokeCommand(e *env) *cobra.Command {
 			"sealed with them fail from then on. A revoked primary is replaced in the same write by the staged\n" +
 			"key. --all revokes every key (the whole Secret leaked): fresh keys are written and every token in\n" +
 			"flight fails. Each request is handled once: status.lastHandledRevokeSequence reaches its number.",
-		example: "  kubectl mrtr revoke payments k20261201-120000 -n mcp\n  kubectl mrtr revoke payments --all -n mcp",
+		example: "  kubectl mrtr revoke payments k20261201-120000 -n mcp\n  kubectl mrtr revoke payments --all -n mcp\n  kubectl mrtr revoke cmkr/tenants --all",
 		args: func(_ *cobra.Command, ids []string) error {
 			switch {
 			case all && len(ids) > 0:
@@ -66,8 +66,8 @@ func newRevokeCommand(e *env) *cobra.Command {
 				// Its sequence must follow the one the keyring's Secret records (a keyring deleted
 				// and re-created for it), which only the operator reads: a number at or below it
 				// would be taken as handled.
-				return nil, fmt.Errorf("MRTRKeyring %s/%s has no status yet: the operator has not taken it in, and a request must be numbered after those its Secret records; run this again once kubectl mrtr status %s shows it",
-					kr.Namespace, kr.Name, kr.Name)
+				return nil, fmt.Errorf("%s has no status yet: the operator has not taken it in, and a request must be numbered after those its Secret records; run this again once kubectl mrtr status %s shows it",
+					refOf(kr), refOf(kr).args())
 			}
 			if all {
 				// The time is a note for people: the sequence makes the request one of its own.
@@ -89,12 +89,12 @@ func reportRevoke(w *textWriter, kr *mrtrv1alpha1.MRTRKeyring, ids []string) {
 	// The requests this command appended are the last ones of the value it wrote.
 	last := mrtrv1alpha1.LastRevokeSequence(mrtrv1alpha1.ParseRevokeRequests(value))
 	if len(ids) == 0 {
-		w.printf(0, "Requested the revocation of every key of MRTRKeyring %s/%s as request %d (%s=%s).\n",
-			kr.Namespace, kr.Name, last, mrtrv1alpha1.RevokeAnnotation, value)
+		w.printf(0, "Requested the revocation of every key of %s as request %d (%s=%s).\n",
+			refOf(kr), last, mrtrv1alpha1.RevokeAnnotation, value)
 		w.printf(0, "The operator writes fresh keys on its next pass: every token in flight fails.\n")
 	} else {
-		w.printf(0, "Requested the revocation of key(s) %s of MRTRKeyring %s/%s as request(s) %s (%s=%s).\n",
-			strings.Join(ids, ", "), kr.Namespace, kr.Name, sequences(last, len(ids)), mrtrv1alpha1.RevokeAnnotation, value)
+		w.printf(0, "Requested the revocation of key(s) %s of %s as request(s) %s (%s=%s).\n",
+			strings.Join(ids, ", "), refOf(kr), sequences(last, len(ids)), mrtrv1alpha1.RevokeAnnotation, value)
 		w.printf(0, "The operator removes them on its next pass, in any phase: tokens sealed with them fail from then on.\n")
 	}
 	if revoked := revokedBefore(kr, ids); len(revoked) > 0 {

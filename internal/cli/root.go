@@ -67,8 +67,8 @@ func NewRootCommand(o Options) *cobra.Command {
 		Use: "mrtr",
 		// kubectl runs the binary kubectl-mrtr as "kubectl mrtr": help and usage say so.
 		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl mrtr"},
-		Short:       "See and act on MRTRKeyrings: rotation status, rotate, suspend, resume, revoke, inspect tokens",
-		Long: "kubectl mrtr shows where each MRTRKeyring's key rotation is and what it waits for, requests\n" +
+		Short:       "See and act on MRTRKeyrings and ClusterMRTRKeyrings: rotation status, rotate, suspend, resume, revoke, inspect tokens",
+		Long: "kubectl mrtr shows where each MRTRKeyring's (and ClusterMRTRKeyring's: cmkr/NAME) key rotation is and what it\nwaits for, requests " +
 			"rotations, suspends and resumes them, revokes keys, and reads MRTR request-state tokens offline.",
 		SilenceUsage: true, // a failed request is not a usage mistake
 	}

@@ -29,12 +29,12 @@ import (
 // so the value must differ from every earlier request: the time now, to the nanosecond.
 func newRotateCommand(e *env) *cobra.Command {
 	return e.actionCommand(action{
-		use:   "rotate NAME",
+		use:   "rotate (NAME | cmkr/NAME)",
 		short: "Request a rotation of a keyring now (annotation " + mrtrv1alpha1.RotateAnnotation + ")",
 		long: "rotate sets the " + mrtrv1alpha1.RotateAnnotation + " annotation of the MRTRKeyring to the time now. A new value\n" +
 			"starts one rotation: at once when the keyring is Stable, after the rotation under way otherwise,\n" +
 			"and once resumed when it is suspended.",
-		example: "  kubectl mrtr rotate payments -n mcp",
+		example: "  kubectl mrtr rotate payments -n mcp\n  kubectl mrtr rotate cmkr/tenants",
 		patch: func(_ []string, now time.Time) (map[string]any, error) {
 			return map[string]any{"metadata": map[string]any{"annotations": map[string]any{
 				mrtrv1alpha1.RotateAnnotation: mrtrv1alpha1.NewRotateRequest(now),
@@ -45,12 +45,12 @@ func newRotateCommand(e *env) *cobra.Command {
 }
 
 func reportRotate(w *textWriter, kr *mrtrv1alpha1.MRTRKeyring, _ []string) {
-	w.printf(0, "Requested a rotation of MRTRKeyring %s/%s (%s=%s).\n",
-		kr.Namespace, kr.Name, mrtrv1alpha1.RotateAnnotation, kr.Annotations[mrtrv1alpha1.RotateAnnotation])
+	w.printf(0, "Requested a rotation of %s (%s=%s).\n",
+		refOf(kr), mrtrv1alpha1.RotateAnnotation, kr.Annotations[mrtrv1alpha1.RotateAnnotation])
 	switch phase := kr.Status.Phase; {
 	case kr.Spec.Suspend:
 		w.printf(0, "The keyring is suspended (spec.suspend): the rotation starts once it is resumed "+
-			"(kubectl mrtr resume %s -n %s).\n", kr.Name, kr.Namespace)
+			"(kubectl mrtr resume %s).\n", refOf(kr).args())
 	case phase.UnderWay():
 		w.printf(0, "A rotation is under way (phase %s): the one requested starts when it completes.\n", phase)
 	default:

@@ -24,32 +24,46 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 )
 
-// newStatusCommand shows the keyrings of a namespace as a table, or one keyring in words.
+// newStatusCommand shows the keyrings of a namespace, or the cluster keyrings, as a table, or one
+// keyring in words.
 func newStatusCommand(e *env) *cobra.Command {
 	var all bool
 	cmd := &cobra.Command{
-		Use:   "status [NAME]",
+		Use:   "status [NAME | cmkr/NAME | cmkr]",
 		Short: "Show the keyrings of a namespace, or where one keyring's rotation is and what it waits for",
 		Long: "Without NAME, status lists the MRTRKeyrings of the namespace (of every namespace with -A): phase,\n" +
-			"primary key and its age, pods acknowledged, next rotation and the Ready condition's message.\n\n" +
+			"primary key and its age, pods acknowledged, next rotation and the Ready condition's message.\n" +
+			"status cmkr (or clustermrtrkeyrings) lists the ClusterMRTRKeyrings, with their namespaces up to date.\n\n" +
 			"With NAME, it describes one keyring: its phase and since when, its keys and their roles (never\n" +
 			"their bytes), the TTL wait, each target workload's rollout and, in Reload delivery, each pod and\n" +
-			"the keyring it acknowledged, the conditions, and in one sentence what the rotation waits for.",
-		Example: "  kubectl mrtr status -n mcp\n  kubectl mrtr status -A\n  kubectl mrtr status payments -n mcp",
-		Args:    cobra.MaximumNArgs(1),
+			"the keyring it acknowledged, the conditions, and in one sentence what the rotation waits for.\n" +
+			"A ClusterMRTRKeyring is named clustermrtrkeyring/NAME or cmkr/NAME (kubectl's names of the kind): it\n" +
+			"is described the same way, with its namespaces: how many are selected, up to date, in conflict\n" +
+			"and left, and the first of those its status lists, those behind first.",
+		Example: "  kubectl mrtr status -n mcp\n  kubectl mrtr status -A\n  kubectl mrtr status payments -n mcp\n" +
+			"  kubectl mrtr status cmkr\n  kubectl mrtr status cmkr/tenants",
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if all && len(args) > 0 {
-				return errors.New("a keyring NAME cannot be combined with --all-namespaces: give its namespace with -n")
-			}
 			c, err := e.kube()
 			if err != nil {
 				return err
+			}
+			if len(args) == 1 && listsClusterKeyrings(args[0]) {
+				var list mrtrv1alpha1.ClusterMRTRKeyringList
+				if err := c.List(cmd.Context(), &list); err != nil {
+					return fmt.Errorf("list ClusterMRTRKeyrings: %w", err)
+				}
+				if len(list.Items) == 0 {
+					_, err := fmt.Fprintln(e.streams.ErrOut, "No ClusterMRTRKeyrings found.")
+					return err
+				}
+				slices.SortFunc(list.Items, func(a, b mrtrv1alpha1.ClusterMRTRKeyring) int { return strings.Compare(a.Name, b.Name) })
+				return writeClusterTable(e.streams.Out, list.Items, e.now())
 			}
 			ns := ""
 			if !all {
@@ -71,14 +85,22 @@ func newStatusCommand(e *env) *cobra.Command {
 				})
 				return writeTable(e.streams.Out, list.Items, all, e.now())
 			}
-			kr := &mrtrv1alpha1.MRTRKeyring{}
-			if err := c.Get(cmd.Context(), types.NamespacedName{Namespace: ns, Name: args[0]}, kr); err != nil {
-				if apierrors.IsNotFound(err) {
-					return fmt.Errorf("MRTRKeyring %s not found in namespace %s", args[0], ns)
-				}
-				return fmt.Errorf("get MRTRKeyring %s/%s: %w", ns, args[0], err)
+			ref, err := parseRef(args[0], ns)
+			if err != nil {
+				return err
 			}
-			return describe(e.streams.Out, gather(cmd.Context(), c, kr), e.now())
+			if all && !ref.cluster {
+				return errors.New("a keyring NAME cannot be combined with --all-namespaces: give its namespace with -n")
+			}
+			obj := ref.object()
+			if err := c.Get(cmd.Context(), client.ObjectKeyFromObject(obj), obj); err != nil {
+				if apierrors.IsNotFound(err) {
+					return ref.notFound()
+				}
+				return fmt.Errorf("get %s: %w", ref, err)
+			}
+			kr, namespaces := keyringOf(obj)
+			return describe(e.streams.Out, gather(cmd.Context(), c, kr, namespaces), e.now())
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list the keyrings of every namespace")

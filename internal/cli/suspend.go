@@ -28,17 +28,17 @@ import (
 // under way finishes (stopping halfway would leave an extra key in place for nothing).
 func newSuspendCommand(e *env) *cobra.Command {
 	return e.actionCommand(action{
-		use:     "suspend NAME",
+		use:     "suspend (NAME | cmkr/NAME)",
 		short:   "Stop new rotations of a keyring from starting (spec.suspend: true)",
 		long:    "suspend sets spec.suspend of the MRTRKeyring to true: no new rotation starts, on schedule or on\nrequest. A rotation under way finishes.",
-		example: "  kubectl mrtr suspend payments -n mcp",
+		example: "  kubectl mrtr suspend payments -n mcp\n  kubectl mrtr suspend cmkr/tenants",
 		patch:   suspendPatch(true),
 		report: func(w *textWriter, kr *mrtrv1alpha1.MRTRKeyring, _ []string) {
-			w.printf(0, "Suspended MRTRKeyring %s/%s: no new rotation starts.\n", kr.Namespace, kr.Name)
+			w.printf(0, "Suspended %s: no new rotation starts.\n", refOf(kr))
 			if phase := kr.Status.Phase; phase.UnderWay() {
 				w.printf(0, "The rotation under way (phase %s) finishes.\n", phase)
 			}
-			w.printf(0, "Resume with: kubectl mrtr resume %s -n %s\n", kr.Name, kr.Namespace)
+			w.printf(0, "Resume with: kubectl mrtr resume %s\n", refOf(kr).args())
 		},
 	})
 }
@@ -46,13 +46,13 @@ func newSuspendCommand(e *env) *cobra.Command {
 // newResumeCommand clears spec.suspend: rotations start again, on schedule or on request.
 func newResumeCommand(e *env) *cobra.Command {
 	return e.actionCommand(action{
-		use:     "resume NAME",
+		use:     "resume (NAME | cmkr/NAME)",
 		short:   "Let rotations of a keyring start again (spec.suspend: false)",
 		long:    "resume sets spec.suspend of the MRTRKeyring to false: rotations start again, on schedule or on\nrequest. A rotation that fell due while suspended starts at once.",
-		example: "  kubectl mrtr resume payments -n mcp",
+		example: "  kubectl mrtr resume payments -n mcp\n  kubectl mrtr resume cmkr/tenants",
 		patch:   suspendPatch(false),
 		report: func(w *textWriter, kr *mrtrv1alpha1.MRTRKeyring, _ []string) {
-			w.printf(0, "Resumed MRTRKeyring %s/%s: rotations start again.\n", kr.Namespace, kr.Name)
+			w.printf(0, "Resumed %s: rotations start again.\n", refOf(kr))
 			request, pending := pendingRotateRequest(kr)
 			switch next := kr.Status.NextRotationTime; {
 			case kr.Status.Phase.UnderWay():

@@ -43,6 +43,9 @@ type keyringView struct {
 	// selected are the pods spec.podSelector selects, those of the targets aside (they are listed
 	// with their workload, as the operator counts them); nil without a podSelector.
 	selected *podsView
+	// namespaces are a ClusterMRTRKeyring's, as its status counts and lists them; nil for an
+	// MRTRKeyring.
+	namespaces *mrtrv1alpha1.NamespacesStatus
 }
 
 type workloadView struct {
@@ -76,14 +79,16 @@ func secretName(kr *mrtrv1alpha1.MRTRKeyring) string {
 	return kr.EffectiveSecretName()
 }
 
-// gather reads the pods of kr's targets, as the operator selects them, into a keyringView.
-func gather(ctx context.Context, c client.Reader, kr *mrtrv1alpha1.MRTRKeyring) keyringView {
-	v := keyringView{kr: kr}
+// gather reads the pods of kr's targets, as the operator selects them, into a keyringView. Those of
+// a ClusterMRTRKeyring (namespaces not nil) are not read: they are in many namespaces, and the
+// status says which are behind (its namespaces, and the laggards each workload names).
+func gather(ctx context.Context, c client.Reader, kr *mrtrv1alpha1.MRTRKeyring, namespaces *mrtrv1alpha1.NamespacesStatus) keyringView {
+	v := keyringView{kr: kr, namespaces: namespaces}
 	key := ack.AnnotationKey(secretName(kr))
 	seen := map[string]bool{}
 	for _, ws := range kr.Status.Workloads {
 		wv := workloadView{WorkloadStatus: ws}
-		if reload(kr) && ws.Found {
+		if reload(kr) && ws.Found && namespaces == nil {
 			pods, err := workloadPods(ctx, c, kr.Namespace, ws)
 			wv.pods = podViews(pods, err, key, ws.Laggards)
 			for _, p := range pods {
@@ -92,7 +97,7 @@ func gather(ctx context.Context, c client.Reader, kr *mrtrv1alpha1.MRTRKeyring) 
 		}
 		v.workloads = append(v.workloads, wv)
 	}
-	if sel := kr.Spec.PodSelector; sel != nil {
+	if sel := kr.Spec.PodSelector; sel != nil && namespaces == nil {
 		pods, err := selectedPods(ctx, c, kr.Namespace, sel)
 		pods = slices.DeleteFunc(pods, func(p corev1.Pod) bool { return seen[p.Name] })
 		var laggards []string

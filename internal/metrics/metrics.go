@@ -32,7 +32,8 @@ limitations under the License.
 // The phase, key age, next rotation, interval, stalled, rotations completed and pod counts are read from the keyring's
 // status (Observe), so they are right after an operator restart and cost nothing to keep up to
 // date; the others count what this process saw. Labels
-// identify a keyring; nothing that depends on key material is ever a label or a value. Forget
+// identify a keyring: namespace and name, the namespace empty for a ClusterMRTRKeyring (the
+// alerts name it by kind from that); nothing that depends on key material is ever a label or a value. Forget
 // removes every series of a deleted keyring.
 //
 // A keyring has few series (MaxSeriesPerKeyring): one for its phase, not one per phase, and the
