@@ -21,6 +21,7 @@ package main
 
 import (
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -66,6 +67,8 @@ func main() {
 		probeAddr, pprofAddr                                          string
 		enableLeaderElection, secureMetrics, enableHTTP2              bool
 		leaderElectionNamespace, namespaces                           string
+		clusterNamespace                                              string
+		clusterKeyrings                                               bool
 		concurrency                                                   int
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "0", "The address the metrics endpoint binds to. "+
@@ -90,6 +93,12 @@ func main() {
 	flag.StringVar(&namespaces, "namespaces", "",
 		"Comma-separated namespaces to watch (keyrings, their Secrets, workloads and pods), with a Role in each instead of a ClusterRole; "+
 			"empty watches every namespace.")
+	flag.BoolVar(&clusterKeyrings, "cluster-keyrings", false,
+		"Rotate ClusterMRTRKeyrings, which write a keyring Secret into every namespace they select: only for a cluster-wide install "+
+			"(not with --namespaces), and only where whoever may create a ClusterMRTRKeyring may put keys into any namespace (docs/security.md).")
+	flag.StringVar(&clusterNamespace, "cluster-resource-namespace", "",
+		"The namespace of the ClusterMRTRKeyrings' lead Secrets; "+
+			"empty: the namespace the manager runs in (POD_NAMESPACE, or its service account's).")
 	// Production logging by default: JSON at info level (one line per change, none per pass). The
 	// zap flags change it: --zap-devel, --zap-log-level=debug, --zap-encoder=console.
 	opts := zap.Options{Development: false}
@@ -127,6 +136,16 @@ func main() {
 		metricsServerOptions.KeyName = metricsCertKey
 	}
 
+	clusterKeyringsNamespace := ""
+	if clusterKeyrings {
+		var err error
+		if clusterKeyringsNamespace, err = clusterResourceNamespace(clusterNamespace, namespaces); err != nil {
+			setupLog.Error(err, "Cannot turn on cluster keyrings")
+			os.Exit(1)
+		}
+		setupLog.Info("cluster keyrings on", "cluster-resource-namespace", clusterKeyringsNamespace)
+	}
+
 	config := ctrl.GetConfigOrDie()
 	ctx := ctrl.SetupSignalHandler()
 	// The probes outlive each manager: the process is healthy while it waits for the API server.
@@ -161,7 +180,7 @@ func main() {
 			// The manager does nothing after it stops, so the leader may hand the Lease over at
 			// once instead of letting its successor wait out the lease duration.
 			LeaderElectionReleaseOnCancel: true,
-		}, lease, concurrency, len(splitNamespaces(namespaces)) == 0)
+		}, lease, concurrency, len(splitNamespaces(namespaces)) == 0, clusterKeyringsNamespace)
 	}})
 	if lease != nil {
 		lease.Close()
@@ -185,7 +204,7 @@ const renewDeadline = 10 * time.Second
 // leader election, nothing to guard). readNodes: the install is cluster-wide, and its ClusterRole
 // lets it read Nodes (a namespace-scoped install's Roles cannot).
 func newManager(config *rest.Config, opts ctrl.Options, lease *leaderguard.Lease, concurrency int,
-	readNodes bool) (manager.Manager, error) {
+	readNodes bool, clusterKeyrings string) (manager.Manager, error) {
 	opts.LeaderElection = lease != nil
 	if lease != nil {
 		opts.LeaderElectionResourceLockInterface = lease
@@ -211,10 +230,32 @@ func newManager(config *rest.Config, opts ctrl.Options, lease *leaderguard.Lease
 		APIReader:               mgr.GetAPIReader(),
 		MaxConcurrentReconciles: concurrency,
 		ReadNodes:               readNodes,
+		ClusterKeyrings:         clusterKeyrings,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("create the mrtrkeyring controller: %w", err)
 	}
 	return mgr, nil
+}
+
+// clusterResourceNamespace is the namespace of the cluster keyrings' lead Secrets: flagged, else
+// the manager's own. Cluster keyrings need a cluster-wide install: a namespace-scoped one holds
+// Roles in its namespaces only, and a keyring that selects others could not be rotated there.
+func clusterResourceNamespace(flagged, namespaces string) (string, error) {
+	if len(splitNamespaces(namespaces)) > 0 {
+		return "", fmt.Errorf("--cluster-keyrings needs a cluster-wide install, not --namespaces=%s", namespaces)
+	}
+	if flagged != "" {
+		return flagged, nil
+	}
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns, nil
+	}
+	b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+	if ns := strings.TrimSpace(string(b)); err == nil && ns != "" {
+		return ns, nil
+	}
+	return "", errors.New("--cluster-resource-namespace is not set, and the manager does not run in a namespace " +
+		"(no POD_NAMESPACE, no service account namespace)")
 }
 
 // splitNamespaces parses --namespaces: comma-separated names, blanks ignored.

@@ -393,6 +393,11 @@ type RevokedKey struct {
 // StampFight is a target workload whose pod-template stamp another field manager put back after
 // the operator wrote it (Restart delivery): the operator leaves it alone until the back-off ends.
 type StampFight struct {
+	// namespace is the workload's namespace, for a ClusterMRTRKeyring's; empty for an
+	// MRTRKeyring's, whose workloads are in its namespace.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
 	// kind is Deployment, StatefulSet or DaemonSet.
 	// +required
 	Kind WorkloadKind `json:"kind"`
@@ -461,6 +466,11 @@ func (k KeyStatus) Sealing() metav1.Time {
 
 // WorkloadStatus is the rollout state of one target workload.
 type WorkloadStatus struct {
+	// namespace is the workload's namespace, for a ClusterMRTRKeyring's; empty for an
+	// MRTRKeyring's, whose workloads are in its namespace.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Namespace string `json:"namespace,omitempty"`
 	// kind is Deployment, StatefulSet, DaemonSet or Rollout.
 	// +required
 	Kind WorkloadKind `json:"kind"`

@@ -23,9 +23,10 @@ import (
 	"time"
 )
 
-// The formats of the request annotations, RotateAnnotation and RevokeAnnotation, in one place: the
-// operator's core, the kubectl plugin and the test harnesses read and write them only through these
-// helpers, so that they cannot drift apart.
+// The formats of the request annotations, RotateAnnotation and RevokeAnnotation, and of the lists
+// that record what was handled and revoked (ParseIDs), in one place: the operator's core, the
+// kubectl plugin and the test harnesses read and write them only through these helpers, so that
+// they cannot drift apart.
 
 // NewRotateRequest is a RotateAnnotation value for a request made at now: the time to the
 // nanosecond, so that it differs from every earlier request and starts one rotation.
@@ -85,11 +86,31 @@ func ParseRevokeRequest(item string) RevokeRequest {
 	return RevokeRequest{Sequence: n, Target: target}
 }
 
+// listSeparator separates the items of every list an annotation or a status string holds: the
+// requests of a RevokeAnnotation value, and the ids of ParseIDs' lists.
+const listSeparator = ","
+
+// ParseIDs reads a list of key ids, or of unnumbered revoke requests (RevokeRequest.Target), comma
+// separated, in order, blanks dropped: RevokedKeysAnnotation, and HandledRevokeAnnotation and
+// status.lastHandledRevokeRequest. FormatIDs writes one.
+func ParseIDs(value string) []string {
+	var ids []string
+	for id := range strings.SplitSeq(value, listSeparator) {
+		if id = strings.TrimSpace(id); id != "" {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// FormatIDs is the list value that holds ids, which ParseIDs reads back.
+func FormatIDs(ids []string) string { return strings.Join(ids, listSeparator) }
+
 // ParseRevokeRequests are the requests of a RevokeAnnotation value, comma separated, in order;
 // blanks are dropped and a request written twice is kept once.
 func ParseRevokeRequests(value string) []RevokeRequest {
 	var rs []RevokeRequest
-	for item := range strings.SplitSeq(value, ",") {
+	for item := range strings.SplitSeq(value, listSeparator) {
 		if item = strings.TrimSpace(item); item == "" {
 			continue
 		}
@@ -106,7 +127,7 @@ func FormatRevokeRequests(rs []RevokeRequest) string {
 	for i, r := range rs {
 		items[i] = r.String()
 	}
-	return strings.Join(items, ",")
+	return strings.Join(items, listSeparator)
 }
 
 // LastRevokeSequence is the highest sequence of rs, 0 when none is numbered.

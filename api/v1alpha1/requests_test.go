@@ -22,6 +22,21 @@ import (
 	"time"
 )
 
+// The id lists (RevokedKeysAnnotation, HandledRevokeAnnotation, status.lastHandledRevokeRequest)
+// read back what FormatIDs writes, blanks and spaces dropped, in order.
+func TestIDLists(t *testing.T) {
+	if got := ParseIDs(" k1,, *incident-4 ,k2,"); !slices.Equal(got, []string{"k1", "*incident-4", "k2"}) {
+		t.Errorf("ParseIDs = %q", got)
+	}
+	if ParseIDs("") != nil || FormatIDs(nil) != "" {
+		t.Error("an empty list is no ids, and no ids an empty value")
+	}
+	ids := []string{"k20260806-120000", "*2026-12-03T05:32:46Z"}
+	if v := FormatIDs(ids); v != "k20260806-120000,*2026-12-03T05:32:46Z" || !slices.Equal(ParseIDs(v), ids) {
+		t.Errorf("FormatIDs = %q, which does not read back", v)
+	}
+}
+
 func TestParseRevokeRequests(t *testing.T) {
 	got := ParseRevokeRequests(" k1, 7:k2,,*incident-4 ,12:*2026-12-03T05:32:46Z,07:k3,0:k4,x:k5,7:k2,k1,1234567890123456789:k6")
 	want := []RevokeRequest{

@@ -30,6 +30,10 @@ package v1alpha1
 const (
 	// KeyringLabel names, on the Secret, the MRTRKeyring that owns it.
 	KeyringLabel = "mrtr.dev/keyring"
+	// ClusterKeyringLabel names, on a copy of a ClusterMRTRKeyring's Secret in a selected
+	// namespace, the ClusterMRTRKeyring it is a copy of. A copy without it is not the operator's,
+	// and is never overwritten.
+	ClusterKeyringLabel = "mrtr.dev/cluster-keyring"
 	// FieldManager is the operator's field manager in every write it makes; the managedFields time
 	// of its entry in the Secret is when it last wrote the keyring, by the API server's clock.
 	FieldManager = "mrtr-operator"
@@ -112,6 +116,9 @@ const (
 	EventKeyRevoked          = "KeyRevoked"          // Warning: keys revoked through mrtr.dev/revoke, removed at once
 	EventRevokeIgnored       = "RevokeIgnored"       // Warning: a mrtr.dev/revoke request naming no key of the keyring
 	EventRevocationCompleted = "RevocationCompleted" // every pod runs the keyring without the revoked keys
+	// EventNamespaceLeft: a namespace that held a ClusterMRTRKeyring's Secret is no longer selected;
+	// it is not rotated any more, and its Secret stays.
+	EventNamespaceLeft = "NamespaceLeft"
 	// EventAcknowledgementRefused (Warning): a pod's acknowledgement that its Pod's managedFields show
 	// was not written by the pod's own reporter (another field manager, or the pods/status
 	// subresource), or was written before the Secret write it acknowledges: not taken as proof.

@@ -84,7 +84,11 @@ func agree(chart objects, g, w object) error {
 	case "CustomResourceDefinition", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
 		return equal(g.get("spec"), w.get("spec"), "spec")
 	case "ClusterRole", "Role":
-		return equal(g.get("rules"), w.get("rules"), "rules")
+		want := w.get("rules")
+		if w.name() == "mrtr-operator-manager-role" {
+			want = withoutClusterKeyrings(want) // config/default grants them; the chart only with clusterKeyrings.enable
+		}
+		return equal(g.get("rules"), want, "rules")
 	case "ClusterRoleBinding", "RoleBinding":
 		if err := equal(g.get("roleRef"), w.get("roleRef"), "roleRef"); err != nil {
 			return err
@@ -315,7 +319,7 @@ func TestNamespaceScoped(t *testing.T) {
 		t.Errorf("manager args %v lack --leader-elect", strs(manager, "args"))
 	}
 
-	rules := controllerGenRules(t)
+	rules := withoutClusterKeyrings(controllerGenRules(t))
 	for _, ns := range watched {
 		role := got.must(t, "Role", ns, "mrtr-operator-manager-role")
 		if err := equal(role.get("rules"), rules, "rules"); err != nil {
@@ -354,6 +358,51 @@ func TestNamespaceScoped(t *testing.T) {
 }
 
 // controllerGenRules are the manager's rules as controller-gen writes them.
+// clusterKeyringResources are the resources of controller-gen's rules that only cluster keyrings use.
+var clusterKeyringResources = []any{"namespaces", "clustermrtrkeyrings", "clustermrtrkeyrings/status"}
+
+// withoutClusterKeyrings is rules without clusterKeyringResources: the manager's rules of an install
+// without cluster keyrings.
+func withoutClusterKeyrings(rules any) any {
+	var out []any
+	for _, r := range rules.([]any) {
+		rule := maps.Clone(r.(map[string]any))
+		rule["resources"] = slices.DeleteFunc(slices.Clone(rule["resources"].([]any)), func(res any) bool {
+			return slices.Contains(clusterKeyringResources, res)
+		})
+		if len(rule["resources"].([]any)) > 0 {
+			out = append(out, rule)
+		}
+	}
+	return out
+}
+
+// TestClusterKeyrings renders clusterKeyrings.enable: the manager runs with --cluster-keyrings and
+// its namespace as POD_NAMESPACE, and holds controller-gen's rules whole; with
+// scope.watchNamespaces set, the chart refuses to render.
+func TestClusterKeyrings(t *testing.T) {
+	r := render(t, map[string]any{"clusterKeyrings": map[string]any{"enable": true}})
+	manager := managerOf(r.objects.must(t, "Deployment", releaseNS, managerName))
+	if !hasArg(manager, "--cluster-keyrings") {
+		t.Errorf("manager args %v lack --cluster-keyrings", strs(manager, "args"))
+	}
+	if env := fmt.Sprint(manager["env"]); !strings.Contains(env, "POD_NAMESPACE") || !strings.Contains(env, "metadata.namespace") {
+		t.Errorf("manager env %s lacks POD_NAMESPACE from metadata.namespace", env)
+	}
+	role := r.objects.must(t, "ClusterRole", "", "mrtr-operator-manager-role")
+	if err := equal(role.get("rules"), controllerGenRules(t), "rules"); err != nil {
+		t.Errorf("ClusterRole %s: %v (want config/rbac/role.yaml's, whole)", role.name(), err)
+	}
+	if withoutClusterKeyrings(controllerGenRules(t)) == nil || fmt.Sprint(withoutClusterKeyrings(controllerGenRules(t))) == fmt.Sprint(controllerGenRules(t)) {
+		t.Errorf("config/rbac/role.yaml holds none of %v: the chart's filter filters nothing", clusterKeyringResources)
+	}
+	_, err := tryRender(t, map[string]any{"clusterKeyrings": map[string]any{"enable": true},
+		"scope": map[string]any{"watchNamespaces": []any{"team-a"}}})
+	if err == nil || !strings.Contains(err.Error(), "cluster-wide install") {
+		t.Errorf("clusterKeyrings with scope.watchNamespaces rendered (error %v); want a refusal naming the cluster-wide install", err)
+	}
+}
+
 func controllerGenRules(t *testing.T) any {
 	t.Helper()
 	return configFile(t, "rbac/role.yaml").must(t, "ClusterRole", "", "manager-role").get("rules")

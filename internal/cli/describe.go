@@ -93,21 +93,19 @@ func describe(out io.Writer, v keyringView, now time.Time) error {
 		d.table(1, rows)
 	}
 
-	if len(st.StampFights) > 0 {
+	if n := len(st.StampFights); n > 0 {
 		d.heading("Stamp fights", "another field manager puts back the stamp: no stamp before the back-off ends (StampReverted)")
-		rows := append(make([][]string, 0, 1+len(st.StampFights)), []string{"WORKLOAD", "MANAGER", "REVERTS", "HELD UNTIL"})
-		for _, f := range st.StampFights {
-			rows = append(rows, []string{string(f.Kind) + "/" + f.Name, f.Manager, fmt.Sprint(f.Reverts), d.stampOrDash(f.Until.Time)})
-		}
-		d.table(1, rows)
+		d.cappedTable(1, []string{"WORKLOAD", "MANAGER", "REVERTS", "HELD UNTIL"}, n, func(i int) []string {
+			f := st.StampFights[i]
+			return []string{string(f.Kind) + "/" + f.Name, f.Manager, fmt.Sprint(f.Reverts), d.stampOrDash(f.Until.Time)}
+		})
 	}
-	if len(st.RefusedAcknowledgements) > 0 {
+	if n := len(st.RefusedAcknowledgements); n > 0 {
 		d.heading("Refused acknowledgements", "not taken as proof that the pod loaded the keyring")
-		rows := append(make([][]string, 0, 1+len(st.RefusedAcknowledgements)), []string{"POD", "WHY"})
-		for _, r := range st.RefusedAcknowledgements {
-			rows = append(rows, []string{r.Pod, oneLine(r.Message)})
-		}
-		d.table(1, rows)
+		d.cappedTable(1, []string{"POD", "WHY"}, n, func(i int) []string {
+			r := st.RefusedAcknowledgements[i]
+			return []string{r.Pod, oneLine(r.Message)}
+		})
 	}
 
 	d.workloads(v)
@@ -131,6 +129,24 @@ func describe(out io.Writer, v keyringView, now time.Time) error {
 	}
 	d.table(1, rows)
 	return d.err
+}
+
+// maxSectionRows is how many rows the sections of status lists that grow with the targets (stamp
+// fights, refused acknowledgements) show: the rest are counted, so that the status of a keyring
+// with many targets stays readable.
+const maxSectionRows = 10
+
+// cappedTable writes a table of head and the rows of the first maxSectionRows of n items, then
+// counts the others.
+func (d *textWriter) cappedTable(level int, head []string, n int, row func(i int) []string) {
+	rows := append(make([][]string, 0, 1+min(n, maxSectionRows)), head)
+	for i := range min(n, maxSectionRows) {
+		rows = append(rows, row(i))
+	}
+	d.table(level, rows)
+	if n > maxSectionRows {
+		d.printf(level, "and %d more\n", n-maxSectionRows)
+	}
 }
 
 func (d *textWriter) stampOrDash(t time.Time) string {

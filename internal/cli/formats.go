@@ -26,18 +26,17 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/pkg/token"
 )
 
-// tokenFormat is a format of request-state token that inspect reads: its name, how its text is
-// recognised, what the text says without keys and, when pkg/token implements it, how to check it
-// with the keys. inspect loops over tokenFormats; a new format is one more entry.
+// tokenFormat is a format of request-state token that inspect reads: pkg/token's reading of its
+// text (name, shape, what the text says without keys), what a keyring given changes of that, and,
+// when pkg/token implements the codec, how to check a token with the keys. inspect loops over
+// tokenFormats; a new format is one more entry.
 type tokenFormat struct {
-	// name is the format's name, which Info.Codec and RejectError.Codec carry.
-	name string
+	// Format is pkg/token's: Name (as Info.Codec and RejectError.Codec carry it), Is and Inspect.
+	token.Format
 	// sniff reports whether tok is written in this format; ring is the keyring given, nil without.
-	// The first format of tokenFormats that says yes reads the token.
+	// The first format of tokenFormats that says yes reads the token. Nil: Format.Is.
 	sniff func(tok string, ring *keyring.Keyring) bool
-	// inspect reads what the text says without keys.
-	inspect func(tok string) (token.Info, error)
-	// describe is the Codec line of what inspect read.
+	// describe is the Codec line of what Inspect read.
 	describe func(info token.Info) string
 	// open is the codec's Explain over ring with the flags' options; nil for a format that only
 	// its own SDK opens (inspect then reads its text only, and says so).
@@ -58,29 +57,47 @@ type tokenFormat struct {
 // explainFunc runs a codec's checks on a token for a request (the codecs' Explain).
 type explainFunc func(token.Binding, string) (token.Info, error)
 
-// tokenFormats are the formats inspect reads, in the order it tries them. The python-sdk's comes
-// before Sealed: its "v1." prefix is also a valid key id, so the text of one reads as the other.
+// tokenFormats are the formats inspect reads, in the order it tries them: pkg/token's (see
+// token.Formats: the python-sdk's comes before Sealed, whose shape its "v1." prefix also has).
 var tokenFormats = []tokenFormat{signedFormat, pythonSDKFormat, sealedFormat}
 
-// formatOf is the format that reads tok: the first whose sniff says yes, Sealed otherwise (which
-// then says what is wrong with the text).
+// formatOf is the format that reads tok: the first whose sniff says yes, else noFormat (which
+// says that no format reads the text, and does not pretend to be one).
 func formatOf(tok string, ring *keyring.Keyring) tokenFormat {
 	for _, f := range tokenFormats {
-		if f.sniff(tok, ring) {
+		if f.sniff != nil && f.sniff(tok, ring) || f.sniff == nil && f.Is(tok) {
 			return f
 		}
 	}
-	return sealedFormat
+	return noFormat
 }
 
 // formatNamed is the format of name, and whether there is one.
 func formatNamed(name string) (tokenFormat, bool) {
 	for _, f := range tokenFormats {
-		if f.name == name {
+		if f.Name == name {
 			return f, true
 		}
 	}
 	return tokenFormat{}, false
+}
+
+// codec is pkg/token's Format of name, one of token.Formats.
+func codec(name string) token.Format {
+	for _, f := range token.Formats() {
+		if f.Name == name {
+			return f
+		}
+	}
+	panic("pkg/token reads no format " + name)
+}
+
+// noFormat is what inspect reads of a text that has no format's shape: token.Inspect's rejection.
+var noFormat = tokenFormat{
+	Format: token.Format{Name: "no format", Inspect: token.Inspect},
+	describe: func(token.Info) string {
+		return "none: the text has the shape of no token format (Signed: mrtr1. or mrtr2.; python-sdk: v1.; Sealed: a key id and '.')"
+	},
 }
 
 // sameID: the format's key ids are the keyring's own.
@@ -92,11 +109,7 @@ func sameID(kid string, ring *keyring.Keyring) (string, bool) {
 // signedFormat is pkg/token's Signed codec, Snodo's HMAC format: "mrtr1." or "mrtr2." and more than
 // one '.'.
 var signedFormat = tokenFormat{
-	name: token.CodecSigned,
-	sniff: func(tok string, _ *keyring.Keyring) bool {
-		return (strings.HasPrefix(tok, "mrtr1.") || strings.HasPrefix(tok, "mrtr2.")) && strings.Count(tok, ".") > 1
-	},
-	inspect: token.Inspect,
+	Format: codec(token.CodecSigned),
 	describe: func(info token.Info) string {
 		return fmt.Sprintf("Signed (HMAC-SHA256, Snodo's wire format), format version %d (mrtr%d)", info.Version, info.Version)
 	},
@@ -120,12 +133,7 @@ var signedFormat = tokenFormat{
 // sealedFormat is pkg/token's Sealed codec: "<key id>." and the base64url of the mrtr-sealed-v1
 // layout.
 var sealedFormat = tokenFormat{
-	name: token.CodecSealed,
-	sniff: func(tok string, _ *keyring.Keyring) bool {
-		kid, _, ok := strings.Cut(tok, ".")
-		return ok && keyring.ValidID(kid)
-	},
-	inspect: token.Inspect,
+	Format: codec(token.CodecSealed),
 	describe: func(info token.Info) string {
 		return fmt.Sprintf("Sealed (AES-256-GCM), format version %d (mrtr-sealed-v%d)", info.Version, info.Version)
 	},
@@ -149,37 +157,21 @@ var sealedFormat = tokenFormat{
 	bindingHint:    "; check --params",
 }
 
-// pythonSDKFormat reads the python-sdk's tokens (PyPI mcp 2.3.0, mcp.server.request_state: "v1."
-// and the base64url of a 4-byte kid derived from the key, a nonce and the AES-256-GCM ciphertext),
-// which only the python-sdk opens: keyring.PythonTokenKid reads them. The kid is no key id of the
-// keyring but names one of its keys all the same (keyring.Key.PythonKid, status.keys[].pythonKid).
-// A Sealed token sealed with a key named "v1" has the same text: given a keyring that holds a key
-// v1, inspect reads the token as Sealed.
+// pythonSDKFormat reads the python-sdk's tokens (token.CodecPythonSDK), which only the python-sdk
+// opens. The kid is no key id of the keyring but names one of its keys all the same
+// (keyring.Key.PythonKid, status.keys[].pythonKid). A Sealed token sealed with a key named "v1" has
+// the same text: given a keyring that holds a key v1, inspect reads the token as Sealed.
 var pythonSDKFormat = tokenFormat{
-	name: "python-sdk",
+	Format: codec(token.CodecPythonSDK),
 	sniff: func(tok string, ring *keyring.Keyring) bool {
-		body, ok := strings.CutPrefix(tok, keyring.PythonTokenPrefix)
-		if !ok || strings.Contains(body, ".") {
+		if !codec(token.CodecPythonSDK).Is(tok) {
 			return false
 		}
-		if ring != nil {
-			if _, ok := ring.Lookup(strings.TrimSuffix(keyring.PythonTokenPrefix, ".")); ok {
-				return false
-			}
+		if ring == nil {
+			return true
 		}
-		return true
-	},
-	inspect: func(tok string) (token.Info, error) {
-		info := token.Info{Codec: "python-sdk", Version: 1}
-		if len(tok) > token.MaxSealedTokenBytes {
-			return info, &token.RejectError{Codec: info.Codec, Check: token.CheckSize}
-		}
-		kid, ok := keyring.PythonTokenKid(tok)
-		if !ok {
-			return info, &token.RejectError{Codec: info.Codec, Check: token.CheckFormat}
-		}
-		info.KeyID = kid
-		return info, nil
+		_, v1 := ring.Lookup(strings.TrimSuffix(keyring.PythonTokenPrefix, "."))
+		return !v1
 	},
 	describe: func(info token.Info) string {
 		return fmt.Sprintf("python-sdk (mcp.server.request_state, AES-256-GCM), format version %d (v1.), which only the python-sdk opens; "+

@@ -55,13 +55,13 @@ func TestFormatOf(t *testing.T) {
 		{"Signed mrtr2", signed(t), nil, token.CodecSigned},
 		{"Signed mrtr1", signedV1(t), nil, token.CodecSigned},
 		{"Sealed", sealed(t), nil, token.CodecSealed},
-		{"python-sdk", py, nil, pythonSDKFormat.name},
-		{"python-sdk, a keyring without v1", py, mustRing(t, keyA), pythonSDKFormat.name},
+		{"python-sdk", py, nil, pythonSDKFormat.Name},
+		{"python-sdk, a keyring without v1", py, mustRing(t, keyA), pythonSDKFormat.Name},
 		{"a keyring that holds v1: Sealed", py, withV1, token.CodecSealed},
-		{"v1. and two segments (not the python-sdk's)", "v1.e30.c2ln", nil, token.CodecSealed},
-		{"nothing known", "hello", nil, token.CodecSealed},
+		{"v1. and two segments: neither the python-sdk's nor Sealed", "v1.e30.c2ln", nil, noFormat.Name},
+		{"nothing known: no format, not Sealed", "hello", nil, noFormat.Name},
 	} {
-		if got := formatOf(tc.tok, tc.ring).name; got != tc.want {
+		if got := formatOf(tc.tok, tc.ring).Name; got != tc.want {
 			t.Errorf("%s: read as %s, want %s", tc.name, got, tc.want)
 		}
 	}

@@ -83,11 +83,11 @@ func newInspectCommand(e *env) *cobra.Command {
 			}
 			tok = strings.TrimSpace(tok)
 			if o.mrtrKeyring != "" {
-				kid, ok := keyring.PythonTokenKid(tok)
-				if !ok {
+				info, err := pythonSDKFormat.Inspect(tok)
+				if err != nil {
 					return errors.New("--mrtrkeyring names the key of a python-sdk token (v1.); this is not one: give --keyring to check it")
 				}
-				return o.runPython(cmd.Context(), e, tok, kid)
+				return o.runPython(cmd.Context(), e, tok, info)
 			}
 			if o.keyringFile == "" {
 				for _, f := range requestFlags {
@@ -133,8 +133,8 @@ func (o *inspectOptions) run(out io.Writer, tok string, now time.Time) error {
 		}
 	}
 	in := inspection{inspectOptions: o, format: formatOf(tok, ring), d: &textWriter{out: out, now: now}}
-	info, err := in.format.inspect(tok)
-	if ring == nil || (err == nil && in.format.open == nil) {
+	info, err := in.format.Inspect(tok)
+	if ring == nil || in.format.open == nil {
 		fields := append(in.header(info, len(tok)), in.keyringLine(ring)...)
 		fields = append(fields, "Key id", in.keyIDLine(info, ring))
 		switch {
@@ -145,14 +145,14 @@ func (o *inspectOptions) run(out io.Writer, tok string, now time.Time) error {
 			// What inspect can tell of such a token with keys: which key it names. A key the
 			// keyring does not have is one the SDK refuses the token for.
 			if _, ok := in.format.keyIn(info.KeyID, ring); !ok {
-				in.d.fields(append(fields, "Result", "rejected: the "+in.format.name+" refuses a token of a key the keyring does not hold "+
+				in.d.fields(append(fields, "Result", "rejected: the "+in.format.Name+" refuses a token of a key the keyring does not hold "+
 					"(a key removed since, or another keyring's)")...)
 				return errors.Join(in.d.err, errRejected)
 			}
-			in.d.fields(append(fields, "Result", "not opened: the "+in.format.name+" opens its own tokens; inspect names its key")...)
+			in.d.fields(append(fields, "Result", "not opened: the "+in.format.Name+" opens its own tokens; inspect names its key")...)
 			return in.d.err
 		case ring != nil:
-			in.d.fields(append(fields, "Result", "not checked: the "+in.format.name+" opens its own tokens")...)
+			in.d.fields(append(fields, "Result", "not checked: the "+in.format.Name+" opens its own tokens")...)
 			return errors.Join(in.d.err, errNotChecked)
 		}
 		in.d.fields(append(fields,
@@ -209,7 +209,7 @@ func (in inspection) timeLine(info token.Info, t time.Time, expiry bool) string 
 		case !in.format.encryptedTimes:
 			return "-"
 		case in.format.open == nil:
-			return "encrypted: only the " + in.format.name + " reads it"
+			return "encrypted: only the " + in.format.Name + " reads it"
 		case in.keyringFile == "":
 			return "encrypted: give --keyring and the request's --method, --server and --protocol-version to read it"
 		}
@@ -262,7 +262,7 @@ func (in inspection) keyIDLine(info token.Info, ring *keyring.Keyring) string {
 	case ring == nil:
 		return info.KeyID
 	case in.format.keyIn == nil:
-		return info.KeyID + " (the " + in.format.name + "'s own key id, not matched against the keyring's)"
+		return info.KeyID + " (the " + in.format.Name + "'s own key id, not matched against the keyring's)"
 	}
 	id, ok := in.format.keyIn(info.KeyID, ring)
 	if !ok {
@@ -329,12 +329,9 @@ func flagError(err error) error {
 // (--mrtrkeyring): the keyring file's keys are the token format's (pythonSDKFormat.keyIn). It opens
 // nothing: the kid is the one part of the token that is not encrypted. A kid that no key has fails
 // with errRejected, as the SDK would refuse the token ("unknown key").
-func (o *inspectOptions) runPython(ctx context.Context, e *env, tok, kid string) error {
+func (o *inspectOptions) runPython(ctx context.Context, e *env, tok string, info token.Info) error {
 	d := &textWriter{out: e.streams.Out, now: e.now()}
-	info, err := pythonSDKFormat.inspect(tok)
-	if err != nil {
-		return err // unreachable: kid was read from tok
-	}
+	kid := info.KeyID
 	fields := []string{"Codec", pythonSDKFormat.describe(info), "Size", fmt.Sprintf("%d bytes", len(tok)), "Kid", kid}
 	c, err := e.kube()
 	if err != nil {

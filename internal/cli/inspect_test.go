@@ -218,7 +218,7 @@ func TestInspectSealedWithoutKeyringShowsNothingEncrypted(t *testing.T) {
 	}
 }
 
-// Each check that rejects a token is named, for both codecs.
+// Each check that rejects a token is named, for every format.
 func TestInspectNamesTheFailedCheck(t *testing.T) {
 	good := writeKeyring(t, keyA, keyB)
 	onlyB := writeKeyring(t, keyB)
@@ -242,7 +242,11 @@ func TestInspectNamesTheFailedCheck(t *testing.T) {
 		{"Sealed: expired", sealed, now.Add(3 * time.Minute), with(good), token.CheckExpired},
 		{"Sealed: not yet valid", sealed, sealedAt.Add(-31 * time.Second), with(good), token.CheckNotYetValid},
 		{"Sealed: lifetime", sealed, now, with(good, "--ttl", "1m"), token.CheckLifetime},
-		{"Sealed: format", func(*testing.T) string { return "key-a" }, now, with(good), token.CheckFormat},
+		{"Sealed: format", func(*testing.T) string { return "key-a." + strings.Repeat("A", 36) }, now, with(good), token.CheckFormat},
+		// A text of no format's shape is said to be none, not a Sealed token of a bad layout.
+		{"no format", func(*testing.T) string { return "key-a" }, now, with(good), token.CheckFormat},
+		// Given a keyring, a python-sdk text that does not parse is rejected, as without one.
+		{"python-sdk: format", func(*testing.T) string { return keyring.PythonTokenPrefix + "AAAA" }, now, with(good), token.CheckFormat},
 		{"Sealed: size", func(*testing.T) string { return "key-a." + strings.Repeat("A", token.MaxSealedTokenBytes) }, now,
 			with(good), token.CheckSize},
 		{"Signed: key id", signed, now, with(onlyB), token.CheckKeyID},

@@ -17,6 +17,7 @@ limitations under the License.
 package cli
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -186,5 +187,31 @@ func TestStatusShowsStampFightsAndRefusedAcknowledgements(t *testing.T) {
 	r = run(t, o, "", "status", "search", "-n", "mcp")
 	if strings.Contains(r.out, "Stamp fights:") || strings.Contains(r.out, "Refused acknowledgements:") {
 		t.Errorf("sections shown for a keyring without fights or refusals:\n%s", r.out)
+	}
+}
+
+// A keyring with many targets keeps status readable: each section shows ten rows, those status
+// lists first, and counts the rest.
+func TestStatusCapsStampFightsAndRefusedAcknowledgements(t *testing.T) {
+	kr := search()
+	until := metav1.NewTime(time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC))
+	for i := range 13 {
+		kr.Status.StampFights = append(kr.Status.StampFights, mrtrv1alpha1.StampFight{Kind: "Deployment", Name: fmt.Sprintf("fought-%02d", i), Manager: "argocd-controller", Reverts: 2, Until: until})
+	}
+	for i := range 25 {
+		kr.Status.RefusedAcknowledgements = append(kr.Status.RefusedAcknowledgements, mrtrv1alpha1.RefusedAcknowledgement{Pod: fmt.Sprintf("refused-%02d", i), Message: "written by kubectl-edit"})
+	}
+	o := Options{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(kr).Build()}
+	r := run(t, o, "", "status", "search", "-n", "mcp")
+	assertOutput(t, r, "Deployment/fought-09 argocd-controller", "and 3 more", "refused-09 written by kubectl-edit", "and 15 more")
+	for _, hidden := range []string{"fought-10", "fought-12", "refused-10", "refused-24"} {
+		if strings.Contains(r.out, hidden) {
+			t.Errorf("the output shows %s, past the first ten rows of its section:\n%s", hidden, r.out)
+		}
+	}
+	// Each count follows its own section.
+	fights, refused := strings.Index(r.out, "and 3 more"), strings.Index(r.out, "Refused acknowledgements:")
+	if fights < 0 || refused < 0 || fights > refused {
+		t.Errorf("the stamp fights' count is not within their section:\n%s", r.out)
 	}
 }

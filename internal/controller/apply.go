@@ -36,25 +36,39 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
-// writeSecret makes the Secret hold d.Secret, with d's annotations (the phase it enters, and what
-// a restart resumes from). It creates the Secret when current (the copy gather read) is nil, or
-// updates current with its resourceVersion, so a change made since that read makes it fail rather
-// than be overwritten. An unchanged Secret costs no write. Errors never include the data.
+// writeSecret makes the keyring Secret of owner hold d.Secret, with d's annotations (the phase it
+// enters, and what a restart resumes from), labelled as owner's (writeKeyringSecret).
 func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1alpha1.MRTRKeyring, current *corev1.Secret, d rotation.Decision) error {
+	target := secretTarget{key: types.NamespacedName{Namespace: owner.Namespace, Name: owner.EffectiveSecretName()},
+		label: mrtrv1alpha1.KeyringLabel, owner: owner.Name}
+	return r.writeKeyringSecret(ctx, target, current, d, rotation.SettingsFrom(owner.Spec).TokenTTL, d.SecretAnnotations())
+}
+
+// secretTarget is a keyring Secret to write: where, and the label (label=owner) that says whose it is.
+type secretTarget struct {
+	key          types.NamespacedName
+	label, owner string
+}
+
+// writeKeyringSecret makes the Secret t hold d.Secret and the token lifetime ttl, with annotations
+// (an empty value removes one). It creates the Secret when current (the copy gather read) is nil,
+// or updates current with its resourceVersion, so a change made since that read makes it fail
+// rather than be overwritten. An unchanged Secret costs no write. Errors never include the data.
+func (r *MRTRKeyringReconciler) writeKeyringSecret(ctx context.Context, t secretTarget, current *corev1.Secret, d rotation.Decision,
+	tokenTTL time.Duration, annotations map[string]string) error {
 	kr := d.Secret
 	data, err := keyring.Marshal(kr)
 	if err != nil {
 		return err
 	}
 	// The token lifetime the rotation waits for, declared to the servers beside keyring.json.
-	ttl := keyring.FormatTokenTTL(rotation.SettingsFrom(owner.Spec).TokenTTL)
-	key := types.NamespacedName{Namespace: owner.Namespace, Name: owner.EffectiveSecretName()}
-	annotations := d.SecretAnnotations()
+	ttl := keyring.FormatTokenTTL(tokenTTL)
+	key := t.key
 	if current == nil {
 		maps.DeleteFunc(annotations, func(_, v string) bool { return v == "" })
 		s := corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name,
-				Labels: map[string]string{mrtrv1alpha1.KeyringLabel: owner.Name}, Annotations: annotations},
+				Labels: map[string]string{t.label: t.owner}, Annotations: annotations},
 			Type: keyring.SecretType,
 			Data: map[string][]byte{keyring.SecretDataKey: data, keyring.TokenTTLDataKey: ttl},
 		}
@@ -68,7 +82,7 @@ func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1al
 		return fmt.Errorf("secret %s has type %q, not %s: not writing it", key, s.Type, keyring.SecretType)
 	}
 	changed := !bytes.Equal(s.Data[keyring.SecretDataKey], data) || !bytes.Equal(s.Data[keyring.TokenTTLDataKey], ttl) ||
-		s.Labels[mrtrv1alpha1.KeyringLabel] != owner.Name
+		s.Labels[t.label] != t.owner
 	for k, v := range annotations {
 		changed = changed || s.Annotations[k] != v
 	}
@@ -78,7 +92,7 @@ func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1al
 	if s.Labels == nil {
 		s.Labels = map[string]string{}
 	}
-	s.Labels[mrtrv1alpha1.KeyringLabel] = owner.Name
+	s.Labels[t.label] = t.owner
 	if s.Annotations == nil {
 		s.Annotations = map[string]string{}
 	}

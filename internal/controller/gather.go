@@ -20,6 +20,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,58 +67,18 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 	if err != nil {
 		return rotation.Input{}, observed{}, err
 	}
-	targets, err := r.targets(ctx, kr)
-	if err != nil {
-		return rotation.Input{}, observed{}, err
-	}
-	generate := r.GenerateKey
-	if generate == nil {
-		generate = keyring.GenerateKey
-	}
 	settings := rotation.SettingsFrom(kr.Spec)
-	var fresh [2]keyring.Key
-	for i := range fresh {
-		if fresh[i], err = generate("candidate", settings.KeyBytes); err != nil {
-			return rotation.Input{}, observed{}, fmt.Errorf("generate a key for keyring %s/%s: %w", kr.Namespace, kr.Name, err)
-		}
+	fresh, err := r.freshKeys(settings)
+	if err != nil {
+		return rotation.Input{}, observed{}, fmt.Errorf("generate a key for keyring %s/%s: %w", kr.Namespace, kr.Name, err)
 	}
 	sec := observeSecret(secret)
 	if secret != nil {
-		if sec.ClaimedBy, err = r.otherOwner(ctx, kr, secret.Labels[mrtrv1alpha1.KeyringLabel]); err != nil {
+		if sec.ClaimedBy, err = r.otherOwner(ctx, kr, secretClaim(secret)); err != nil {
 			return rotation.Input{}, observed{}, err
 		}
 	}
-	po := podObserver{key: ack.AnnotationKey(kr.EffectiveSecretName()), secretName: kr.EffectiveSecretName(), nodes: r.nodeReadiness(ctx),
-		evicted: func(p *corev1.Pod) bool { return r.evictions.pending(p, r.now().Now()) }, seen: map[string]seenPod{}}
-	ws := observeWorkloads(targets, kr)
-	stampable := make([]client.Object, 0, len(targets.Found))
-	counted := map[string]bool{} // pods counted with a target, by name
-	for _, obj := range targets.Found {
-		ref, _ := workload.RefOf(obj)
-		w := &ws[slices.IndexFunc(ws, func(w rotation.Workload) bool { return w.Name == ref.Name && string(w.Kind) == string(ref.Kind) })]
-		if settings.Reload() {
-			if w.Pods, err = r.workloadPods(ctx, kr, obj, &po); err != nil {
-				return rotation.Input{}, observed{}, err
-			}
-			if w.DisruptionBudget, err = r.disruptionBudget(ctx, kr.Namespace, obj); err != nil {
-				return rotation.Input{}, observed{}, err
-			}
-			w.CountedPods = workload.CountedPods(obj)
-			for _, p := range w.Pods {
-				counted[p.Name] = true
-			}
-		}
-		owner, err := r.stampOwner(ctx, kr, obj)
-		if err != nil {
-			return rotation.Input{}, observed{}, err
-		}
-		if owner == "" {
-			stampable = append(stampable, obj)
-			continue
-		}
-		w.ClaimedBy = owner
-	}
-	selected, err := r.selectedPods(ctx, kr, counted, &po)
+	c, err := r.consumers(ctx, kr, settings)
 	if err != nil {
 		return rotation.Input{}, observed{}, err
 	}
@@ -129,12 +90,82 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 		SecretName:      kr.EffectiveSecretName(),
 		Secret:          sec,
 		FreshKeys:       fresh,
-		Workloads:       ws,
-		SelectedPods:    selected,
+		Workloads:       c.workloads,
+		SelectedPods:    c.selected,
 		RotateRequest:   kr.Annotations[mrtrv1alpha1.RotateAnnotation],
 		RevokeRequest:   kr.Annotations[mrtrv1alpha1.RevokeAnnotation],
 		NodesUnreadable: !r.ReadNodes,
-	}, observed{secret: secret, targets: stampable, pods: po.seen}, nil
+	}, observed{secret: secret, targets: c.stampable, pods: c.pods}, nil
+}
+
+// freshKeys makes the two candidate keys of a pass.
+func (r *MRTRKeyringReconciler) freshKeys(settings rotation.Settings) ([2]keyring.Key, error) {
+	generate := r.GenerateKey
+	if generate == nil {
+		generate = keyring.GenerateKey
+	}
+	var fresh [2]keyring.Key
+	for i := range fresh {
+		var err error
+		if fresh[i], err = generate("candidate", settings.KeyBytes); err != nil {
+			return fresh, err
+		}
+	}
+	return fresh, nil
+}
+
+// consumersOf is what gather read of the consumers of a keyring Secret in one namespace.
+type consumersOf struct {
+	workloads []rotation.Workload
+	selected  []rotation.Pod
+	// stampable are the found targets that no other keyring claims; pods what the writes to pods
+	// need of each pod read, by name.
+	stampable []client.Object
+	pods      map[string]seenPod
+}
+
+// consumers reads the consumers of kr's Secret in kr's namespace: the target workloads (cached),
+// with their pods in Reload delivery, and the pods spec.podSelector selects.
+func (r *MRTRKeyringReconciler) consumers(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, settings rotation.Settings) (consumersOf, error) {
+	targets, err := r.targets(ctx, kr)
+	if err != nil {
+		return consumersOf{}, err
+	}
+	po := podObserver{key: ack.AnnotationKey(kr.EffectiveSecretName()), secretName: kr.EffectiveSecretName(), nodes: r.nodeReadiness(ctx),
+		evicted: func(p *corev1.Pod) bool { return r.evictions.pending(p, r.now().Now()) }, seen: map[string]seenPod{}}
+	ws := observeWorkloads(targets, kr)
+	stampable := make([]client.Object, 0, len(targets.Found))
+	counted := map[string]bool{} // pods counted with a target, by name
+	for _, obj := range targets.Found {
+		ref, _ := workload.RefOf(obj)
+		w := &ws[slices.IndexFunc(ws, func(w rotation.Workload) bool { return w.Name == ref.Name && string(w.Kind) == string(ref.Kind) })]
+		if settings.Reload() {
+			if w.Pods, err = r.workloadPods(ctx, kr, obj, &po); err != nil {
+				return consumersOf{}, err
+			}
+			if w.DisruptionBudget, err = r.disruptionBudget(ctx, kr.Namespace, obj); err != nil {
+				return consumersOf{}, err
+			}
+			w.CountedPods = workload.CountedPods(obj)
+			for _, p := range w.Pods {
+				counted[p.Name] = true
+			}
+		}
+		owner, err := r.stampOwner(ctx, kr, obj)
+		if err != nil {
+			return consumersOf{}, err
+		}
+		if owner == "" {
+			stampable = append(stampable, obj)
+			continue
+		}
+		w.ClaimedBy = owner
+	}
+	selected, err := r.selectedPods(ctx, kr, counted, &po)
+	if err != nil {
+		return consumersOf{}, err
+	}
+	return consumersOf{workloads: ws, selected: selected, stampable: stampable, pods: po.seen}, nil
 }
 
 // workloadPods reads the pods obj's selector selects, through the cache.
@@ -220,12 +251,36 @@ func (r *MRTRKeyringReconciler) stampOwner(ctx context.Context, kr *mrtrv1alpha1
 	}
 }
 
+// secretClaim is who a keyring Secret says owns it: the MRTRKeyring its KeyringLabel names, else
+// the ClusterMRTRKeyring whose copy its ClusterKeyringLabel says it is (ClusterKeyringClaim).
+func secretClaim(s *corev1.Secret) string {
+	if c := s.Labels[mrtrv1alpha1.ClusterKeyringLabel]; c != "" && s.Labels[mrtrv1alpha1.KeyringLabel] == "" {
+		return mrtrv1alpha1.ClusterKeyringClaim(c)
+	}
+	return s.Labels[mrtrv1alpha1.KeyringLabel]
+}
+
 // otherOwner returns claimant when it names an MRTRKeyring of kr's namespace other than kr that
 // exists: the owner of a Secret or a stamp that kr must not touch. A claim of a keyring that is gone
 // lapses, so that its successor (or a keyring of another name) takes over.
 func (r *MRTRKeyringReconciler) otherOwner(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, claimant string) (string, error) {
 	if claimant == "" || claimant == kr.Name {
 		return "", nil
+	}
+	if name, ok := strings.CutPrefix(claimant, mrtrv1alpha1.ClusterKeyringClaimPrefix); ok {
+		if r.ClusterKeyrings == "" {
+			// Without cluster keyrings the operator may not read them: a copy one left behind is
+			// not taken over, since its servers may still run it.
+			return claimant, nil
+		}
+		var other mrtrv1alpha1.ClusterMRTRKeyring
+		switch err := r.Get(ctx, types.NamespacedName{Name: name}, &other); {
+		case apierrors.IsNotFound(err), err == nil && other.DeletionTimestamp != nil:
+			return "", nil
+		case err != nil:
+			return "", fmt.Errorf("read ClusterMRTRKeyring %s, which claims an object of %s: %w", name, kr.Name, err)
+		}
+		return claimant, nil
 	}
 	var other mrtrv1alpha1.MRTRKeyring
 	err := r.Get(ctx, types.NamespacedName{Namespace: kr.Namespace, Name: claimant}, &other)

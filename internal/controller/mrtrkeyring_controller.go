@@ -69,6 +69,11 @@ type MRTRKeyringReconciler struct {
 	// install cannot be granted Nodes: their readiness is then unknown, and the status says so.
 	ReadNodes bool
 
+	// ClusterKeyrings, when not empty, turns on ClusterMRTRKeyrings (--cluster-keyrings): the
+	// namespace, the operator's own, that holds their lead Secrets. Only a cluster-wide install
+	// may: a cluster keyring writes Secrets into the namespaces it selects.
+	ClusterKeyrings string
+
 	// KindRecheck is how often a workload kind the API server did not serve is asked about again
 	// (and a keyring that names one looks again); 0 means DefaultKindRecheck.
 	KindRecheck time.Duration

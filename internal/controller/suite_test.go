@@ -26,6 +26,8 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -77,6 +79,7 @@ var _ = BeforeSuite(func() {
 	env = testsuite.Start(ctx, testenv.Options{CRDs: true}, logs)
 	cfg, k8sClient = env.Config, env.Client
 	Expect(metricsRegistry.Register(testMetrics)).To(Succeed())
+	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterResourceNamespace}})).To(Succeed())
 	startOperator()
 	DeferCleanup(stopOperator)
 })
@@ -91,7 +94,8 @@ func startOperator() {
 	var err error
 	operator, err = env.StartManager(ctx, ctrl.Options{Cache: CacheOptions(), Controller: config.Controller{SkipNameValidation: &skip}},
 		func(mgr ctrl.Manager) error {
-			r := &MRTRKeyringReconciler{Client: mgr.GetClient(), Clock: fakeClock, Metrics: testMetrics, ReadNodes: true}
+			r := &MRTRKeyringReconciler{Client: mgr.GetClient(), Clock: fakeClock, Metrics: testMetrics, ReadNodes: true,
+				ClusterKeyrings: clusterResourceNamespace}
 			return r.SetupWithManager(mgr)
 		})
 	Expect(err).NotTo(HaveOccurred())

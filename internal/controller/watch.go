@@ -141,6 +141,13 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
+	var clusterWatch func(context.Context, client.Object) error
+	if r.ClusterKeyrings != "" {
+		cr := &ClusterMRTRKeyringReconciler{MRTRKeyringReconciler: r, Namespace: r.ClusterKeyrings}
+		if clusterWatch, err = cr.setupCluster(mgr, workers); err != nil {
+			return err
+		}
+	}
 	// The workload kinds are watched as the API server serves them (kinds.go): those it serves
 	// now before the manager starts, any other once its CRD is installed.
 	interval := r.KindRecheck
@@ -152,7 +159,13 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			if err := idx.IndexField(ctx, obj, workload.SecretRefIndex, workload.ReferencedSecrets); err != nil {
 				return err
 			}
-			return c.Watch(source.Kind(mgr.GetCache(), obj, enqueueInFlight(r.keyringsForWorkload), predicate.Predicate(workloadChanged{})))
+			if err := c.Watch(source.Kind(mgr.GetCache(), obj, enqueueInFlight(r.keyringsForWorkload), predicate.Predicate(workloadChanged{}))); err != nil {
+				return err
+			}
+			if clusterWatch != nil {
+				return clusterWatch(ctx, obj)
+			}
+			return nil
 		}}
 	if err := r.kinds.add(ctx); err != nil {
 		return err

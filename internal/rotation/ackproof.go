@@ -116,11 +116,11 @@ func acceptAcknowledgements(in Input) (Input, []mrtrv1alpha1.RefusedAcknowledgem
 		out := slices.Clone(pods)
 		for i, p := range out {
 			if p.Mounts && p.Loaded != "" {
-				consumers[p.Name] = true
+				consumers[p.ref()] = true
 			}
 			var why string
 			if out[i].Loaded, why = acknowledgement(p, secret); why != "" {
-				refused = append(refused, mrtrv1alpha1.RefusedAcknowledgement{Pod: p.Name, Message: why})
+				refused = append(refused, mrtrv1alpha1.RefusedAcknowledgement{Pod: p.ref(), Message: why})
 			}
 		}
 		return out
@@ -157,14 +157,24 @@ func reportRefusals(f facts, o outcome) outcome {
 // for a new volume).
 func nudgePods(f facts, o outcome) outcome {
 	s := f.in.Settings
-	if o.write == nil || !s.Reload() || s.ReloadTrigger == mrtrv1alpha1.ReloadTriggerNone {
+	if (o.write == nil && len(o.copyTo) == 0) || !s.Reload() || s.ReloadTrigger == mrtrv1alpha1.ReloadTriggerNone {
 		return o
 	}
-	fp := o.write.keyring.Fingerprint()
+	// A place's pods read its copy: they are nudged after the pass that writes it.
+	var fp string
+	copied := map[string]bool{}
+	if o.write != nil {
+		fp = o.write.keyring.Fingerprint()
+	} else {
+		fp = f.in.Secret.Keyring.Fingerprint() // copyTo copies only a valid Secret of ours
+	}
+	for _, name := range o.copyTo {
+		copied[name] = true
+	}
 	add := func(pods []Pod) {
 		for _, p := range pods {
-			if !p.Terminating && p.Loaded != fp && f.consumers[p.Name] {
-				o.nudge = append(o.nudge, p.Name)
+			if !p.Terminating && p.Loaded != fp && f.consumers[p.ref()] && (p.Place == "" && o.write != nil || copied[p.Place]) {
+				o.nudge = append(o.nudge, p.ref())
 			}
 		}
 	}

@@ -44,6 +44,8 @@ type outcome struct {
 	evict []string
 	// nudge are the pods to nudge after the write (nudgePods).
 	nudge []string
+	// copyTo are the places whose copy must be written after the Secret and status (copyTo).
+	copyTo []string
 	// restarts is what restartOverdue found of the overdue pods.
 	restarts restarts
 	events   []Event
@@ -52,8 +54,16 @@ type outcome struct {
 	conflict bool
 	// progress is how far the target keyring has reached the targets (showProgress).
 	progress progress
+	// exit is the verdict of the exit check that kept the phase this pass (readyToSeal), nil when
+	// none ran or the phase left.
+	exit *verdict
+	// rotation is, in Stable, rotationDue's verdict on the status the move leaves: when the next
+	// rotation falls due, or why it is due now; nil in the other phases.
+	rotation *verdict
 	// waiting is the verdict the phase waits on after the move (waitsOn), nil for none.
 	waiting *verdict
+	// deadlines are the times at which a timed check may change this outcome (deadlines).
+	deadlines []time.Time
 	// due is, in Stable, when the next rotation falls due by rotationInterval alone (before the
 	// rotation windows move it); zero in the other phases.
 	due time.Time
@@ -78,19 +88,49 @@ type change struct {
 	write   bool
 }
 
-// decide makes the move (move), then derives the progress of its target keyring and the stall of
-// a phase that waits too long for it: decide alone says what is stalled.
+// decide makes the move (move), then derives the progress of its target keyring, the stall of a
+// phase that waits too long for it, the verdict the phase waits on and the deadlines of every
+// timed check: decide alone says what is stalled and when to look again.
 func decide(f facts) outcome {
 	o := move(f)
 	o.progress = showProgress(f, o)
 	if o.stall == nil {
 		o.stall = o.progress.claimed()
 	}
+	if o.status.Phase == mrtrv1alpha1.PhaseStable {
+		due := rotationDue(f.in, o.status)
+		o.rotation = &due
+	}
 	if o.stall == nil {
 		o.stall = blocked(f, o)
 	}
 	o.waiting = waitsOn(f, o)
+	o.deadlines = deadlines(f, o)
 	return o
+}
+
+// deadlines are the times at which a timed check may change the outcome, for describe to requeue
+// by the earliest future one: the until of the verdict the phase waits on (the next rotation, the
+// end of the TTL wait, of the propagation delay, of the replaced pods' grace), of the exit check
+// that held the phase (readyToSeal), in Stable that of rotationDue (the next rotation, or the close of the window a due rotation has not started in),
+// the deadline past which the wait for a rollout is stuck (stuckAt), a laggard's reload deadline,
+// a held restart's recheck, the end of a stamp's back-off.
+func deadlines(f facts, o outcome) []time.Time {
+	in := f.in
+	at := []time.Time{stuckAt(f, o)}
+	for _, v := range []*verdict{o.waiting, o.exit, o.rotation} {
+		if v != nil {
+			at = append(at, v.until) // zero when no time ends it
+		}
+	}
+	// A laggard to restart may come first, in any phase.
+	at = append(at, nextReloadDeadline(in, o.status, o.progress.v))
+	// So may an overdue one held back, by its workload's pace or its node.
+	if len(o.restarts.byWorkload) > 0 {
+		at = append(at, in.Now.Add(HeldRestartRecheck))
+	}
+	// So may the end of a stamp's back-off.
+	return append(at, o.heldUntil())
 }
 
 // move makes at most one transition, and at most one Secret write: the Secret settled against
@@ -121,7 +161,9 @@ func move(f facts) outcome {
 	}
 	o = planStamps(f, o)
 	o = restartOverdue(f, o)
+	o.copyTo = copyTo(f, o)
 	o = nudgePods(f, o)
+	o = placeEvents(f, o)
 	if out := outages(f.in); out != "" && o.write != nil && len(f.in.Workloads) > 0 {
 		// A rotation restarts them three times.
 		o = o.event(corev1Warning, mrtrv1alpha1.EventRestartIsOutage, "Rotate", "rolling out keyring %s: %s", o.write.keyring.Fingerprint(), out)
@@ -214,8 +256,8 @@ func advance(f facts, o outcome, kr *keyring.Keyring) outcome {
 // (sealWithStaged), or else by adding a new key that every pod must accept first (Accepting).
 func leaveStable(f facts, o outcome, kr *keyring.Keyring) outcome {
 	o = scheduleRotation(f, o)
-	request, due := rotationDue(f.in, o.status)
-	if !due {
+	due := rotationDue(f.in, o.status)
+	if !due.pass {
 		if w := f.in.Settings.Windows; !w.Valid() {
 			return o.stalled(mrtrv1alpha1.ReasonRotationWindowInvalid, "%s; no rotation starts on schedule until it is fixed (a rotation requested through %s and a revocation still do)",
 				w.Problem, mrtrv1alpha1.RotateAnnotation)
@@ -223,7 +265,7 @@ func leaveStable(f facts, o outcome, kr *keyring.Keyring) outcome {
 		return o
 	}
 	if f.staged != "" {
-		return sealWithStaged(f, o, kr, request)
+		return sealWithStaged(f, o, kr, due.message)
 	}
 	added := newKeys(f, o.status, kr, 1)[0]
 	next, err := kr.Add(added)
@@ -234,7 +276,7 @@ func leaveStable(f facts, o outcome, kr *keyring.Keyring) outcome {
 	}
 	o.status.LastHandledRotateRequest = f.in.RotateRequest
 	o = o.event(corev1Normal, mrtrv1alpha1.EventRotationStarted, "Rotate", "rotation started (%s): created key %s, accepted everywhere before it seals; keyring %s (keys %s)",
-		request, added.ID(), next.Fingerprint(), strings.Join(next.IDs(), ", "))
+		due.message, added.ID(), next.Fingerprint(), strings.Join(next.IDs(), ", "))
 	return enter(f, o, change{phase: mrtrv1alpha1.PhaseAccepting, keyring: next, write: true})
 }
 
@@ -244,8 +286,7 @@ func leaveStable(f facts, o outcome, kr *keyring.Keyring) outcome {
 // delivery the pods that the rollout of the staging write replaced knew only the keyring before
 // it, so the rotation starts no sooner than terminationGracePeriod after that rollout.
 func sealWithStaged(f facts, o outcome, kr *keyring.Keyring, request string) outcome {
-	o, ready := readyToSeal(f, o)
-	if !ready {
+	if o = readyToSeal(f, o); !o.exit.pass {
 		return o
 	}
 	next, err := kr.SetPrimary(f.staged)
@@ -261,8 +302,7 @@ func sealWithStaged(f facts, o outcome, kr *keyring.Keyring, request string) out
 // leaveAccepting makes the new key primary once every pod accepts it (rule 1), and, in Restart
 // delivery, the pods the rollout replaced have stopped.
 func leaveAccepting(f facts, o outcome, kr *keyring.Keyring) outcome {
-	o, ready := readyToSeal(f, o)
-	if !ready {
+	if o = readyToSeal(f, o); !o.exit.pass {
 		return o
 	}
 	ids := kr.IDs()
@@ -340,18 +380,25 @@ func leaveRevoking(f facts, o outcome, kr *keyring.Keyring) outcome {
 // readyToSeal is the check before a key that every pod should accept begins to seal (rule 1): the
 // keyring that holds it has reached every pod, a missing target blocking (it could come back with
 // an old keyring), and in Restart delivery the pods its rollout replaced have stopped. A rollout
-// under way, or one that regressed, proves nothing yet: status.rolledOutAt is cleared.
-func readyToSeal(f facts, o outcome) (outcome, bool) {
-	if !delivered(f, o.status, true).pass {
+// under way, or one that regressed, proves nothing yet: status.rolledOutAt is cleared. The verdict
+// is the first check that does not pass (o.exit), for waitsOn to render and describe to requeue by.
+func readyToSeal(f facts, o outcome) outcome {
+	v := delivered(f, o.status, true)
+	if !v.pass {
 		o.status.RolledOutAt = nil
-		return o, false
+	} else {
+		o, v = replacedPodsGone(f, o)
 	}
-	return replacedPodsGone(f, o)
+	o.exit = &v
+	return o
 }
 
 // delivered is the exit check of the phases that wait for a keyring to reach the pods (see
 // delivery.reached). A Secret-only keyring, with nothing to prove it, waits PropagationDelay.
 func delivered(f facts, st mrtrv1alpha1.MRTRKeyringStatus, blockOnMissing bool) verdict {
+	if len(f.delivery.behind) > 0 {
+		return *copiesVerdict(f.delivery, "")
+	}
 	if f.delivery.secretOnly {
 		return propagated(f, st)
 	}
@@ -364,17 +411,17 @@ func delivered(f facts, st mrtrv1alpha1.MRTRKeyringStatus, blockOnMissing bool) 
 // replaced may still serve for terminationGracePeriod while they stop (kubectl rollout status
 // does not see them for StatefulSets and DaemonSets), and they know only the old keys: a token
 // sealed with the new key must not reach them. So the phase ends that long after the rollout was
-// first seen complete (status.rolledOutAt, kept across restarts). Reload delivery counts
-// terminating pods until they are gone, and restarts none but the laggards, so it needs no such
-// wait.
-func replacedPodsGone(f facts, o outcome) (outcome, bool) {
+// first seen complete (status.rolledOutAt, kept across restarts: set here, the first time). Reload
+// delivery counts terminating pods until they are gone, and restarts none but the laggards, so it
+// needs no such wait.
+func replacedPodsGone(f facts, o outcome) (outcome, verdict) {
 	if len(f.in.Workloads) == 0 || f.in.Settings.Reload() {
-		return o, true
+		return o, verdict{pass: true, what: mrtrv1alpha1.WaitReplacedPods, message: "no rollout replaced a pod"}
 	}
 	if o.status.RolledOutAt == nil {
 		o.status.RolledOutAt = nowRef(f)
 	}
-	return o, replacedGone(f, o.status).pass
+	return o, replacedGone(f, o.status)
 }
 
 // settle ends Removing or Revoking, whose keyring kr has reached every pod: Stable, its staged key
@@ -475,25 +522,52 @@ func windowed(w *Windows, due, now time.Time) (at time.Time, win *mrtrv1alpha1.R
 	return ceilSecond(at), &mrtrv1alpha1.RotationWindowStatus{OpensAt: metav1.NewTime(opened), ClosesAt: metav1.NewTime(closes)}, missed
 }
 
-// rotationDue reports whether a rotation must start now, and why. A request never waits for a
-// rotation window: whoever asks has decided that now is the time (an incident, a key they fear
-// has leaked), and the windows only spare the fleet the restarts of rotations nobody asked for.
-func rotationDue(in Input, st mrtrv1alpha1.MRTRKeyringStatus) (why string, due bool) {
-	if in.Settings.Suspend {
-		return "", false
-	}
+// rotationDue is the exit check of Stable: a rotation must start now, requested or by schedule,
+// and its message says why. A request never waits for a rotation window: whoever asks has decided
+// that now is the time (an incident, a key they fear has leaked), and the windows only spare the
+// fleet the restarts of rotations nobody asked for. A request keeps the schedule's until: the
+// rotation may be held back (sealWithStaged), and its stall counts from the due time (dueBlocked).
+func rotationDue(in Input, st mrtrv1alpha1.MRTRKeyringStatus) verdict {
+	request := in.RotateRequest
 	// Handled once for this Secret, by this keyring (status) or by an earlier one of the same name
 	// (the Secret's annotation): never again.
-	if r := in.RotateRequest; mrtrv1alpha1.RotateRequested(r, st.LastHandledRotateRequest, in.Secret.HandledRotateRequest) {
-		return fmt.Sprintf("requested by %s=%q", mrtrv1alpha1.RotateAnnotation, r), true
-	}
-	if t := st.NextRotationTime; t != nil && !in.Now.Before(t.Time) && inWindow(in) {
-		if in.Settings.Windows != nil {
-			return "interval elapsed, inside a rotation window", true
+	requested := mrtrv1alpha1.RotateRequested(request, st.LastHandledRotateRequest, in.Secret.HandledRotateRequest)
+	if in.Settings.Suspend {
+		v := verdict{what: mrtrv1alpha1.WaitResume, message: "a resume: rotations are suspended (spec.suspend)"}
+		if requested {
+			v.message += fmt.Sprintf(", and the rotation requested by %s=%s starts once they are resumed", mrtrv1alpha1.RotateAnnotation, request)
 		}
-		return "interval elapsed", true
+		return v
 	}
-	return "", false
+	v := scheduled(in, st)
+	if requested {
+		v.pass, v.message = true, fmt.Sprintf("requested by %s=%q", mrtrv1alpha1.RotateAnnotation, request)
+	}
+	return v
+}
+
+// scheduled is whether the next rotation is due by status.nextRotationTime, in a rotation window
+// when there are any: until then, or, once it is, until the window closes on it (windowed then
+// moves it to the next one).
+func scheduled(in Input, st mrtrv1alpha1.MRTRKeyringStatus) verdict {
+	t, w := st.NextRotationTime, in.Settings.Windows
+	if t == nil {
+		return verdict{what: mrtrv1alpha1.WaitNextRotation}
+	}
+	if !in.Now.Before(t.Time) && inWindow(in) {
+		if w == nil {
+			return verdict{pass: true, what: mrtrv1alpha1.WaitNextRotation, message: "interval elapsed"}
+		}
+		_, closes, _ := w.OpenAt(in.Now)
+		return verdict{pass: true, what: mrtrv1alpha1.WaitNextRotation, until: closes, message: "interval elapsed, inside a rotation window"}
+	}
+	msg := "the next rotation, due at " + t.UTC().Format(time.RFC3339)
+	if nw := st.NextWindow; nw != nil {
+		msg += fmt.Sprintf(", in the rotation window open from %s to %s", nw.OpensAt.UTC().Format(time.RFC3339), nw.ClosesAt.UTC().Format(time.RFC3339))
+	} else if !w.Valid() {
+		msg += ", once spec.rotationWindows parses"
+	}
+	return verdict{what: mrtrv1alpha1.WaitNextRotation, until: t.Time, message: msg}
 }
 
 // inWindow reports whether a scheduled rotation may start now: a window is open, or there are
@@ -643,7 +717,7 @@ func newKeys(f facts, st mrtrv1alpha1.MRTRKeyringStatus, kr *keyring.Keyring, n 
 	// Nor one a request names, handled or not: a key named by a request never seals. (Such ids
 	// are skipped, not taken as used: a request naming an id of the future must not move every
 	// id after it.)
-	named := splitIDs(st.LastHandledRevokeRequest)
+	named := mrtrv1alpha1.ParseIDs(st.LastHandledRevokeRequest)
 	for _, r := range mrtrv1alpha1.ParseRevokeRequests(f.in.RevokeRequest) {
 		named = append(named, r.Target)
 	}

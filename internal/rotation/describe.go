@@ -62,14 +62,19 @@ func describe(f facts, o outcome) Decision {
 		events = append(slices.Clip(events), *e)
 	}
 	r.st.WaitingFor = r.waitingFor()
-	d := Decision{Stamp: o.stamp, StampTargets: o.stampTargets, Evict: o.evict, Nudge: o.nudge, Status: r.st, RequeueAfter: r.nextDeadline(), Events: events}
+	d := Decision{Stamp: o.stamp, StampTargets: o.stampTargets, Evict: o.evict, Nudge: o.nudge, Status: r.st, RequeueAfter: r.nextDeadline(), Events: events,
+		CopyTo: o.copyTo}
+	if len(f.in.Places) > 0 || len(f.in.Left) > 0 {
+		d.Namespaces = namespacesStatus(f, o)
+	}
 	if w := o.write; w != nil {
 		d.Secret, d.SecretPhase, d.SecretStaged = w.keyring, w.phase, w.staged
 	}
 	return d
 }
 
-// nextDeadline is how soon the earliest future deadline falls (deadlines), 0 for none.
+// nextDeadline is how soon the earliest future deadline of decide's falls (outcome.deadlines), 0
+// for none.
 func (r *report) nextDeadline() time.Duration {
 	in := r.f.in
 	switch in.Secret.State {
@@ -81,7 +86,7 @@ func (r *report) nextDeadline() time.Duration {
 		return WrongTypeRecheck
 	}
 	var next time.Time
-	for _, at := range r.deadlines() {
+	for _, at := range r.o.deadlines {
 		if at.After(in.Now) && (next.IsZero() || at.Before(next)) {
 			next = at
 		}
@@ -90,57 +95,6 @@ func (r *report) nextDeadline() time.Duration {
 		return 0
 	}
 	return next.Sub(in.Now)
-}
-
-// deadlines are the times at which a timed check may change the outcome: the until of the
-// verdict the phase waits on (the next rotation, the end of the TTL wait, of the propagation
-// delay, of the replaced pods' grace), a rollout deadline, a window that closes on a rotation
-// due, a laggard's reload deadline, a held restart's recheck, the end of a stamp's back-off. The
-// past ones are ignored.
-func (r *report) deadlines() []time.Time {
-	in, st := r.f.in, r.st
-	var at []time.Time
-	if w := r.o.waiting; w != nil {
-		at = append(at, w.until) // zero when no time ends it
-	}
-	switch ph := st.Phase; {
-	case ph == mrtrv1alpha1.PhaseStable:
-		at = append(at, r.stableDeadlines()...)
-	case WaitsForRollout(ph) && !r.v.secretOnly && (r.o.waiting == nil || r.o.waiting.what != mrtrv1alpha1.WaitReplacedPods):
-		// Delivered or not, the deadline past which the phase counts as stuck (blocked).
-		at = append(at, rolloutDeadline(r.f, st))
-	}
-	// A laggard to restart may come first, in any phase.
-	at = append(at, nextReloadDeadline(in, st, r.v))
-	// So may an overdue one held back, by its workload's pace or its node.
-	if len(r.o.restarts.byWorkload) > 0 {
-		at = append(at, in.Now.Add(HeldRestartRecheck))
-	}
-	// So may the end of a stamp's back-off.
-	return append(at, r.o.heldUntil())
-}
-
-// stableDeadlines are Stable's: the next rotation; for a rotation due (or requested) that seals
-// with a staged key, the end of the replaced pods' grace (sealWithStaged) or the deadline past
-// which it is stuck; and the close of the window a rotation due has not started in, when it moves
-// to the next one (windowed).
-func (r *report) stableDeadlines() []time.Time {
-	in, st := r.f.in, r.st
-	var at []time.Time
-	if !in.Settings.Suspend && st.NextRotationTime != nil {
-		at = append(at, st.NextRotationTime.Time)
-	}
-	if _, due := rotationDue(in, st); !due || st.RolledOutAt == nil || in.Settings.Reload() {
-		if d, ok := dueDeadline(r.f, st); ok {
-			at = append(at, d)
-		}
-	}
-	if t := st.NextRotationTime; t != nil && !in.Settings.Suspend && !in.Now.Before(t.Time) && in.Settings.Windows.Valid() && in.Settings.Windows != nil {
-		if _, closes, open := in.Settings.Windows.OpenAt(in.Now); open {
-			at = append(at, closes)
-		}
-	}
-	return at
 }
 
 // WrongTypeRecheck is how often a keyring whose Secret has another type looks again.
@@ -189,7 +143,7 @@ func (r *report) workloadStatuses() []mrtrv1alpha1.WorkloadStatus {
 	var behind, upToDate []mrtrv1alpha1.WorkloadStatus
 	for _, t := range r.targets {
 		ws := mrtrv1alpha1.WorkloadStatus{
-			Kind: t.Kind, Name: t.Name, Found: t.Found, UpToDate: t.upToDate,
+			Namespace: t.Place, Kind: t.Kind, Name: t.Name, Found: t.Found, UpToDate: t.upToDate,
 			ReadyReplicas: t.Ready, DesiredReplicas: t.Desired, Message: t.message,
 		}
 		if r.v.reload {
@@ -341,7 +295,7 @@ func (r *report) phaseWaitsFor() string {
 	case w != nil && w.what == mrtrv1alpha1.WaitTokenExpiry:
 		return fmt.Sprintf("WaitingTTL: tokens sealed with the old keys expire by %s", w.until.UTC().Format(time.RFC3339))
 	case w != nil && w.what == mrtrv1alpha1.WaitPropagation:
-		return fmt.Sprintf("%s: waiting %s for the Secret to reach every mounted copy", ph, r.f.in.Settings.PropagationDelay)
+		return fmt.Sprintf("%s: waiting until %s for the Secret to reach every mounted copy", ph, w.until.UTC().Format(time.RFC3339))
 	case len(r.pending) > 0 && r.v.reload:
 		return fmt.Sprintf("%s: waiting for every pod to acknowledge keyring %s: %s", ph, st.TargetFingerprint, messages(r.pending))
 	case len(r.pending) > 0:
@@ -428,7 +382,7 @@ func joinSome(s []string, sep string, total int) string {
 func podNames(pods []Pod) []string {
 	out := make([]string, min(len(pods), maxNamed))
 	for i := range out {
-		out[i] = pods[i].Name
+		out[i] = pods[i].ref()
 	}
 	return out
 }

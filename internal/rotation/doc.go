@@ -34,15 +34,17 @@ limitations under the License.
 //   - decide (decide.go, revoke.go, evict.go, stampfight.go, progress.go) makes the phase
 //     machine's move from the facts alone: one small function per phase exit (leaveStable,
 //     leaveAccepting, ...), each building the next keyring with the keyset-manager verbs of
-//     pkg/keyring (Add, SetPrimary, Delete), each timed check returning a verdict (verdict.go:
-//     pass, what it waits for, until when). Its outcome is the status as the machine leaves it,
+//     pkg/keyring (Add, SetPrimary, Delete), each exit check (rotationDue, readyToSeal,
+//     delivered, replacedPodsGone, tokensExpired) returning a verdict (verdict.go: pass, what it
+//     waits for, until when, why). Its outcome is the status as the machine leaves it,
 //     the Secret write, the stamps (which targets, which held back by a stamp fight), the
 //     evictions, the pods to nudge, the events, what each workload waits for (once, so that the
-//     conditions, the stall and status.workloads quote the same text) and the stall: decide alone
-//     says what is stalled.
+//     conditions, the stall and status.workloads quote the same text), the stall, the verdict the
+//     phase waits on and the deadlines of every timed check: decide alone says what is stalled
+//     and when to look again.
 //   - describe (describe.go) renders the outcome: status.workloads, the conditions,
 //     status.waitingFor (the verdicts: what, for whom, until when, which kubectl mrtr shows as it
-//     is) and the requeue, the earliest of the same deadlines.
+//     is) and the requeue, the earliest of decide's deadlines; it computes no deadline of its own.
 //
 // # The invariant
 //
@@ -155,6 +157,17 @@ limitations under the License.
 // (annotations PhaseAnnotation and FingerprintAnnotation, with StagedKeyAnnotation and the
 // revocations), and Step resumes in that phase instead of taking the write for a change made behind
 // its back.
+//
+// # Places: one keyring across namespaces
+//
+// A ClusterMRTRKeyring's consumers read copies of its Secret, one in each namespace it selects
+// (Input.Places); its Input.Secret is the lead Secret, in the operator's namespace, which no tenant
+// writes. The phase machine is the same; places.go holds the rules that places add: a phase that
+// waits for its keyring to reach every pod also waits for every copy to hold it, and a pod counts
+// by the write of its own place's copy; the copies behind are written after the lead Secret and
+// the status (Decision.CopyTo), so a pass killed between two copy writes resumes from the lead
+// Secret and writes exactly those still behind; a Secret there that is not the keyring's copy is
+// never written, and a namespace being deleted or no longer selected never holds a phase.
 //
 // # When the world is not as written
 //

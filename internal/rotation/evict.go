@@ -129,7 +129,7 @@ func restartOverdue(f facts, o outcome) outcome {
 				h.nodeNotReady = append(h.nodeNotReady, pod)
 			case budget > 0:
 				budget--
-				o.evict = append(o.evict, pod.Name)
+				o.evict = append(o.evict, pod.ref())
 				if pod.Node == NodeUnknown {
 					r.unknownNodes++
 				}
@@ -181,7 +181,7 @@ func (h held) message() string {
 	if n := h.nodeNotReady; len(n) > 0 {
 		names := make([]string, len(n))
 		for i, p := range n {
-			names[i] = p.Name + " (node " + p.NodeName + ")"
+			names[i] = p.ref() + " (node " + p.NodeName + ")"
 		}
 		parts = append(parts, "not restarted while their node is not Ready: "+joinSome(names[:min(len(names), maxNamed)], ", ", len(names)))
 	}

@@ -19,7 +19,6 @@ package rotation
 import (
 	"cmp"
 	"strconv"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -181,7 +180,7 @@ func ObserveSecret(exists bool, secretType string, data map[string][]byte, annot
 		HandledRevokeRequest:  annotations[mrtrv1alpha1.HandledRevokeAnnotation],
 		HandledRevokeSequence: handledSequence(annotations[mrtrv1alpha1.HandledRevokeSequenceAnnotation]),
 		Staged:                annotations[mrtrv1alpha1.StagedKeyAnnotation],
-		Revoked:               splitIDs(annotations[mrtrv1alpha1.RevokedKeysAnnotation]),
+		Revoked:               mrtrv1alpha1.ParseIDs(annotations[mrtrv1alpha1.RevokedKeysAnnotation]),
 		TokenTTL:              declaredTTL(data[keyring.TokenTTLDataKey]),
 	}
 }
@@ -200,7 +199,7 @@ func (d Decision) SecretAnnotations() map[string]string {
 		mrtrv1alpha1.HandledRotateAnnotation:         d.Status.LastHandledRotateRequest,
 		mrtrv1alpha1.HandledRevokeAnnotation:         d.Status.LastHandledRevokeRequest,
 		mrtrv1alpha1.HandledRevokeSequenceAnnotation: handledSequenceValue(d.Status.LastHandledRevokeSequence),
-		mrtrv1alpha1.RevokedKeysAnnotation:           strings.Join(revoked, ","),
+		mrtrv1alpha1.RevokedKeysAnnotation:           mrtrv1alpha1.FormatIDs(revoked),
 		mrtrv1alpha1.StagedKeyAnnotation:             d.SecretStaged,
 	}
 }
@@ -223,17 +222,6 @@ func handledSequenceValue(n int64) string {
 	return strconv.FormatInt(n, 10)
 }
 
-// splitIDs splits a comma-separated list of key ids, dropping blanks.
-func splitIDs(s string) []string {
-	var ids []string
-	for id := range strings.SplitSeq(s, ",") {
-		if id = strings.TrimSpace(id); id != "" {
-			ids = append(ids, id)
-		}
-	}
-	return ids
-}
-
 // declaredTTL is the token-ttl data, 0 when absent or invalid (then rewritten like a stale one).
 func declaredTTL(data []byte) time.Duration {
 	if data == nil {
@@ -253,8 +241,10 @@ func (s SecretObservation) writtenByUs() bool {
 
 // Workload is one target workload as observed.
 type Workload struct {
-	Kind mrtrv1alpha1.WorkloadKind
-	Name string
+	// Place is the place (namespace) of a ClusterMRTRKeyring's workload, "" for an MRTRKeyring's.
+	Place string
+	Kind  mrtrv1alpha1.WorkloadKind
+	Name  string
 	// Found is false when the workload does not exist; the other fields are then zero.
 	Found bool
 	// NotServed, for a workload not found, names its kind's apiVersion and kind when the API server
@@ -315,7 +305,9 @@ type Writer struct {
 
 // Pod is one consumer pod as observed.
 type Pod struct {
-	Name string
+	// Place is the place (namespace) of a ClusterMRTRKeyring's pod, "" for an MRTRKeyring's.
+	Place string
+	Name  string
 	// Loaded is the fingerprint the pod carries as its acknowledgement of the keyring Secret
 	// (annotation ack.AnnotationKey(secret)), "" when it carries none. It counts only as AckWriter
 	// shows it is proof (acknowledgement).
@@ -349,8 +341,12 @@ const (
 	NodeNotReady
 )
 
-// ref is "Kind/name", as in messages.
-func (w Workload) ref() string { return string(w.Kind) + "/" + w.Name }
+// ref is "Kind/name", as in messages and Decision.StampTargets, after its place and a "/" when
+// it has one.
+func (w Workload) ref() string { return placeName(w.Place, string(w.Kind)+"/"+w.Name) }
+
+// ref is the pod's name, after its place and a "/" when it has one.
+func (p Pod) ref() string { return placeName(p.Place, p.Name) }
 
 // Input is everything Step needs. The reconciler gathers it; Step never reads anything else.
 type Input struct {
@@ -378,6 +374,12 @@ type Input struct {
 	// RotateRequest and RevokeRequest are the current values of the mrtr.dev/rotate and
 	// mrtr.dev/revoke annotations.
 	RotateRequest, RevokeRequest string
+	// Places are the places of a ClusterMRTRKeyring (the namespaces it selects, see Place), sorted
+	// by name; none for an MRTRKeyring. Left are the namespaces, sorted, that hold a copy of its
+	// Secret but are no longer selected; Namespaces is status.namespaces as last written.
+	Places     []Place
+	Left       []string
+	Namespaces mrtrv1alpha1.NamespacesStatus
 	// NodesUnreadable: the operator may not read Nodes (a namespace-scoped install), so every pod's
 	// Node is NodeUnknown, and the status says so when that matters.
 	NodesUnreadable bool
@@ -415,6 +417,11 @@ type Decision struct {
 	Nudge []string
 	// Status is the new status; write it only if it differs from Input.Status.
 	Status mrtrv1alpha1.MRTRKeyringStatus
+	// CopyTo are the places whose copy of the Secret must be made to hold what the Secret holds
+	// once Secret is written (Secret, or the keyring already there): after the Secret and the
+	// status. Namespaces is the new status.namespaces of a ClusterMRTRKeyring.
+	CopyTo     []string
+	Namespaces mrtrv1alpha1.NamespacesStatus
 	// RequeueAfter is when the next timed check is due; 0 means only a watch event can change
 	// anything.
 	RequeueAfter time.Duration

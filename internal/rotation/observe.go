@@ -51,7 +51,7 @@ type facts struct {
 func observe(in Input) facts {
 	var refused []mrtrv1alpha1.RefusedAcknowledgement
 	var consumers map[string]bool
-	in, refused, consumers = acceptAcknowledgements(in)
+	in, refused, consumers = acceptAcknowledgements(rotatedPlaces(in))
 	f := facts{in: in, refused: refused, consumers: consumers, now: metav1.NewTime(in.Now.Truncate(time.Second)), status: *in.Status.DeepCopy()}
 	if f.status.Phase == "" {
 		f.status.Phase = mrtrv1alpha1.PhaseStable
@@ -121,9 +121,13 @@ type delivery struct {
 	// target is the keyring's fingerprint.
 	target string
 	// writtenAt is when the Secret received target, by the API server's clock, zero when that is
-	// not known for sure: the Secret does not hold our write of it, or this pass writes.
-	writtenAt time.Time
-	reload    bool
+	// not known for sure: the Secret does not hold our write of it, or this pass writes. A place's
+	// pods count by the write of its own copy instead (placeWrittenAt, by place).
+	writtenAt      time.Time
+	placeWrittenAt map[string]time.Time
+	// behind are the rotated places whose copy does not hold target, in order.
+	behind []string
+	reload bool
 	// secretOnly: no target workload and no selected pod, so nothing can prove that a keyring
 	// arrived.
 	secretOnly bool
@@ -152,6 +156,18 @@ func observeDelivery(in Input, fp string, writes bool) delivery {
 		secretOnly: len(in.Workloads) == 0 && len(in.SelectedPods) == 0}
 	if sec := in.Secret; !writes && sec.writtenByUs() && sec.Keyring.Fingerprint() == fp {
 		v.writtenAt = sec.WrittenAt
+	}
+	for _, p := range in.Places {
+		switch {
+		case !p.rotated():
+		case !p.holds(fp):
+			v.behind = append(v.behind, p.Name)
+		case !writes && p.Copy.writtenByUs():
+			if v.placeWrittenAt == nil {
+				v.placeWrittenAt = map[string]time.Time{}
+			}
+			v.placeWrittenAt[p.Name] = p.Copy.WrittenAt
+		}
 	}
 	v.selectedLaggards = v.laggards(in.SelectedPods, true)
 	v.targets = make([]target, len(in.Workloads))
@@ -185,7 +201,11 @@ func (v delivery) runs(pod Pod, ackOnly bool) bool {
 	if pod.Loaded != "" || ackOnly {
 		return pod.Loaded == v.target
 	}
-	return !v.writtenAt.IsZero() && pod.CreatedAt.After(v.writtenAt)
+	at := v.writtenAt
+	if pod.Place != "" {
+		at = v.placeWrittenAt[pod.Place]
+	}
+	return !at.IsZero() && pod.CreatedAt.After(at)
 }
 
 // laggards are the pods that do not run the target keyring yet.
@@ -199,15 +219,15 @@ func (v delivery) laggards(pods []Pod, ackOnly bool) []Pod {
 	return out
 }
 
-// reached reports whether the keyring has reached every pod that can serve: every target is up to
-// date, and so is every selected pod. A missing target blocks only when blockOnMissing (Accepting:
+// reached reports whether the keyring has reached every pod that can serve: every copy holds it,
+// every target is up to date, and so is every selected pod. A missing target blocks only when blockOnMissing (Accepting:
 // it could come back with an old keyring); later, a missing target has no pods that could seal.
 // It says nothing of a Secret-only keyring, which has nothing to prove it (see delivered).
 func (v delivery) reached(blockOnMissing bool) bool {
 	if blockOnMissing && len(v.missing) > 0 {
 		return false
 	}
-	return len(v.pending) == 0 && len(v.selectedLaggards) == 0
+	return len(v.behind) == 0 && len(v.pending) == 0 && len(v.selectedLaggards) == 0
 }
 
 // seenAll reports whether the cache shows at least the pods w's controller counts: fewer means

@@ -214,6 +214,26 @@ func dueDeadline(f facts, st mrtrv1alpha1.MRTRKeyringStatus) (time.Time, bool) {
 	return t.Add(in.Settings.RolloutDeadline), true
 }
 
+// stuckAt is the deadline past which blocked stalls o's phase (one of deadlines): in a
+// phase that waits for a rollout (delivered or not), rolloutDeadline, and in Stable, for a due
+// rotation that a staged key holds back, dueDeadline. Neither counts while the phase waits out the
+// replaced pods' grace (the rollout is complete), nor for a Secret-only keyring (nothing rolls out).
+func stuckAt(f facts, o outcome) time.Time {
+	st := o.status
+	if w := o.waiting; w != nil && w.what == mrtrv1alpha1.WaitReplacedPods {
+		return time.Time{}
+	}
+	switch {
+	case st.Phase == mrtrv1alpha1.PhaseStable:
+		if d, ok := dueDeadline(f, st); ok {
+			return d
+		}
+	case WaitsForRollout(st.Phase) && !o.progress.v.secretOnly:
+		return rolloutDeadline(f, st)
+	}
+	return time.Time{}
+}
+
 // rolloutDeadline is when a phase that waits for a rollout counts as stuck.
 func rolloutDeadline(f facts, st mrtrv1alpha1.MRTRKeyringStatus) time.Time {
 	return phaseStart(f.in, st).Add(f.in.Settings.RolloutDeadline)

@@ -72,6 +72,20 @@ func agree(t *testing.T, step int, in Input, d Decision) {
 			t.Fatalf("step %d: waitingFor %s until %s (in %s), but the next pass is in %s", step, w.What, w.Until.UTC(), wait, d.RequeueAfter)
 		}
 	}
+	// And by the until of every verdict decide found, rendered or not: the exit check that held the
+	// phase (readyToSeal: delivery, the propagation delay, the replaced pods' grace), Stable's
+	// rotationDue (the next rotation, the close of a window on a due one) and the one waited on.
+	if in.Secret.State == SecretValid {
+		o := decide(observe(in))
+		for _, v := range []*verdict{o.exit, o.rotation, o.waiting} {
+			if v == nil || !v.until.After(in.Now) {
+				continue
+			}
+			if wait := v.until.Sub(in.Now); d.RequeueAfter == 0 || d.RequeueAfter > wait {
+				t.Fatalf("step %d: a check (%s: %s) changes its answer in %s, but the next pass is in %s", step, v.what, v.message, wait, d.RequeueAfter)
+			}
+		}
+	}
 	for _, r := range st.RefusedAcknowledgements {
 		if st.SelectedPods != nil && r.Pod == "bare-0" && !slices.Contains(st.SelectedPods.Laggards, r.Pod) {
 			t.Fatalf("step %d: the acknowledgement of %s is refused (%s), yet it does not lag", step, r.Pod, r.Message)

@@ -138,7 +138,7 @@ func revocations(f facts, o outcome, kr *keyring.Keyring) (outcome, revocation) 
 // newRevokeRequests are the requests of mrtr.dev/revoke not handled yet, by this keyring (status)
 // or by an earlier one of the same name (the Secret's record).
 func newRevokeRequests(in Input, st mrtrv1alpha1.MRTRKeyringStatus) []mrtrv1alpha1.RevokeRequest {
-	handled := append(splitIDs(st.LastHandledRevokeRequest), splitIDs(in.Secret.HandledRevokeRequest)...)
+	handled := append(mrtrv1alpha1.ParseIDs(st.LastHandledRevokeRequest), mrtrv1alpha1.ParseIDs(in.Secret.HandledRevokeRequest)...)
 	return mrtrv1alpha1.PendingRevokeRequests(mrtrv1alpha1.ParseRevokeRequests(in.RevokeRequest),
 		max(st.LastHandledRevokeSequence, in.Secret.HandledRevokeSequence), handled)
 }
@@ -150,14 +150,14 @@ func newRevokeRequests(in Input, st mrtrv1alpha1.MRTRKeyringStatus) []mrtrv1alph
 // (a GitOps tool replacing the annotation) is not taken for new. Numbered requests need no record
 // but the sequence, which is what lets kubectl mrtr revoke prune them from the annotation.
 func handledRevokeRequests(in Input, st mrtrv1alpha1.MRTRKeyringStatus, fresh []mrtrv1alpha1.RevokeRequest) mrtrv1alpha1.MRTRKeyringStatus {
-	handled := append(splitIDs(st.LastHandledRevokeRequest), splitIDs(in.Secret.HandledRevokeRequest)...)
+	handled := append(mrtrv1alpha1.ParseIDs(st.LastHandledRevokeRequest), mrtrv1alpha1.ParseIDs(in.Secret.HandledRevokeRequest)...)
 	var unnumbered []string
 	for _, r := range mrtrv1alpha1.ParseRevokeRequests(in.RevokeRequest) {
 		if r.Sequence == 0 && (slices.Contains(handled, r.Target) || slices.Contains(fresh, r)) {
 			unnumbered = append(unnumbered, r.Target)
 		}
 	}
-	st.LastHandledRevokeRequest = strings.Join(unnumbered, ",")
+	st.LastHandledRevokeRequest = mrtrv1alpha1.FormatIDs(unnumbered)
 	st.LastHandledRevokeSequence = max(st.LastHandledRevokeSequence, in.Secret.HandledRevokeSequence, mrtrv1alpha1.LastRevokeSequence(fresh))
 	return st
 }

@@ -274,7 +274,7 @@ func TestRevocationsHandledOnce(t *testing.T) {
 					t.Fatalf("lastHandledRevokeSequence = %d after the last pass, want %d, the last appended", l.status.LastHandledRevokeSequence, last)
 				}
 				for _, item := range l.unnumbered {
-					if !slices.Contains(splitIDs(l.status.LastHandledRevokeRequest), item) {
+					if !slices.Contains(mrtrv1alpha1.ParseIDs(l.status.LastHandledRevokeRequest), item) {
 						t.Fatalf("unnumbered request %s is not recorded as handled: %q", item, l.status.LastHandledRevokeRequest)
 					}
 				}
@@ -320,7 +320,7 @@ func TestOldRevokeAllNotHandledAgain(t *testing.T) {
 				l.pass(false, false) // fails if *incident-1 is handled again
 			}
 			if len(l.status.RevokedKeys) != mrtrv1alpha1.MaxRevokedKeys || numbered && l.status.LastHandledRevokeSequence != 201 ||
-				!numbered && len(splitIDs(l.status.LastHandledRevokeRequest)) != 201 {
+				!numbered && len(mrtrv1alpha1.ParseIDs(l.status.LastHandledRevokeRequest)) != 201 {
 				t.Fatalf("revoked %d keys, lastHandledRevokeSequence %d", len(l.status.RevokedKeys), l.status.LastHandledRevokeSequence)
 			}
 		})

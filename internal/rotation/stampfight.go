@@ -71,7 +71,7 @@ func planStamps(f facts, o outcome) outcome {
 			stamp = true
 		case fight == nil || fight.Retried:
 			if fight == nil {
-				fight = &mrtrv1alpha1.StampFight{Kind: w.Kind, Name: w.Name}
+				fight = &mrtrv1alpha1.StampFight{Namespace: w.Place, Kind: w.Kind, Name: w.Name}
 			}
 			fight.Manager, fight.Retried = w.StampWriter.Manager, false
 			fight.Reverts++
@@ -95,7 +95,9 @@ func planStamps(f facts, o outcome) outcome {
 
 // fightOver is a copy of the fight over w's stamp in fights, nil when there is none.
 func fightOver(fights []mrtrv1alpha1.StampFight, w Workload) *mrtrv1alpha1.StampFight {
-	i := slices.IndexFunc(fights, func(s mrtrv1alpha1.StampFight) bool { return s.Kind == w.Kind && s.Name == w.Name })
+	i := slices.IndexFunc(fights, func(s mrtrv1alpha1.StampFight) bool {
+		return s.Namespace == w.Place && s.Kind == w.Kind && s.Name == w.Name
+	})
 	if i < 0 {
 		return nil
 	}
@@ -109,8 +111,8 @@ const maxStampFights = 100
 // fightMessage says what a fight holds back: the workload's message while it is held, and the
 // StampReverted condition's and event's.
 func fightMessage(s mrtrv1alpha1.StampFight) string {
-	return fmt.Sprintf("%s/%s: field manager %q put back the stamp the operator wrote (%d times); not stamped again before %s",
-		s.Kind, s.Name, s.Manager, s.Reverts, s.Until.UTC().Format(time.RFC3339))
+	return fmt.Sprintf("%s: field manager %q put back the stamp the operator wrote (%d times); not stamped again before %s",
+		placeName(s.Namespace, string(s.Kind)+"/"+s.Name), s.Manager, s.Reverts, s.Until.UTC().Format(time.RFC3339))
 }
 
 // heldFight is the fight that holds w's stamp back this pass, nil when none does.

@@ -25,19 +25,22 @@ import (
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 )
 
-// verdict is what one timed exit check found, as cert-manager's policy checks return their reason
-// and message: whether the phase may leave, what it waits for, until when, and that in a
-// sentence. decide acts on pass; describe renders the rest (status.waitingFor) and takes the
-// requeue from until. Each timed rule (the termination grace after a rollout, the propagation
-// delay, the TTL wait) is written once, in its check: no stage computes a deadline of its own.
+// verdict is what one exit check found, as cert-manager's policy checks return their reason and
+// message: whether the phase may leave, what it waits for, until when, and that in a sentence.
+// decide acts on pass; describe renders the rest (status.waitingFor) and takes the requeue from
+// until. Each timed rule (the termination grace after a rollout, the propagation delay, the TTL
+// wait, the schedule and its windows) is written once, in its check: no stage computes a deadline
+// of its own.
 type verdict struct {
 	pass bool
 	what mrtrv1alpha1.Wait
 	// forWhom names the workloads and pods it waits for, when it waits for some.
 	forWhom []string
-	// until is when the check passes by itself.
+	// until is when the check's answer changes by itself: when it passes, or, for one that passes
+	// now, when it stops (a rotation window that closes on a rotation due); zero for never.
 	until time.Time
-	// message says what the phase waits for, with absolute times only.
+	// message says, with absolute times only, what the phase waits for; or, when it passes, why
+	// (the reason a rotation starts, quoted by its event).
 	message string
 }
 
@@ -63,15 +66,16 @@ func waitsOn(f facts, o outcome) *verdict {
 	case st.Phase == mrtrv1alpha1.PhaseWaitingTTL && st.TTLWaitUntil != nil:
 		v := tokensExpired(f, st)
 		return &v
+	case len(p.v.behind) > 0:
+		return copiesVerdict(p.v, purposes[st.Phase])
 	case p.v.secretOnly:
 		v := propagated(f, st)
 		v.message += purposes[st.Phase]
 		return &v
 	case len(p.pending) > 0 || p.selected != "":
 		return waitsForDelivery(o, purposes[st.Phase])
-	case st.Phase == mrtrv1alpha1.PhaseAccepting && st.RolledOutAt != nil && !f.in.Settings.Reload():
-		v := replacedGone(f, st)
-		return &v
+	case st.Phase == mrtrv1alpha1.PhaseAccepting && o.exit != nil && !o.exit.pass:
+		return o.exit // the replaced pods' grace (readyToSeal)
 	}
 	return &verdict{what: mrtrv1alpha1.WaitDelivery,
 		message: fmt.Sprintf("the operator's next pass: keyring %s has reached every pod", st.TargetFingerprint)}
@@ -85,32 +89,23 @@ var purposes = map[mrtrv1alpha1.Phase]string{
 	mrtrv1alpha1.PhaseRevoking:       ", so that no pod holds the revoked keys any more",
 }
 
-// waitsInStable: between rotations, the next one is due on schedule or on request.
+// waitsInStable: between rotations, the next one is due on schedule or on request (o.rotation);
+// one that is due waits for the check that held it back (o.exit).
 func waitsInStable(f facts, o outcome) *verdict {
-	st, in, r := o.status, f.in, o.progress
-	request := in.RotateRequest
-	requested := mrtrv1alpha1.RotateRequested(request, st.LastHandledRotateRequest, in.Secret.HandledRotateRequest)
-	switch _, due := rotationDue(in, st); {
-	case in.Settings.Suspend && requested:
-		return &verdict{what: mrtrv1alpha1.WaitResume,
-			message: fmt.Sprintf("a resume: rotations are suspended (spec.suspend), and the rotation requested by %s=%s starts once they are resumed", mrtrv1alpha1.RotateAnnotation, request)}
-	case in.Settings.Suspend:
-		return &verdict{what: mrtrv1alpha1.WaitResume, message: "a resume: rotations are suspended (spec.suspend)"}
+	st, r, due := o.status, o.progress, o.rotation
+	switch {
+	case f.in.Settings.Suspend:
+		return due
+	case len(r.v.behind) > 0:
+		return copiesVerdict(r.v, "")
 	case len(r.pending) > 0 || r.selected != "":
 		return waitsForDelivery(o, "")
-	case due && st.RolledOutAt != nil && !in.Settings.Reload():
-		v := replacedGone(f, st)
-		return &v
-	case st.NextRotationTime == nil:
+	case o.exit != nil && !o.exit.pass:
+		return o.exit
+	case st.NextRotationTime == nil || due.pass:
 		return nil
 	}
-	msg := "the next rotation, due at " + st.NextRotationTime.UTC().Format(time.RFC3339)
-	if w := st.NextWindow; w != nil {
-		msg += fmt.Sprintf(", in the rotation window open from %s to %s", w.OpensAt.UTC().Format(time.RFC3339), w.ClosesAt.UTC().Format(time.RFC3339))
-	} else if !in.Settings.Windows.Valid() {
-		msg += ", once spec.rotationWindows parses"
-	}
-	return &verdict{what: mrtrv1alpha1.WaitNextRotation, until: st.NextRotationTime.Time, message: msg}
+	return due
 }
 
 // waitsForDelivery: the keyring has not reached every pod yet.
@@ -157,14 +152,12 @@ func propagated(f facts, st mrtrv1alpha1.MRTRKeyringStatus) verdict {
 			d, until.UTC().Format(time.RFC3339))}
 }
 
-// replacedGone is the check that the pods a rollout replaced have stopped (replacedPodsGone):
-// terminationGracePeriod after status.rolledOutAt, which must be set. Reload delivery, or a
-// keyring without targets, replaces no pod and passes at once.
+// replacedGone is the timed half of replacedPodsGone, which says when it applies: the pods a
+// rollout replaced have stopped terminationGracePeriod after status.rolledOutAt, which must be set.
 func replacedGone(f facts, st mrtrv1alpha1.MRTRKeyringStatus) verdict {
 	grace := f.in.Settings.TerminationGracePeriod
 	until := st.RolledOutAt.Add(grace)
-	pass := len(f.in.Workloads) == 0 || f.in.Settings.Reload() || !f.in.Now.Before(until)
-	return verdict{pass: pass, what: mrtrv1alpha1.WaitReplacedPods, until: until,
+	return verdict{pass: !f.in.Now.Before(until), what: mrtrv1alpha1.WaitReplacedPods, until: until,
 		message: fmt.Sprintf("the pods the rollout replaced to stop: terminationGracePeriod (%s) after the rollout, until %s, so that no pod that knew only the old key still serves when the new key seals",
 			grace, until.UTC().Format(time.RFC3339))}
 }

@@ -77,6 +77,14 @@ func TestWaitingFor(t *testing.T) {
 			what: mrtrv1alpha1.WaitPropagation, until: new(now.Add(time.Minute)),
 			message: "the Secret to reach every mounted copy: no workload or pod proves it, so the phase waits spec.propagationDelay (2m0s), until 2026-08-06T12:01:00Z, so that no pod holds the removed keys any more",
 		},
+		"a rotation requested of a Secret-only keyring whose next key is staged: the propagation delay of the write that staged it": {
+			in: input(withRoles(status(t, mrtrv1alpha1.PhaseStable, time.Minute, a, b), primary, stagedR), stagedSecret(t, mrtrv1alpha1.PhaseStable, b, a, b)),
+			edit: func(in *Input) {
+				in.Settings, in.RotateRequest = staging, "2026-08-06T11:59:00Z"
+			},
+			what: mrtrv1alpha1.WaitPropagation, until: new(now.Add(time.Minute)),
+			message: "the Secret to reach every mounted copy: no workload or pod proves it, so the phase waits spec.propagationDelay (2m0s), until 2026-08-06T12:01:00Z",
+		},
 		"stalled: a fix, with the Stalled condition's reason and message": {
 			in:   input(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a), SecretObservation{State: SecretInvalid, Problem: "keyring.json: no keys"}),
 			what: mrtrv1alpha1.WaitFix,
@@ -90,7 +98,8 @@ func TestWaitingFor(t *testing.T) {
 			if tc.edit != nil {
 				tc.edit(&in)
 			}
-			w := Step(in).Status.WaitingFor
+			d := Step(in)
+			w := d.Status.WaitingFor
 			if w == nil {
 				t.Fatal("status.waitingFor is nil")
 			}
@@ -102,6 +111,9 @@ func TestWaitingFor(t *testing.T) {
 				t.Errorf("until %s, want none", w.Until)
 			case tc.until != nil && (w.Until == nil || !w.Until.Time.Equal(*tc.until)):
 				t.Errorf("until %v, want %s", w.Until, tc.until)
+			case tc.until != nil && d.RequeueAfter != tc.until.Sub(now):
+				// The deadline rendered is the one the pass comes back by.
+				t.Errorf("requeue after %s, want %s, when waitingFor ends", d.RequeueAfter, tc.until.Sub(now))
 			}
 		})
 	}

@@ -19,8 +19,6 @@ package token
 import (
 	"strings"
 	"time"
-
-	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
 // Check names one of the checks by which Open rejects a token, in the order the codecs run them
@@ -74,11 +72,14 @@ const (
 // errors.Is(err, ErrInvalid) holds. It is for the server's logs and for diagnosis; never send it to
 // a client, which Open answers with ErrInvalid alone, so that a forger learns nothing.
 type RejectError struct {
-	Codec string // CodecSigned or CodecSealed
+	Codec string // CodecSigned, CodecSealed, CodecPythonSDK; "" for a text of no format's shape
 	Check Check
 }
 
 func (e *RejectError) Error() string {
+	if e.Codec == "" {
+		return "token: rejected by the " + string(e.Check) + " check: the text has the shape of no token format (Signed, python-sdk, Sealed)"
+	}
 	return "token: " + e.Codec + " token rejected by the " + string(e.Check) + " check: " + e.reason()
 }
 
@@ -121,7 +122,7 @@ func (e *RejectError) reason() string {
 
 // Info is what a token says about itself.
 type Info struct {
-	Codec   string // CodecSigned or CodecSealed
+	Codec   string // CodecSigned, CodecSealed or CodecPythonSDK
 	Version int    // Signed: 1 (mrtr1, no key id) or 2 (mrtr2); Sealed: 1 (mrtr-sealed-v1)
 	KeyID   string // the id of the key the token names; "" for mrtr1
 	// Issued and Expires are the token's times, zero when they are not known: a Sealed token
@@ -133,18 +134,18 @@ type Info struct {
 	Verified bool
 }
 
-// Inspect reads what a token's text says without keys: its codec, format version, key id and, for a
-// Signed token, its times (unverified). A token no codec could read is a *RejectError (CheckSize or
-// CheckFormat); Info then holds what was read before the failure. Its work is linear in the token's
-// length and bounded by the codecs' size limits, so it is safe on untrusted input.
-//
-// A token is Signed when it starts with "mrtr1." or "mrtr2." and has more than one '.', Sealed
-// otherwise: a Sealed token has exactly one '.' (its key id holds none, nor does its base64).
+// Inspect reads what a token's text says without keys: its codec (the first of Formats whose shape
+// it has), format version, key id and, for a Signed token, its times (unverified). A token no
+// format reads is a *RejectError (CheckSize or CheckFormat), of the format whose shape it has, or of
+// none (Codec ""); Info then holds what was read before the failure. Its work is linear in the
+// token's length and bounded by the codecs' size limits, so it is safe on untrusted input.
 func Inspect(tok string) (Info, error) {
-	if (strings.HasPrefix(tok, "mrtr1.") || strings.HasPrefix(tok, "mrtr2.")) && strings.Count(tok, ".") > 1 {
-		return inspectSigned(tok)
+	for _, f := range Formats() {
+		if f.Is(tok) {
+			return f.Inspect(tok)
+		}
 	}
-	return inspectSealed(tok)
+	return Info{}, &RejectError{Check: CheckFormat}
 }
 
 func inspectSigned(tok string) (Info, error) {
@@ -177,8 +178,8 @@ func inspectSealed(tok string) (Info, error) {
 	if len(tok) > MaxSealedTokenBytes {
 		return reject(CheckSize)
 	}
-	kid, enc, ok := strings.Cut(tok, ".")
-	if !ok || !keyring.ValidID(kid) {
+	kid, enc, _ := strings.Cut(tok, ".")
+	if !IsSealed(tok) {
 		return reject(CheckFormat)
 	}
 	info.KeyID = kid
@@ -204,7 +205,7 @@ func (s *Sealed) Explain(b Binding, token string) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	info, _ := Inspect(token)
+	info, _ := inspectSealed(token) // the codec's own reading: a key named v1 seals Sealed tokens too
 	if r.authentic {
 		info.Verified = true
 		if r.check != CheckPayload {
@@ -231,7 +232,10 @@ func (s *Signed) Explain(b Binding, tok string) (Info, error) {
 	if err != nil {
 		return Info{}, err
 	}
-	info, _ := Inspect(tok)
+	info := Info{Codec: CodecSigned}
+	if IsSigned(tok) { // the codec's own reading, of a text of its shape
+		info, _ = inspectSigned(tok)
+	}
 	info.Verified = r.signer != nil
 	if r.check != "" {
 		return info, &RejectError{Codec: CodecSigned, Check: r.check}

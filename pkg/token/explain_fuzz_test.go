@@ -37,12 +37,14 @@ func FuzzInspect(f *testing.F) {
 	f.Add(sealSigned(f, mustSigned(NewSignedSecret(signedSecretA)), signedReq))
 	f.Add("mrtr2.zzz.e30.AAAA")
 	f.Add("mrtr1..")
+	f.Add(keyring.PythonTokenPrefix + pythonBody)
 	f.Add("mrtr2.a.WzIsMSwyLCJzIiwxXQ==." + strings.Repeat("A", 43))
 	f.Fuzz(func(t *testing.T, tok string) {
 		info, err := Inspect(tok)
 		if err != nil {
 			var re *RejectError
-			if !errors.As(err, &re) || (re.Check != CheckSize && re.Check != CheckFormat) || !errors.Is(err, ErrInvalid) {
+			if !errors.As(err, &re) || (re.Check != CheckSize && re.Check != CheckFormat) || !errors.Is(err, ErrInvalid) ||
+				(re.Codec == "" && re.Check != CheckFormat) {
 				t.Fatalf("Inspect(%q) failed with %v, not a size or format rejection", tok, err)
 			}
 			return
@@ -51,8 +53,13 @@ func FuzzInspect(f *testing.F) {
 			t.Fatalf("Inspect(%q) claims to have verified the token", tok)
 		}
 		switch info.Codec {
+		case CodecPythonSDK:
+			if kid, ok := keyring.PythonTokenKid(tok); info.Version != 1 || !ok || info.KeyID != kid || !info.Issued.IsZero() {
+				t.Fatalf("Inspect(%q) = %+v: not what a python-sdk token can say", tok, info)
+			}
 		case CodecSealed:
 			if info.Version != 1 || !keyring.ValidID(info.KeyID) || !strings.HasPrefix(tok, info.KeyID+".") ||
+				strings.HasPrefix(tok, keyring.PythonTokenPrefix) ||
 				!info.Issued.IsZero() || !info.Expires.IsZero() {
 				t.Fatalf("Inspect(%q) = %+v: not what a Sealed token can say", tok, info)
 			}

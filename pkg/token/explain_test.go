@@ -47,6 +47,9 @@ func TestInspectReadsWhatTheTextSays(t *testing.T) {
 		"Sealed": {sealed, Info{Codec: CodecSealed, Version: 1, KeyID: "key-a"}},
 		// A Sealed kid may read "mrtr2": one '.' makes it Sealed all the same.
 		"Sealed, kid mrtr2": {"mrtr2" + sealed[len("key-a"):], Info{Codec: CodecSealed, Version: 1, KeyID: "mrtr2"}},
+		// "v1" is a valid key id, but "v1." starts the python-sdk's tokens: read as one, with the
+		// kid it names (the hex of its first 4 bytes), not as a Sealed token of a key v1.
+		"python-sdk": {keyring.PythonTokenPrefix + pythonBody, Info{Codec: CodecPythonSDK, Version: 1, KeyID: "0a0b0c0d"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			got, err := Inspect(tc.tok)
@@ -60,6 +63,24 @@ func TestInspectReadsWhatTheTextSays(t *testing.T) {
 	}
 }
 
+// pythonBody is the body of a python-sdk token of kid 0a0b0c0d: base64url of the kid, a 12-byte
+// nonce and a 16-byte tag.
+var pythonBody = base64.RawURLEncoding.EncodeToString(append([]byte{0x0a, 0x0b, 0x0c, 0x0d}, make([]byte, 12+16)...))
+
+// A Sealed token of a key named v1 reads as the python-sdk's without keys (Inspect), and as what it
+// is to the Sealed codec, which holds the key.
+func TestExplainReadsASealedTokenOfKeyV1(t *testing.T) {
+	s := newTestSealed(t, keyring.Static(testRing(t, testKey("v1", 1, 32))), newClock())
+	tok := mustSeal(t, s, testBinding(), testState)
+	if info, _ := Inspect(tok); info.Codec != CodecPythonSDK {
+		t.Errorf("Inspect = %+v, want the python-sdk's reading", info)
+	}
+	info, err := s.Explain(testBinding(), tok)
+	if err != nil || info.Codec != CodecSealed || info.KeyID != "v1" || !info.Verified {
+		t.Errorf("Explain = %+v, %v; want a verified Sealed token of key v1", info, err)
+	}
+}
+
 func TestInspectRejectsWhatNoCodecReads(t *testing.T) {
 	b64 := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 	for name, tc := range map[string]struct {
@@ -67,9 +88,12 @@ func TestInspectRejectsWhatNoCodecReads(t *testing.T) {
 		codec string
 		check Check
 	}{
-		"empty":                   {"", CodecSealed, CheckFormat},
-		"no dot":                  {"key-a", CodecSealed, CheckFormat},
-		"Sealed, bad kid":         {"key a." + strings.Repeat("A", 40), CodecSealed, CheckFormat},
+		// A text of no format's shape is no format's: Inspect does not take it for a Sealed one.
+		"empty":                   {"", "", CheckFormat},
+		"no dot":                  {"key-a", "", CheckFormat},
+		"Sealed, bad kid":         {"key a." + strings.Repeat("A", 40), "", CheckFormat},
+		"python-sdk, short":       {keyring.PythonTokenPrefix + strings.Repeat("A", 42), CodecPythonSDK, CheckFormat},
+		"python-sdk, oversize":    {keyring.PythonTokenPrefix + strings.Repeat("A", MaxSealedTokenBytes), CodecPythonSDK, CheckSize},
 		"Sealed, short":           {"key-a." + strings.Repeat("A", 36), CodecSealed, CheckFormat},
 		"Sealed, not canonical":   {"key-a." + strings.Repeat("A", 38) + "B", CodecSealed, CheckFormat},
 		"Sealed, oversize":        {"key-a." + strings.Repeat("A", MaxSealedTokenBytes), CodecSealed, CheckSize},

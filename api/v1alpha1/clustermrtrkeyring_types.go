@@ -1,0 +1,188 @@
+/*
+Copyright 2026 The mrtr-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// ClusterMRTRKeyringSpec is an MRTRKeyringSpec for a set of namespaces: the same rotation policy,
+// one keyring, a copy of its Secret in every namespace the required namespaceSelector selects, and
+// the consumers found in each of them as an MRTRKeyring finds its own (the workloads
+// workloadSelector selects, and every workload whose pod template references the Secret).
+//
+// Workloads are not named (a name means something in one namespace only) and pods are not selected
+// one by one: both are refused.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.workloads)",message="spec.workloads is not supported on a ClusterMRTRKeyring: select the workloads with spec.workloadSelector, or let their pod templates reference the Secret",fieldPath=".workloads"
+// +kubebuilder:validation:XValidation:rule="!has(self.podSelector)",message="spec.podSelector is not supported on a ClusterMRTRKeyring: the workloads' pods are gated by their acknowledgements",fieldPath=".podSelector"
+type ClusterMRTRKeyringSpec struct {
+	// The rotation policy, as on an MRTRKeyring. spec.secretName is the Secret's name in every
+	// selected namespace.
+	MRTRKeyringSpec `json:",inline"`
+
+	// namespaceSelector selects the namespaces that receive the keyring, as trust-manager's
+	// ClusterBundle selects its targets. It is required: an empty selector ({}) selects every
+	// namespace, which must be asked for.
+	// +required
+	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector"`
+}
+
+// NamespaceState is what a ClusterMRTRKeyring's rotation knows of one namespace.
+// +kubebuilder:validation:Enum=UpToDate;Behind;Conflict;Left
+type NamespaceState string
+
+const (
+	// NamespaceUpToDate: the namespace's Secret holds status.targetFingerprint and its consumers
+	// run it.
+	NamespaceUpToDate NamespaceState = "UpToDate"
+	// NamespaceBehind: its Secret does not hold the target keyring yet, or some of its consumers
+	// do not run it.
+	NamespaceBehind NamespaceState = "Behind"
+	// NamespaceConflict: a Secret of that name there is not this keyring's (another keyring's, or
+	// nobody's): it is never overwritten, and the namespace is not rotated until it is removed.
+	NamespaceConflict NamespaceState = "Conflict"
+	// NamespaceLeft: the namespace holds this keyring's Secret but is no longer selected: it is not
+	// rotated any more, and its Secret stays, since servers there may still seal with it.
+	NamespaceLeft NamespaceState = "Left"
+)
+
+// NamespaceStatus is one namespace of a ClusterMRTRKeyring.
+type NamespaceStatus struct {
+	// name is the namespace's name.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// state is UpToDate, Behind, Conflict or Left.
+	// +required
+	State NamespaceState `json:"state"`
+	// message says what the namespace waits for, or why it is not rotated.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+}
+
+// MaxNamespacesListed is how many namespaces status.namespaces.items lists at most.
+const MaxNamespacesListed = 100
+
+// NamespacesStatus counts and lists the namespaces of a ClusterMRTRKeyring.
+type NamespacesStatus struct {
+	// selected counts the namespaces the selector selects that are not being deleted.
+	// +optional
+	Selected int32 `json:"selected,omitempty"`
+	// upToDate counts those whose Secret holds the target keyring and whose consumers run it.
+	// +optional
+	UpToDate int32 `json:"upToDate,omitempty"`
+	// conflicts counts the selected namespaces where a Secret of that name is not this keyring's.
+	// +optional
+	Conflicts int32 `json:"conflicts,omitempty"`
+	// left counts the namespaces that hold this keyring's Secret but are no longer selected.
+	// +optional
+	Left int32 `json:"left,omitempty"`
+	// items lists at most 100 namespaces: those behind first, then those in conflict, those that
+	// left and those up to date, each group in name order.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	Items []NamespaceStatus `json:"items,omitempty"`
+}
+
+// ClusterMRTRKeyringStatus is an MRTRKeyringStatus, for the keyring of every namespace, and the
+// namespaces it reaches.
+type ClusterMRTRKeyringStatus struct {
+	MRTRKeyringStatus `json:",inline"`
+
+	// namespaces counts the selected namespaces and those up to date, and lists some of them.
+	// +optional
+	Namespaces NamespacesStatus `json:"namespaces,omitzero"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:scope=Cluster,shortName=cmkr
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Primary",type=string,JSONPath=`.status.keys[0].id`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Namespaces",type=integer,JSONPath=`.status.namespaces.selected`
+// +kubebuilder:printcolumn:name="Up To Date",type=integer,JSONPath=`.status.namespaces.upToDate`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
+// +kubebuilder:printcolumn:name="Next Rotation",type=string,JSONPath=`.status.nextRotationTime`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 44",message="the name of a ClusterMRTRKeyring is at most 44 characters: it labels the Secrets it writes (ClusterKeyringClaim)"
+// +kubebuilder:validation:XValidation:rule="(has(oldSelf.spec.secretName) ? oldSelf.spec.secretName : oldSelf.metadata.name) == (has(self.spec.secretName) ? self.spec.secretName : self.metadata.name)",message="spec.secretName is immutable: the workloads mount the Secret by name",fieldPath=".spec.secretName"
+
+// ClusterMRTRKeyring keeps one MRTR keyring rotated across namespaces: the namespaces that
+// spec.namespaceSelector selects each hold a copy of its Secret, and a phase ends only when every
+// copy holds the phase's keyring and every consumer pod in every namespace runs it. The keyring
+// itself lives in the operator's namespace (the cluster resource namespace, as for cert-manager's
+// ClusterIssuers): the copies are in namespaces their tenants may write to, so none of them is
+// ever read back as the truth.
+type ClusterMRTRKeyring struct {
+	metav1.TypeMeta `json:",inline"`
+
+	// metadata is a standard object metadata
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitzero"`
+
+	// spec defines the desired state of ClusterMRTRKeyring
+	// +required
+	Spec ClusterMRTRKeyringSpec `json:"spec"`
+
+	// status defines the observed state of ClusterMRTRKeyring
+	// +optional
+	Status ClusterMRTRKeyringStatus `json:"status,omitzero"`
+}
+
+// EffectiveSecretName is spec.secretName, or the keyring's name when it is unset.
+func (k *ClusterMRTRKeyring) EffectiveSecretName() string {
+	if k.Spec.SecretName != "" {
+		return k.Spec.SecretName
+	}
+	return k.Name
+}
+
+// ClusterKeyringClaim is how a ClusterMRTRKeyring named name signs what it owns where an
+// MRTRKeyring signs with its name (the KeyringLabel of its Secret in the operator's namespace, the
+// StampedByAnnotation of a workload it stamps): upper-case letters never start an object's name,
+// so no MRTRKeyring can claim the same.
+func ClusterKeyringClaim(name string) string { return ClusterKeyringClaimPrefix + name }
+
+// ClusterKeyringClaimPrefix starts every ClusterKeyringClaim.
+const ClusterKeyringClaimPrefix = "ClusterMRTRKeyring."
+
+// LeadSecretName is the name of the lead Secret of a ClusterMRTRKeyring named name, in the
+// operator's namespace: the keyring as the operator last wrote it, which the copies follow. Its
+// own name, not spec.secretName, so that two cluster keyrings never share one, and the operator's
+// namespace may be selected too.
+func LeadSecretName(name string) string { return "cluster-keyring-" + name }
+
+// +kubebuilder:object:root=true
+
+// ClusterMRTRKeyringList contains a list of ClusterMRTRKeyring
+type ClusterMRTRKeyringList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitzero"`
+	Items           []ClusterMRTRKeyring `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(func(s *runtime.Scheme) error {
+		s.AddKnownTypes(SchemeGroupVersion, &ClusterMRTRKeyring{}, &ClusterMRTRKeyringList{})
+		return nil
+	})
+}

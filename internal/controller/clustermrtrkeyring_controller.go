@@ -1,0 +1,390 @@
+/*
+Copyright 2026 The mrtr-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
+	"github.com/mrtr-dev/mrtr-operator/internal/workload"
+)
+
+// ClusterMRTRKeyringReconciler rotates ClusterMRTRKeyrings: it observes the lead Secret (in
+// Namespace, the operator's own), the copy and the consumers in every selected namespace, asks
+// rotation.Step, and does it, in an order that a pass killed at any point resumes from: the lead
+// Secret, the status, then the copies that differ from it (Decision.CopyTo), each followed by the
+// nudges of its pods; then the events, the stamps and the evictions. It shares the namespaced
+// reconciler's readers and writers: a namespace is one place of the same machine.
+//
+// No Secret is written outside the selected namespaces and Namespace, and a Secret there that is
+// not this keyring's copy is never overwritten (rotation.Place.Owner).
+type ClusterMRTRKeyringReconciler struct {
+	*MRTRKeyringReconciler
+	// Namespace is the cluster resource namespace, the operator's, that holds the lead Secrets.
+	Namespace string
+}
+
+// What cluster keyrings add to the operator's permissions (granted
+// with the rest of the manager's role): clustermrtrkeyrings list, watch (the informer of the
+// keyrings); clustermrtrkeyrings/status update (the one status write of a pass); namespaces list,
+// watch (which namespaces the selector selects, and their deletion). The copies are written with
+// the Secret permissions every cluster-wide install has. The chart leaves these rules out of the
+// manager's ClusterRole unless clusterKeyrings.enable is set.
+// +kubebuilder:rbac:groups=mrtr.dev,resources=clustermrtrkeyrings,verbs=list;watch
+// +kubebuilder:rbac:groups=mrtr.dev,resources=clustermrtrkeyrings/status,verbs=update
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch
+
+// Reconcile runs one pass of a ClusterMRTRKeyring.
+func (r *ClusterMRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var ck mrtrv1alpha1.ClusterMRTRKeyring
+	if err := r.Get(ctx, req.NamespacedName, &ck); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.metrics().Forget("", req.Name)
+			r.written.forget(&mrtrv1alpha1.ClusterMRTRKeyring{ObjectMeta: metav1.ObjectMeta{Name: req.Name}})
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if r.written.behind(&ck) {
+		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
+	}
+	in, obs, err := r.gatherCluster(ctx, &ck)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, p := range obs.places {
+		if r.written.behind(p.stampable...) {
+			return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
+		}
+	}
+	d := rotation.Step(in)
+	lead := obs.lead
+	if d.Secret != nil {
+		if err := r.writeSecret(ctx, lead, obs.secret, d); err != nil {
+			return retryOnConflict(ctx, err)
+		}
+	}
+	if !equality.Semantic.DeepEqual(ck.Status.MRTRKeyringStatus, d.Status) || !equality.Semantic.DeepEqual(ck.Status.Namespaces, d.Namespaces) {
+		previous := ck.Status.MRTRKeyringStatus
+		ck.Status.MRTRKeyringStatus, ck.Status.Namespaces = d.Status, d.Namespaces
+		if err := r.Status().Update(ctx, &ck, client.FieldOwner(mrtrv1alpha1.FieldManager)); err != nil {
+			return retryOnConflict(ctx, err)
+		}
+		r.written.wrote(&ck)
+		r.recordTransitions(metricsView(&ck), previous)
+	}
+	r.metrics().Observe(metricsView(&ck))
+	var errs []error
+	requeue := d.RequeueAfter
+	if len(d.CopyTo) > 0 {
+		if retry, err := r.writeCopies(ctx, &ck, in, obs, d); err != nil || retry {
+			errs = append(errs, err)
+			requeue = soonest(requeue, conflictRetry)
+		}
+	}
+	for _, e := range d.Events {
+		r.Recorder.Eventf(&ck, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
+	}
+	for _, p := range obs.places {
+		pk := placeKeyring(&ck, p.namespace)
+		if d.Stamp != "" {
+			for _, obj := range p.stampable {
+				if ref, _ := workload.RefOf(obj); !slices.Contains(d.StampTargets, rotation.PlacedRef(p.namespace, ref.String())) {
+					continue
+				}
+				wrote, err := workload.Stamp(ctx, r.Client, obj, d.Stamp, pk.Name)
+				switch {
+				case apierrors.IsConflict(err):
+					requeue = soonest(requeue, conflictRetry)
+				case err != nil && !apierrors.IsNotFound(err):
+					errs = append(errs, err)
+				}
+				if wrote {
+					r.written.wrote(obj)
+				}
+			}
+		}
+		if evict := placed(d.Evict, p.namespace); len(evict) > 0 {
+			retry, err := r.evict(ctx, pk, evict, p.pods)
+			errs = append(errs, err)
+			if retry {
+				requeue = soonest(requeue, evictionRetry)
+			}
+		}
+	}
+	logf.FromContext(ctx).V(1).Info("reconciled", "phase", d.Status.Phase, "fingerprint", d.Status.SecretFingerprint,
+		"target", d.Status.TargetFingerprint, "requeueAfter", requeue, "copies", len(d.CopyTo), "evicted", len(d.Evict))
+	return ctrl.Result{RequeueAfter: requeue, Priority: requeuePriority(d.Status.Phase)}, errors.Join(errs...)
+}
+
+// clusterObserved is what gatherCluster read besides the Input: the objects the pass writes back.
+type clusterObserved struct {
+	// lead is the keyring as the namespaced machinery sees it: its lead Secret's namespace and
+	// name, its claim, its spec and status.
+	lead *mrtrv1alpha1.MRTRKeyring
+	// secret is the lead Secret as read, nil when it does not exist.
+	secret *corev1.Secret
+	places []placeObserved
+}
+
+// placeObserved is what was read in one selected namespace.
+type placeObserved struct {
+	namespace string
+	// copy is the Secret of spec.secretName there, nil when there is none.
+	copy      *corev1.Secret
+	stampable []client.Object
+	pods      map[string]seenPod
+}
+
+// placeKeyring is ck as the namespaced machinery sees it in namespace: its claim as its name (the
+// stamps' owner), its spec.
+func placeKeyring(ck *mrtrv1alpha1.ClusterMRTRKeyring, namespace string) *mrtrv1alpha1.MRTRKeyring {
+	return &mrtrv1alpha1.MRTRKeyring{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: mrtrv1alpha1.ClusterKeyringClaim(ck.Name), Generation: ck.Generation,
+			Annotations: ck.Annotations},
+		Spec: ck.Spec.MRTRKeyringSpec, Status: ck.Status.MRTRKeyringStatus,
+	}
+}
+
+// metricsView is ck as the metrics see it: a keyring of no namespace.
+func metricsView(ck *mrtrv1alpha1.ClusterMRTRKeyring) *mrtrv1alpha1.MRTRKeyring {
+	return &mrtrv1alpha1.MRTRKeyring{ObjectMeta: metav1.ObjectMeta{Name: ck.Name}, Spec: ck.Spec.MRTRKeyringSpec, Status: ck.Status.MRTRKeyringStatus}
+}
+
+// gatherCluster reads everything Step needs of ck: the lead Secret, the selected namespaces with
+// their copy and consumers, and the namespaces that hold a copy but are no longer selected.
+func (r *ClusterMRTRKeyringReconciler) gatherCluster(ctx context.Context, ck *mrtrv1alpha1.ClusterMRTRKeyring) (rotation.Input, clusterObserved, error) {
+	lead := placeKeyring(ck, r.Namespace)
+	lead.Spec.SecretName = mrtrv1alpha1.LeadSecretName(ck.Name)
+	secret, err := r.readSecret(ctx, lead)
+	if err != nil {
+		return rotation.Input{}, clusterObserved{}, err
+	}
+	sec := observeSecret(secret)
+	if secret != nil {
+		if sec.ClaimedBy, err = r.otherOwner(ctx, lead, secret.Labels[mrtrv1alpha1.KeyringLabel]); err != nil {
+			return rotation.Input{}, clusterObserved{}, err
+		}
+	}
+	settings := rotation.SettingsFrom(ck.Spec.MRTRKeyringSpec)
+	fresh, err := r.freshKeys(settings)
+	if err != nil {
+		return rotation.Input{}, clusterObserved{}, fmt.Errorf("generate a key for ClusterMRTRKeyring %s: %w", ck.Name, err)
+	}
+	selected, err := r.selectedNamespaces(ctx, ck)
+	if err != nil {
+		return rotation.Input{}, clusterObserved{}, err
+	}
+	in := rotation.Input{
+		Now: r.now().Now(), Generation: ck.Generation, Settings: settings, Status: ck.Status.MRTRKeyringStatus,
+		SecretName: ck.EffectiveSecretName(), Secret: sec, FreshKeys: fresh, Namespaces: ck.Status.Namespaces,
+		RotateRequest: ck.Annotations[mrtrv1alpha1.RotateAnnotation], RevokeRequest: ck.Annotations[mrtrv1alpha1.RevokeAnnotation],
+		NodesUnreadable: !r.ReadNodes,
+	}
+	obs := clusterObserved{lead: lead, secret: secret}
+	for _, ns := range selected {
+		place, po, err := r.gatherPlace(ctx, ck, ns, settings)
+		if err != nil {
+			return rotation.Input{}, clusterObserved{}, err
+		}
+		in.Places = append(in.Places, place.Place)
+		in.Workloads = append(in.Workloads, place.workloads...)
+		obs.places = append(obs.places, po)
+	}
+	if in.Left, err = r.leftNamespaces(ctx, ck, selected); err != nil {
+		return rotation.Input{}, clusterObserved{}, err
+	}
+	return in, obs, nil
+}
+
+// gatheredPlace is a place as observed, with its consumers.
+type gatheredPlace struct {
+	rotation.Place
+	workloads []rotation.Workload
+}
+
+// gatherPlace reads one selected namespace: its copy (the cache, else live: the cache holds keyring
+// Secrets only, and a Secret of another type there is a conflict, not an absence), who owns it, and
+// its consumers, when the namespace takes part (not being deleted, the copy ours).
+func (r *ClusterMRTRKeyringReconciler) gatherPlace(ctx context.Context, ck *mrtrv1alpha1.ClusterMRTRKeyring, ns *corev1.Namespace,
+	settings rotation.Settings) (gatheredPlace, placeObserved, error) {
+	key := types.NamespacedName{Namespace: ns.Name, Name: ck.EffectiveSecretName()}
+	var s corev1.Secret
+	err := r.Get(ctx, key, &s)
+	if apierrors.IsNotFound(err) {
+		s = corev1.Secret{}
+		err = r.APIReader.Get(ctx, key, &s)
+	}
+	var copySecret *corev1.Secret
+	switch {
+	case err == nil:
+		copySecret = &s
+	case !apierrors.IsNotFound(err):
+		return gatheredPlace{}, placeObserved{}, fmt.Errorf("read Secret %s: %w", key, err)
+	}
+	p := gatheredPlace{Place: rotation.Place{Name: ns.Name, Copy: observeSecret(copySecret), Terminating: ns.DeletionTimestamp != nil}}
+	po := placeObserved{namespace: ns.Name, copy: copySecret}
+	if p.Owner, err = r.copyOwner(ctx, ck, copySecret); err != nil || p.Owner != "" || p.Terminating {
+		return p, po, err
+	}
+	c, err := r.consumers(ctx, placeKeyring(ck, ns.Name), settings)
+	if err != nil {
+		return gatheredPlace{}, placeObserved{}, err
+	}
+	for i := range c.workloads {
+		w := &c.workloads[i]
+		w.Place = ns.Name
+		for j := range w.Pods {
+			w.Pods[j].Place = ns.Name
+		}
+	}
+	p.workloads, po.stampable, po.pods = c.workloads, c.stampable, c.pods
+	return p, po, nil
+}
+
+// copyOwner says whose s is when it is not ck's copy, "" when it is (or there is none): a Secret
+// labelled as a copy of another ClusterMRTRKeyring that exists, one that an MRTRKeyring of its
+// namespace owns, or one of no keyring at all (a Secret someone made).
+func (r *ClusterMRTRKeyringReconciler) copyOwner(ctx context.Context, ck *mrtrv1alpha1.ClusterMRTRKeyring, s *corev1.Secret) (string, error) {
+	if s == nil {
+		return "", nil
+	}
+	if owner, err := r.otherOwner(ctx, placeKeyring(ck, s.Namespace), s.Labels[mrtrv1alpha1.KeyringLabel]); err != nil || owner != "" {
+		return "MRTRKeyring " + owner, err
+	}
+	switch label := s.Labels[mrtrv1alpha1.ClusterKeyringLabel]; {
+	case label == ck.Name:
+		return "", nil
+	case label != "":
+		owner, err := r.otherOwner(ctx, placeKeyring(ck, s.Namespace), mrtrv1alpha1.ClusterKeyringClaim(label))
+		if err != nil || owner != "" {
+			return "ClusterMRTRKeyring " + label, err
+		}
+		// A copy of a cluster keyring that is gone: it stays its servers', not ours to take.
+	}
+	return "no keyring (it is not labelled " + mrtrv1alpha1.ClusterKeyringLabel + "=" + ck.Name + ")", nil
+}
+
+// selectedNamespaces lists the namespaces ck's selector selects, sorted by name.
+func (r *ClusterMRTRKeyringReconciler) selectedNamespaces(ctx context.Context, ck *mrtrv1alpha1.ClusterMRTRKeyring) ([]*corev1.Namespace, error) {
+	sel, err := metav1.LabelSelectorAsSelector(ck.Spec.NamespaceSelector)
+	if err != nil {
+		return nil, fmt.Errorf("spec.namespaceSelector: %w", err)
+	}
+	var list corev1.NamespaceList
+	if err := r.List(ctx, &list, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, fmt.Errorf("list namespaces: %w", err)
+	}
+	out := make([]*corev1.Namespace, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	slices.SortFunc(out, func(a, b *corev1.Namespace) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// leftNamespaces lists, sorted, the namespaces that hold a copy of ck (by its label) and are not
+// selected.
+func (r *ClusterMRTRKeyringReconciler) leftNamespaces(ctx context.Context, ck *mrtrv1alpha1.ClusterMRTRKeyring, selected []*corev1.Namespace) ([]string, error) {
+	var copies corev1.SecretList
+	if err := r.List(ctx, &copies, client.MatchingLabels{mrtrv1alpha1.ClusterKeyringLabel: ck.Name}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil, fmt.Errorf("list the copies of ClusterMRTRKeyring %s: %w", ck.Name, err)
+	}
+	var left []string
+	for i := range copies.Items {
+		s := &copies.Items[i]
+		if s.Name != ck.EffectiveSecretName() || slices.ContainsFunc(selected, func(ns *corev1.Namespace) bool { return ns.Name == s.Namespace }) {
+			continue
+		}
+		left = append(left, s.Namespace)
+	}
+	slices.Sort(left)
+	return left, nil
+}
+
+// writeCopies writes the copies Step named, each the lead Secret's keyring as this pass leaves it,
+// then nudges that place's pods. It reports whether a write lost a race (the next pass retries it).
+func (r *ClusterMRTRKeyringReconciler) writeCopies(ctx context.Context, ck *mrtrv1alpha1.ClusterMRTRKeyring, in rotation.Input, obs clusterObserved,
+	d rotation.Decision) (retry bool, err error) {
+	kr, phase := d.Secret, d.SecretPhase
+	if kr == nil {
+		kr, phase = in.Secret.Keyring, in.Secret.WrittenPhase
+	}
+	c := rotation.Decision{Secret: kr, SecretPhase: phase}
+	var errs []error
+	for _, name := range d.CopyTo {
+		i := slices.IndexFunc(obs.places, func(p placeObserved) bool { return p.namespace == name })
+		if i < 0 {
+			continue // Step names only the places it was given
+		}
+		p := obs.places[i]
+		target := copyTarget(ck, name)
+		if err := r.writeKeyringSecret(ctx, target, p.copy, c, rotation.SettingsFrom(ck.Spec.MRTRKeyringSpec).TokenTTL, copyAnnotations(c)); err != nil {
+			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+				retry = true
+				continue
+			}
+			errs = append(errs, err)
+			continue
+		}
+		r.syncPods(ctx, placeKeyring(ck, name), kr.Fingerprint(), placed(d.Nudge, name), p.pods)
+	}
+	return retry, errors.Join(errs...)
+}
+
+// copyAnnotations are the annotations of a copy: the phase and fingerprint of what it holds, which
+// readers and kubectl mrtr show. Nothing is resumed from a copy, so it records nothing else.
+func copyAnnotations(d rotation.Decision) map[string]string {
+	return map[string]string{mrtrv1alpha1.PhaseAnnotation: string(d.SecretPhase), mrtrv1alpha1.FingerprintAnnotation: d.Secret.Fingerprint()}
+}
+
+// copyTarget is where ck's copy in namespace goes, and how it is labelled.
+func copyTarget(ck *mrtrv1alpha1.ClusterMRTRKeyring, namespace string) secretTarget {
+	return secretTarget{key: types.NamespacedName{Namespace: namespace, Name: ck.EffectiveSecretName()},
+		label: mrtrv1alpha1.ClusterKeyringLabel, owner: ck.Name}
+}
+
+// placed are the names of qualified (rotation.PlacedPod) that are in place.
+func placed(qualified []string, place string) []string {
+	var out []string
+	for _, q := range qualified {
+		if p, name := rotation.PlacedPod(q); p == place {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// selects reports whether ck's selector selects ns.
+func selects(ck *mrtrv1alpha1.ClusterMRTRKeyring, ns *corev1.Namespace) bool {
+	sel, err := metav1.LabelSelectorAsSelector(ck.Spec.NamespaceSelector)
+	return err == nil && sel.Matches(labels.Set(ns.Labels))
+}
