@@ -29,41 +29,18 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
-// report is what describe says of one outcome: the conditions, the status of each workload and
-// the stall message all quote the same per-workload messages (progress, which decide derived).
-type report struct {
-	f facts
-	o outcome
-	// st is the outcome's status, as describe completes it.
-	st mrtrv1alpha1.MRTRKeyringStatus
-	progress
-	stall *stall
-}
-
 // describe derives the Decision from the facts and the outcome: status (workloads, pods,
 // conditions, what the rotation waits for), the requeue, and the Warning event of a Ready that
-// turns False. It changes neither input.
+// turns False. It changes neither input. Each part it renders is a function of the facts and the
+// outcome alone, none reading what another one computed, so they may be derived in any order:
+// describe only composes them.
 func describe(f facts, o outcome) Decision {
-	r := report{f: f, o: o, st: o.status, progress: o.progress, stall: o.stall}
-	r.st.ObservedGeneration = f.in.Generation
-	r.st.SecretName = f.in.SecretName
-	kr := f.in.Secret.Keyring
-	if o.write != nil {
-		kr = o.write.keyring
+	conds, warning := conditions(f, o)
+	d := Decision{Stamp: o.stamp, StampTargets: o.stampTargets, Evict: o.evict, Nudge: o.nudge, Status: statusOf(f, o, conds),
+		RequeueAfter: nextDeadline(f.in, o.deadlines), Events: o.events, CopyTo: o.copyTo}
+	if warning != nil {
+		d.Events = append(slices.Clip(o.events), *warning)
 	}
-	r.st.Keys = withPythonKids(r.st.Keys, kr)
-	r.st.SelectedPods = r.selectedStatus()
-	r.st.Workloads = r.workloadStatuses()
-	c := r.counts()
-	r.st.WorkloadCount, r.st.WorkloadsUpToDate, r.st.PodCount, r.st.PodsAcknowledged = c.workloads, c.upToDate, c.pods, c.acknowledged
-	events := o.events
-	var e *Event
-	if r.st.Conditions, e = r.conditions(); e != nil {
-		events = append(slices.Clip(events), *e)
-	}
-	r.st.WaitingFor = r.waitingFor()
-	d := Decision{Stamp: o.stamp, StampTargets: o.stampTargets, Evict: o.evict, Nudge: o.nudge, Status: r.st, RequeueAfter: r.nextDeadline(), Events: events,
-		CopyTo: o.copyTo}
 	if len(f.in.Places) > 0 || len(f.in.Left) > 0 {
 		d.Namespaces = namespacesStatus(f, o)
 	}
@@ -73,10 +50,30 @@ func describe(f facts, o outcome) Decision {
 	return d
 }
 
+// statusOf is the outcome's status completed with what describe renders: the keys' python kids,
+// the workloads, the pods and their counts, the conditions conds (conditions) and what the
+// rotation waits for.
+func statusOf(f facts, o outcome, conds []metav1.Condition) mrtrv1alpha1.MRTRKeyringStatus {
+	st := o.status
+	st.ObservedGeneration = f.in.Generation
+	st.SecretName = f.in.SecretName
+	kr := f.in.Secret.Keyring
+	if o.write != nil {
+		kr = o.write.keyring
+	}
+	st.Keys = withPythonKids(o.status.Keys, kr)
+	st.SelectedPods = selectedStatus(o.progress.v)
+	st.Workloads = workloadStatuses(o.progress)
+	c := o.progress.counts()
+	st.WorkloadCount, st.WorkloadsUpToDate, st.PodCount, st.PodsAcknowledged = c.workloads, c.upToDate, c.pods, c.acknowledged
+	st.Conditions = conds
+	st.WaitingFor = waitingFor(o)
+	return st
+}
+
 // nextDeadline is how soon the earliest future deadline of decide's falls (outcome.deadlines), 0
 // for none.
-func (r *report) nextDeadline() time.Duration {
-	in := r.f.in
+func nextDeadline(in Input, deadlines []time.Time) time.Duration {
 	switch in.Secret.State {
 	case SecretInvalid:
 		return 0 // nothing timed can help: only a fix of the Secret (a watch event) can
@@ -86,7 +83,7 @@ func (r *report) nextDeadline() time.Duration {
 		return WrongTypeRecheck
 	}
 	var next time.Time
-	for _, at := range r.o.deadlines {
+	for _, at := range deadlines {
 		if at.After(in.Now) && (next.IsZero() || at.Before(next)) {
 			next = at
 		}
@@ -136,17 +133,17 @@ func (p progress) counts() counts {
 
 // workloadStatuses lists the targets, at most MaxListedWorkloads of them: those not up to date
 // first.
-func (r *report) workloadStatuses() []mrtrv1alpha1.WorkloadStatus {
-	if len(r.targets) == 0 {
+func workloadStatuses(p progress) []mrtrv1alpha1.WorkloadStatus {
+	if len(p.targets) == 0 {
 		return nil
 	}
 	var behind, upToDate []mrtrv1alpha1.WorkloadStatus
-	for _, t := range r.targets {
+	for _, t := range p.targets {
 		ws := mrtrv1alpha1.WorkloadStatus{
 			Namespace: t.Place, Kind: t.Kind, Name: t.Name, Found: t.Found, UpToDate: t.upToDate,
 			ReadyReplicas: t.Ready, DesiredReplicas: t.Desired, Message: t.message,
 		}
-		if r.v.reload {
+		if p.v.reload {
 			ws.Pods, ws.PodsAcknowledged, ws.Laggards = int32(len(t.Pods)), int32(len(t.Pods)-len(t.laggards)), podNames(t.laggards)
 		}
 		if ws.UpToDate {
@@ -161,76 +158,42 @@ func (r *report) workloadStatuses() []mrtrv1alpha1.WorkloadStatus {
 	return out[:min(len(out), MaxListedWorkloads)]
 }
 
-// selectedStatus is status.selectedPods: nil when no pod is selected.
-func (r *report) selectedStatus() *mrtrv1alpha1.SelectedPodsStatus {
-	if len(r.v.selected) == 0 {
+// selectedStatus is status.selectedPods, from the delivery v: nil when no pod is selected.
+func selectedStatus(v delivery) *mrtrv1alpha1.SelectedPodsStatus {
+	if len(v.selected) == 0 {
 		return nil
 	}
-	lag := r.v.selectedLaggards
+	lag := v.selectedLaggards
 	return &mrtrv1alpha1.SelectedPodsStatus{
-		Pods:             int32(len(r.v.selected)),
-		PodsAcknowledged: int32(len(r.v.selected) - len(lag)),
+		Pods:             int32(len(v.selected)),
+		PodsAcknowledged: int32(len(v.selected) - len(lag)),
 		Laggards:         podNames(lag),
 	}
 }
 
-// conditions are status.conditions: Ready, Reconciling and Stalled the kstatus way (see the API's
-// Condition* constants), KeyRevoked and the warnings; with the Warning event to emit when Ready
-// turns to a new problem.
-func (r *report) conditions() ([]metav1.Condition, *Event) {
-	st, in := r.st, r.f.in
-	ready := condition(mrtrv1alpha1.ConditionReady, true, mrtrv1alpha1.ReasonReady,
-		fmt.Sprintf("keyring %s in Secret %s, phase %s", st.SecretFingerprint, in.SecretName, st.Phase))
-	reconciling := condition(mrtrv1alpha1.ConditionReconciling, false, mrtrv1alpha1.ReasonIdle, "no rotation under way; every target runs the current keyring")
-	stalled := condition(mrtrv1alpha1.ConditionStalled, false, mrtrv1alpha1.ReasonNotStalled, "nothing blocks progress")
-	switch {
-	case r.stall != nil:
-		ready = condition(mrtrv1alpha1.ConditionReady, false, r.stall.reason, r.stall.message)
-		stalled = condition(mrtrv1alpha1.ConditionStalled, true, r.stall.reason, r.stall.message)
-		// kstatus reads Reconciling before Stalled: leave it False so tools see the failure.
-		reconciling = condition(mrtrv1alpha1.ConditionReconciling, false, r.stall.reason, "blocked: see the Stalled condition")
-	case slices.ContainsFunc(r.missing, func(t shown) bool { return t.NotServed != "" }):
-		ready = condition(mrtrv1alpha1.ConditionReady, false, mrtrv1alpha1.ReasonKindNotServed, "targets of a kind the cluster does not serve: "+messages(r.missing))
-	case len(r.missing) > 0:
-		ready = condition(mrtrv1alpha1.ConditionReady, false, mrtrv1alpha1.ReasonWorkloadNotFound, "targets not found: "+refs(r.missing))
-	}
-	if r.stall == nil {
-		switch {
-		case st.Phase != mrtrv1alpha1.PhaseStable:
-			reconciling = condition(mrtrv1alpha1.ConditionReconciling, true, mrtrv1alpha1.ReasonRotating, r.phaseWaitsFor())
-		case len(r.pending) > 0:
-			reconciling = condition(mrtrv1alpha1.ConditionReconciling, true, mrtrv1alpha1.ReasonRolloutInProgress, "rolling out keyring "+st.TargetFingerprint+": "+messages(r.pending))
-		case r.selected != "":
-			reconciling = condition(mrtrv1alpha1.ConditionReconciling, true, mrtrv1alpha1.ReasonRolloutInProgress, r.selected)
-		}
-	}
-	if u := unreferenced(in); u != "" {
-		ready.Message += "; " + u
-	}
-	if o := outages(in); o != "" {
-		ready.Message += "; " + o
-		if reconciling.Status == metav1.ConditionTrue {
-			reconciling.Message += "; " + o
-		}
-	}
-	suspect := r.pathSuspect()
+// conditions are status.conditions: Ready, Reconciling and Stalled (kstatus), KeyRevoked and the
+// warnings, merged into the conditions the outcome's status holds; with the Warning event to emit
+// when Ready turns to a new problem.
+func conditions(f facts, o outcome) ([]metav1.Condition, *Event) {
+	in := f.in
+	ready, reconciling, stalled := kstatus(f, o)
 	var e *Event
 	if old := meta.FindStatusCondition(in.Status.Conditions, mrtrv1alpha1.ConditionReady); ready.Status == metav1.ConditionFalse && (old == nil || old.Reason != ready.Reason) {
 		e = &Event{Type: corev1Warning, Reason: ready.Reason, Action: "Reconcile", Note: ready.Message}
 	}
-	out := slices.Clone(st.Conditions) // the facts' copy stays as observed
-	conds := []metav1.Condition{ready, reconciling, stalled, revokedCondition(st.RevokedKeys)}
-	if suspect != nil {
+	out := slices.Clone(o.status.Conditions) // the facts' copy stays as observed
+	conds := []metav1.Condition{ready, reconciling, stalled, revokedCondition(o.status.RevokedKeys)}
+	if suspect := pathSuspect(f, o); suspect != nil {
 		conds = append(conds, *suspect)
 	} else {
 		meta.RemoveStatusCondition(&out, mrtrv1alpha1.ConditionAcknowledgementPathSuspect)
 	}
-	if c := r.o.stampCondition(); c != nil {
+	if c := o.stampCondition(); c != nil {
 		conds = append(conds, *c)
 	} else {
 		meta.RemoveStatusCondition(&out, mrtrv1alpha1.ConditionStampReverted)
 	}
-	switch w := r.windowCondition(); {
+	switch w := windowCondition(f, o); {
 	case in.Settings.Windows == nil:
 		meta.RemoveStatusCondition(&out, mrtrv1alpha1.ConditionRotationWindows)
 	case w != nil:
@@ -238,16 +201,57 @@ func (r *report) conditions() ([]metav1.Condition, *Event) {
 	}
 	for _, c := range conds {
 		c.ObservedGeneration = in.Generation
-		c.LastTransitionTime = r.f.now // kept by SetStatusCondition unless the status flips
+		c.LastTransitionTime = f.now // kept by SetStatusCondition unless the status flips
 		meta.SetStatusCondition(&out, c)
 	}
 	return out, e
 }
 
+// kstatus are the Ready, Reconciling and Stalled conditions the kstatus way (see the API's
+// Condition* constants).
+func kstatus(f facts, o outcome) (ready, reconciling, stalled metav1.Condition) {
+	st, in, p, s := o.status, f.in, o.progress, o.stall
+	ready = condition(mrtrv1alpha1.ConditionReady, true, mrtrv1alpha1.ReasonReady,
+		fmt.Sprintf("keyring %s in Secret %s, phase %s", st.SecretFingerprint, in.SecretName, st.Phase))
+	reconciling = condition(mrtrv1alpha1.ConditionReconciling, false, mrtrv1alpha1.ReasonIdle, "no rotation under way; every target runs the current keyring")
+	stalled = condition(mrtrv1alpha1.ConditionStalled, false, mrtrv1alpha1.ReasonNotStalled, "nothing blocks progress")
+	switch {
+	case s != nil:
+		ready = condition(mrtrv1alpha1.ConditionReady, false, s.reason, s.message)
+		stalled = condition(mrtrv1alpha1.ConditionStalled, true, s.reason, s.message)
+		// kstatus reads Reconciling before Stalled: leave it False so tools see the failure.
+		reconciling = condition(mrtrv1alpha1.ConditionReconciling, false, s.reason, "blocked: see the Stalled condition")
+	case slices.ContainsFunc(p.missing, func(t shown) bool { return t.NotServed != "" }):
+		ready = condition(mrtrv1alpha1.ConditionReady, false, mrtrv1alpha1.ReasonKindNotServed, "targets of a kind the cluster does not serve: "+messages(p.missing))
+	case len(p.missing) > 0:
+		ready = condition(mrtrv1alpha1.ConditionReady, false, mrtrv1alpha1.ReasonWorkloadNotFound, "targets not found: "+refs(p.missing))
+	}
+	if s == nil {
+		switch {
+		case st.Phase != mrtrv1alpha1.PhaseStable:
+			reconciling = condition(mrtrv1alpha1.ConditionReconciling, true, mrtrv1alpha1.ReasonRotating, phaseWaitsFor(o))
+		case len(p.pending) > 0:
+			reconciling = condition(mrtrv1alpha1.ConditionReconciling, true, mrtrv1alpha1.ReasonRolloutInProgress, "rolling out keyring "+st.TargetFingerprint+": "+messages(p.pending))
+		case p.selected != "":
+			reconciling = condition(mrtrv1alpha1.ConditionReconciling, true, mrtrv1alpha1.ReasonRolloutInProgress, p.selected)
+		}
+	}
+	if u := unreferenced(in); u != "" {
+		ready.Message += "; " + u
+	}
+	if out := outages(in); out != "" {
+		ready.Message += "; " + out
+		if reconciling.Status == metav1.ConditionTrue {
+			reconciling.Message += "; " + out
+		}
+	}
+	return ready, reconciling, stalled
+}
+
 // pathSuspect is the AcknowledgementPathSuspect condition when most pods of the targets are
 // overdue at once (restarts.suspectPath), nil otherwise.
-func (r *report) pathSuspect() *metav1.Condition {
-	rs := r.o.restarts
+func pathSuspect(f facts, o outcome) *metav1.Condition {
+	rs := o.restarts
 	if !rs.suspectPath() {
 		return nil
 	}
@@ -255,7 +259,7 @@ func (r *report) pathSuspect() *metav1.Condition {
 		fmt.Sprintf("%d of %d pods did not acknowledge keyring %s within %s: suspect what they share, their path to the API server "+
 			"(a network policy, the API server's reachability, the consumer role binding) or the kubelets' pace, before the pods; "+
 			"they are restarted at the pace each workload allows, and pods on nodes that are not Ready are not",
-			rs.overdue, rs.pods, r.st.TargetFingerprint, r.f.in.Settings.ReloadDeadline))
+			rs.overdue, rs.pods, o.status.TargetFingerprint, f.in.Settings.ReloadDeadline))
 	return &c
 }
 
@@ -264,20 +268,20 @@ func (r *report) pathSuspect() *metav1.Condition {
 // the first window at or after it opens more than rotationInterval later, or never: the primary
 // key then outlives the interval, and the alert on its age (MRTRKeyringPrimaryKeyTooOld) fires as
 // it should. Windows that do not parse are the Stalled condition's.
-func (r *report) windowCondition() *metav1.Condition {
-	s := r.f.in.Settings
-	if s.Windows == nil || !s.Windows.Valid() || r.o.due.IsZero() {
+func windowCondition(f facts, o outcome) *metav1.Condition {
+	s := f.in.Settings
+	if s.Windows == nil || !s.Windows.Valid() || o.due.IsZero() {
 		return nil
 	}
-	due := r.o.due.UTC().Format(time.RFC3339)
-	at, _, _, ok := s.Windows.NextOpen(r.o.due)
+	due := o.due.UTC().Format(time.RFC3339)
+	at, _, _, ok := s.Windows.NextOpen(o.due)
 	if !ok {
 		c := condition(mrtrv1alpha1.ConditionRotationWindows, true, mrtrv1alpha1.ReasonNoWindowWithinInterval,
 			fmt.Sprintf("no rotation window (%s) opens within five years of %s, when the next rotation falls due: no rotation starts on schedule (request one through %s)",
 				s.Windows, due, mrtrv1alpha1.RotateAnnotation))
 		return &c
 	}
-	if late := at.Sub(r.o.due); late > s.RotationInterval {
+	if late := at.Sub(o.due); late > s.RotationInterval {
 		c := condition(mrtrv1alpha1.ConditionRotationWindows, true, mrtrv1alpha1.ReasonNoWindowWithinInterval,
 			fmt.Sprintf("no rotation window (%s) opens within rotationInterval (%v) of %s, when the next rotation falls due: it starts at %s, %v late, and the primary key outlives the interval",
 				s.Windows, s.RotationInterval, due, at.UTC().Format(time.RFC3339), late))
@@ -289,19 +293,19 @@ func (r *report) windowCondition() *metav1.Condition {
 }
 
 // phaseWaitsFor says what the current phase waits for (the Reconciling message).
-func (r *report) phaseWaitsFor() string {
-	st, ph, w := r.st, r.st.Phase, r.o.waiting
+func phaseWaitsFor(o outcome) string {
+	st, ph, w, p := o.status, o.status.Phase, o.waiting, o.progress
 	switch {
 	case w != nil && w.what == mrtrv1alpha1.WaitTokenExpiry:
 		return fmt.Sprintf("WaitingTTL: tokens sealed with the old keys expire by %s", w.until.UTC().Format(time.RFC3339))
 	case w != nil && w.what == mrtrv1alpha1.WaitPropagation:
 		return fmt.Sprintf("%s: waiting until %s for the Secret to reach every mounted copy", ph, w.until.UTC().Format(time.RFC3339))
-	case len(r.pending) > 0 && r.v.reload:
-		return fmt.Sprintf("%s: waiting for every pod to acknowledge keyring %s: %s", ph, st.TargetFingerprint, messages(r.pending))
-	case len(r.pending) > 0:
-		return fmt.Sprintf("%s: rolling out keyring %s: %s", ph, st.TargetFingerprint, messages(r.pending))
-	case r.selected != "":
-		return fmt.Sprintf("%s: %s", ph, r.selected)
+	case len(p.pending) > 0 && p.v.reload:
+		return fmt.Sprintf("%s: waiting for every pod to acknowledge keyring %s: %s", ph, st.TargetFingerprint, messages(p.pending))
+	case len(p.pending) > 0:
+		return fmt.Sprintf("%s: rolling out keyring %s: %s", ph, st.TargetFingerprint, messages(p.pending))
+	case p.selected != "":
+		return fmt.Sprintf("%s: %s", ph, p.selected)
 	}
 	return fmt.Sprintf("%s: keyring %s", ph, st.TargetFingerprint)
 }
@@ -389,15 +393,15 @@ func podNames(pods []Pod) []string {
 
 // waitingFor is status.waitingFor: a fix when stalled, else the verdict the phase waits on
 // (waitsOn), rendered as it is.
-func (r *report) waitingFor() *mrtrv1alpha1.WaitingFor {
+func waitingFor(o outcome) *mrtrv1alpha1.WaitingFor {
 	switch {
-	case r.stall != nil:
+	case o.stall != nil:
 		return &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitFix,
-			Message: fmt.Sprintf("a fix: the rotation is stalled (%s): %s; it resumes by itself once that is resolved", r.stall.reason, r.stall.message)}
-	case r.o.waiting == nil:
+			Message: fmt.Sprintf("a fix: the rotation is stalled (%s): %s; it resumes by itself once that is resolved", o.stall.reason, o.stall.message)}
+	case o.waiting == nil:
 		return nil
 	}
-	return r.o.waiting.status()
+	return o.waiting.status()
 }
 
 // withPythonKids returns keys with each one's pythonKid derived from the key of that id in kr, the

@@ -45,6 +45,10 @@ limitations under the License.
 //   - describe (describe.go) renders the outcome: status.workloads, the conditions,
 //     status.waitingFor (the verdicts: what, for whom, until when, which kubectl mrtr shows as it
 //     is) and the requeue, the earliest of decide's deadlines; it computes no deadline of its own.
+//     Each part it renders (workloadStatuses, selectedStatus, counts, conditions, waitingFor,
+//     nextDeadline) is a function of the facts and the outcome alone, so no part depends on the
+//     order the others run in; describe composes them into the status (statusOf) and the
+//     Decision (describe_test.go derives them in reverse order and checks they agree).
 //
 // # The invariant
 //
