@@ -214,6 +214,8 @@ bench-token: ## Benchmark pkg/token's codecs against their floors and alternativ
 # the issue's baseline measured); SCALE_MANAGER_ARGS are appended to the manager's flags and
 # SCALE_MANAGER_ENV (NAME=value ...) to its environment; SCALE_PROFILE_DIR=dir saves a CPU profile
 # of the API server during the rotation, one keyring and Secret as served, and the manager's heap.
+# SCALE_CLUSTER=1 measures one ClusterMRTRKeyring over SCALE_N namespaces instead (requests per
+# rotation, and per namespace).
 SCALE_N ?= 100,1000
 .PHONY: bench-scale
 bench-scale: envtest-assets ## Benchmark the manager with SCALE_N keyrings (default 100,1000) on envtest: Ready, rotate all, cost per rotation.

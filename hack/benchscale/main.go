@@ -58,6 +58,8 @@ type config struct {
 	rotateTimeout time.Duration
 	steadyWindow  time.Duration
 	workers       int
+	// cluster: one ClusterMRTRKeyring over N namespaces instead of N keyrings (clusterkeyring.go).
+	cluster bool
 }
 
 // start is when the program began; progress lines print the time since.
@@ -108,13 +110,15 @@ func parseConfig(args []string) (config, error) {
 	readyTimeout := fs.Duration("ready-timeout", 10*time.Minute, "how long all keyrings may take to become Ready")
 	rotateTimeout := fs.Duration("rotate-timeout", 20*time.Minute, "how long the rotation of all keyrings may take")
 	steady := fs.Duration("steady", 10*time.Second, "the window, once everything is Stable, over which steady-state traffic is counted")
+	cluster := fs.Bool("cluster", os.Getenv("SCALE_CLUSTER") != "",
+		"one ClusterMRTRKeyring over N namespaces (each with its copy and one Deployment) instead of N keyrings (env SCALE_CLUSTER)")
 	workers := fs.Int("workers", 8, "parallel requests of the harness when it creates objects and requests rotations")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
 	c := config{delivery: mrtrv1alpha1.Delivery(*delivery), nextKey: mrtrv1alpha1.NextKey(*nextKey),
 		managerArgs: strings.Fields(*managerArgs), managerEnv: strings.Fields(*managerEnv), profileDir: *profileDir,
-		readyTimeout: *readyTimeout, rotateTimeout: *rotateTimeout, steadyWindow: *steady, workers: *workers}
+		readyTimeout: *readyTimeout, rotateTimeout: *rotateTimeout, steadyWindow: *steady, workers: *workers, cluster: *cluster}
 	for s := range strings.SplitSeq(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 1 {
@@ -152,6 +156,9 @@ func run(ctx context.Context, cfg config) ([]result, error) {
 		return nil, err
 	}
 	defer cleanup()
+	if cfg.cluster {
+		return nil, runCluster(ctx, cfg, bin)
+	}
 
 	var results []result
 	for _, n := range cfg.sizes {
