@@ -174,7 +174,7 @@ func NodeBinDir() (string, error) { return binDir("node") }
 
 // ArgoRolloutsDir returns the folder with the Argo Rollouts controller (rollouts-controller) and its
 // CRDs (crds/), at the version hack/argo-rollouts/go.mod pins, building the controller first if it
-// is missing (about 8 minutes on a cold machine, a second when built). It runs
+// is missing (about 7 minutes of CPU on a cold machine, well under a second when built). It runs
 // hack/build-argo-rollouts.sh from the repository root.
 func ArgoRolloutsDir() (string, error) { return runBuild(argoRolloutsBuildScript) }
 
