@@ -50,6 +50,10 @@ var _ = Describe("an Argo Rollout, rolled out by the Argo Rollouts controller", 
 		stopLoad = load.Start(ctx)
 		return time.Now()
 	}
+	// endLoad stops the load and checks that it rejected no request state. Round trips that
+	// failed otherwise are counted apart: on the real node a pod that a rollout scales down can
+	// drop a request in flight through the balancer (502), as the Deployment's rollouts can
+	// (realnode_test.go); that is no rejection of a token, and where no pod goes, none fails.
 	endLoad := func() harness.Counts {
 		GinkgoHelper()
 		stopLoad()
@@ -57,7 +61,6 @@ var _ = Describe("an Argo Rollout, rolled out by the Argo Rollouts controller", 
 		c := load.Counts()
 		Expect(c.Completed).To(BeNumerically(">=", 100), "too few round trips to mean anything")
 		Expect(c.Rejected).To(BeZero(), "rejected request states: %s", load.Errors())
-		Expect(c.Failed).To(BeZero(), "failed round trips: %s", load.Errors())
 		return c
 	}
 	keyring := func(g Gomega) *mrtrv1alpha1.MRTRKeyring {
@@ -109,6 +112,7 @@ var _ = Describe("an Argo Rollout, rolled out by the Argo Rollouts controller", 
 		Expect(env.WaitSettled(ctx, time.Minute)).To(Succeed())
 		elapsed := time.Since(started)
 		c := endLoad()
+		Expect(c.Failed).To(BeZero(), "failed round trips, with no pod going: %s", load.Errors())
 		Expect(c.CrossReplica).To(BeNumerically(">", 0))
 
 		after, uidsAfter, err := env.Restarts(ctx)
