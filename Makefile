@@ -91,7 +91,8 @@ envtest-assets: setup-envtest ## Print envtest's binaries' folder as the last li
 	@ENVTEST="$(ENVTEST)" ENVTEST_K8S_VERSION="$(ENVTEST_K8S_VERSION)" ENVTEST_BIN_DIR="$(LOCALBIN)" hack/envtest-assets.sh
 
 .PHONY: e2e-assets
-e2e-assets: ## Build the whole local control plane and the kubelet and kube-proxy if missing; print its folder as the last line.
+e2e-assets: ## Build the whole local control plane, the kubelet and kube-proxy, and the Argo Rollouts controller if missing; print the control plane's folder as the last line.
+	@hack/build-argo-rollouts.sh >/dev/null
 	@hack/build-controlplane.sh node
 
 # The local cluster's real node runs Debian's containerd, runc and CNI plugins: installed where the

@@ -107,7 +107,11 @@ func readAudit(path, user string) (used map[Permission]bool, forbidden []string,
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return nil, nil, fmt.Errorf("the audit log: %w", err)
 		}
-		if ev.User.Username != user || ev.Stage != "ResponseComplete" || ev.ObjectRef == nil {
+		// A watch is answered for as long as it lasts: the API server logs ResponseStarted once it
+		// authorized it and began to stream, ResponseComplete only when it ends, which an informer's
+		// watch may not have yet when this runs. Every other request is read once it completed.
+		watching := ev.Stage == "ResponseStarted" && ev.Verb == "watch"
+		if ev.User.Username != user || (ev.Stage != "ResponseComplete" && !watching) || ev.ObjectRef == nil {
 			continue
 		}
 		r := ev.ObjectRef.APIGroup + "/" + ev.ObjectRef.Resource

@@ -94,6 +94,11 @@ type Options struct {
 	// consuming the keyring and behind one Service and balancer: [ServerGo] when empty. The first
 	// Deployment is named Name, the others Name-<kind>. Servers other than Go need the real node.
 	Servers []ServerKind
+	// ArgoRollout runs the one server (Go) as an Argo Rollout named Name in place of its
+	// Deployment: a canary of a setWeight 50 step and a pause step, at which each rollout waits
+	// until it is promoted (PromoteRollout), on a cluster that runs the Argo Rollouts controller
+	// (localcluster.Options.ArgoRollouts).
+	ArgoRollout bool
 }
 
 func (o *Options) defaults() {
@@ -215,25 +220,16 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(opts.Servers) > 1 && slices.Contains(opts.Servers, ServerPython) {
-		// The python-sdk seals in a format of its own, which no other SDK opens.
-		return nil, fmt.Errorf("servers %v: the Python server shares its request state with Python servers only", opts.Servers)
+	images, err := e.serverImages(ctx, root, serverBin, node, reason)
+	if err != nil {
+		return nil, err
 	}
-	var images []string
-	if node == localcluster.NodeReal {
-		for _, kind := range opts.Servers {
-			opts.Logf("building the %s example server's image (hack/image)", kind)
-			img, err := buildServerImage(ctx, root, kind, serverBin, e.serverImageDir(kind))
-			if err != nil {
-				return nil, err
-			}
-			images = append(images, img)
-		}
-	} else if !slices.Equal(opts.Servers, []ServerKind{ServerGo}) {
-		return nil, fmt.Errorf("servers %v: only the Go server runs on kwok (%s); the others need the real node", opts.Servers, reason)
+	if opts.ArgoRollout {
+		opts.Logf("the cluster runs the Argo Rollouts controller (hack/build-argo-rollouts.sh builds it once per machine)")
 	}
 	opts.Logf("starting the local cluster (apiserver, etcd, controller-manager, scheduler) and its node: %s", reason)
-	e.Cluster, err = localcluster.Start(ctx, localcluster.Options{LogDir: opts.LogDir, Audit: true, Node: node, Images: images})
+	e.Cluster, err = localcluster.Start(ctx, localcluster.Options{LogDir: opts.LogDir, Audit: true, Node: node, Images: images,
+		ArgoRollouts: opts.ArgoRollout})
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +254,8 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	e.cacheDone = make(chan struct{})
 	go func() { defer close(e.cacheDone); _ = e.Cache.Start(runCtx) }()
 
-	e.Timeline = &Timeline{Namespace: opts.Namespace, Keyring: opts.Name, Secret: opts.Name, Deployment: opts.Name, OnEvent: opts.OnEvent}
+	e.Timeline = &Timeline{Namespace: opts.Namespace, Keyring: opts.Name, Secret: opts.Name, Deployment: opts.Name,
+		ArgoRollout: opts.ArgoRollout, OnEvent: opts.OnEvent}
 	if err := e.Timeline.Run(ctx, e.Cache); err != nil {
 		return nil, err
 	}
@@ -297,8 +294,12 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := e.Operator.Launch(); err != nil {
 		return nil, err
 	}
-	opts.Logf("deploying MRTRKeyring %s/%s (delivery %s) and %d Deployment(s) of %d replicas: servers %v",
-		opts.Namespace, opts.Name, opts.Delivery, len(opts.Servers), opts.Replicas, opts.Servers)
+	workloads := "Deployment(s)"
+	if opts.ArgoRollout {
+		workloads = "Argo Rollout(s), canary: setWeight 50, pause,"
+	}
+	opts.Logf("deploying MRTRKeyring %s/%s (delivery %s) and %d %s of %d replicas: servers %v",
+		opts.Namespace, opts.Name, opts.Delivery, len(opts.Servers), workloads, opts.Replicas, opts.Servers)
 	if err := e.deploy(ctx); err != nil {
 		return nil, err
 	}
@@ -306,6 +307,34 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// serverImages checks that the servers can run on node, and builds their images for the real node.
+func (e *Env) serverImages(ctx context.Context, root, serverBin string, node localcluster.NodeKind, reason string) ([]string, error) {
+	opts := e.Opts
+	if opts.ArgoRollout && !slices.Equal(opts.Servers, []ServerKind{ServerGo}) {
+		return nil, fmt.Errorf("servers %v: an Argo Rollout runs the Go server alone", opts.Servers)
+	}
+	if len(opts.Servers) > 1 && slices.Contains(opts.Servers, ServerPython) {
+		// The python-sdk seals in a format of its own, which no other SDK opens.
+		return nil, fmt.Errorf("servers %v: the Python server shares its request state with Python servers only", opts.Servers)
+	}
+	if node != localcluster.NodeReal {
+		if !slices.Equal(opts.Servers, []ServerKind{ServerGo}) {
+			return nil, fmt.Errorf("servers %v: only the Go server runs on kwok (%s); the others need the real node", opts.Servers, reason)
+		}
+		return nil, nil
+	}
+	images := make([]string, 0, len(opts.Servers))
+	for _, kind := range opts.Servers {
+		opts.Logf("building the %s example server's image (hack/image)", kind)
+		img, err := buildServerImage(ctx, root, kind, serverBin, e.serverImageDir(kind))
+		if err != nil {
+			return nil, err
+		}
+		images = append(images, img)
+	}
+	return images, nil
 }
 
 // Real reports whether the servers run on the real node, as containers.
@@ -379,8 +408,11 @@ func (e *Env) keyringObject() *mrtrv1alpha1.MRTRKeyring {
 	}
 }
 
-// workloads are the keyring's targets: every server's Deployment.
+// workloads are the keyring's targets: every server's Deployment, or the Rollout.
 func (e *Env) workloads() []mrtrv1alpha1.WorkloadReference {
+	if e.Opts.ArgoRollout {
+		return []mrtrv1alpha1.WorkloadReference{rolloutReference(e.Opts.Name)}
+	}
 	refs := make([]mrtrv1alpha1.WorkloadReference, 0, len(e.Opts.Servers))
 	for i := range e.Opts.Servers {
 		name := deploymentName(e.Opts.Name, e.Opts.Servers, i)
@@ -521,7 +553,15 @@ func (e *Env) deploy(ctx context.Context) error {
 	// The Deployments first: a keyring created before its targets reports them missing.
 	objs := e.consumerObjects()
 	for _, d := range e.deploymentObjects() {
-		objs = append(objs, d)
+		if !e.Opts.ArgoRollout {
+			objs = append(objs, d)
+			continue
+		}
+		ro, err := rolloutObject(d)
+		if err != nil {
+			return err
+		}
+		objs = append(objs, ro)
 	}
 	objs = append(objs, e.keyringObject())
 	if e.Real() {
@@ -577,6 +617,16 @@ func (e *Env) Observe(ctx context.Context) (State, error) {
 		}
 	}
 	s.RolledOut = true
+	if e.Opts.ArgoRollout {
+		ro, err := GetRollout(ctx, e.Client, e.Opts.Namespace, e.Opts.Name)
+		if err != nil {
+			return s, err
+		}
+		s.TemplateHash = rolloutStamp(ro)
+		s.RolledOut = RolloutRolledOut(ro)
+		s.Serving = e.ReplicaKeyrings()
+		return s, nil
+	}
 	for i := range e.Opts.Servers {
 		var d appsv1.Deployment
 		key := client.ObjectKey{Namespace: e.Opts.Namespace, Name: deploymentName(e.Opts.Name, e.Opts.Servers, i)}

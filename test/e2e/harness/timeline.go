@@ -26,6 +26,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -93,6 +94,9 @@ func (e Event) String() string {
 // its Secret and one Deployment: the raw material for the suite's assertions and the demo's lines.
 type Timeline struct {
 	Namespace, Keyring, Secret, Deployment string
+	// ArgoRollout: the workload named Deployment is an Argo Rollout (Options.ArgoRollout), whose
+	// stamps and rollouts the timeline records in the Deployment's place.
+	ArgoRollout bool
 	// OnEvent, if set, is called with each event as it is recorded (on an informer goroutine).
 	OnEvent func(Event)
 
@@ -110,15 +114,22 @@ type Timeline struct {
 // Run registers the watches; events are recorded until the cache stops.
 func (t *Timeline) Run(ctx context.Context, c crcache.Cache) error {
 	t.ttlUntil, t.acks = map[string]time.Time{}, map[string]string{}
-	for _, w := range []struct {
+	type watch struct {
 		obj    client.Object
 		handle func(any)
-	}{
+	}
+	watches := []watch{
 		{&mrtrv1alpha1.MRTRKeyring{}, t.keyringChanged},
 		{&corev1.Secret{}, t.secretChanged},
 		{&appsv1.Deployment{}, t.deploymentChanged},
 		{&corev1.Pod{}, t.podChanged},
-	} {
+	}
+	if t.ArgoRollout {
+		ro := &unstructured.Unstructured{}
+		ro.SetGroupVersionKind(RolloutGVK)
+		watches = append(watches, watch{ro, t.rolloutChanged})
+	}
+	for _, w := range watches {
 		handle := w.handle
 		inf, err := c.GetInformer(ctx, w.obj)
 		if err != nil {
@@ -235,16 +246,28 @@ func (t *Timeline) deploymentChanged(obj any) {
 	if !ok || d.Namespace != t.Namespace || d.Name != t.Deployment {
 		return
 	}
-	fp := d.Spec.Template.Annotations[mrtrv1alpha1.FingerprintAnnotation]
+	t.workloadChanged(d.Spec.Template.Annotations[mrtrv1alpha1.FingerprintAnnotation], d.Generation, RolledOut(d))
+}
+
+func (t *Timeline) rolloutChanged(obj any) {
+	ro, ok := obj.(*unstructured.Unstructured)
+	if !ok || ro.GetNamespace() != t.Namespace || ro.GetName() != t.Deployment {
+		return
+	}
+	t.workloadChanged(rolloutStamp(ro), ro.GetGeneration(), RolloutRolledOut(ro))
+}
+
+// workloadChanged records the stamp and the rollout of the workload's template fingerprint fp.
+func (t *Timeline) workloadChanged(fp string, generation int64, rolledOut bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if fp != t.stamp {
 		t.stamp = fp
-		t.record(Event{Kind: EventStamp, Fingerprint: fp, Generation: d.Generation})
+		t.record(Event{Kind: EventStamp, Fingerprint: fp, Generation: generation})
 	}
-	if fp != "" && fp != t.rolledOut && RolledOut(d) {
+	if fp != "" && fp != t.rolledOut && rolledOut {
 		t.rolledOut = fp
-		t.record(Event{Kind: EventRolledOut, Fingerprint: fp, Generation: d.Generation})
+		t.record(Event{Kind: EventRolledOut, Fingerprint: fp, Generation: generation})
 	}
 }
 
