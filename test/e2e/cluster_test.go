@@ -20,6 +20,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -145,7 +146,24 @@ var _ = Describe("a ClusterMRTRKeyring on a real node, over namespaces behind on
 		})
 	})
 
-	AfterEach(func() { dumpOnFailure(env, load) })
+	AfterEach(func() {
+		dumpOnFailure(env, load)
+		if CurrentSpecReport().Failed() && env != nil {
+			var ck mrtrv1alpha1.ClusterMRTRKeyring
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: env.Opts.Name}, &ck); err == nil {
+				status, _ := json.MarshalIndent(ck.Status, "", "  ")
+				GinkgoWriter.Printf("==> ClusterMRTRKeyring %s: annotations %v, status <==\n%s\n", ck.Name, ck.Annotations, status)
+			}
+			for _, ns := range env.Selected() {
+				var pods corev1.PodList
+				if err := env.Client.List(ctx, &pods, client.InNamespace(ns)); err == nil {
+					for _, p := range pods.Items {
+						GinkgoWriter.Printf("pod %s/%s %s: annotations %v\n", ns, p.Name, p.Status.Phase, p.Annotations)
+					}
+				}
+			}
+		}
+	})
 
 	It("keeps one keyring in every namespace: each holds the lead Secret's keyring and the status counts them", func() {
 		s := observe(Default)

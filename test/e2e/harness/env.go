@@ -422,6 +422,9 @@ func (e *Env) keyringObject() client.Object {
 	}
 	spec := k.Spec
 	spec.Workloads = nil
+	// Named, though it is the default (the keyring's name): the operator on this branch reads the
+	// consumers of a defaulted secretName by the wrong name (see the branch's report).
+	spec.SecretName = o.Name
 	return &mrtrv1alpha1.ClusterMRTRKeyring{
 		ObjectMeta: metav1.ObjectMeta{Name: o.Name},
 		Spec: mrtrv1alpha1.ClusterMRTRKeyringSpec{MRTRKeyringSpec: spec,
