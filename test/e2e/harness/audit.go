@@ -86,10 +86,44 @@ type auditEvent struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
 		APIGroup    string `json:"apiGroup"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
 	} `json:"objectRef"`
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
+}
+
+// SecretWrites lists, by the API server's audit log, every request of the operator's
+// ServiceAccount that writes a Secret (create, update, patch, delete), answered or refused: by
+// namespace, each as "verb name code".
+func (e *Env) SecretWrites() (map[string][]string, error) {
+	user := fmt.Sprintf("system:serviceaccount:%s:%s", OperatorNamespace, OperatorServiceAccount)
+	f, err := os.Open(e.Cluster.AuditLogPath())
+	if err != nil {
+		return nil, fmt.Errorf("the audit log: %w", err)
+	}
+	defer f.Close() //nolint:errcheck // read only
+	writes := map[string][]string{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var ev auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return nil, fmt.Errorf("the audit log: %w", err)
+		}
+		ref := ev.ObjectRef
+		if ev.User.Username != user || ev.Stage != "ResponseComplete" || ref == nil || ref.APIGroup != "" ||
+			ref.Resource != "secrets" || !slices.Contains([]string{"create", "update", "patch", "delete", "deletecollection"}, ev.Verb) {
+			continue
+		}
+		code := 0
+		if ev.ResponseStatus != nil {
+			code = ev.ResponseStatus.Code
+		}
+		writes[ref.Namespace] = append(writes[ref.Namespace], fmt.Sprintf("%s %s %d", ev.Verb, ref.Name, code))
+	}
+	return writes, sc.Err()
 }
 
 // readAudit returns the permissions user used, and a line for each request of user refused.

@@ -33,6 +33,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -59,7 +60,7 @@ import (
 
 // Options configures Start. Zero values take the defaults in the field comments.
 type Options struct {
-	// Namespace of the keyring and the Deployment: "mcp".
+	// Namespace of the keyring and the Deployment: "mcp"; with ClusterKeyring, the first of Namespaces.
 	Namespace string
 	// Name of the keyring, its Secret and the Deployment: "weather".
 	Name string
@@ -99,11 +100,30 @@ type Options struct {
 	// until it is promoted (PromoteRollout), on a cluster that runs the Argo Rollouts controller
 	// (localcluster.Options.ArgoRollouts).
 	ArgoRollout bool
+	// ClusterKeyring makes the keyring a ClusterMRTRKeyring named Name (the chart installed with
+	// clusterKeyrings.enable), whose namespaceSelector selects the namespaces labelled
+	// SelectorLabel=Name, and runs the servers in each of Namespaces (AddNamespace adds more), all
+	// behind the one balancer: a request state sealed in one namespace is opened in another. It
+	// needs the real node.
+	ClusterKeyring bool
+	// Namespaces, with ClusterKeyring, are the namespaces selected from the start: [Namespace]
+	// when empty.
+	Namespaces []string
 }
 
+// SelectorLabel is the namespace label a cluster keyring's namespaceSelector matches (its value
+// is the keyring's name).
+const SelectorLabel = "e2e.mrtr.dev/keyring"
+
 func (o *Options) defaults() {
+	if o.ClusterKeyring && len(o.Namespaces) > 0 {
+		o.Namespace = o.Namespaces[0]
+	}
 	if o.Namespace == "" {
 		o.Namespace = "mcp"
+	}
+	if o.ClusterKeyring && len(o.Namespaces) == 0 {
+		o.Namespaces = []string{o.Namespace}
 	}
 	if o.Name == "" {
 		o.Name = "weather"
@@ -134,7 +154,7 @@ func (o *Options) defaults() {
 	}
 }
 
-// TotalReplicas is the number of pods of all the servers' Deployments.
+// TotalReplicas is the number of pods of all the servers' Deployments in one namespace.
 func (o Options) TotalReplicas() int32 { return o.Replicas * int32(len(o.Servers)) }
 
 // TTLWait is the wait the keyring asks for between sealing with the new key and removing the old one.
@@ -157,6 +177,9 @@ type Env struct {
 	// MCPURL is the balancer's MCP endpoint.
 	MCPURL string
 
+	// selected are the namespaces whose servers consume the keyring: Namespace alone, or those the
+	// cluster keyring selects, in the order they were selected.
+	selected  []string
 	workDir   string
 	cancel    context.CancelFunc
 	cacheDone chan struct{}
@@ -193,7 +216,10 @@ const imageRef = "controller:latest"
 // serves with the keyring's fingerprint.
 func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	opts.defaults()
-	e := &Env{Opts: opts}
+	e := &Env{Opts: opts, selected: []string{opts.Namespace}}
+	if opts.ClusterKeyring {
+		e.selected = slices.Clone(opts.Namespaces)
+	}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, e.Stop())
@@ -238,15 +264,18 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		return nil, err
 	}
 	opts.Logf("installing the operator with Helm (dist/chart): CRDs, RBAC, ServiceAccount, what keyring consumers need")
-	if err := installChart(ctx, root, e.Cluster.KubeconfigPath()); err != nil {
+	if err := installChart(ctx, root, e.Cluster.KubeconfigPath(), opts.ClusterKeyring); err != nil {
 		return nil, err
 	}
 	if err := waitForCRDs(ctx, e.Client); err != nil {
 		return nil, fmt.Errorf("the chart's CRDs: %w", err)
 	}
-	if e.Cache, err = crcache.New(cfg, crcache.Options{
-		Scheme: Scheme(), DefaultNamespaces: map[string]crcache.Config{opts.Namespace: {}},
-	}); err != nil {
+	cacheOpts := crcache.Options{Scheme: Scheme(), DefaultNamespaces: map[string]crcache.Config{opts.Namespace: {}}}
+	if opts.ClusterKeyring {
+		// Every namespace: those added later, and the cluster-scoped keyring.
+		cacheOpts.DefaultNamespaces = nil
+	}
+	if e.Cache, err = crcache.New(cfg, cacheOpts); err != nil {
 		return nil, err
 	}
 	runCtx, cancel := context.WithCancel(context.Background())
@@ -255,7 +284,7 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	go func() { defer close(e.cacheDone); _ = e.Cache.Start(runCtx) }()
 
 	e.Timeline = &Timeline{Namespace: opts.Namespace, Keyring: opts.Name, Secret: opts.Name, Deployment: opts.Name,
-		ArgoRollout: opts.ArgoRollout, OnEvent: opts.OnEvent}
+		ArgoRollout: opts.ArgoRollout, ClusterKeyring: opts.ClusterKeyring, OnEvent: opts.OnEvent}
 	if err := e.Timeline.Run(ctx, e.Cache); err != nil {
 		return nil, err
 	}
@@ -263,23 +292,8 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := e.serveBalancer(); err != nil {
 		return nil, err
 	}
-	if e.Real() {
-		e.Pods = &PodNetwork{Cache: e.Cache, Namespace: opts.Namespace, Balancer: e.Balancer, Port: serverPort}
-		if err := e.Pods.Run(runCtx); err != nil {
-			return nil, err
-		}
-	} else {
-		e.Kubelet = &Kubelet{
-			Cache: e.Cache, Namespace: opts.Namespace, Binary: serverBin,
-			DataDir: filepath.Join(e.workDir, "pods"), Start: e.Cluster.StartProcess, Balancer: e.Balancer,
-			Client: e.Client, Config: cfg,
-		}
-		if opts.Verbose {
-			e.Kubelet.Logf = opts.Logf
-		}
-		if err := e.Kubelet.Run(runCtx); err != nil {
-			return nil, err
-		}
+	if err := e.followServers(runCtx, serverBin); err != nil {
+		return nil, err
 	}
 	if e.Operator, err = e.newOperator(ctx, operatorBin, image); err != nil {
 		return nil, err
@@ -294,12 +308,6 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := e.Operator.Launch(); err != nil {
 		return nil, err
 	}
-	workloads := "Deployment(s)"
-	if opts.ArgoRollout {
-		workloads = "Argo Rollout(s), canary: setWeight 50, pause,"
-	}
-	opts.Logf("deploying MRTRKeyring %s/%s (delivery %s) and %d %s of %d replicas: servers %v",
-		opts.Namespace, opts.Name, opts.Delivery, len(opts.Servers), workloads, opts.Replicas, opts.Servers)
 	if err := e.deploy(ctx); err != nil {
 		return nil, err
 	}
@@ -320,6 +328,9 @@ func (e *Env) serverImages(ctx context.Context, root, serverBin string, node loc
 		return nil, fmt.Errorf("servers %v: the Python server shares its request state with Python servers only", opts.Servers)
 	}
 	if node != localcluster.NodeReal {
+		if opts.ClusterKeyring {
+			return nil, fmt.Errorf("a cluster keyring's servers run on the real node only (%s)", reason)
+		}
 		if !slices.Equal(opts.Servers, []ServerKind{ServerGo}) {
 			return nil, fmt.Errorf("servers %v: only the Go server runs on kwok (%s); the others need the real node", opts.Servers, reason)
 		}
@@ -337,6 +348,24 @@ func (e *Env) serverImages(ctx context.Context, root, serverBin string, node loc
 	return images, nil
 }
 
+// followServers puts the servers' pods behind the balancer as they serve: on the real node the
+// PodNetwork follows them, on kwok the emulated Kubelet runs them.
+func (e *Env) followServers(ctx context.Context, serverBin string) error {
+	if e.Real() {
+		e.Pods = &PodNetwork{Cache: e.Cache, Namespaces: slices.Clone(e.selected), Balancer: e.Balancer, Port: serverPort}
+		return e.Pods.Run(ctx)
+	}
+	e.Kubelet = &Kubelet{
+		Cache: e.Cache, Namespace: e.Opts.Namespace, Binary: serverBin,
+		DataDir: filepath.Join(e.workDir, "pods"), Start: e.Cluster.StartProcess, Balancer: e.Balancer,
+		Client: e.Client, Config: e.Cluster.RESTConfig(),
+	}
+	if e.Opts.Verbose {
+		e.Kubelet.Logf = e.Opts.Logf
+	}
+	return e.Kubelet.Run(ctx)
+}
+
 // Real reports whether the servers run on the real node, as containers.
 func (e *Env) Real() bool { return e.Cluster != nil && e.Cluster.Node() == localcluster.NodeReal }
 
@@ -352,6 +381,11 @@ func (e *Env) newOperator(ctx context.Context, binary string, image Image) (*Ope
 	args, err := managerArgs(ctx, e.Client)
 	if err != nil {
 		return nil, err
+	}
+	if e.Opts.ClusterKeyring {
+		// In its pod the manager finds its namespace in POD_NAMESPACE (the downward API): nothing
+		// sets it here, so it is told where the cluster keyrings' lead Secrets go.
+		args = withFlag(args, "--cluster-resource-namespace", OperatorNamespace)
 	}
 	cfg := e.Cluster.RESTConfig()
 	o := &Operator{Binary: binary, Image: image, Start: e.Cluster.StartProcess, Args: args, Server: cfg.Host,
@@ -388,10 +422,12 @@ func (e *Env) serveBalancer() error {
 	return nil
 }
 
-// keyringObject is the MRTRKeyring this Env creates.
-func (e *Env) keyringObject() *mrtrv1alpha1.MRTRKeyring {
+// keyringObject is the keyring this Env creates: an MRTRKeyring, or with ClusterKeyring a
+// ClusterMRTRKeyring of the same policy over the namespaces labelled SelectorLabel=Name, whose
+// consumers are the workloads that mount its Secret (a cluster keyring names no workload).
+func (e *Env) keyringObject() client.Object {
 	o := e.Opts
-	return &mrtrv1alpha1.MRTRKeyring{
+	k := &mrtrv1alpha1.MRTRKeyring{
 		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name},
 		Spec: mrtrv1alpha1.MRTRKeyringSpec{
 			// Rotations are requested through the mrtr.dev/rotate annotation: the shortest interval the
@@ -406,6 +442,53 @@ func (e *Env) keyringObject() *mrtrv1alpha1.MRTRKeyring {
 			Workloads:              e.workloads(),
 		},
 	}
+	if !o.ClusterKeyring {
+		return k
+	}
+	spec := k.Spec
+	spec.Workloads = nil
+	// Named, though it is the default (the keyring's name): the operator on this branch reads the
+	// consumers of a defaulted secretName by the wrong name (see the branch's report).
+	spec.SecretName = o.Name
+	return &mrtrv1alpha1.ClusterMRTRKeyring{
+		ObjectMeta: metav1.ObjectMeta{Name: o.Name},
+		Spec: mrtrv1alpha1.ClusterMRTRKeyringSpec{MRTRKeyringSpec: spec,
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{SelectorLabel: o.Name}}},
+	}
+}
+
+// keyringKey is the keyring's key: no namespace for a cluster keyring.
+func (e *Env) keyringKey() client.ObjectKey {
+	if e.Opts.ClusterKeyring {
+		return client.ObjectKey{Name: e.Opts.Name}
+	}
+	return client.ObjectKey{Namespace: e.Opts.Namespace, Name: e.Opts.Name}
+}
+
+// emptyKeyring is an object of the keyring's kind, to read or patch it.
+func (e *Env) emptyKeyring() client.Object {
+	key := e.keyringKey()
+	meta := metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}
+	if e.Opts.ClusterKeyring {
+		return &mrtrv1alpha1.ClusterMRTRKeyring{ObjectMeta: meta}
+	}
+	return &mrtrv1alpha1.MRTRKeyring{ObjectMeta: meta}
+}
+
+// keyringState reads the keyring's status and spec.delivery, whichever its kind.
+func (e *Env) keyringState(ctx context.Context) (mrtrv1alpha1.MRTRKeyringStatus, mrtrv1alpha1.Delivery,
+	*mrtrv1alpha1.NamespacesStatus, error) {
+	obj := e.emptyKeyring()
+	if err := e.Client.Get(ctx, e.keyringKey(), obj); err != nil {
+		return mrtrv1alpha1.MRTRKeyringStatus{}, "", nil, err
+	}
+	switch k := obj.(type) {
+	case *mrtrv1alpha1.ClusterMRTRKeyring:
+		return k.Status.MRTRKeyringStatus, k.Spec.Delivery, &k.Status.Namespaces, nil
+	case *mrtrv1alpha1.MRTRKeyring:
+		return k.Status, k.Spec.Delivery, nil, nil
+	}
+	return mrtrv1alpha1.MRTRKeyringStatus{}, "", nil, fmt.Errorf("keyring of type %T", obj)
 }
 
 // workloads are the keyring's targets: every server's Deployment, or the Rollout.
@@ -429,7 +512,7 @@ const serverLabel = "mrtr.dev/example-server"
 // per server kind: the keyring Secret mounted at /etc/mrtr, the server identity, the TTL and the
 // Secret it acknowledges as args, under a ServiceAccount of its own that may acknowledge
 // (consumerObjects).
-func (e *Env) deploymentObjects() []*appsv1.Deployment {
+func (e *Env) deploymentObjects(ns string) []*appsv1.Deployment {
 	o := e.Opts
 	out := make([]*appsv1.Deployment, 0, len(o.Servers))
 	for i, kind := range o.Servers {
@@ -437,7 +520,7 @@ func (e *Env) deploymentObjects() []*appsv1.Deployment {
 		if len(o.Servers) > 1 {
 			labels[serverLabel] = string(kind)
 		}
-		d := e.kwokDeploymentObject(labels)
+		d := e.kwokDeploymentObject(ns, labels)
 		d.Name = deploymentName(o.Name, o.Servers, i)
 		if kind == ServerGo && len(o.Servers) > 1 {
 			// Beside another SDK's replicas, the Go server seals in the format they share: Snodo's
@@ -471,10 +554,10 @@ func (e *Env) realContainer(c *corev1.Container, kind ServerKind) {
 }
 
 // serviceObject is the example server's Service: the address kube-proxy serves on the real node.
-func (e *Env) serviceObject() *corev1.Service {
+func (e *Env) serviceObject(ns string) *corev1.Service {
 	o := e.Opts
 	return &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: o.Name},
 		Spec: corev1.ServiceSpec{
 			Selector: map[string]string{"app.kubernetes.io/name": o.Name},
 			Ports:    []corev1.ServicePort{{Name: "mcp", Port: 80, TargetPort: intstr.FromInt32(serverPort)}},
@@ -483,10 +566,10 @@ func (e *Env) serviceObject() *corev1.Service {
 }
 
 // kwokDeploymentObject is the Deployment as the emulated Kubelet runs it.
-func (e *Env) kwokDeploymentObject(labels map[string]string) *appsv1.Deployment {
+func (e *Env) kwokDeploymentObject(ns string, labels map[string]string) *appsv1.Deployment {
 	o := e.Opts
 	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: o.Name, Labels: labels},
 		Spec: appsv1.DeploymentSpec{
 			Replicas: new(o.Replicas),
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -510,7 +593,7 @@ func (e *Env) kwokDeploymentObject(labels map[string]string) *appsv1.Deployment 
 						Name:  "server",
 						Image: "example.com/mrtr-example-mcp-server:dev",
 						Args: []string{
-							"--server=http://" + o.Name + "." + o.Namespace + ".svc/mcp",
+							"--server=" + e.serverIdentity(),
 							"--token-ttl=" + o.TokenTTL.String(),
 							"--keyring-secret=" + o.Name,
 						},
@@ -527,17 +610,27 @@ func (e *Env) kwokDeploymentObject(labels map[string]string) *appsv1.Deployment 
 	}
 }
 
+// serverIdentity is what the servers bind into their request states: their Service's URL, or with
+// a cluster keyring one identity for the servers of every namespace, which serve as one behind
+// the balancer.
+func (e *Env) serverIdentity() string {
+	if e.Opts.ClusterKeyring {
+		return "http://" + e.Opts.Name + "/mcp"
+	}
+	return "http://" + e.Opts.Name + "." + e.Opts.Namespace + ".svc/mcp"
+}
+
 // consumerObjects are the ServiceAccount of the server's pods and its RoleBinding to the
 // consumers' ClusterRole that the operator ships (config/consumer), which lets each pod acknowledge
 // the keyring it loaded on its own Pod.
-func (e *Env) consumerObjects() []client.Object {
+func (e *Env) consumerObjects(ns string) []client.Object {
 	o := e.Opts
 	return []client.Object{
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: o.Name}},
 		&rbacv1.RoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: o.Name + "-keyring-consumer"},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: o.Name + "-keyring-consumer"},
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: kindClusterRole, Name: ConsumerClusterRole},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: o.Namespace, Name: o.Name}},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: o.Name}},
 		},
 	}
 }
@@ -546,13 +639,33 @@ func (e *Env) consumerObjects() []client.Object {
 const ConsumerClusterRole = "mrtr-keyring-consumer"
 
 func (e *Env) deploy(ctx context.Context) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.Opts.Namespace}}
-	if err := e.Client.Create(ctx, ns); err != nil {
-		return err
+	o := e.Opts
+	if o.ClusterKeyring {
+		o.Logf("deploying ClusterMRTRKeyring %s (delivery %s) and in each of %v %d Deployment(s) of %d replicas: servers %v",
+			o.Name, o.Delivery, e.selected, len(o.Servers), o.Replicas, o.Servers)
+	} else {
+		o.Logf("deploying MRTRKeyring %s/%s (delivery %s) and %d Deployment(s) of %d replicas: servers %v",
+			o.Namespace, o.Name, o.Delivery, len(o.Servers), o.Replicas, o.Servers)
 	}
 	// The Deployments first: a keyring created before its targets reports them missing.
-	objs := e.consumerObjects()
-	for _, d := range e.deploymentObjects() {
+	for _, ns := range e.selected {
+		if err := e.deployServers(ctx, ns, e.Opts.ClusterKeyring); err != nil {
+			return err
+		}
+	}
+	return e.create(ctx, e.keyringObject())
+}
+
+// deployServers creates namespace ns (labelled for the cluster keyring when selected) and in it
+// the servers: their ServiceAccount and RoleBinding, their Deployments and, on the real node,
+// their Service.
+func (e *Env) deployServers(ctx context.Context, ns string, selected bool) error {
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	if selected {
+		nsObj.Labels = map[string]string{SelectorLabel: e.Opts.Name}
+	}
+	objs := append([]client.Object{nsObj}, e.consumerObjects(ns)...)
+	for _, d := range e.deploymentObjects(ns) {
 		if !e.Opts.ArgoRollout {
 			objs = append(objs, d)
 			continue
@@ -563,10 +676,13 @@ func (e *Env) deploy(ctx context.Context) error {
 		}
 		objs = append(objs, ro)
 	}
-	objs = append(objs, e.keyringObject())
 	if e.Real() {
-		objs = append(objs, e.serviceObject())
+		objs = append(objs, e.serviceObject(ns))
 	}
+	return e.create(ctx, objs...)
+}
+
+func (e *Env) create(ctx context.Context, objs ...client.Object) error {
 	for _, obj := range objs {
 		if err := e.Client.Create(ctx, obj); err != nil {
 			return fmt.Errorf("create %T %s: %w", obj, obj.GetName(), err)
@@ -575,17 +691,64 @@ func (e *Env) deploy(ctx context.Context) error {
 	return nil
 }
 
-// State is one look at the keyring, its Secret and its Deployment.
+// Selected are the namespaces whose servers consume the keyring and serve behind the balancer.
+func (e *Env) Selected() []string { return slices.Clone(e.selected) }
+
+// AddNamespace deploys the servers in a new namespace ns that the cluster keyring does not select
+// yet: its pods wait for the Secret they mount, which Select brings.
+func (e *Env) AddNamespace(ctx context.Context, ns string) error {
+	if !e.Opts.ClusterKeyring {
+		return errors.New("AddNamespace needs a cluster keyring")
+	}
+	return e.deployServers(ctx, ns, false)
+}
+
+// Select labels namespace ns for the cluster keyring's namespaceSelector, and puts its pods behind
+// the balancer as they become Ready.
+func (e *Env) Select(ctx context.Context, ns string) error {
+	if err := e.labelNamespace(ctx, ns, true); err != nil {
+		return err
+	}
+	e.selected = append(e.selected, ns)
+	return e.Pods.Follow(ctx, ns)
+}
+
+// Deselect takes namespace ns's pods out of the balancer, then removes the label the cluster
+// keyring selects it by: its servers get no more traffic before they stop being rotated.
+func (e *Env) Deselect(ctx context.Context, ns string) error {
+	e.Pods.Forget(ns)
+	e.selected = slices.DeleteFunc(e.selected, func(s string) bool { return s == ns })
+	return e.labelNamespace(ctx, ns, false)
+}
+
+func (e *Env) labelNamespace(ctx context.Context, ns string, on bool) error {
+	value := "null" // a merge patch's way to remove the label
+	if on {
+		value = strconv.Quote(e.Opts.Name)
+	}
+	patch := fmt.Appendf(nil, `{"metadata":{"labels":{%q:%s}}}`, SelectorLabel, value)
+	obj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+	return e.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch))
+}
+
+// State is one look at the keyring, its Secret and its Deployments (in every selected namespace).
 type State struct {
 	Phase              mrtrv1alpha1.Phase
 	RotationsCompleted int64
 	// Keys are the keys status lists, with their roles.
-	Keys              []mrtrv1alpha1.KeyStatus
+	Keys []mrtrv1alpha1.KeyStatus
+	// SecretKeyIDs and SecretFingerprint are the Secret's keyring: of a cluster keyring, its lead
+	// Secret's in the operator's namespace, which Copies follow.
 	SecretKeyIDs      []string
 	SecretFingerprint string
-	TemplateHash      string
-	RolledOut         bool
-	Serving           []ReplicaKeyring // what each serving replica has loaded, by pod name
+	// Namespaces is a cluster keyring's status.namespaces, nil for an MRTRKeyring.
+	Namespaces *mrtrv1alpha1.NamespacesStatus
+	// Copies are a cluster keyring's Secrets in the selected namespaces: the fingerprint of each,
+	// by namespace ("" where it is missing).
+	Copies       map[string]string
+	TemplateHash string
+	RolledOut    bool
+	Serving      []ReplicaKeyring // what each serving replica has loaded, by pod name
 }
 
 // ReplicaKeyring is what one replica reports on /debug/keyring.
@@ -605,17 +768,20 @@ type ReplicaKeyring struct {
 // Observe reads the current State.
 func (e *Env) Observe(ctx context.Context) (State, error) {
 	var s State
-	var k mrtrv1alpha1.MRTRKeyring
-	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: e.Opts.Namespace, Name: e.Opts.Name}, &k); err != nil {
+	status, _, namespaces, err := e.keyringState(ctx)
+	if err != nil {
 		return s, err
 	}
-	s.Phase, s.RotationsCompleted, s.Keys = k.Status.Phase, k.Status.RotationsCompleted, k.Status.Keys
-	var secret corev1.Secret
-	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: e.Opts.Namespace, Name: e.Opts.Name}, &secret); err == nil {
-		if r, err := keyring.Parse(secret.Data[keyring.SecretDataKey]); err == nil {
-			s.SecretKeyIDs, s.SecretFingerprint = r.IDs(), r.Fingerprint()
+	s.Phase, s.RotationsCompleted, s.Keys, s.Namespaces = status.Phase, status.RotationsCompleted, status.Keys, namespaces
+	secretKey := client.ObjectKey{Namespace: e.Opts.Namespace, Name: e.Opts.Name}
+	if e.Opts.ClusterKeyring {
+		secretKey = client.ObjectKey{Namespace: OperatorNamespace, Name: mrtrv1alpha1.LeadSecretName(e.Opts.Name)}
+		s.Copies = map[string]string{}
+		for _, ns := range e.selected {
+			_, s.Copies[ns] = e.secretKeyring(ctx, client.ObjectKey{Namespace: ns, Name: e.Opts.Name})
 		}
 	}
+	s.SecretKeyIDs, s.SecretFingerprint = e.secretKeyring(ctx, secretKey)
 	s.RolledOut = true
 	if e.Opts.ArgoRollout {
 		ro, err := GetRollout(ctx, e.Client, e.Opts.Namespace, e.Opts.Name)
@@ -627,22 +793,39 @@ func (e *Env) Observe(ctx context.Context) (State, error) {
 		s.Serving = e.ReplicaKeyrings()
 		return s, nil
 	}
-	for i := range e.Opts.Servers {
-		var d appsv1.Deployment
-		key := client.ObjectKey{Namespace: e.Opts.Namespace, Name: deploymentName(e.Opts.Name, e.Opts.Servers, i)}
-		if err := e.Client.Get(ctx, key, &d); err != nil {
-			return s, err
+	first := true
+	for _, ns := range e.selected {
+		for i := range e.Opts.Servers {
+			var d appsv1.Deployment
+			key := client.ObjectKey{Namespace: ns, Name: deploymentName(e.Opts.Name, e.Opts.Servers, i)}
+			if err := e.Client.Get(ctx, key, &d); err != nil {
+				return s, err
+			}
+			hash := d.Spec.Template.Annotations[mrtrv1alpha1.FingerprintAnnotation]
+			if first {
+				s.TemplateHash, first = hash, false
+			} else if hash != s.TemplateHash {
+				s.TemplateHash = "" // the Deployments disagree: none is stamped with the keyring
+			}
+			s.RolledOut = s.RolledOut && RolledOut(&d)
 		}
-		hash := d.Spec.Template.Annotations[mrtrv1alpha1.FingerprintAnnotation]
-		if i == 0 {
-			s.TemplateHash = hash
-		} else if hash != s.TemplateHash {
-			s.TemplateHash = "" // the Deployments disagree: none is stamped with the keyring
-		}
-		s.RolledOut = s.RolledOut && RolledOut(&d)
 	}
 	s.Serving = e.ReplicaKeyrings()
 	return s, nil
+}
+
+// secretKeyring is the key ids and fingerprint of the keyring in Secret key, empty when it is
+// missing or unreadable.
+func (e *Env) secretKeyring(ctx context.Context, key client.ObjectKey) ([]string, string) {
+	var secret corev1.Secret
+	if err := e.Client.Get(ctx, key, &secret); err != nil {
+		return nil, ""
+	}
+	r, err := keyring.Parse(secret.Data[keyring.SecretDataKey])
+	if err != nil {
+		return nil, ""
+	}
+	return r.IDs(), r.Fingerprint()
 }
 
 // ReplicaKeyrings asks every serving replica which keyring it has loaded, sorted by pod name.
@@ -677,8 +860,20 @@ func (e *Env) ReplicaKeyrings() []ReplicaKeyring {
 
 // Settled reports whether the keyring is Stable with its primary key and at most a staged one,
 // the Deployment is rolled out (in Restart delivery, with that keyring's fingerprint), and exactly
-// the desired replicas serve with it (in Reload delivery, and have acknowledged it).
+// the desired replicas serve with it (in Reload delivery, and have acknowledged it); of a cluster
+// keyring, also that every selected namespace's copy holds it and its status counts them all
+// selected and up to date.
 func (s State) Settled(replicas int32, delivery mrtrv1alpha1.Delivery) bool {
+	if s.Namespaces != nil {
+		if s.Namespaces.Selected != int32(len(s.Copies)) || s.Namespaces.UpToDate != s.Namespaces.Selected {
+			return false
+		}
+		for _, fp := range s.Copies {
+			if fp != s.SecretFingerprint {
+				return false
+			}
+		}
+	}
 	restart := delivery == mrtrv1alpha1.DeliveryRestart
 	staged := len(s.Keys) == 2 && s.Keys[1].Role == mrtrv1alpha1.KeyStaged
 	if s.Phase != mrtrv1alpha1.PhaseStable || len(s.SecretKeyIDs) != len(s.Keys) || (len(s.Keys) != 1 && !staged) || !s.RolledOut ||
@@ -704,7 +899,7 @@ func (e *Env) WaitSettled(ctx context.Context, timeout time.Duration) error {
 			return err
 		}
 		s, err := e.Observe(ctx)
-		if err == nil && s.Settled(e.Opts.TotalReplicas(), e.delivery(ctx)) {
+		if err == nil && s.Settled(e.ServingReplicas(), e.delivery(ctx)) {
 			return nil
 		}
 		last = s
@@ -716,34 +911,30 @@ func (e *Env) WaitSettled(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
+// ServingReplicas is the number of pods that serve with the keyring: every server's Deployment in
+// every selected namespace.
+func (e *Env) ServingReplicas() int32 { return e.Opts.TotalReplicas() * int32(len(e.selected)) }
+
 // delivery is the keyring's spec.delivery as it is now (a test may change it).
 func (e *Env) delivery(ctx context.Context) mrtrv1alpha1.Delivery {
-	var k mrtrv1alpha1.MRTRKeyring
-	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: e.Opts.Namespace, Name: e.Opts.Name}, &k); err != nil {
+	_, d, _, err := e.keyringState(ctx)
+	if err != nil {
 		return e.Opts.Delivery
 	}
-	return k.Spec.Delivery
+	return d
 }
 
 // SetDelivery changes the keyring's spec.delivery.
 func (e *Env) SetDelivery(ctx context.Context, d mrtrv1alpha1.Delivery) error {
-	k := &mrtrv1alpha1.MRTRKeyring{ObjectMeta: metav1.ObjectMeta{Namespace: e.Opts.Namespace, Name: e.Opts.Name}}
 	patch := fmt.Appendf(nil, `{"spec":{"delivery":%q}}`, d)
-	return e.Client.Patch(ctx, k, client.RawPatch(types.MergePatchType, patch))
+	return e.Client.Patch(ctx, e.emptyKeyring(), client.RawPatch(types.MergePatchType, patch))
 }
 
-// PodUIDs returns the UID of every pod of the namespace, by name: the same map before and after
-// means nothing was restarted.
+// PodUIDs returns the UID of every pod of the selected namespaces, by name: the same map before
+// and after means nothing was restarted.
 func (e *Env) PodUIDs(ctx context.Context) (map[string]types.UID, error) {
-	var pods corev1.PodList
-	if err := e.Client.List(ctx, &pods, client.InNamespace(e.Opts.Namespace)); err != nil {
-		return nil, err
-	}
-	out := make(map[string]types.UID, len(pods.Items))
-	for _, p := range pods.Items {
-		out[p.Name] = p.UID
-	}
-	return out, nil
+	_, uids, err := e.Restarts(ctx)
+	return uids, err
 }
 
 // ServiceURL is the MCP endpoint of the example server's Service, on the real node: its cluster
@@ -776,19 +967,21 @@ func (e *Env) ServiceURL(ctx context.Context) (string, error) {
 	return base + "/mcp", nil
 }
 
-// Restarts is the number of container restarts of the namespace's pods (their restartCount), and
-// their UIDs by name: together, whatever restarted, a container or a pod.
+// Restarts is the number of container restarts of the selected namespaces' pods (their
+// restartCount), and their UIDs by name: together, whatever restarted, a container or a pod.
 func (e *Env) Restarts(ctx context.Context) (int32, map[string]types.UID, error) {
-	var pods corev1.PodList
-	if err := e.Client.List(ctx, &pods, client.InNamespace(e.Opts.Namespace)); err != nil {
-		return 0, nil, err
-	}
 	var n int32
-	uids := make(map[string]types.UID, len(pods.Items))
-	for _, p := range pods.Items {
-		uids[p.Name] = p.UID
-		for _, c := range p.Status.ContainerStatuses {
-			n += c.RestartCount
+	uids := map[string]types.UID{}
+	for _, ns := range e.selected {
+		var pods corev1.PodList
+		if err := e.Client.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			return 0, nil, err
+		}
+		for _, p := range pods.Items {
+			uids[p.Name] = p.UID
+			for _, c := range p.Status.ContainerStatuses {
+				n += c.RestartCount
+			}
 		}
 	}
 	return n, uids, nil
@@ -819,9 +1012,8 @@ func (e *Env) Revoke(ctx context.Context, targets ...string) error {
 }
 
 func (e *Env) annotate(ctx context.Context, key, value string) error {
-	k := &mrtrv1alpha1.MRTRKeyring{ObjectMeta: metav1.ObjectMeta{Namespace: e.Opts.Namespace, Name: e.Opts.Name}}
 	patch := fmt.Appendf(nil, `{"metadata":{"annotations":{%q:%q}}}`, key, value)
-	return e.Client.Patch(ctx, k, client.RawPatch("application/merge-patch+json", patch))
+	return e.Client.Patch(ctx, e.emptyKeyring(), client.RawPatch("application/merge-patch+json", patch))
 }
 
 // Stop stops everything Start started, in reverse order, and removes the temporary files.

@@ -56,15 +56,20 @@ const (
 	managerContainer  = "manager"
 )
 
-// installChart installs the chart with bin/helm (make helm builds it from Helm's Go module).
-func installChart(ctx context.Context, root, kubeconfig string) error {
+// installChart installs the chart with bin/helm (make helm builds it from Helm's Go module), with
+// the cluster keyrings turned on (clusterKeyrings.enable: their flag and their RBAC) when asked.
+func installChart(ctx context.Context, root, kubeconfig string, clusterKeyrings bool) error {
 	helm := filepath.Join(root, "bin", "helm")
 	if _, err := os.Stat(helm); err != nil {
 		return fmt.Errorf("%s is missing: run make helm (make test-e2e and make demo do)", helm)
 	}
-	cmd := exec.CommandContext(ctx, helm, "install", ReleaseName, filepath.Join(root, "dist", "chart"),
+	args := []string{"install", ReleaseName, filepath.Join(root, "dist", "chart"),
 		"--namespace", OperatorNamespace, "--create-namespace", "--kubeconfig", kubeconfig,
-		"--set", "manager.replicas=0")
+		"--set", "manager.replicas=0"}
+	if clusterKeyrings {
+		args = append(args, "--set", "clusterKeyrings.enable=true")
+	}
+	cmd := exec.CommandContext(ctx, helm, args...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("helm install: %w\n%s", err, out)
 	}

@@ -57,6 +57,9 @@ type Load struct {
 	URL string
 	// Workers is the number of concurrent clients, each with its own session; 0 means 4.
 	Workers int
+	// OnCompleted, if set, is told of each completed round trip which replica sealed its state and
+	// which opened it (on the worker's goroutine).
+	OnCompleted func(sealedBy, openedBy string)
 
 	completed, rejected, failed, cross atomic.Uint64
 
@@ -145,8 +148,14 @@ func (l *Load) worker(ctx context.Context, w int, httpClient *http.Client) {
 			l.fail(fmt.Errorf("worker %d: tool error: %s", w, text(res)))
 		default:
 			l.completed.Add(1)
-			if m, ok := res.StructuredContent.(map[string]any); ok && m["sealedBy"] != m["openedBy"] {
+			m, _ := res.StructuredContent.(map[string]any)
+			sealedBy, _ := m["sealedBy"].(string)
+			openedBy, _ := m["openedBy"].(string)
+			if sealedBy != openedBy {
 				l.cross.Add(1)
+			}
+			if l.OnCompleted != nil {
+				l.OnCompleted(sealedBy, openedBy)
 			}
 		}
 	}

@@ -18,7 +18,6 @@ package harness
 
 import (
 	"context"
-	"maps"
 	"net"
 	"strconv"
 	"sync"
@@ -26,66 +25,112 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// PodNetwork follows the pods of a namespace on the real node, where the kubelet runs them as
+// PodNetwork follows the pods of some namespaces on the real node, where the kubelet runs them as
 // containers, and keeps the Balancer's backends on their pod network addresses: one backend per
 // Ready pod that is not terminating, at its IP and the server's port. It is what a Service's
 // endpoints are, kept by the harness so that the balancer stays round-robin (kube-proxy's choice is
-// random) and can say which replica answered.
+// random) and can say which replica answered. Over several namespaces it is one balancer over all
+// their pods, as a gateway in front of one server deployed per tenant namespace is.
 type PodNetwork struct {
-	Cache     crcache.Cache
-	Namespace string
-	Balancer  *Balancer
+	Cache crcache.Cache
+	// Namespaces are the namespaces followed from Run on; Follow and Forget change them.
+	Namespaces []string
+	Balancer   *Balancer
 	// Port is the servers' port in the pods.
 	Port int
 
-	mu      sync.Mutex
-	serving map[string]string // pod name: its address
+	mu       sync.Mutex
+	followed map[string]bool
+	serving  map[string]podBackend // by pod name
 }
+
+// podBackend is a serving pod's namespace and address.
+type podBackend struct{ namespace, addr string }
 
 // Run starts following the pods and returns once the handler is registered.
 func (n *PodNetwork) Run(ctx context.Context) error {
-	n.serving = map[string]string{}
+	n.serving, n.followed = map[string]podBackend{}, map[string]bool{}
+	for _, ns := range n.Namespaces {
+		n.followed[ns] = true
+	}
 	inf, err := n.Cache.GetInformer(ctx, &corev1.Pod{})
 	if err != nil {
 		return err
 	}
-	follow := func(obj any, gone bool) {
-		if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj, gone = tomb.Obj, true
-		}
-		pod, ok := obj.(*corev1.Pod)
-		if !ok || pod.Namespace != n.Namespace {
-			return
-		}
-		addr := ""
-		if !gone && pod.DeletionTimestamp == nil && pod.Status.PodIP != "" && podReady(pod) {
-			addr = net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(n.Port))
-		}
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		switch addr {
-		case n.serving[pod.Name]:
-		case "":
-			delete(n.serving, pod.Name)
-			n.Balancer.Remove(pod.Name)
-		default:
-			n.serving[pod.Name] = addr
-			n.Balancer.Add(pod.Name, addr)
-		}
-	}
 	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { follow(o, false) },
-		UpdateFunc: func(_, o any) { follow(o, false) },
-		DeleteFunc: func(o any) { follow(o, true) },
+		AddFunc:    func(o any) { n.follow(o, false) },
+		UpdateFunc: func(_, o any) { n.follow(o, false) },
+		DeleteFunc: func(o any) { n.follow(o, true) },
 	})
 	return err
+}
+
+func (n *PodNetwork) follow(obj any, gone bool) {
+	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj, gone = tomb.Obj, true
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.followed[pod.Namespace] {
+		return
+	}
+	addr := ""
+	if !gone && pod.DeletionTimestamp == nil && pod.Status.PodIP != "" && podReady(pod) {
+		addr = net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(n.Port))
+	}
+	switch addr {
+	case n.serving[pod.Name].addr:
+	case "":
+		delete(n.serving, pod.Name)
+		n.Balancer.Remove(pod.Name)
+	default:
+		n.serving[pod.Name] = podBackend{pod.Namespace, addr}
+		n.Balancer.Add(pod.Name, addr)
+	}
+}
+
+// Follow adds namespace's pods to the balancer: those serving now, and those that serve later.
+func (n *PodNetwork) Follow(ctx context.Context, namespace string) error {
+	n.mu.Lock()
+	n.followed[namespace] = true
+	n.mu.Unlock()
+	var pods corev1.PodList
+	if err := n.Cache.List(ctx, &pods, client.InNamespace(namespace)); err != nil {
+		return err
+	}
+	for i := range pods.Items {
+		n.follow(&pods.Items[i], false)
+	}
+	return nil
+}
+
+// Forget takes namespace's pods out of the balancer; no new request goes to them once it returns.
+func (n *PodNetwork) Forget(namespace string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	delete(n.followed, namespace)
+	for name, b := range n.serving {
+		if b.namespace == namespace {
+			delete(n.serving, name)
+			n.Balancer.Remove(name)
+		}
+	}
 }
 
 // Serving returns the address of every serving pod, by pod name.
 func (n *PodNetwork) Serving() map[string]string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return maps.Clone(n.serving)
+	out := make(map[string]string, len(n.serving))
+	for name, b := range n.serving {
+		out[name] = b.addr
+	}
+	return out
 }

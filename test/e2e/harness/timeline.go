@@ -97,6 +97,9 @@ type Timeline struct {
 	// ArgoRollout: the workload named Deployment is an Argo Rollout (Options.ArgoRollout), whose
 	// stamps and rollouts the timeline records in the Deployment's place.
 	ArgoRollout bool
+	// ClusterKeyring: Keyring is a ClusterMRTRKeyring (its phases), and Namespace the one of its
+	// namespaces whose Secret, Deployment and pods are recorded.
+	ClusterKeyring bool
 	// OnEvent, if set, is called with each event as it is recorded (on an informer goroutine).
 	OnEvent func(Event)
 
@@ -114,12 +117,16 @@ type Timeline struct {
 // Run registers the watches; events are recorded until the cache stops.
 func (t *Timeline) Run(ctx context.Context, c crcache.Cache) error {
 	t.ttlUntil, t.acks = map[string]time.Time{}, map[string]string{}
+	var keyringObj client.Object = &mrtrv1alpha1.MRTRKeyring{}
+	if t.ClusterKeyring {
+		keyringObj = &mrtrv1alpha1.ClusterMRTRKeyring{}
+	}
 	type watch struct {
 		obj    client.Object
 		handle func(any)
 	}
 	watches := []watch{
-		{&mrtrv1alpha1.MRTRKeyring{}, t.keyringChanged},
+		{keyringObj, t.keyringChanged},
 		{&corev1.Secret{}, t.secretChanged},
 		{&appsv1.Deployment{}, t.deploymentChanged},
 		{&corev1.Pod{}, t.podChanged},
@@ -204,22 +211,33 @@ func (t *Timeline) record(e Event) {
 }
 
 func (t *Timeline) keyringChanged(obj any) {
-	k, ok := obj.(*mrtrv1alpha1.MRTRKeyring)
-	if !ok || k.Namespace != t.Namespace || k.Name != t.Keyring {
+	var status *mrtrv1alpha1.MRTRKeyringStatus
+	switch k := obj.(type) {
+	case *mrtrv1alpha1.MRTRKeyring:
+		if k.Namespace == t.Namespace && k.Name == t.Keyring {
+			status = &k.Status
+		}
+	case *mrtrv1alpha1.ClusterMRTRKeyring:
+		if k.Name == t.Keyring {
+			status = &k.Status.MRTRKeyringStatus
+		}
+	}
+	if status == nil {
 		return
 	}
+	k := obj.(client.Object)
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if u := k.Status.TTLWaitUntil; u != nil {
+	if u := status.TTLWaitUntil; u != nil {
 		s := u.UTC().Format(time.RFC3339Nano)
 		if _, seen := t.ttlUntil[s]; !seen {
 			t.ttlUntil[s] = u.Time
 			t.ttlUntilSq = append(t.ttlUntilSq, u.Time)
 		}
 	}
-	if k.Status.Phase != "" && k.Status.Phase != t.phase {
-		t.phase = k.Status.Phase
-		t.record(Event{Kind: EventPhase, Phase: k.Status.Phase, RV: rv(k)})
+	if status.Phase != "" && status.Phase != t.phase {
+		t.phase = status.Phase
+		t.record(Event{Kind: EventPhase, Phase: status.Phase, RV: rv(k)})
 	}
 }
 
