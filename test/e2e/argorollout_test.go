@@ -173,7 +173,8 @@ var _ = Describe("an Argo Rollout, rolled out by the Argo Rollouts controller", 
 		Expect(err).NotTo(HaveOccurred())
 		Expect(forbidden).To(BeEmpty(), "requests the API server refused the operator")
 		for _, p := range unused {
-			Expect(p.Resource).NotTo(HavePrefix(harness.RolloutGVK.Group+"/"), "a permission on Rollouts the operator never used: %s (unused: %v)", p, unused)
+			Expect(p.Resource).NotTo(HavePrefix(harness.RolloutGVK.Group+"/"),
+				"a permission on Rollouts the operator never used: %s (unused: %v)", p, unused)
 		}
 	})
 })
