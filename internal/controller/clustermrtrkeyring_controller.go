@@ -167,11 +167,14 @@ type placeObserved struct {
 // placeKeyring is ck as the namespaced machinery sees it in namespace: its claim as its name (the
 // stamps' owner), its spec.
 func placeKeyring(ck *mrtrv1alpha1.ClusterMRTRKeyring, namespace string) *mrtrv1alpha1.MRTRKeyring {
-	return &mrtrv1alpha1.MRTRKeyring{
+	pk := &mrtrv1alpha1.MRTRKeyring{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: mrtrv1alpha1.ClusterKeyringClaim(ck.Name), Generation: ck.Generation,
 			Annotations: ck.Annotations},
 		Spec: ck.Spec.MRTRKeyringSpec, Status: ck.Status.MRTRKeyringStatus,
 	}
+	// Its name is the claim, not the cluster keyring's: the Secret's name defaults to the latter.
+	pk.Spec.SecretName = ck.EffectiveSecretName()
+	return pk
 }
 
 // metricsView is ck as the metrics see it: a keyring of no namespace.

@@ -361,6 +361,25 @@ var _ = Describe("ClusterMRTRKeyring", func() {
 		Expect(secretKeyring(Default, second.ns, "payments").Fingerprint()).To(Equal(copied), "the MRTRKeyring takes over nothing")
 	})
 
+	It("finds the consumers of a Secret named after the keyring, spec.secretName left at its default", func() {
+		name := "payments" // the tenants' Deployments and pods mount Secret payments
+		tenants := []*tenant{newTenant(name, 1), newTenant(name, 1)}
+		spec := newKeyring("", name, reloading(nil)).Spec
+		Expect(spec.SecretName).To(BeEmpty())
+		Expect(k8sClient.Create(ctx, &mrtrv1alpha1.ClusterMRTRKeyring{ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: mrtrv1alpha1.ClusterMRTRKeyringSpec{MRTRKeyringSpec: spec,
+				NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"fleet": name}}}})).To(Succeed())
+		eventuallyClusterPhase(name, mrtrv1alpha1.PhaseStable)
+		acknowledgeCopies(name, tenants...)
+		Eventually(func(g Gomega) {
+			ck := getClusterKeyring(g, name)
+			g.Expect(ck.Status.WorkloadCount).To(BeEquivalentTo(2))
+			g.Expect(ck.Status.PodsAcknowledged).To(BeEquivalentTo(2))
+		}).Should(Succeed())
+		requestClusterRotation(name, "default-name-1")
+		eventuallyClusterPhase(name, mrtrv1alpha1.PhaseAccepting)
+	})
+
 	It("is refused without a namespaceSelector, with named workloads or a pod selector, or a name too long to label with", func() {
 		spec := newKeyring("", "x", nil).Spec
 		for what, ck := range map[string]*mrtrv1alpha1.ClusterMRTRKeyring{
