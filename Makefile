@@ -212,7 +212,7 @@ bench-token: ## Benchmark pkg/token's codecs against their floors and alternativ
 # the manager's API requests and CPU per keyring rotation, its steady-state traffic and memory, a
 # markdown table and one JSON line per size. SCALE_DELIVERY=Reload acknowledges on Pods instead of
 # rolling out; SCALE_NEXT_KEY=Staged rotates in two rounds (the default, AtRotation, in the three
-# the issue's baseline measured); SCALE_MANAGER_ARGS are appended to the manager's flags and
+# the baseline of docs/benchmarks.md); SCALE_MANAGER_ARGS are appended to the manager's flags and
 # SCALE_MANAGER_ENV (NAME=value ...) to its environment; SCALE_PROFILE_DIR=dir saves a CPU profile
 # of the API server during the rotation, one keyring and Secret as served, and the manager's heap.
 # SCALE_CLUSTER=1 measures one ClusterMRTRKeyring over SCALE_N namespaces instead (requests per

@@ -97,7 +97,7 @@ func parseConfig(args []string) (config, error) {
 	delivery := fs.String("delivery", envOr("SCALE_DELIVERY", string(mrtrv1alpha1.DeliveryRestart)),
 		"Restart (the harness rolls the Deployments out) or Reload (the harness acknowledges on Pods) (env SCALE_DELIVERY)")
 	nextKey := fs.String("next-key", envOr("SCALE_NEXT_KEY", string(mrtrv1alpha1.NextKeyAtRotation)),
-		"AtRotation (three rounds per rotation, as the issue's baseline measured) or Staged (two rounds; no Accepting, "+
+		"AtRotation (three rounds per rotation, the baseline of docs/benchmarks.md) or Staged (two rounds; no Accepting, "+
 			"so no rollout -> next write step to time) (env SCALE_NEXT_KEY)")
 	managerArgs := fs.String("manager-args", os.Getenv("SCALE_MANAGER_ARGS"),
 		"space-separated extra arguments for the manager, appended to the harness's own (env SCALE_MANAGER_ARGS)")
@@ -179,7 +179,7 @@ func progress(format string, args ...any) {
 }
 
 // namespacesFor is how many namespaces N keyrings are spread over: one up to 1000, else one per 100
-// keyrings, as the issue asks for 10000 keyrings over 100 namespaces.
+// keyrings, so that 10000 keyrings spread over 100 namespaces.
 func namespacesFor(n int) int {
 	if n <= 1000 {
 		return 1

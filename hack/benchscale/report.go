@@ -211,7 +211,7 @@ func (r result) block() string {
 	return b.String()
 }
 
-// jsonLine is the one line a script reads, with exactly the keys the issue asks for.
+// jsonLine is the one line a script reads, with the keys docs/benchmarks.md names.
 func (r result) jsonLine() string {
 	b, err := json.Marshal(struct {
 		N                   int     `json:"n"`
