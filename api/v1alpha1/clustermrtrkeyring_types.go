@@ -41,10 +41,34 @@ type ClusterMRTRKeyringSpec struct {
 	// namespace, which must be asked for.
 	// +required
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector"`
+
+	// onLeave is what a namespace leaving the selection does to the keyring. Its Secret stays
+	// (servers there may still seal with it), so whoever can read Secrets there still holds the
+	// primary key and the staged next one, which every selected namespace accepts, and a
+	// revocation never reaches a namespace outside the selection.
+	// Keep (the default) leaves the rotation schedule as it is: those keys are retired by the next
+	// two rotations. Rekey starts a rotation at once (after the one under way, if any) to a fresh
+	// key instead of the staged one, which it drops: the keys the namespace holds are gone after
+	// that one rotation. Choose Rekey when a namespace leaves because its tenant is not trusted.
+	// +optional
+	// +kubebuilder:default=Keep
+	OnLeave OnLeave `json:"onLeave,omitempty"`
 }
 
+// OnLeave is what a namespace leaving a ClusterMRTRKeyring's selection does: see
+// ClusterMRTRKeyringSpec.onLeave.
+// +kubebuilder:validation:Enum=Keep;Rekey
+type OnLeave string
+
+const (
+	// OnLeaveKeep: nothing; the next rotations retire the keys the namespace holds.
+	OnLeaveKeep OnLeave = "Keep"
+	// OnLeaveRekey: a rotation to a fresh key starts at once, and the staged key is dropped.
+	OnLeaveRekey OnLeave = "Rekey"
+)
+
 // NamespaceState is what a ClusterMRTRKeyring's rotation knows of one namespace.
-// +kubebuilder:validation:Enum=UpToDate;Behind;Conflict;Left
+// +kubebuilder:validation:Enum=UpToDate;Behind;Conflict;WriteRefused;Left
 type NamespaceState string
 
 const (
@@ -57,6 +81,12 @@ const (
 	// NamespaceConflict: a Secret of that name there is not this keyring's (another keyring's, or
 	// nobody's): it is never overwritten, and the namespace is not rotated until it is removed.
 	NamespaceConflict NamespaceState = "Conflict"
+	// NamespaceWriteRefused: the API server refused the operator's write of the namespace's Secret
+	// (an admission policy, a full quota); the message gives its reason. A namespace whose Secret
+	// exists holds the phases (its pods lack the keyring) until rolloutDeadline stalls the keyring;
+	// one with no Secret has no consumer that could reject a token, and does not. Its workloads are
+	// never stamped and its pods never evicted while the write is refused.
+	NamespaceWriteRefused NamespaceState = "WriteRefused"
 	// NamespaceLeft: the namespace holds this keyring's Secret but is no longer selected: it is not
 	// rotated any more, and its Secret stays, since servers there may still seal with it.
 	NamespaceLeft NamespaceState = "Left"
@@ -68,7 +98,12 @@ type NamespaceStatus struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
-	// state is UpToDate, Behind, Conflict or Left.
+	// uid is the namespace's uid: a namespace deleted and created again under the same name is
+	// another namespace, which joins anew.
+	// +optional
+	// +kubebuilder:validation:MaxLength=36
+	UID string `json:"uid,omitempty"`
+	// state is UpToDate, Behind, Conflict, WriteRefused or Left.
 	// +required
 	State NamespaceState `json:"state"`
 	// message says what the namespace waits for, or why it is not rotated.
@@ -91,11 +126,20 @@ type NamespacesStatus struct {
 	// conflicts counts the selected namespaces where a Secret of that name is not this keyring's.
 	// +optional
 	Conflicts int32 `json:"conflicts,omitempty"`
+	// refused counts the selected namespaces where the API server refused the operator's write of
+	// the Secret.
+	// +optional
+	Refused int32 `json:"refused,omitempty"`
 	// left counts the namespaces that hold this keyring's Secret but are no longer selected.
 	// +optional
 	Left int32 `json:"left,omitempty"`
-	// items lists at most 100 namespaces: those behind first, then those in conflict, those that
-	// left and those up to date, each group in name order.
+	// pendingRekey, when set, says which namespaces left with spec.onLeave Rekey: a rotation to a
+	// fresh key starts as soon as the keyring is Stable, and clears it.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	PendingRekey string `json:"pendingRekey,omitempty"`
+	// items lists at most 100 namespaces: those behind first, then those whose write was refused,
+	// those in conflict, those that left and those up to date, each group in name order.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=100

@@ -756,6 +756,11 @@ const (
 	// NoWindowWithinInterval): the primary key then outlives the interval, and the alert on its
 	// age fires. False (reason WindowsOpen) otherwise; absent without windows.
 	ConditionRotationWindows = "RotationWindowWarning"
+	// ConditionPartiallyReady is, on a ClusterMRTRKeyring, True while some selected namespaces are
+	// not rotated or cannot be written (reason Conflict or WriteRefused; the message names them
+	// and why) while the others are: as external-secrets' ClusterExternalSecret reports a partial
+	// success. False (reason AllNamespacesReady) otherwise.
+	ConditionPartiallyReady = "PartiallyReady"
 )
 
 // Condition reasons.
@@ -794,6 +799,12 @@ const (
 	// ReasonConflict: the keyring Secret, or a target workload's stamp, belongs to another
 	// MRTRKeyring (the message names it). This keyring touches neither until the owner is gone.
 	ReasonConflict = "Conflict"
+	// ReasonWriteRefused: the API server refused the write of a namespace's Secret (Stalled after
+	// rolloutDeadline, and PartiallyReady).
+	ReasonWriteRefused = "WriteRefused"
+	// ReasonAllNamespacesReady: every selected namespace takes part in the rotation (PartiallyReady
+	// False).
+	ReasonAllNamespacesReady = "AllNamespacesReady"
 	// ReasonKeyRevoked (KeyRevoked=True; Warning event): keys were revoked through mrtr.dev/revoke.
 	ReasonKeyRevoked = "KeyRevoked"
 	// ReasonNoneRevoked (KeyRevoked=False): no key of this keyring was ever revoked.

@@ -34,6 +34,10 @@ const (
 	// namespace, the ClusterMRTRKeyring it is a copy of. A copy without it is not the operator's,
 	// and is never overwritten.
 	ClusterKeyringLabel = "mrtr.dev/cluster-keyring"
+	// ClusterKeyringUIDAnnotation is, on a copy, the uid of the ClusterMRTRKeyring that wrote it: a
+	// Secret anyone labelled with ClusterKeyringLabel in a namespace never selected is no copy, and
+	// neither shows as Left nor wakes the keyring.
+	ClusterKeyringUIDAnnotation = "mrtr.dev/cluster-keyring-uid"
 	// FieldManager is the operator's field manager in every write it makes; the managedFields time
 	// of its entry in the Secret is when it last wrote the keyring, by the API server's clock.
 	FieldManager = "mrtr-operator"
@@ -119,6 +123,12 @@ const (
 	// EventNamespaceLeft: a namespace that held a ClusterMRTRKeyring's Secret is no longer selected;
 	// it is not rotated any more, and its Secret stays.
 	EventNamespaceLeft = "NamespaceLeft"
+	// EventNamespaceJoined: a selected namespace with no copy of a ClusterMRTRKeyring's Secret
+	// receives one: newly selected, or deleted and created again under a selected name.
+	EventNamespaceJoined = "NamespaceJoined"
+	// EventWriteRefused (Warning): the API server refused the operator's write of a
+	// ClusterMRTRKeyring's Secret in a namespace.
+	EventWriteRefused = "WriteRefused"
 	// EventAcknowledgementRefused (Warning): a pod's acknowledgement that its Pod's managedFields show
 	// was not written by the pod's own reporter (another field manager, or the pods/status
 	// subresource), or was written before the Secret write it acknowledges: not taken as proof.

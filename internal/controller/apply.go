@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -122,19 +123,27 @@ func (r *MRTRKeyringReconciler) writeKeyringSecret(ctx context.Context, t secret
 	return nil
 }
 
-// apiReason keeps an API error's reason and code but drops its message, which could echo the
-// request body (the API server does not, but a webhook in the path might). The result is still an
-// API status, so apierrors.IsConflict and its kin work on it.
+// apiReason keeps an API error's reason, code and message, but scrubs the message of anything that
+// looks like encoded data and cuts it short: it could echo the request body (the API server does
+// not, but a webhook in the path might). The result is still an API status, so apierrors.IsConflict
+// and its kin work on it.
 func apiReason(err error) error {
 	if s, ok := err.(apierrors.APIStatus); ok {
 		st := s.Status()
+		msg := encodedRun.ReplaceAllString(st.Message, "[redacted]")
+		if len(msg) > 300 {
+			msg = msg[:297] + "..."
+		}
 		return &apierrors.StatusError{ErrStatus: metav1.Status{
 			Status: metav1.StatusFailure, Reason: st.Reason, Code: st.Code,
-			Message: fmt.Sprintf("%s (%d)", st.Reason, st.Code),
+			Message: fmt.Sprintf("%s (%d): %s", st.Reason, st.Code, msg),
 		}}
 	}
 	return err
 }
+
+// encodedRun matches what could be key material in an error message: a long run of base64 or hex.
+var encodedRun = regexp.MustCompile(`[A-Za-z0-9+/=_-]{24,}`)
 
 // evictionRetry is how soon a pass runs again after an eviction was refused (a PodDisruptionBudget
 // allows no disruption now): the budget frees up as replaced pods become ready.

@@ -22,6 +22,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -51,6 +53,49 @@ type ClusterMRTRKeyringReconciler struct {
 	*MRTRKeyringReconciler
 	// Namespace is the cluster resource namespace, the operator's, that holds the lead Secrets.
 	Namespace string
+
+	refusals refusals
+}
+
+// refusalRetry is how soon a pass runs again after the API server refused a copy's write: a quota
+// or a policy changes at a person's pace, and the refusal is a per-namespace state, not an error
+// that backs the whole keyring off.
+const refusalRetry = 30 * time.Second
+
+// refusals remembers, per keyring and namespace, how the API server refused the last write of a
+// copy (rotation.Place.WriteRefused), until a write there succeeds. Lost on a restart: the next
+// write finds out again.
+type refusals struct{ m sync.Map }
+
+func refusalKey(uid types.UID, namespace string) string { return string(uid) + "/" + namespace }
+
+func (f *refusals) get(uid types.UID, namespace string) string {
+	v, _ := f.m.Load(refusalKey(uid, namespace))
+	s, _ := v.(string)
+	return s
+}
+func (f *refusals) set(uid types.UID, namespace, why string) {
+	f.m.Store(refusalKey(uid, namespace), why)
+}
+func (f *refusals) clear(uid types.UID, namespace string) { f.m.Delete(refusalKey(uid, namespace)) }
+
+// refusal says how the API server refused a write, "" when err is no refusal but a race (a
+// conflict, a Secret that appeared meanwhile) or a failure to reach it: those are retried as they are.
+// Its message is the API's, as apiReason scrubbed it.
+func refusal(err error) string {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) || apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		return ""
+	}
+	status := st.Status()
+	switch status.Reason {
+	case metav1.StatusReasonForbidden, metav1.StatusReasonInvalid, metav1.StatusReasonBadRequest, metav1.StatusReasonRequestEntityTooLarge,
+		metav1.StatusReasonMethodNotAllowed, metav1.StatusReasonNotAcceptable, metav1.StatusReasonUnsupportedMediaType:
+	default:
+		return ""
+	}
+	// writeKeyringSecret's errors carry the API's message already scrubbed (apiReason).
+	return string(status.Reason) + ": " + strings.TrimPrefix(status.Message, fmt.Sprintf("%s (%d): ", status.Reason, status.Code))
 }
 
 // What cluster keyrings add to the operator's permissions (granted
@@ -104,10 +149,12 @@ func (r *ClusterMRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.R
 	r.metrics().Observe(metricsView(&ck))
 	var errs []error
 	requeue := d.RequeueAfter
+	failed := map[string]bool{} // the places whose copy write failed this pass: not stamped
 	if len(d.CopyTo) > 0 {
-		if retry, err := r.writeCopies(ctx, &ck, in, obs, d); err != nil || retry {
-			errs = append(errs, err)
-			requeue = soonest(requeue, conflictRetry)
+		var retry time.Duration
+		failed, retry = r.writeCopies(ctx, &ck, in, obs, d)
+		if retry > 0 {
+			requeue = soonest(requeue, retry)
 		}
 	}
 	for _, e := range d.Events {
@@ -115,7 +162,7 @@ func (r *ClusterMRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.R
 	}
 	for _, p := range obs.places {
 		pk := placeKeyring(&ck, p.namespace)
-		if d.Stamp != "" {
+		if d.Stamp != "" && !failed[p.namespace] {
 			for _, obj := range p.stampable {
 				if ref, _ := workload.RefOf(obj); !slices.Contains(d.StampTargets, rotation.PlacedRef(p.namespace, ref.String())) {
 					continue
@@ -210,7 +257,7 @@ func (r *ClusterMRTRKeyringReconciler) gatherCluster(ctx context.Context, ck *mr
 		Now: r.now().Now(), Generation: ck.Generation, Settings: settings, Status: ck.Status.MRTRKeyringStatus,
 		SecretName: ck.EffectiveSecretName(), Secret: sec, FreshKeys: fresh, Namespaces: ck.Status.Namespaces,
 		RotateRequest: ck.Annotations[mrtrv1alpha1.RotateAnnotation], RevokeRequest: ck.Annotations[mrtrv1alpha1.RevokeAnnotation],
-		NodesUnreadable: !r.ReadNodes,
+		NodesUnreadable: !r.ReadNodes, Name: ck.Name, UID: string(ck.UID), OnLeave: ck.Spec.OnLeave,
 	}
 	obs := clusterObserved{lead: lead, secret: secret}
 	for _, ns := range selected {
@@ -253,9 +300,10 @@ func (r *ClusterMRTRKeyringReconciler) gatherPlace(ctx context.Context, ck *mrtr
 	case !apierrors.IsNotFound(err):
 		return gatheredPlace{}, placeObserved{}, fmt.Errorf("read Secret %s: %w", key, err)
 	}
-	p := gatheredPlace{Place: rotation.Place{Name: ns.Name, Copy: observeSecret(copySecret), Terminating: ns.DeletionTimestamp != nil}}
+	p := gatheredPlace{Place: rotation.Place{Name: ns.Name, UID: string(ns.UID), Copy: observeSecret(copySecret),
+		Terminating: ns.DeletionTimestamp != nil, WriteRefused: r.refusals.get(ck.UID, ns.Name)}}
 	po := placeObserved{namespace: ns.Name, copy: copySecret}
-	if p.Owner, err = r.copyOwner(ctx, ck, copySecret); err != nil || p.Owner != "" || p.Terminating {
+	if p.Ownership, err = r.ownership(ctx, ck, copySecret); err != nil || p.Terminating {
 		return p, po, err
 	}
 	c, err := r.consumers(ctx, placeKeyring(ck, ns.Name), settings)
@@ -273,27 +321,40 @@ func (r *ClusterMRTRKeyringReconciler) gatherPlace(ctx context.Context, ck *mrtr
 	return p, po, nil
 }
 
-// copyOwner says whose s is when it is not ck's copy, "" when it is (or there is none): a Secret
-// labelled as a copy of another ClusterMRTRKeyring that exists, one that an MRTRKeyring of its
-// namespace owns, or one of no keyring at all (a Secret someone made).
-func (r *ClusterMRTRKeyringReconciler) copyOwner(ctx context.Context, ck *mrtrv1alpha1.ClusterMRTRKeyring, s *corev1.Secret) (string, error) {
+// ownership reads what s says of whose it is, and looks up the keyrings its labels name: the raw
+// facts from which rotation decides whether it is ck's copy. Empty for no Secret.
+func (r *ClusterMRTRKeyringReconciler) ownership(ctx context.Context, ck *mrtrv1alpha1.ClusterMRTRKeyring, s *corev1.Secret) (rotation.Ownership, error) {
 	if s == nil {
-		return "", nil
+		return rotation.Ownership{}, nil
 	}
-	if owner, err := r.otherOwner(ctx, placeKeyring(ck, s.Namespace), s.Labels[mrtrv1alpha1.KeyringLabel]); err != nil || owner != "" {
-		return "MRTRKeyring " + owner, err
-	}
-	switch label := s.Labels[mrtrv1alpha1.ClusterKeyringLabel]; {
-	case label == ck.Name:
-		return "", nil
-	case label != "":
-		owner, err := r.otherOwner(ctx, placeKeyring(ck, s.Namespace), mrtrv1alpha1.ClusterKeyringClaim(label))
-		if err != nil || owner != "" {
-			return "ClusterMRTRKeyring " + label, err
+	o := rotation.Ownership{Keyring: s.Labels[mrtrv1alpha1.KeyringLabel], ClusterKeyring: s.Labels[mrtrv1alpha1.ClusterKeyringLabel],
+		WriterUID: s.Annotations[mrtrv1alpha1.ClusterKeyringUIDAnnotation], Immutable: s.Immutable != nil && *s.Immutable}
+	var err error
+	if o.Keyring != "" {
+		var kr mrtrv1alpha1.MRTRKeyring
+		if o.KeyringClaim, err = r.claim(ctx, types.NamespacedName{Namespace: s.Namespace, Name: o.Keyring}, &kr); err != nil {
+			return o, err
 		}
-		// A copy of a cluster keyring that is gone: it stays its servers', not ours to take.
 	}
-	return "no keyring (it is not labelled " + mrtrv1alpha1.ClusterKeyringLabel + "=" + ck.Name + ")", nil
+	if o.ClusterKeyring != "" && o.ClusterKeyring != ck.Name {
+		var other mrtrv1alpha1.ClusterMRTRKeyring
+		if o.ClusterClaim, err = r.claim(ctx, types.NamespacedName{Name: o.ClusterKeyring}, &other); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+// claim reads the keyring key from the cache into obj and says whether it exists and is being
+// deleted.
+func (r *ClusterMRTRKeyringReconciler) claim(ctx context.Context, key types.NamespacedName, obj client.Object) (rotation.Claim, error) {
+	switch err := r.Get(ctx, key, obj); {
+	case apierrors.IsNotFound(err):
+		return rotation.Claim{}, nil
+	case err != nil:
+		return rotation.Claim{}, fmt.Errorf("read %T %s, which claims a Secret: %w", obj, key, err)
+	}
+	return rotation.Claim{Exists: true, Deleting: obj.GetDeletionTimestamp() != nil}, nil
 }
 
 // selectedNamespaces lists the namespaces ck's selector selects, sorted by name.
@@ -314,59 +375,75 @@ func (r *ClusterMRTRKeyringReconciler) selectedNamespaces(ctx context.Context, c
 	return out, nil
 }
 
-// leftNamespaces lists, sorted, the namespaces that hold a copy of ck (by its label) and are not
-// selected.
-func (r *ClusterMRTRKeyringReconciler) leftNamespaces(ctx context.Context, ck *mrtrv1alpha1.ClusterMRTRKeyring, selected []*corev1.Namespace) ([]string, error) {
+// leftNamespaces lists, sorted by name, the Secrets labelled as ck's copies in namespaces it does
+// not select, with their raw facts: rotation keeps those ck wrote (its uid on them).
+func (r *ClusterMRTRKeyringReconciler) leftNamespaces(ctx context.Context, ck *mrtrv1alpha1.ClusterMRTRKeyring, selected []*corev1.Namespace) ([]rotation.Place, error) {
 	var copies corev1.SecretList
-	if err := r.List(ctx, &copies, client.MatchingLabels{mrtrv1alpha1.ClusterKeyringLabel: ck.Name}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.List(ctx, &copies, client.MatchingLabels{mrtrv1alpha1.ClusterKeyringLabel: ck.Name}); err != nil {
 		return nil, fmt.Errorf("list the copies of ClusterMRTRKeyring %s: %w", ck.Name, err)
 	}
-	var left []string
+	var left []rotation.Place
 	for i := range copies.Items {
 		s := &copies.Items[i]
-		if s.Name != ck.EffectiveSecretName() || slices.ContainsFunc(selected, func(ns *corev1.Namespace) bool { return ns.Name == s.Namespace }) {
+		if s.Name != ck.EffectiveSecretName() || s.Namespace == r.Namespace && s.Labels[mrtrv1alpha1.KeyringLabel] != "" ||
+			slices.ContainsFunc(selected, func(ns *corev1.Namespace) bool { return ns.Name == s.Namespace }) {
 			continue
 		}
-		left = append(left, s.Namespace)
+		o, err := r.ownership(ctx, ck, s)
+		if err != nil {
+			return nil, err
+		}
+		left = append(left, rotation.Place{Name: s.Namespace, Copy: observeSecret(s), Ownership: o})
 	}
-	slices.Sort(left)
+	slices.SortFunc(left, func(a, b rotation.Place) int { return strings.Compare(a.Name, b.Name) })
 	return left, nil
 }
 
 // writeCopies writes the copies Step named, each the lead Secret's keyring as this pass leaves it,
-// then nudges that place's pods. It reports whether a write lost a race (the next pass retries it).
+// then nudges that place's pods. A write that fails is that place's alone: the API server's
+// refusal is remembered for the next pass (rotation.Place.WriteRefused), a race or an outage is
+// retried; the others go on. It returns the places whose write failed, which this pass must not
+// stamp, and how soon to try again (0: no need).
 func (r *ClusterMRTRKeyringReconciler) writeCopies(ctx context.Context, ck *mrtrv1alpha1.ClusterMRTRKeyring, in rotation.Input, obs clusterObserved,
-	d rotation.Decision) (retry bool, err error) {
+	d rotation.Decision) (failed map[string]bool, retry time.Duration) {
 	kr, phase := d.Secret, d.SecretPhase
 	if kr == nil {
 		kr, phase = in.Secret.Keyring, in.Secret.WrittenPhase
 	}
 	c := rotation.Decision{Secret: kr, SecretPhase: phase}
-	var errs []error
+	failed = map[string]bool{}
 	for _, name := range d.CopyTo {
 		i := slices.IndexFunc(obs.places, func(p placeObserved) bool { return p.namespace == name })
 		if i < 0 {
 			continue // Step names only the places it was given
 		}
 		p := obs.places[i]
-		target := copyTarget(ck, name)
-		if err := r.writeKeyringSecret(ctx, target, p.copy, c, rotation.SettingsFrom(ck.Spec.MRTRKeyringSpec).TokenTTL, copyAnnotations(c)); err != nil {
-			if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-				retry = true
-				continue
-			}
-			errs = append(errs, err)
+		err := r.writeKeyringSecret(ctx, copyTarget(ck, name), p.copy, c, rotation.SettingsFrom(ck.Spec.MRTRKeyringSpec).TokenTTL, copyAnnotations(ck, c))
+		if err == nil {
+			r.refusals.clear(ck.UID, name)
+			r.syncPods(ctx, placeKeyring(ck, name), kr.Fingerprint(), placed(d.Nudge, name), p.pods)
 			continue
 		}
-		r.syncPods(ctx, placeKeyring(ck, name), kr.Fingerprint(), placed(d.Nudge, name), p.pods)
+		failed[name] = true
+		if why := refusal(err); why != "" {
+			r.refusals.set(ck.UID, name, why)
+			retry = soonest(retry, refusalRetry)
+			continue
+		}
+		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+			logf.FromContext(ctx).Error(err, "write a copy of the keyring", "namespace", name)
+		}
+		retry = soonest(retry, conflictRetry)
 	}
-	return retry, errors.Join(errs...)
+	return failed, retry
 }
 
 // copyAnnotations are the annotations of a copy: the phase and fingerprint of what it holds, which
-// readers and kubectl mrtr show. Nothing is resumed from a copy, so it records nothing else.
-func copyAnnotations(d rotation.Decision) map[string]string {
-	return map[string]string{mrtrv1alpha1.PhaseAnnotation: string(d.SecretPhase), mrtrv1alpha1.FingerprintAnnotation: d.Secret.Fingerprint()}
+// readers and kubectl mrtr show, and the uid of ck, which wrote it. Nothing is resumed from a copy,
+// so it records nothing else.
+func copyAnnotations(ck *mrtrv1alpha1.ClusterMRTRKeyring, d rotation.Decision) map[string]string {
+	return map[string]string{mrtrv1alpha1.PhaseAnnotation: string(d.SecretPhase), mrtrv1alpha1.FingerprintAnnotation: d.Secret.Fingerprint(),
+		mrtrv1alpha1.ClusterKeyringUIDAnnotation: string(ck.UID)}
 }
 
 // copyTarget is where ck's copy in namespace goes, and how it is labelled.

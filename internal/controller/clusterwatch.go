@@ -71,7 +71,17 @@ func (r *ClusterMRTRKeyringReconciler) allClusterKeyrings(ctx context.Context, _
 // select (a Secret that appears there is a conflict).
 func (r *ClusterMRTRKeyringReconciler) clusterKeyringsForSecret(ctx context.Context, s client.Object) []reconcile.Request {
 	if name := s.GetLabels()[mrtrv1alpha1.ClusterKeyringLabel]; name != "" {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+		// Only a copy the keyring wrote (its uid), or a Secret in a namespace it selects: anyone may
+		// label a Secret in a namespace never selected, and must not wake the keyring at will.
+		var ck mrtrv1alpha1.ClusterMRTRKeyring
+		if err := r.Get(ctx, types.NamespacedName{Name: name}, &ck); err != nil {
+			return nil
+		}
+		if ns := r.namespace(ctx, s.GetNamespace()); s.GetAnnotations()[mrtrv1alpha1.ClusterKeyringUIDAnnotation] == string(ck.UID) ||
+			ns != nil && selects(&ck, ns) {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
+		}
+		return nil
 	}
 	if name, ok := strings.CutPrefix(s.GetLabels()[mrtrv1alpha1.KeyringLabel], mrtrv1alpha1.ClusterKeyringClaimPrefix); ok && s.GetNamespace() == r.Namespace {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}

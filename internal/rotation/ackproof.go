@@ -107,6 +107,10 @@ func acknowledgement(pod Pod, secret written) (loaded, refusal string) {
 // kubelet's pace until its first acknowledgement. in's own slices are left as they are.
 func acceptAcknowledgements(in Input) (Input, []mrtrv1alpha1.RefusedAcknowledgement, map[string]bool) {
 	secret := keyringWrite(in)
+	places := map[string]written{} // a place's pods acknowledge its copy's write (placeWrite)
+	for _, p := range in.Places {
+		places[p.Name] = placeWrite(in, p.Name)
+	}
 	var refused []mrtrv1alpha1.RefusedAcknowledgement
 	consumers := map[string]bool{}
 	accept := func(pods []Pod) []Pod {
@@ -119,7 +123,11 @@ func acceptAcknowledgements(in Input) (Input, []mrtrv1alpha1.RefusedAcknowledgem
 				consumers[p.ref()] = true
 			}
 			var why string
-			if out[i].Loaded, why = acknowledgement(p, secret); why != "" {
+			w := secret
+			if p.Place != "" {
+				w = places[p.Place]
+			}
+			if out[i].Loaded, why = acknowledgement(p, w); why != "" {
 				refused = append(refused, mrtrv1alpha1.RefusedAcknowledgement{Pod: p.ref(), Message: why})
 			}
 		}

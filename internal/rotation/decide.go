@@ -52,6 +52,8 @@ type outcome struct {
 	stall    *stall
 	// conflict: the Secret belongs to another keyring, so nothing is written or stamped.
 	conflict bool
+	// rekeyed: this pass starts the rotation that facts.rekey asked for.
+	rekeyed bool
 	// progress is how far the target keyring has reached the targets (showProgress).
 	progress progress
 	// exit is the verdict of the exit check that kept the phase this pass (readyToSeal), nil when
@@ -162,6 +164,7 @@ func move(f facts) outcome {
 	o = planStamps(f, o)
 	o = restartOverdue(f, o)
 	o.copyTo = copyTo(f, o)
+	o = gatePlaces(f, o)
 	o = nudgePods(f, o)
 	o = placeEvents(f, o)
 	if out := outages(f.in); out != "" && o.write != nil && len(f.in.Workloads) > 0 {
@@ -256,6 +259,9 @@ func advance(f facts, o outcome, kr *keyring.Keyring) outcome {
 // (sealWithStaged), or else by adding a new key that every pod must accept first (Accepting).
 func leaveStable(f facts, o outcome, kr *keyring.Keyring) outcome {
 	o = scheduleRotation(f, o)
+	if f.rekey != "" && !f.in.Settings.Suspend {
+		return rekey(f, o, kr)
+	}
 	due := rotationDue(f.in, o.status)
 	if !due.pass {
 		if w := f.in.Settings.Windows; !w.Valid() {
@@ -277,6 +283,34 @@ func leaveStable(f facts, o outcome, kr *keyring.Keyring) outcome {
 	o.status.LastHandledRotateRequest = f.in.RotateRequest
 	o = o.event(corev1Normal, mrtrv1alpha1.EventRotationStarted, "Rotate", "rotation started (%s): created key %s, accepted everywhere before it seals; keyring %s (keys %s)",
 		due.message, added.ID(), next.Fingerprint(), strings.Join(next.IDs(), ", "))
+	return enter(f, o, change{phase: mrtrv1alpha1.PhaseAccepting, keyring: next, write: true})
+}
+
+// rekey starts the rotation that namespaces which left with spec.onLeave Rekey are owed: to a
+// fresh key, accepted everywhere before it seals, and without the staged key, which they hold.
+// Dropping a staged key is safe at any time: nothing ever sealed with it.
+func rekey(f facts, o outcome, kr *keyring.Keyring) outcome {
+	next := kr
+	var err error
+	if f.staged != "" {
+		if next, err = kr.Delete(f.staged); err != nil {
+			return o.cannotBuild(err)
+		}
+	}
+	added := newKeys(f, o.status, next, 1)[0]
+	next, err = next.Add(added)
+	if errors.Is(err, keyring.ErrFull) {
+		return o.stalled(mrtrv1alpha1.ReasonKeyringFull, "the keyring holds %d keys, the most allowed: remove keys no replica seals with (Retiring) so a new key can be added", kr.Len())
+	} else if err != nil {
+		return o.cannotBuild(err)
+	}
+	dropped := ""
+	if f.staged != "" {
+		dropped = fmt.Sprintf("; staged key %s dropped", f.staged)
+	}
+	o.rekeyed = true
+	o = o.event(corev1Normal, mrtrv1alpha1.EventRotationStarted, "Rotate", "rotation started (%s): created key %s, accepted everywhere before it seals%s; keyring %s (keys %s)",
+		f.rekey, added.ID(), dropped, next.Fingerprint(), strings.Join(next.IDs(), ", "))
 	return enter(f, o, change{phase: mrtrv1alpha1.PhaseAccepting, keyring: next, write: true})
 }
 
@@ -329,6 +363,12 @@ func leaveSealingWithNew(f facts, o outcome) outcome {
 // leaveWaitingTTL removes the old keys once every token sealed with them has expired (rule 2),
 // staging a fresh key when nextKey is Staged.
 func leaveWaitingTTL(f facts, o outcome, kr *keyring.Keyring) outcome {
+	if len(f.in.Places) > 0 && !delivered(f, o.status, false).pass {
+		// A place behind (one that joined again holding an older keyring) may have sealed with the
+		// old primary until its pods run this phase's keyring: the wait starts again once they do.
+		o.status.TTLWaitUntil = nil
+		return o
+	}
 	if o.status.TTLWaitUntil == nil { // lost (an edited status): wait the whole time again from now
 		o.status.TTLWaitUntil = ttlWaitEnd(f.in.Now, o.status.TTLWaits)
 	}

@@ -41,7 +41,7 @@ func describe(f facts, o outcome) Decision {
 	if warning != nil {
 		d.Events = append(slices.Clip(o.events), *warning)
 	}
-	if len(f.in.Places) > 0 || len(f.in.Left) > 0 {
+	if len(f.in.Places) > 0 || len(f.in.Left) > 0 || f.in.Namespaces.PendingRekey != "" {
 		d.Namespaces = namespacesStatus(f, o)
 	}
 	if w := o.write; w != nil {
@@ -192,6 +192,9 @@ func conditions(f facts, o outcome) ([]metav1.Condition, *Event) {
 		conds = append(conds, *c)
 	} else {
 		meta.RemoveStatusCondition(&out, mrtrv1alpha1.ConditionStampReverted)
+	}
+	if c := partiallyReady(f); c != nil {
+		conds = append(conds, *c)
 	}
 	switch w := windowCondition(f, o); {
 	case in.Settings.Windows == nil:

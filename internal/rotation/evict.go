@@ -102,7 +102,9 @@ func restartOverdue(f facts, o outcome) outcome {
 	}
 	r := restarts{byWorkload: map[string]held{}}
 	for _, t := range f.delivery.targets {
-		if !t.Found {
+		if !t.Found || !f.in.placeHolds(t.Place, o.status.TargetFingerprint) {
+			// A place whose copy does not hold the keyring yet (its write failed or was refused):
+			// a restart would start its pods on the old one.
 			continue
 		}
 		for _, p := range t.Pods {

@@ -374,11 +374,16 @@ type Input struct {
 	// RotateRequest and RevokeRequest are the current values of the mrtr.dev/rotate and
 	// mrtr.dev/revoke annotations.
 	RotateRequest, RevokeRequest string
+	// Name and UID are a ClusterMRTRKeyring's name and uid: what its copies carry
+	// (ClusterKeyringLabel, ClusterKeyringUIDAnnotation). OnLeave is its spec.onLeave.
+	Name, UID string
+	OnLeave   mrtrv1alpha1.OnLeave
 	// Places are the places of a ClusterMRTRKeyring (the namespaces it selects, see Place), sorted
-	// by name; none for an MRTRKeyring. Left are the namespaces, sorted, that hold a copy of its
-	// Secret but are no longer selected; Namespaces is status.namespaces as last written.
+	// by name; none for an MRTRKeyring. Left are the namespaces, sorted, that hold a Secret labelled
+	// as its copy but are no longer selected (leftPlaces keeps those it wrote); Namespaces is
+	// status.namespaces as last written.
 	Places     []Place
-	Left       []string
+	Left       []Place
 	Namespaces mrtrv1alpha1.NamespacesStatus
 	// NodesUnreadable: the operator may not read Nodes (a namespace-scoped install), so every pod's
 	// Node is NodeUnknown, and the status says so when that matters.

@@ -44,6 +44,9 @@ type facts struct {
 	// consumers the pods that may be nudged.
 	refused   []mrtrv1alpha1.RefusedAcknowledgement
 	consumers map[string]bool
+	// rekey is status.namespaces.pendingRekey as this pass finds it (pendingRekey): a rotation to a
+	// fresh key is owed to the namespaces that left.
+	rekey string
 }
 
 // observe derives the facts of one pass. Its facts.in holds each pod's acknowledgement as the
@@ -66,6 +69,7 @@ func observe(in Input) facts {
 		}
 	}
 	f.delivery = observeDelivery(in, target, false)
+	f.rekey = pendingRekey(in)
 	return f
 }
 
@@ -159,7 +163,7 @@ func observeDelivery(in Input, fp string, writes bool) delivery {
 	}
 	for _, p := range in.Places {
 		switch {
-		case !p.rotated():
+		case !p.rotated(in.Name):
 		case !p.holds(fp):
 			v.behind = append(v.behind, p.Name)
 		case !writes && p.Copy.writtenByUs():
@@ -179,7 +183,7 @@ func observeDelivery(in Input, fp string, writes bool) delivery {
 			t.laggards = v.laggards(w.Pods, false)
 			t.upToDate = seenAll(w) && len(t.laggards) == 0
 		default:
-			t.upToDate = w.Stamp == fp && w.RolledOut
+			t.upToDate = w.Stamp == fp && w.RolledOut && v.stampedAfterCopy(w)
 		}
 		v.targets[i] = t
 		switch {
@@ -206,6 +210,20 @@ func (v delivery) runs(pod Pod, ackOnly bool) bool {
 		at = v.placeWrittenAt[pod.Place]
 	}
 	return !at.IsZero() && pod.CreatedAt.After(at)
+}
+
+// stampedAfterCopy reports whether a Restart rollout of w proves that its pods started with its
+// place's copy of the target keyring: the stamp that began it was written no earlier than that copy
+// (both whole seconds of the API server's clock; the shell stamps a place only after its copy is
+// written, so the same second is that order). A stamp from before, written while the copy was
+// stale or its write failed, restarted the pods onto the old keyring. An MRTRKeyring's targets read
+// the Secret itself, whose write precedes every stamp of its keyring.
+func (v delivery) stampedAfterCopy(w Workload) bool {
+	if w.Place == "" {
+		return true
+	}
+	at := v.placeWrittenAt[w.Place]
+	return !at.IsZero() && !w.StampWriter.At.IsZero() && !w.StampWriter.At.Before(at)
 }
 
 // laggards are the pods that do not run the target keyring yet.

@@ -24,6 +24,9 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
@@ -41,19 +44,40 @@ func placed(place string, loaded string, pods ...string) Workload {
 	return w
 }
 
+// The cluster keyring of the places tests, and the ownership facts of a copy it wrote.
+const (
+	clusterName = "shared"
+	clusterUID  = "3f0c1d8e-0000-4000-8000-000000000001"
+)
+
+var ourCopy = Ownership{ClusterKeyring: clusterName, WriterUID: clusterUID}
+
+// clustered makes in the Input of the cluster keyring clusterName.
+func clustered(in Input) Input {
+	in.Name, in.UID = clusterName, clusterUID
+	return in
+}
+
 // copyOf is a place whose copy holds ids, as written by the operator at writtenAt.
 func copyOf(t *testing.T, name string, phase mrtrv1alpha1.Phase, ids ...string) Place {
 	c := ours(t, phase, ids...)
 	c.WrittenAt = writtenAt
-	return Place{Name: name, Copy: c}
+	return Place{Name: name, UID: "uid-" + name, Copy: c, Ownership: ourCopy}
+}
+
+// leftPlace is a namespace no longer selected that holds a copy of ids with ownership o.
+func leftPlace(t *testing.T, name string, o Ownership, ids ...string) Place {
+	p := copyOf(t, name, mrtrv1alpha1.PhaseStable, ids...)
+	p.Ownership = o
+	return p
 }
 
 func TestPlacesStep(t *testing.T) {
 	a, b := "k20260101-000000", "k20260806-120000"
 	ab, ba := fp(t, a, b), fp(t, b, a)
 	accepting := func() Input {
-		in := reloadInput(status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b),
-			placed("t1", ab, "p1"), placed("t2", ab, "p2"))
+		in := clustered(reloadInput(status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b),
+			placed("t1", ab, "p1"), placed("t2", ab, "p2")))
 		in.Places = []Place{copyOf(t, "t1", mrtrv1alpha1.PhaseAccepting, a, b), copyOf(t, "t2", mrtrv1alpha1.PhaseAccepting, a, b)}
 		return in
 	}
@@ -89,14 +113,14 @@ func TestPlacesStep(t *testing.T) {
 		},
 		"a namespace that joins mid-rotation gets the phase's keyring, and its pods count only once it has it": {
 			edit: func(in *Input) {
-				in.Places = append(in.Places, Place{Name: "t3", Copy: SecretObservation{State: SecretAbsent}})
+				in.Places = append(in.Places, Place{Name: "t3", UID: "uid-t3", Copy: SecretObservation{State: SecretAbsent}})
 				in.Workloads = append(in.Workloads, placed("t3", "", "p3"))
 			},
-			phase: mrtrv1alpha1.PhaseAccepting, copyTo: []string{"t3"}, items: []string{"t3=Behind", "t1=UpToDate", "t2=UpToDate"},
+			phase: mrtrv1alpha1.PhaseAccepting, copyTo: []string{"t3"}, events: []string{"NamespaceJoined"}, items: []string{"t3=Behind", "t1=UpToDate", "t2=UpToDate"},
 		},
 		"a Secret of another keyring is never written, its namespace is not rotated, and the conflict is reported": {
 			edit: func(in *Input) {
-				in.Places[1].Owner = "MRTRKeyring web"
+				in.Places[1].Ownership = Ownership{Keyring: "web", KeyringClaim: Claim{Exists: true}}
 				in.Places[1].Copy = foreign(t, "other")
 				in.Workloads[1].Pods[0].Loaded = "" // its pods run the other keyring: they do not count
 			},
@@ -113,15 +137,67 @@ func TestPlacesStep(t *testing.T) {
 		},
 		"a namespace that left is not rotated; its Secret stays, and the event says so once": {
 			edit: func(in *Input) {
-				in.Left = []string{"t0"}
+				in.Left = []Place{leftPlace(t, "t0", ourCopy, a, b)}
 				in.Namespaces.Items = []mrtrv1alpha1.NamespaceStatus{{Name: "t0", State: mrtrv1alpha1.NamespaceUpToDate}}
 			},
 			phase: mrtrv1alpha1.PhaseSealingWithNew, copyTo: []string{"t1", "t2"}, events: []string{"KeySealing", "NamespaceLeft"},
 			items: []string{"t1=Behind", "t2=Behind", "t0=Left"},
 		},
+		"a copy update the API server refuses holds the phase, is retried, and is reported; its pods are not evicted": {
+			edit: func(in *Input) {
+				in.Places[1] = copyOf(t, "t2", mrtrv1alpha1.PhaseStable, a)
+				in.Places[1].WriteRefused = "Forbidden: denied by policy no-keyring-writes"
+				in.Workloads[1].Pods[0] = Pod{Place: "t2", Name: "p2", Loaded: fp(t, a), AckWriter: reporter, CreatedAt: now.Add(-time.Hour)}
+				in.Status.PhaseStartedAt = at(-5 * time.Minute) // past the reload deadline: p2 would be overdue
+			},
+			phase: mrtrv1alpha1.PhaseAccepting, copyTo: []string{"t2"}, events: []string{"WriteRefused"},
+			items: []string{"t2=WriteRefused", "t1=UpToDate"},
+		},
+		"an immutable copy is a conflict: never written, and the others rotate": {
+			edit: func(in *Input) {
+				in.Places[1] = copyOf(t, "t2", mrtrv1alpha1.PhaseStable, a)
+				in.Places[1].Ownership.Immutable = true
+				in.Workloads[1].Pods[0].Loaded = ""
+			},
+			phase: mrtrv1alpha1.PhaseSealingWithNew, copyTo: []string{"t1"}, events: []string{"KeySealing", "Conflict"},
+			items: []string{"t1=Behind", "t2=Conflict"},
+		},
+		"a labelled Secret of another type is a conflict": {
+			edit: func(in *Input) {
+				in.Places[1].Copy = ObserveSecret(true, "Opaque", nil, nil)
+				in.Workloads[1].Pods[0].Loaded = ""
+			},
+			phase: mrtrv1alpha1.PhaseSealingWithNew, copyTo: []string{"t1"}, events: []string{"KeySealing", "Conflict"},
+			items: []string{"t1=Behind", "t2=Conflict"},
+		},
+		"a copy whose creation is refused (a full quota) holds nothing back and is retried": {
+			edit: func(in *Input) {
+				in.Places = append(in.Places, Place{Name: "t3", UID: "uid-t3", Copy: SecretObservation{State: SecretAbsent},
+					WriteRefused: `Forbidden: exceeded quota: q, requested: count/secrets=1`})
+				in.Workloads = append(in.Workloads, placed("t3", "", "p3"))
+			},
+			phase: mrtrv1alpha1.PhaseSealingWithNew, copyTo: []string{"t1", "t2", "t3"}, events: []string{"KeySealing", "WriteRefused"},
+			items: []string{"t1=Behind", "t2=Behind", "t3=WriteRefused"},
+		},
+		"a Secret labelled as a copy in a namespace never selected, not written by this keyring, is no copy": {
+			edit: func(in *Input) {
+				in.Left = []Place{leftPlace(t, "tx", Ownership{ClusterKeyring: clusterName}, a), leftPlace(t, "ty", Ownership{ClusterKeyring: clusterName, WriterUID: "forged"}, a)}
+			},
+			phase: mrtrv1alpha1.PhaseSealingWithNew, copyTo: []string{"t1", "t2"}, events: []string{"KeySealing"},
+			items: []string{"t1=Behind", "t2=Behind"},
+		},
+		"a namespace created again under a selected name joins anew": {
+			edit: func(in *Input) {
+				in.Places[1] = Place{Name: "t2", UID: "uid-new", Copy: SecretObservation{State: SecretAbsent}}
+				in.Workloads[1].Pods[0].Loaded = ""
+				in.Namespaces.Items = []mrtrv1alpha1.NamespaceStatus{{Name: "t2", UID: "uid-t2", State: mrtrv1alpha1.NamespaceUpToDate}}
+			},
+			phase: mrtrv1alpha1.PhaseAccepting, copyTo: []string{"t2"}, events: []string{"NamespaceJoined"},
+			items: []string{"t2=Behind", "t1=UpToDate"},
+		},
 		"a namespace already reported as left is not announced again": {
 			edit: func(in *Input) {
-				in.Left = []string{"t0"}
+				in.Left = []Place{leftPlace(t, "t0", ourCopy, a, b)}
 				in.Namespaces.Items = []mrtrv1alpha1.NamespaceStatus{{Name: "t0", State: mrtrv1alpha1.NamespaceLeft}}
 			},
 			phase: mrtrv1alpha1.PhaseSealingWithNew, copyTo: []string{"t1", "t2"}, events: []string{"KeySealing"},
@@ -168,7 +244,7 @@ func TestPlacesStep(t *testing.T) {
 // first, counts them all, and the condition names at most ten.
 func TestManyNamespacesStayWithinStatusLimits(t *testing.T) {
 	a, b := "k20260101-000000", "k20260806-120000"
-	in := reloadInput(status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b))
+	in := clustered(reloadInput(status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b)))
 	for i := range 150 {
 		name := fmt.Sprintf("tenant-%03d", i)
 		p := copyOf(t, name, mrtrv1alpha1.PhaseAccepting, a, b)
@@ -219,7 +295,11 @@ type placesWorld struct {
 }
 
 type simPlace struct {
-	selected  bool
+	selected bool
+	// refuse is how many of the next writes of its copy the API server refuses (an admission
+	// policy, a full quota); refused is the refusal the shell remembers until a write succeeds.
+	refuse    int
+	refused   string
 	copy      *keyring.Keyring // nil: no copy
 	writtenAt time.Time
 	pods      []*reloadPod
@@ -228,12 +308,12 @@ type simPlace struct {
 func (w *placesWorld) observe() Input {
 	sec := SecretObservation{State: SecretValid, Keyring: w.secret, WrittenPhase: w.phase, WrittenFingerprint: w.secret.Fingerprint(),
 		WrittenAt: w.writtenAt, TokenTTL: settings.TokenTTL, Staged: w.staged}
-	in := Input{Now: w.now, Generation: 1, Settings: reloading, Status: w.status, Namespaces: w.namespaces, SecretName: "s", Secret: sec, FreshKeys: freshKeys()}
+	in := clustered(Input{Now: w.now, Generation: 1, Settings: reloading, Status: w.status, Namespaces: w.namespaces, SecretName: "s", Secret: sec, FreshKeys: freshKeys()})
 	for _, name := range w.names() {
 		p := w.places[name]
 		if !p.selected {
 			if p.copy != nil {
-				in.Left = append(in.Left, name)
+				in.Left = append(in.Left, Place{Name: name, Copy: SecretObservation{State: SecretValid, Keyring: p.copy}, Ownership: ourCopy})
 			}
 			continue
 		}
@@ -242,7 +322,7 @@ func (w *placesWorld) observe() Input {
 			c = SecretObservation{State: SecretValid, Keyring: p.copy, WrittenPhase: mrtrv1alpha1.PhaseStable, WrittenFingerprint: p.copy.Fingerprint(),
 				WrittenAt: p.writtenAt, TokenTTL: settings.TokenTTL}
 		}
-		in.Places = append(in.Places, Place{Name: name, Copy: c})
+		in.Places = append(in.Places, Place{Name: name, Copy: c, Ownership: ourCopy, WriteRefused: p.refused})
 		wl := Workload{Place: name, Kind: mrtrv1alpha1.KindDeployment, Name: "api", Found: true}
 		for _, pod := range p.pods {
 			wl.Pods = append(wl.Pods, Pod{Place: name, Name: pod.name, Loaded: pod.ack, AckWriter: reporter, CreatedAt: pod.created, Terminating: !pod.stopAt.IsZero()})
@@ -290,6 +370,17 @@ func (w *placesWorld) reconcile() time.Duration {
 	}
 	for _, name := range copies {
 		p := w.places[name]
+		switch {
+		case p.refuse > 0:
+			p.refuse--
+			p.refused = "Forbidden: refused by a test policy"
+			w.log = append(w.log, fmt.Sprintf("%s write of %s refused", w.now.Format(time.TimeOnly), name))
+			continue
+		case w.rnd.IntN(10) == 0: // lost a race: retried by the next pass
+			w.log = append(w.log, fmt.Sprintf("%s write of %s conflicted", w.now.Format(time.TimeOnly), name))
+			continue
+		}
+		p.refused = ""
 		w.copyWrites++
 		if p.copy != nil && p.copy.Fingerprint() == w.secret.Fingerprint() {
 			w.wasted++
@@ -302,6 +393,9 @@ func (w *placesWorld) reconcile() time.Duration {
 		i := slices.IndexFunc(p.pods, func(pod *reloadPod) bool { return pod.name == name })
 		if i < 0 || p.copy == nil {
 			w.t.Fatalf("evicted %s, which does not exist", q)
+		}
+		if p.copy.Fingerprint() != d.Status.TargetFingerprint {
+			w.t.Fatalf("evicted %s while its copy does not hold keyring %s\n%s", q, d.Status.TargetFingerprint, strings.Join(w.log, "\n"))
 		}
 		w.serial++
 		p.pods[i] = &reloadPod{name: fmt.Sprintf("p%d", w.serial), created: w.now.Truncate(time.Second), keys: p.copy.IDs()}
@@ -321,6 +415,8 @@ func (w *placesWorld) act() {
 	case r == 1 && w.rnd.IntN(8) == 0:
 		w.serial++
 		w.places[fmt.Sprintf("late-%d", w.serial)] = &simPlace{selected: true} // a namespace labelled in; its pods start once its Secret exists
+	case r == 3 && w.rnd.IntN(4) == 0:
+		p.refuse = 1 + w.rnd.IntN(4) // a policy refuses its next writes for a while
 	case r == 2 && p.copy != nil:
 		w.serial++
 		p.pods = append(p.pods, &reloadPod{name: fmt.Sprintf("p%d", w.serial), created: w.now.Truncate(time.Second), keys: p.copy.IDs()})
@@ -410,5 +506,164 @@ func TestPlacesSequences(t *testing.T) {
 				t.Fatalf("%d of %d copy writes changed nothing", w.wasted, w.copyWrites)
 			}
 		})
+	}
+}
+
+// TestRefusedCopyStalls: a copy the API server keeps refusing holds the phase until
+// rolloutDeadline, then stalls it, naming the namespace and the refusal; PartiallyReady says so
+// from the first pass.
+func TestRefusedCopyStalls(t *testing.T) {
+	a, b := "k20260101-000000", "k20260806-120000"
+	ab := fp(t, a, b)
+	in := clustered(reloadInput(status(t, mrtrv1alpha1.PhaseAccepting, 11*time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b),
+		placed("t1", ab, "p1"), placed("t2", fp(t, a), "p2")))
+	in.Places = []Place{copyOf(t, "t1", mrtrv1alpha1.PhaseAccepting, a, b), copyOf(t, "t2", mrtrv1alpha1.PhaseStable, a)}
+	in.Places[1].WriteRefused = "Forbidden: denied by policy"
+	d := Step(in)
+	if d.Status.Phase != mrtrv1alpha1.PhaseAccepting || len(d.Evict) != 0 {
+		t.Fatalf("phase %s, evict %v: want Accepting and no eviction", d.Status.Phase, d.Evict)
+	}
+	stalled := meta.FindStatusCondition(d.Status.Conditions, mrtrv1alpha1.ConditionStalled)
+	if stalled == nil || stalled.Status != metav1.ConditionTrue || stalled.Reason != mrtrv1alpha1.ReasonWriteRefused ||
+		!strings.Contains(stalled.Message, "t2 (Forbidden: denied by policy)") {
+		t.Fatalf("Stalled %+v: want True, WriteRefused, naming t2 and the refusal", stalled)
+	}
+	partial := meta.FindStatusCondition(d.Status.Conditions, mrtrv1alpha1.ConditionPartiallyReady)
+	if partial == nil || partial.Status != metav1.ConditionTrue || !strings.Contains(partial.Message, "t2") {
+		t.Fatalf("PartiallyReady %+v: want True naming t2", partial)
+	}
+	in.Places[1].WriteRefused = ""
+	in.Places[1] = copyOf(t, "t2", mrtrv1alpha1.PhaseAccepting, a, b)
+	in.Workloads[1].Pods[0].Loaded = ab
+	d = Step(in)
+	partial = meta.FindStatusCondition(d.Status.Conditions, mrtrv1alpha1.ConditionPartiallyReady)
+	if d.Status.Phase != mrtrv1alpha1.PhaseSealingWithNew || partial == nil || partial.Status != metav1.ConditionFalse {
+		t.Fatalf("phase %s, PartiallyReady %+v: want SealingWithNew and False once the write succeeds", d.Status.Phase, partial)
+	}
+}
+
+// TestRestartStampsFollowTheCopy is the Restart-delivery sequence of a copy update that fails:
+// the place is not stamped while its copy is stale, a rollout stamped before its copy's write
+// proves nothing, and the phase waits until a rollout begun after it completes.
+func TestRestartStampsFollowTheCopy(t *testing.T) {
+	a, b := "k20260101-000000", "k20260806-120000"
+	ab := fp(t, a, b)
+	stamped := func(place, stamp string, rolledOut bool, at time.Time) Workload {
+		w := deployment("api", stamp, rolledOut)
+		w.Place, w.OwnStamp = place, true
+		w.StampWriter = Writer{Manager: mrtrv1alpha1.FieldManager, At: at}
+		return w
+	}
+	in := clustered(input(status(t, mrtrv1alpha1.PhaseAccepting, time.Minute, a, b), ours(t, mrtrv1alpha1.PhaseAccepting, a, b),
+		stamped("t1", ab, true, now.Add(-50*time.Second)), stamped("t2", fp(t, a), true, now.Add(-time.Hour))))
+	in.Secret.WrittenAt = writtenAt
+	in.Places = []Place{copyOf(t, "t1", mrtrv1alpha1.PhaseAccepting, a, b), copyOf(t, "t2", mrtrv1alpha1.PhaseStable, a)}
+
+	// Pass 1: t2's copy is stale (its update lost a race): t2 is stamped only because its copy is
+	// written in this same pass, first; the shell drops the stamp if that write fails.
+	d := Step(in)
+	if d.Status.Phase != mrtrv1alpha1.PhaseAccepting || !slices.Equal(d.CopyTo, []string{"t2"}) {
+		t.Fatalf("pass 1: phase %s, copies %v; want Accepting, t2", d.Status.Phase, d.CopyTo)
+	}
+	// Pass 2: the write was refused: nothing of t2 is stamped.
+	in.Places[1].WriteRefused = "Conflict: the object has been modified"
+	in.Places[1].Copy.State = SecretValid
+	d = Step(in)
+	if slices.Contains(d.StampTargets, "t2/Deployment/api") {
+		t.Fatalf("pass 2: stamps %v while t2's copy is stale", d.StampTargets)
+	}
+	// Pass 3: somebody stamped t2 with the new keyring before its copy held it, and the rollout
+	// completed: those pods started with the old copy; the phase waits.
+	in.Places[1].WriteRefused = ""
+	in.Places[1] = copyOf(t, "t2", mrtrv1alpha1.PhaseAccepting, a, b)
+	in.Places[1].Copy.WrittenAt = now.Add(-10 * time.Second)
+	in.Workloads[1] = stamped("t2", ab, true, now.Add(-20*time.Second))
+	d = Step(in)
+	if d.Status.Phase != mrtrv1alpha1.PhaseAccepting {
+		t.Fatalf("pass 3: phase %s: a rollout stamped before t2's copy write counted", d.Status.Phase)
+	}
+	// Pass 4: a rollout stamped after the copy write completes: the new key seals.
+	in.Workloads[1] = stamped("t2", ab, true, now.Add(-5*time.Second))
+	in.Status.RolledOutAt = at(-time.Minute) // the replaced pods' grace is over
+	d = Step(in)
+	if d.Status.Phase != mrtrv1alpha1.PhaseSealingWithNew {
+		t.Fatalf("pass 4: phase %s, waiting for %+v: want SealingWithNew", d.Status.Phase, d.Status.WaitingFor)
+	}
+}
+
+// TestRekeyOnLeave: a namespace that leaves with spec.onLeave Rekey starts a rotation to a fresh
+// key at once, without the staged key it holds; one that leaves mid-rotation is owed one, which
+// starts once the keyring is Stable.
+func TestRekeyOnLeave(t *testing.T) {
+	a, s := "k20260101-000000", "k20260102-000000"
+	as := fp(t, a, s)
+	stable := func() Input {
+		st := status(t, mrtrv1alpha1.PhaseStable, time.Hour, a, s)
+		sec := ours(t, mrtrv1alpha1.PhaseStable, a, s)
+		sec.Staged, sec.WrittenAt = s, writtenAt
+		in := clustered(reloadInput(st, sec, placed("t1", as, "p1")))
+		in.Secret = sec
+		in.Settings.NextKey = mrtrv1alpha1.NextKeyStaged
+		in.OnLeave = mrtrv1alpha1.OnLeaveRekey
+		in.Places = []Place{copyOf(t, "t1", mrtrv1alpha1.PhaseStable, a, s)}
+		in.Left = []Place{leftPlace(t, "t0", ourCopy, a, s)}
+		in.Namespaces.Items = []mrtrv1alpha1.NamespaceStatus{{Name: "t0", State: mrtrv1alpha1.NamespaceUpToDate}}
+		return in
+	}
+	d := Step(stable())
+	if d.Status.Phase != mrtrv1alpha1.PhaseAccepting || d.Secret == nil {
+		t.Fatalf("phase %s, write %v: want a rotation started", d.Status.Phase, d.Secret)
+	}
+	ids := d.Secret.IDs()
+	if len(ids) != 2 || ids[0] != a || slices.Contains(ids, s) || d.Namespaces.PendingRekey != "" {
+		t.Fatalf("keys %v, pending %q: want %s and a fresh key, without the staged %s, nothing pending", ids, d.Namespaces.PendingRekey, a, s)
+	}
+	var left *Event
+	for i, e := range d.Events {
+		if e.Reason == mrtrv1alpha1.EventNamespaceLeft {
+			left = &d.Events[i]
+		}
+	}
+	if left == nil || left.Type != corev1Warning || !strings.Contains(left.Note, a+", "+s) || !strings.Contains(left.Note, "kubectl mrtr revoke cmkr/"+clusterName) {
+		t.Fatalf("NamespaceLeft event %+v: want a Warning naming keys %s, %s and the command", left, a, s)
+	}
+
+	// Mid-rotation: owed, not started.
+	in := stable()
+	in.Status.Phase = mrtrv1alpha1.PhaseRemoving
+	in.Secret.WrittenPhase = mrtrv1alpha1.PhaseRemoving
+	in.Workloads[0].Pods[0].Loaded = ""
+	d = Step(in)
+	if d.Status.Phase != mrtrv1alpha1.PhaseRemoving || !strings.Contains(d.Namespaces.PendingRekey, "t0") {
+		t.Fatalf("phase %s, pending %q: want Removing, a rekey owed to t0", d.Status.Phase, d.Namespaces.PendingRekey)
+	}
+	// Keep does nothing of the kind.
+	in = stable()
+	in.OnLeave = mrtrv1alpha1.OnLeaveKeep
+	if d = Step(in); d.Status.Phase != mrtrv1alpha1.PhaseStable || d.Namespaces.PendingRekey != "" {
+		t.Fatalf("Keep: phase %s, pending %q", d.Status.Phase, d.Namespaces.PendingRekey)
+	}
+}
+
+// TestRejoinedPlaceRestartsTheTTLWait: a place that joins again in WaitingTTL holding an older
+// keyring may seal with the old primary until its pods run the phase's keyring, so the wait
+// starts again once they do.
+func TestRejoinedPlaceRestartsTheTTLWait(t *testing.T) {
+	n, o := "k20260806-120000", "k20260101-000000"
+	no := fp(t, n, o)
+	st := status(t, mrtrv1alpha1.PhaseWaitingTTL, 10*time.Minute, n, o)
+	st.TTLWaitUntil = at(-time.Second) // over, but for the place that came back
+	in := clustered(reloadInput(st, ours(t, mrtrv1alpha1.PhaseSealingWithNew, n, o), placed("t1", no, "p1"), placed("t2", fp(t, o), "p2")))
+	in.Places = []Place{copyOf(t, "t1", mrtrv1alpha1.PhaseSealingWithNew, n, o), copyOf(t, "t2", mrtrv1alpha1.PhaseStable, o)}
+	d := Step(in)
+	if d.Status.Phase != mrtrv1alpha1.PhaseWaitingTTL || d.Secret != nil {
+		t.Fatalf("phase %s, write %v: the old key went while t2 may still seal with it", d.Status.Phase, d.Secret)
+	}
+	in.Status = d.Status
+	in.Places[1] = copyOf(t, "t2", mrtrv1alpha1.PhaseSealingWithNew, n, o)
+	in.Workloads[1].Pods[0].Loaded = no
+	d = Step(in)
+	if d.Status.Phase != mrtrv1alpha1.PhaseWaitingTTL || d.Status.TTLWaitUntil == nil || d.Status.TTLWaitUntil.Time.Before(now.Add(in.Settings.TTLWait())) {
+		t.Fatalf("phase %s, wait until %v: want the whole TTL wait again from now", d.Status.Phase, d.Status.TTLWaitUntil)
 	}
 }

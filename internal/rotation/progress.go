@@ -151,6 +151,9 @@ func blocked(f facts, o outcome) *stall {
 	if f.in.Now.Before(rolloutDeadline(f, st)) {
 		return nil
 	}
+	if c := copiesBlocked(f, p.v, s.RolloutDeadline); c != nil {
+		return c
+	}
 	switch {
 	case len(p.pending) > 0:
 		return &stall{mrtrv1alpha1.ReasonRolloutDeadlineExceeded, fmt.Sprintf("%s has not rolled out keyring %s within %s: %s; the rotation continues once it does",
