@@ -130,7 +130,12 @@ func (r *MRTRKeyringReconciler) writeKeyringSecret(ctx context.Context, t secret
 func apiReason(err error) error {
 	if s, ok := err.(apierrors.APIStatus); ok {
 		st := s.Status()
-		msg := encodedRun.ReplaceAllString(st.Message, "[redacted]")
+		msg := encodedRun.ReplaceAllStringFunc(st.Message, func(run string) string {
+			if len(run) < 24 {
+				return run
+			}
+			return "[redacted]"
+		})
 		if len(msg) > 300 {
 			msg = msg[:297] + "..."
 		}
@@ -142,8 +147,10 @@ func apiReason(err error) error {
 	return err
 }
 
-// encodedRun matches what could be key material in an error message: a long run of base64 or hex.
-var encodedRun = regexp.MustCompile(`[A-Za-z0-9+/=_-]{24,}`)
+// encodedRun matches what could be key material in an error message: a long run of base64 or hex
+// with a digit or a symbol in it (a keyring's data always has; a long word such as
+// ValidatingAdmissionPolicy has not).
+var encodedRun = regexp.MustCompile(`[A-Za-z0-9+/=_-]*[0-9+/=_-][A-Za-z0-9+/=_-]*`)
 
 // evictionRetry is how soon a pass runs again after an eviction was refused (a PodDisruptionBudget
 // allows no disruption now): the budget frees up as replaced pods become ready.

@@ -156,7 +156,7 @@ var _ = Describe("ClusterMRTRKeyring places that fail, are refused or leave", fu
 			item := namespaceItem(ck, tenants[1].ns)
 			g.Expect(item).NotTo(BeNil())
 			g.Expect(item.State).To(Equal(mrtrv1alpha1.NamespaceWriteRefused))
-			g.Expect(item.Message).To(ContainSubstring("Forbidden"))
+			g.Expect(item.Message).To(ContainSubstring("ValidatingAdmissionPolicy 'test-locked-secrets'"))
 			g.Expect(item.Message).To(ContainSubstring("keyring Secrets are locked"))
 			partial := clusterCondition(ck, mrtrv1alpha1.ConditionPartiallyReady)
 			g.Expect(partial).NotTo(BeNil())
