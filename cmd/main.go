@@ -223,16 +223,21 @@ func newManager(config *rest.Config, opts ctrl.Options, lease *leaderguard.Lease
 		c = leaderguard.NewClient(c, lease.Session())
 	}
 	// Wired here, where a reader sees them: the cached client behind the lease guard, the live
-	// reader for the few reads the cache cannot answer (see MRTRKeyringReconciler.APIReader).
-	// SetupWithManager adds the events recorder (internal/events).
-	if err := (&controller.MRTRKeyringReconciler{
-		Client:                  c,
-		APIReader:               mgr.GetAPIReader(),
-		MaxConcurrentReconciles: concurrency,
-		ReadNodes:               readNodes,
-		ClusterKeyrings:         clusterKeyrings,
-	}).SetupWithManager(mgr); err != nil {
+	// reader for the few reads the cache cannot answer (see Shared.APIReader). Both controllers
+	// share them; SetupWithManager adds the events recorder (internal/events) once.
+	shared := &controller.Shared{
+		Client:          c,
+		APIReader:       mgr.GetAPIReader(),
+		ReadNodes:       readNodes,
+		ClusterKeyrings: clusterKeyrings,
+	}
+	if err := (&controller.MRTRKeyringReconciler{Shared: shared, MaxConcurrentReconciles: concurrency}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("create the mrtrkeyring controller: %w", err)
+	}
+	if clusterKeyrings != "" {
+		if err := (&controller.ClusterMRTRKeyringReconciler{Shared: shared, MaxConcurrentReconciles: concurrency}).SetupWithManager(mgr); err != nil {
+			return nil, fmt.Errorf("create the clustermrtrkeyring controller: %w", err)
+		}
 	}
 	return mgr, nil
 }

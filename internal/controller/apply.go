@@ -39,10 +39,10 @@ import (
 
 // writeSecret makes the keyring Secret of owner hold d.Secret, with d's annotations (the phase it
 // enters, and what a restart resumes from), labelled as owner's (writeKeyringSecret).
-func (r *MRTRKeyringReconciler) writeSecret(ctx context.Context, owner *mrtrv1alpha1.MRTRKeyring, current *corev1.Secret, d rotation.Decision) error {
-	target := secretTarget{key: types.NamespacedName{Namespace: owner.Namespace, Name: owner.EffectiveSecretName()},
-		label: mrtrv1alpha1.KeyringLabel, owner: owner.Name}
-	return r.writeKeyringSecret(ctx, target, current, d, rotation.SettingsFrom(owner.Spec).TokenTTL, d.SecretAnnotations())
+func (r *Shared) writeSecret(ctx context.Context, p keyringPlace, current *corev1.Secret, d rotation.Decision) error {
+	target := secretTarget{key: types.NamespacedName{Namespace: p.Namespace, Name: p.SecretName},
+		label: mrtrv1alpha1.KeyringLabel, owner: p.Name}
+	return r.writeKeyringSecret(ctx, target, current, d, rotation.SettingsFrom(*p.Spec).TokenTTL, d.SecretAnnotations())
 }
 
 // secretTarget is a keyring Secret to write: where, and the label (label=owner) that says whose it is.
@@ -55,7 +55,7 @@ type secretTarget struct {
 // (an empty value removes one). It creates the Secret when current (the copy gather read) is nil,
 // or updates current with its resourceVersion, so a change made since that read makes it fail
 // rather than be overwritten. An unchanged Secret costs no write. Errors never include the data.
-func (r *MRTRKeyringReconciler) writeKeyringSecret(ctx context.Context, t secretTarget, current *corev1.Secret, d rotation.Decision,
+func (r *Shared) writeKeyringSecret(ctx context.Context, t secretTarget, current *corev1.Secret, d rotation.Decision,
 	tokenTTL time.Duration, annotations map[string]string) error {
 	kr := d.Secret
 	data, err := keyring.Marshal(kr)
@@ -161,11 +161,11 @@ const evictionRetry = 5 * time.Second
 // (seen): a pod replaced or changed since (an acknowledgement that came in meanwhile) is left to
 // the next pass. It reports whether an eviction was refused or conflicted for now, to be tried
 // again; a pod already gone is no error.
-func (r *MRTRKeyringReconciler) evict(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, names []string,
+func (r *Shared) evict(ctx context.Context, kr keyringPlace, names []string,
 	seen map[string]seenPod) (retry bool, err error) {
 	var errs []error
 	evicted := 0
-	defer func() { r.metrics().PodsRestarted(kr.Namespace, kr.Name, evicted) }()
+	defer func() { r.metrics().PodsRestarted(kr.Keyring.Namespace, kr.Keyring.Name, evicted) }()
 	for _, name := range names {
 		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: kr.Namespace, Name: name}}
 		eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Namespace: kr.Namespace, Name: name}}

@@ -37,24 +37,40 @@ import (
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
-	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 )
 
 // ClusterMRTRKeyringReconciler rotates ClusterMRTRKeyrings: it observes the lead Secret (in
-// Namespace, the operator's own), the copy and the consumers in every selected namespace, asks
+// Shared.ClusterKeyrings, the operator's namespace), the copy and the consumers in every selected namespace, asks
 // rotation.Step, and does it, in an order that a pass killed at any point resumes from: the lead
 // Secret, the status, then the copies that differ from it (Decision.CopyTo), each followed by the
-// nudges of its pods; then the events, the stamps and the evictions. It shares the namespaced
-// reconciler's readers and writers: a namespace is one place of the same machine.
+// nudges of its pods; then the events, the stamps and the evictions, place by place. Every step is
+// Shared's, as for an MRTRKeyring: this shell only knows where the keyring is stored (leadPlace)
+// and which places it has; what is whose, and what to write, stamp and evict where, rotation
+// decides from the raw facts gatherPlace reads.
 //
-// No Secret is written outside the selected namespaces and Namespace, and a Secret there that is
-// not this keyring's copy is never overwritten (rotation.Place.Owner).
+// No Secret is written outside the selected namespaces and the operator's, and a Secret there
+// that rotation does not judge this keyring's copy is never overwritten (rotation.Place).
 type ClusterMRTRKeyringReconciler struct {
-	*MRTRKeyringReconciler
-	// Namespace is the cluster resource namespace, the operator's, that holds the lead Secrets.
-	Namespace string
+	*Shared
+	// MaxConcurrentReconciles is how many cluster keyrings are reconciled at once; 0 means
+	// DefaultConcurrency.
+	MaxConcurrentReconciles int
 
 	refusals refusals
+}
+
+// leadPlace is ck where its keyring lives: its lead Secret in the operator's namespace
+// (Shared.ClusterKeyrings), signed with its ClusterKeyringClaim.
+func (r *ClusterMRTRKeyringReconciler) leadPlace(ck *mrtrv1alpha1.ClusterMRTRKeyring) keyringPlace {
+	p := r.placeOf(ck, r.ClusterKeyrings)
+	p.SecretName, p.Fingerprint = mrtrv1alpha1.LeadSecretName(ck.Name), ck.Status.SecretFingerprint
+	return p
+}
+
+// placeOf is ck in a namespace it selects, where its copy has the name spec.secretName.
+func (r *ClusterMRTRKeyringReconciler) placeOf(ck *mrtrv1alpha1.ClusterMRTRKeyring, namespace string) keyringPlace {
+	return keyringPlace{Namespace: namespace, Name: mrtrv1alpha1.ClusterKeyringClaim(ck.Name), SecretName: ck.EffectiveSecretName(),
+		Spec: &ck.Spec.MRTRKeyringSpec, Keyring: types.NamespacedName{Name: ck.Name}}
 }
 
 // refusalRetry is how soon a pass runs again after the API server refused a copy's write: a quota
@@ -131,9 +147,8 @@ func (r *ClusterMRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.R
 		}
 	}
 	d := rotation.Step(in)
-	lead := obs.lead
 	if d.Secret != nil {
-		if err := r.writeSecret(ctx, lead, obs.secret, d); err != nil {
+		if err := r.writeSecret(ctx, r.leadPlace(&ck), obs.secret, d); err != nil {
 			return retryOnConflict(ctx, err)
 		}
 	}
@@ -144,9 +159,9 @@ func (r *ClusterMRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.R
 			return retryOnConflict(ctx, err)
 		}
 		r.written.wrote(&ck)
-		r.recordTransitions(metricsView(&ck), previous)
+		r.recordTransitions(types.NamespacedName{Name: ck.Name}, ck.Status.MRTRKeyringStatus, previous)
 	}
-	r.metrics().Observe(metricsView(&ck))
+	r.metrics().Observe(types.NamespacedName{Name: ck.Name}, ck.Spec.RotationInterval.Duration, &ck.Status.MRTRKeyringStatus)
 	var errs []error
 	requeue := d.RequeueAfter
 	failed := map[string]bool{} // the places whose copy write failed this pass: not stamped
@@ -161,31 +176,17 @@ func (r *ClusterMRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.R
 		r.Recorder.Eventf(&ck, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
 	}
 	for _, p := range obs.places {
-		pk := placeKeyring(&ck, p.namespace)
-		if d.Stamp != "" && !failed[p.namespace] {
-			for _, obj := range p.stampable {
-				if ref, _ := workload.RefOf(obj); !slices.Contains(d.StampTargets, rotation.PlacedRef(p.namespace, ref.String())) {
-					continue
-				}
-				wrote, err := workload.Stamp(ctx, r.Client, obj, d.Stamp, pk.Name)
-				switch {
-				case apierrors.IsConflict(err):
-					requeue = soonest(requeue, conflictRetry)
-				case err != nil && !apierrors.IsNotFound(err):
-					errs = append(errs, err)
-				}
-				if wrote {
-					r.written.wrote(obj)
-				}
-			}
+		stamp := d.Stamp
+		if failed[p.namespace] {
+			stamp = "" // its copy does not hold the keyring: a rollout now would restart its pods onto the old one
 		}
-		if evict := placed(d.Evict, p.namespace); len(evict) > 0 {
-			retry, err := r.evict(ctx, pk, evict, p.pods)
-			errs = append(errs, err)
-			if retry {
-				requeue = soonest(requeue, evictionRetry)
-			}
+		retry, placeErrs := r.stampAndEvict(ctx, r.placeOf(&ck, p.namespace), stamp,
+			func(ref string) bool { return slices.Contains(d.StampTargets, rotation.PlacedRef(p.namespace, ref)) },
+			p.stampable, placed(d.Evict, p.namespace), p.pods)
+		if retry > 0 {
+			requeue = soonest(requeue, retry)
 		}
+		errs = append(errs, placeErrs...)
 	}
 	logf.FromContext(ctx).V(1).Info("reconciled", "phase", d.Status.Phase, "fingerprint", d.Status.SecretFingerprint,
 		"target", d.Status.TargetFingerprint, "requeueAfter", requeue, "copies", len(d.CopyTo), "evicted", len(d.Evict))
@@ -194,9 +195,6 @@ func (r *ClusterMRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.R
 
 // clusterObserved is what gatherCluster read besides the Input: the objects the pass writes back.
 type clusterObserved struct {
-	// lead is the keyring as the namespaced machinery sees it: its lead Secret's namespace and
-	// name, its claim, its spec and status.
-	lead *mrtrv1alpha1.MRTRKeyring
 	// secret is the lead Secret as read, nil when it does not exist.
 	secret *corev1.Secret
 	places []placeObserved
@@ -211,29 +209,10 @@ type placeObserved struct {
 	pods      map[string]seenPod
 }
 
-// placeKeyring is ck as the namespaced machinery sees it in namespace: its claim as its name (the
-// stamps' owner), its spec.
-func placeKeyring(ck *mrtrv1alpha1.ClusterMRTRKeyring, namespace string) *mrtrv1alpha1.MRTRKeyring {
-	pk := &mrtrv1alpha1.MRTRKeyring{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: mrtrv1alpha1.ClusterKeyringClaim(ck.Name), Generation: ck.Generation,
-			Annotations: ck.Annotations},
-		Spec: ck.Spec.MRTRKeyringSpec, Status: ck.Status.MRTRKeyringStatus,
-	}
-	// Its name is the claim, not the cluster keyring's: the Secret's name defaults to the latter.
-	pk.Spec.SecretName = ck.EffectiveSecretName()
-	return pk
-}
-
-// metricsView is ck as the metrics see it: a keyring of no namespace.
-func metricsView(ck *mrtrv1alpha1.ClusterMRTRKeyring) *mrtrv1alpha1.MRTRKeyring {
-	return &mrtrv1alpha1.MRTRKeyring{ObjectMeta: metav1.ObjectMeta{Name: ck.Name}, Spec: ck.Spec.MRTRKeyringSpec, Status: ck.Status.MRTRKeyringStatus}
-}
-
 // gatherCluster reads everything Step needs of ck: the lead Secret, the selected namespaces with
 // their copy and consumers, and the namespaces that hold a copy but are no longer selected.
 func (r *ClusterMRTRKeyringReconciler) gatherCluster(ctx context.Context, ck *mrtrv1alpha1.ClusterMRTRKeyring) (rotation.Input, clusterObserved, error) {
-	lead := placeKeyring(ck, r.Namespace)
-	lead.Spec.SecretName = mrtrv1alpha1.LeadSecretName(ck.Name)
+	lead := r.leadPlace(ck)
 	secret, err := r.readSecret(ctx, lead)
 	if err != nil {
 		return rotation.Input{}, clusterObserved{}, err
@@ -259,7 +238,7 @@ func (r *ClusterMRTRKeyringReconciler) gatherCluster(ctx context.Context, ck *mr
 		RotateRequest: ck.Annotations[mrtrv1alpha1.RotateAnnotation], RevokeRequest: ck.Annotations[mrtrv1alpha1.RevokeAnnotation],
 		NodesUnreadable: !r.ReadNodes, Name: ck.Name, UID: string(ck.UID), OnLeave: ck.Spec.OnLeave,
 	}
-	obs := clusterObserved{lead: lead, secret: secret}
+	obs := clusterObserved{secret: secret}
 	for _, ns := range selected {
 		place, po, err := r.gatherPlace(ctx, ck, ns, settings)
 		if err != nil {
@@ -306,7 +285,7 @@ func (r *ClusterMRTRKeyringReconciler) gatherPlace(ctx context.Context, ck *mrtr
 	if p.Ownership, err = r.ownership(ctx, ck, copySecret); err != nil || p.Terminating {
 		return p, po, err
 	}
-	c, err := r.consumers(ctx, placeKeyring(ck, ns.Name), settings)
+	c, err := r.consumers(ctx, r.placeOf(ck, ns.Name), settings)
 	if err != nil {
 		return gatheredPlace{}, placeObserved{}, err
 	}
@@ -385,7 +364,7 @@ func (r *ClusterMRTRKeyringReconciler) leftNamespaces(ctx context.Context, ck *m
 	var left []rotation.Place
 	for i := range copies.Items {
 		s := &copies.Items[i]
-		if s.Name != ck.EffectiveSecretName() || s.Namespace == r.Namespace && s.Labels[mrtrv1alpha1.KeyringLabel] != "" ||
+		if s.Name != ck.EffectiveSecretName() || s.Namespace == r.ClusterKeyrings && s.Labels[mrtrv1alpha1.KeyringLabel] != "" ||
 			slices.ContainsFunc(selected, func(ns *corev1.Namespace) bool { return ns.Name == s.Namespace }) {
 			continue
 		}
@@ -421,7 +400,7 @@ func (r *ClusterMRTRKeyringReconciler) writeCopies(ctx context.Context, ck *mrtr
 		err := r.writeKeyringSecret(ctx, copyTarget(ck, name), p.copy, c, rotation.SettingsFrom(ck.Spec.MRTRKeyringSpec).TokenTTL, copyAnnotations(ck, c))
 		if err == nil {
 			r.refusals.clear(ck.UID, name)
-			r.syncPods(ctx, placeKeyring(ck, name), kr.Fingerprint(), placed(d.Nudge, name), p.pods)
+			r.syncPods(ctx, r.placeOf(ck, name), kr.Fingerprint(), placed(d.Nudge, name), p.pods)
 			continue
 		}
 		failed[name] = true

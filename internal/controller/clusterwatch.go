@@ -18,6 +18,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,12 +38,17 @@ import (
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 )
 
-// setupCluster builds the ClusterMRTRKeyring controller beside the namespaced one and returns the
-// watch of a workload kind for it (kinds.go adds it with the namespaced one's): the keyrings
-// themselves, namespaces (a selector that starts or stops matching, a deletion), Secrets (the
-// lead and the copies, and a Secret of the keyring's name that appears in a selected namespace),
-// and pods and workloads of the selected namespaces.
-func (r *ClusterMRTRKeyringReconciler) setupCluster(mgr ctrl.Manager, workers int) (func(context.Context, client.Object) error, error) {
+// SetupWithManager builds the ClusterMRTRKeyring controller beside the namespaced one, over the
+// same Shared: the keyrings themselves, namespaces (a selector that starts or stops matching, a
+// deletion), Secrets (the lead and the copies, and a Secret of the keyring's name that appears in a
+// selected namespace), and pods and workloads of the selected namespaces.
+func (r *ClusterMRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.ClusterKeyrings == "" {
+		return errors.New("cluster keyrings need the namespace of their lead Secrets (Shared.ClusterKeyrings)")
+	}
+	if err := r.setup(mgr); err != nil {
+		return err
+	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
 		For(&mrtrv1alpha1.ClusterMRTRKeyring{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
@@ -51,13 +57,13 @@ func (r *ClusterMRTRKeyringReconciler) setupCluster(mgr ctrl.Manager, workers in
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clusterKeyringsForSecret),
 			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		Watches(&corev1.Pod{}, enqueueInFlight(r.clusterKeyringsSelecting), builder.WithPredicates(podChanged{})).
-		Named("clustermrtrkeyring").WithOptions(controller.Options{MaxConcurrentReconciles: workers}).Build(r)
+		Named("clustermrtrkeyring").WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.MaxConcurrentReconciles)}).Build(r)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return func(_ context.Context, obj client.Object) error {
+	return r.kinds.subscribe(context.Background(), func(_ context.Context, obj client.Object) error {
 		return c.Watch(source.Kind(mgr.GetCache(), obj, enqueueInFlight(r.clusterKeyringsSelecting), predicate.Predicate(workloadChanged{})))
-	}, nil
+	})
 }
 
 // allClusterKeyrings maps a namespace event to every ClusterMRTRKeyring: whether one selects it,
@@ -83,7 +89,7 @@ func (r *ClusterMRTRKeyringReconciler) clusterKeyringsForSecret(ctx context.Cont
 		}
 		return nil
 	}
-	if name, ok := strings.CutPrefix(s.GetLabels()[mrtrv1alpha1.KeyringLabel], mrtrv1alpha1.ClusterKeyringClaimPrefix); ok && s.GetNamespace() == r.Namespace {
+	if name, ok := strings.CutPrefix(s.GetLabels()[mrtrv1alpha1.KeyringLabel], mrtrv1alpha1.ClusterKeyringClaimPrefix); ok && s.GetNamespace() == r.ClusterKeyrings {
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: name}}}
 	}
 	ns := r.namespace(ctx, s.GetNamespace())

@@ -63,7 +63,7 @@ var _ = Describe("MRTRKeyring controller under write conflicts", func() {
 				return err
 			},
 		})
-		r := &MRTRKeyringReconciler{Client: c, APIReader: k8sClient, Recorder: clientevents.NewFakeRecorder(100), Clock: fakeClock, Metrics: testMetrics}
+		r := &MRTRKeyringReconciler{Shared: &Shared{Client: c, APIReader: k8sClient, Recorder: clientevents.NewFakeRecorder(100), Clock: fakeClock, Metrics: testMetrics}}
 		res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(kr)})
 		Expect(conflicts).To(Equal(1), "the status write must have met a conflict (reconcile error: %v)", err)
 		Expect(err).NotTo(HaveOccurred(), "a conflict is routine, not a reconcile error")

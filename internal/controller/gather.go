@@ -63,7 +63,7 @@ type seenPod struct {
 // Reconcile writes (writeSecret, workload.Stamp): the Secret is updated from this very copy, so a change made after Step decided
 // fails the write instead of being overwritten.
 func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring) (rotation.Input, observed, error) {
-	secret, err := r.readSecret(ctx, kr)
+	secret, err := r.readSecret(ctx, placeOf(kr))
 	if err != nil {
 		return rotation.Input{}, observed{}, err
 	}
@@ -74,11 +74,11 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 	}
 	sec := observeSecret(secret)
 	if secret != nil {
-		if sec.ClaimedBy, err = r.otherOwner(ctx, kr, secretClaim(secret)); err != nil {
+		if sec.ClaimedBy, err = r.otherOwner(ctx, placeOf(kr), secretClaim(secret)); err != nil {
 			return rotation.Input{}, observed{}, err
 		}
 	}
-	c, err := r.consumers(ctx, kr, settings)
+	c, err := r.consumers(ctx, placeOf(kr), settings)
 	if err != nil {
 		return rotation.Input{}, observed{}, err
 	}
@@ -99,7 +99,7 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 }
 
 // freshKeys makes the two candidate keys of a pass.
-func (r *MRTRKeyringReconciler) freshKeys(settings rotation.Settings) ([2]keyring.Key, error) {
+func (r *Shared) freshKeys(settings rotation.Settings) ([2]keyring.Key, error) {
 	generate := r.GenerateKey
 	if generate == nil {
 		generate = keyring.GenerateKey
@@ -126,7 +126,7 @@ type consumersOf struct {
 
 // consumers reads the consumers of kr's Secret in kr's namespace: the target workloads (cached),
 // with their pods in Reload delivery, and the pods spec.podSelector selects.
-func (r *MRTRKeyringReconciler) consumers(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, settings rotation.Settings) (consumersOf, error) {
+func (r *Shared) consumers(ctx context.Context, kr keyringPlace, settings rotation.Settings) (consumersOf, error) {
 	targets, err := r.targets(ctx, kr)
 	if err != nil {
 		return consumersOf{}, err
@@ -169,7 +169,7 @@ func (r *MRTRKeyringReconciler) consumers(ctx context.Context, kr *mrtrv1alpha1.
 }
 
 // workloadPods reads the pods obj's selector selects, through the cache.
-func (r *MRTRKeyringReconciler) workloadPods(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, obj client.Object, po *podObserver) ([]rotation.Pod, error) {
+func (r *Shared) workloadPods(ctx context.Context, kr keyringPlace, obj client.Object, po *podObserver) ([]rotation.Pod, error) {
 	sel, err := workload.Selector(obj)
 	if err != nil {
 		return nil, err
@@ -182,7 +182,7 @@ func (r *MRTRKeyringReconciler) workloadPods(ctx context.Context, kr *mrtrv1alph
 }
 
 // selectedPods reads the pods spec.podSelector selects, but for those counted with a target.
-func (r *MRTRKeyringReconciler) selectedPods(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, counted map[string]bool, po *podObserver) ([]rotation.Pod, error) {
+func (r *Shared) selectedPods(ctx context.Context, kr keyringPlace, counted map[string]bool, po *podObserver) ([]rotation.Pod, error) {
 	if kr.Spec.PodSelector == nil {
 		return nil, nil
 	}
@@ -240,7 +240,7 @@ func ackWriter(pod *corev1.Pod, key string) rotation.Writer {
 // stampOwner returns the keyring that owns the stamp kr would write on obj, when that is another
 // keyring: the first of those sharing obj if kr is not among them, else the keyring that claimed
 // its one stamp, if it still exists.
-func (r *MRTRKeyringReconciler) stampOwner(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, obj client.Object) (string, error) {
+func (r *Shared) stampOwner(ctx context.Context, kr keyringPlace, obj client.Object) (string, error) {
 	switch key := workload.StampKey(obj, kr.Name); key {
 	case "":
 		return workload.SharedBy(obj)[0], nil // shared, by others
@@ -263,7 +263,7 @@ func secretClaim(s *corev1.Secret) string {
 // otherOwner returns claimant when it names an MRTRKeyring of kr's namespace other than kr that
 // exists: the owner of a Secret or a stamp that kr must not touch. A claim of a keyring that is gone
 // lapses, so that its successor (or a keyring of another name) takes over.
-func (r *MRTRKeyringReconciler) otherOwner(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, claimant string) (string, error) {
+func (r *Shared) otherOwner(ctx context.Context, kr keyringPlace, claimant string) (string, error) {
 	if claimant == "" || claimant == kr.Name {
 		return "", nil
 	}
@@ -300,11 +300,11 @@ func (r *MRTRKeyringReconciler) otherOwner(ctx context.Context, kr *mrtrv1alpha1
 // after a write or a change: otherwise it may be a moment behind (a stale copy would look like a
 // change made behind the operator's back), or the Secret may be of another type (the cache holds
 // keyring Secrets only), so the API server's copy decides.
-func (r *MRTRKeyringReconciler) readSecret(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring) (*corev1.Secret, error) {
+func (r *Shared) readSecret(ctx context.Context, kr keyringPlace) (*corev1.Secret, error) {
 	key := types.NamespacedName{Namespace: kr.Namespace, Name: kr.EffectiveSecretName()}
 	var s corev1.Secret
 	err := r.Get(ctx, key, &s)
-	if err == nil && kr.Status.SecretFingerprint != "" && s.Annotations[mrtrv1alpha1.FingerprintAnnotation] == kr.Status.SecretFingerprint {
+	if err == nil && kr.Fingerprint != "" && s.Annotations[mrtrv1alpha1.FingerprintAnnotation] == kr.Fingerprint {
 		return &s, nil
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -343,7 +343,7 @@ func lastWrittenAt(s *corev1.Secret) time.Time {
 
 // targets resolves the named, the selected and the consuming workloads (those whose pod template
 // references the keyring Secret) through the cache.
-func (r *MRTRKeyringReconciler) targets(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring) (workload.Targets, error) {
+func (r *Shared) targets(ctx context.Context, kr keyringPlace) (workload.Targets, error) {
 	served := workload.Served(func(k workload.Kind) bool {
 		// A reconciler made without SetupWithManager (a test's) watches nothing of its own: a
 		// kind is read when its client's RESTMapper knows it.
@@ -357,13 +357,13 @@ func (r *MRTRKeyringReconciler) targets(ctx context.Context, kr *mrtrv1alpha1.MR
 	if r.kinds != nil {
 		served = r.kinds.Served
 	}
-	return workload.Resolve(ctx, r.Client, served, kr.Namespace, specRefs(kr), kr.Spec.WorkloadSelector, kr.EffectiveSecretName())
+	return workload.Resolve(ctx, r.Client, served, kr.Namespace, specRefs(kr.Spec), kr.Spec.WorkloadSelector, kr.EffectiveSecretName())
 }
 
-// specRefs are the workloads named in kr's spec.workloads.
-func specRefs(kr *mrtrv1alpha1.MRTRKeyring) []workload.Ref {
-	refs := make([]workload.Ref, len(kr.Spec.Workloads))
-	for i, w := range kr.Spec.Workloads {
+// specRefs are the workloads named in spec.workloads.
+func specRefs(spec *mrtrv1alpha1.MRTRKeyringSpec) []workload.Ref {
+	refs := make([]workload.Ref, len(spec.Workloads))
+	for i, w := range spec.Workloads {
 		refs[i] = workload.Ref{Kind: w.Kind, Name: w.Name}
 	}
 	return refs
@@ -371,7 +371,7 @@ func specRefs(kr *mrtrv1alpha1.MRTRKeyring) []workload.Ref {
 
 // observeWorkloads turns the targets into rotation.Workloads sorted by kind and name, the missing
 // ones with Found false.
-func observeWorkloads(t workload.Targets, kr *mrtrv1alpha1.MRTRKeyring) []rotation.Workload {
+func observeWorkloads(t workload.Targets, kr keyringPlace) []rotation.Workload {
 	secret := kr.EffectiveSecretName()
 	out := make([]rotation.Workload, 0, len(t.Found)+len(t.Missing))
 	for _, obj := range t.Found {
@@ -412,7 +412,7 @@ func writerOf(m metav1.ManagedFieldsEntry) rotation.Writer {
 // per node and pass: NodeUnknown for a pod not yet scheduled, a node not found, or when the
 // operator may not read Nodes (ReadNodes false: a namespace-scoped install, whose Roles cannot
 // grant a cluster-scoped resource).
-func (r *MRTRKeyringReconciler) nodeReadiness(ctx context.Context) func(string) rotation.NodeState {
+func (r *Shared) nodeReadiness(ctx context.Context) func(string) rotation.NodeState {
 	seen := map[string]rotation.NodeState{}
 	return func(name string) rotation.NodeState {
 		if name == "" || !r.ReadNodes {
@@ -450,7 +450,7 @@ func nodeState(node *corev1.Node) rotation.NodeState {
 // disruptionBudget returns the disruptionsAllowed of the PodDisruptionBudgets of namespace that
 // select obj's pods (by its pod template's labels), the least when several do, and nil when none
 // does: that paces the restarts of its pods that do not acknowledge, as the eviction API does.
-func (r *MRTRKeyringReconciler) disruptionBudget(ctx context.Context, namespace string, obj client.Object) (*int32, error) {
+func (r *Shared) disruptionBudget(ctx context.Context, namespace string, obj client.Object) (*int32, error) {
 	t, err := workload.PodTemplate(obj)
 	if err != nil {
 		return nil, nil //nolint:nilerr // not a workload with pods: no budget

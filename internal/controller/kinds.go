@@ -20,6 +20,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -44,11 +45,55 @@ const DefaultKindRecheck = 30 * time.Second
 type servedKinds struct {
 	mapper   meta.RESTMapper
 	interval time.Duration
-	// watch adds the index and the watch of a kind's objects.
-	watch func(ctx context.Context, obj client.Object) error
+	// index adds the field index of a kind's objects that every controller reads them by.
+	index func(ctx context.Context, obj client.Object) error
 
 	mu     sync.RWMutex
 	served map[workload.Kind]bool
+	// watches add a controller's watch of a kind's objects, one per controller (subscribe).
+	watches []func(ctx context.Context, obj client.Object) error
+}
+
+// subscribe adds a controller's watch of each workload kind: of those watched already at once, of
+// any other once it is served.
+func (s *servedKinds) subscribe(ctx context.Context, watch func(ctx context.Context, obj client.Object) error) error {
+	s.mu.Lock()
+	s.watches = append(s.watches, watch)
+	var served []workload.Kind
+	for k, ok := range s.served {
+		if ok {
+			served = append(served, k)
+		}
+	}
+	s.mu.Unlock()
+	for _, k := range served {
+		obj, err := workload.New(k)
+		if err == nil {
+			err = watch(ctx, obj)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return s.add(ctx)
+}
+
+// watch adds the index and every controller's watch of a kind's objects.
+func (s *servedKinds) watch(ctx context.Context, obj client.Object) error {
+	if s.index != nil {
+		if err := s.index(ctx, obj); err != nil {
+			return err
+		}
+	}
+	s.mu.RLock()
+	watches := slices.Clone(s.watches)
+	s.mu.RUnlock()
+	for _, w := range watches {
+		if err := w(ctx, obj); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Served reports whether kind k is watched.

@@ -37,14 +37,15 @@ func TestServedKindsWatchAKindOnceItIsServed(t *testing.T) {
 		mapper.Add(gvk, meta.RESTScopeNamespace)
 	}
 	var watched []workload.Kind
+	var indexed int
 	s := &servedKinds{mapper: mapper, interval: time.Hour, served: map[workload.Kind]bool{},
-		watch: func(_ context.Context, obj client.Object) error {
-			k, err := workload.KindOf(obj)
-			watched = append(watched, k)
-			return err
-		}}
+		index: func(context.Context, client.Object) error { indexed++; return nil }}
 	ctx := context.Background()
-	if err := s.add(ctx); err != nil {
+	if err := s.subscribe(ctx, func(_ context.Context, obj client.Object) error {
+		k, err := workload.KindOf(obj)
+		watched = append(watched, k)
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if s.Served(workload.ArgoRolloutKind) || !s.Served(workload.Deployment) {
@@ -67,5 +68,21 @@ func TestServedKindsWatchAKindOnceItIsServed(t *testing.T) {
 	want := []workload.Kind{workload.Deployment, workload.StatefulSet, workload.DaemonSet, workload.ArgoRolloutKind}
 	if !slices.Equal(watched, want) {
 		t.Errorf("watched %v, want each kind once: %v", watched, want)
+	}
+	// A second controller (the cluster keyrings') subscribing later watches every kind served
+	// already, and no kind is indexed twice.
+	var second []workload.Kind
+	if err := s.subscribe(ctx, func(_ context.Context, obj client.Object) error {
+		k, err := workload.KindOf(obj)
+		second = append(second, k)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(second)
+	sorted := slices.Clone(want)
+	slices.Sort(sorted)
+	if !slices.Equal(second, sorted) || indexed != len(want) {
+		t.Errorf("second controller watched %v (want %v); indexed %d times (want %d)", second, sorted, indexed, len(want))
 	}
 }

@@ -24,63 +24,25 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clientevents "k8s.io/client-go/tools/events"
-	kclock "k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
-	"github.com/mrtr-dev/mrtr-operator/internal/metrics"
 	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
-	"github.com/mrtr-dev/mrtr-operator/internal/workload"
-	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
-// MRTRKeyringReconciler observes a keyring, its Secret and its target workloads, asks
-// rotation.Step what to do, and does it: write the Secret, write status (once, only if changed),
-// emit events, stamp the workloads. What it keeps in memory between passes (ownWrites) only spares
-// work; every decision comes from what it reads.
-//
-// The Secret carries the label mrtr.dev/keyring=<name> but no owner reference: like cert-manager's
-// Certificate Secrets, it outlives its MRTRKeyring, so deleting (or re-creating) the keyring never
-// takes the keys away from running servers. A re-created keyring resumes from the Secret.
+// MRTRKeyringReconciler observes a keyring, its Secret and its target workloads in its namespace,
+// asks rotation.Step what to do, and does it: write the Secret, write status (once, only if
+// changed), emit events, stamp the workloads, evict. An MRTRKeyring has one place, its own
+// namespace, whose consumers read the Secret itself. What it keeps in memory between passes
+// (Shared's ownWrites) only spares work; every decision comes from what it reads.
 type MRTRKeyringReconciler struct {
-	client.Client
-	// APIReader reads the Secret live when the cache cannot be trusted to hold it (readSecret): the
-	// manager caches keyring Secrets only, and a copy may be a moment behind the operator's write.
-	APIReader client.Reader
-	// Recorder emits the events of each decision; nil means an events.Recorder that SetupWithManager
-	// adds to the manager.
-	Recorder clientevents.EventRecorder
-	// Clock is the time source; nil means the real clock.
-	Clock kclock.PassiveClock
-	// Metrics receives the keyring metrics; nil means metrics.Default (the manager's registry).
-	Metrics *metrics.Recorder
-	// GenerateKey makes the candidate key of each pass; nil means keyring.GenerateKey.
-	GenerateKey func(id string, n int) (keyring.Key, error)
+	*Shared
 	// MaxConcurrentReconciles is how many keyrings are reconciled at once; 0 means
 	// DefaultConcurrency. controller-runtime never runs two passes of one keyring at once.
 	MaxConcurrentReconciles int
-	// ReadNodes: the operator may read Nodes (a cluster-wide install), and so spares the pods of
-	// a node that is not Ready the restart for a missing acknowledgement. A namespace-scoped
-	// install cannot be granted Nodes: their readiness is then unknown, and the status says so.
-	ReadNodes bool
-
-	// ClusterKeyrings, when not empty, turns on ClusterMRTRKeyrings (--cluster-keyrings): the
-	// namespace, the operator's own, that holds their lead Secrets. Only a cluster-wide install
-	// may: a cluster keyring writes Secrets into the namespaces it selects.
-	ClusterKeyrings string
-
-	// KindRecheck is how often a workload kind the API server did not serve is asked about again
-	// (and a keyring that names one looks again); 0 means DefaultKindRecheck.
-	KindRecheck time.Duration
-
-	kinds     *servedKinds
-	written   ownWrites
-	evictions evictions
 }
 
 // DefaultConcurrency is the default MaxConcurrentReconciles. A pass spends most of its time
@@ -150,10 +112,10 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	// pass resume in the phase it was written for.
 	annotated := 0 // pods told to sync the Secret at once (reloadTrigger)
 	if d.Secret != nil {
-		if err := r.writeSecret(ctx, &kr, obs.secret, d); err != nil {
+		if err := r.writeSecret(ctx, placeOf(&kr), obs.secret, d); err != nil {
 			return retryOnConflict(ctx, err)
 		}
-		annotated = r.syncPods(ctx, &kr, d.Secret.Fingerprint(), d.Nudge, obs.pods)
+		annotated = r.syncPods(ctx, placeOf(&kr), d.Secret.Fingerprint(), d.Nudge, obs.pods)
 	}
 	if !equality.Semantic.DeepEqual(kr.Status, d.Status) {
 		previous := kr.Status
@@ -165,46 +127,25 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 		r.written.wrote(&kr)
 		// Only after the write: a pass retried after a conflict must not count the same transition twice.
-		r.recordTransitions(&kr, previous)
+		r.recordTransitions(placeOf(&kr).Keyring, kr.Status, previous)
 	}
-	r.metrics().Observe(&kr)
+	r.metrics().Observe(placeOf(&kr).Keyring, kr.Spec.RotationInterval.Duration, &kr.Status)
 	for _, e := range d.Events {
 		r.Recorder.Eventf(&kr, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
 	}
-	var stampErrs []error // and eviction errors
 	requeue := d.RequeueAfter
 	if r.kinds != nil && slices.ContainsFunc(in.Workloads, func(w rotation.Workload) bool { return w.NotServed != "" }) {
 		// No event comes when the kind becomes served and the target turns out missing or there.
 		requeue = soonest(requeue, r.kinds.interval)
 	}
-	if d.Stamp != "" {
-		for _, obj := range obs.targets {
-			if ref, _ := workload.RefOf(obj); !slices.Contains(d.StampTargets, ref.String()) {
-				continue
-			}
-			wrote, err := workload.Stamp(ctx, r.Client, obj, d.Stamp, kr.Name)
-			switch {
-			case apierrors.IsConflict(err):
-				// The workload changed since it was read: the next pass decides from its new state.
-				requeue = soonest(requeue, conflictRetry)
-			case err != nil && !apierrors.IsNotFound(err):
-				stampErrs = append(stampErrs, err)
-			}
-			if wrote {
-				r.written.wrote(obj)
-			}
-		}
-	}
-	if len(d.Evict) > 0 {
-		retry, err := r.evict(ctx, &kr, d.Evict, obs.pods)
-		stampErrs = append(stampErrs, err)
-		if retry {
-			requeue = soonest(requeue, evictionRetry)
-		}
+	retry, errs := r.stampAndEvict(ctx, placeOf(&kr), d.Stamp, func(ref string) bool { return slices.Contains(d.StampTargets, ref) },
+		obs.targets, d.Evict, obs.pods)
+	if retry > 0 {
+		requeue = soonest(requeue, retry)
 	}
 	log.V(1).Info("reconciled", "phase", d.Status.Phase, "fingerprint", d.Status.SecretFingerprint,
 		"target", d.Status.TargetFingerprint, "requeueAfter", requeue, "evicted", len(d.Evict), "podsAnnotated", annotated)
-	return ctrl.Result{RequeueAfter: requeue, Priority: requeuePriority(d.Status.Phase)}, errors.Join(stampErrs...)
+	return ctrl.Result{RequeueAfter: requeue, Priority: requeuePriority(d.Status.Phase)}, errors.Join(errs...)
 }
 
 // conflictRetry is how soon a pass that lost an optimistic-concurrency race runs again.
@@ -227,33 +168,4 @@ func soonest(requeue, d time.Duration) time.Duration {
 		return d
 	}
 	return requeue
-}
-
-func (r *MRTRKeyringReconciler) now() kclock.PassiveClock {
-	if r.Clock == nil {
-		return kclock.RealClock{}
-	}
-	return r.Clock
-}
-
-func (r *MRTRKeyringReconciler) metrics() *metrics.Recorder {
-	if r.Metrics == nil {
-		return metrics.Default
-	}
-	return r.Metrics
-}
-
-// recordTransitions feeds the event-like metrics from a status change that was written: a rotation
-// that became stuck, and how long a phase that waited for a rollout took.
-func (r *MRTRKeyringReconciler) recordTransitions(kr *mrtrv1alpha1.MRTRKeyring, prevStatus mrtrv1alpha1.MRTRKeyringStatus) {
-	next := kr.Status
-	old := meta.FindStatusCondition(prevStatus.Conditions, mrtrv1alpha1.ConditionStalled)
-	if c := meta.FindStatusCondition(next.Conditions, mrtrv1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue &&
-		(old == nil || old.Status != metav1.ConditionTrue || old.Reason != c.Reason) {
-		r.metrics().RotationFailed(kr.Namespace, kr.Name, c.Reason)
-	}
-	prev := prevStatus.Phase
-	if prev != next.Phase && prevStatus.PhaseStartedAt != nil && next.PhaseStartedAt != nil && rotation.WaitsForRollout(prev) {
-		r.metrics().RolloutWaited(prev, next.PhaseStartedAt.Sub(prevStatus.PhaseStartedAt.Time))
-	}
 }

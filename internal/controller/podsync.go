@@ -50,7 +50,7 @@ import (
 // that it never lands on a pod replaced or changed since; a pod changed since (it acknowledged, or
 // its controller touched it) is patched once more on its uid alone. It returns how many pods it
 // annotated.
-func (r *MRTRKeyringReconciler) syncPods(ctx context.Context, kr *mrtrv1alpha1.MRTRKeyring, fingerprint string, pods []string,
+func (r *Shared) syncPods(ctx context.Context, kr keyringPlace, fingerprint string, pods []string,
 	seen map[string]seenPod) int {
 	synced, failed := 0, 0
 	var firstErr error
@@ -86,7 +86,7 @@ func (r *MRTRKeyringReconciler) syncPods(ctx context.Context, kr *mrtrv1alpha1.M
 
 // annotatePod merge-patches WrittenAnnotation = value on one pod, conditional on pre: a patch that
 // names the uid and resourceVersion fails (NotFound or Conflict) unless the pod still has both.
-func (r *MRTRKeyringReconciler) annotatePod(ctx context.Context, namespace, name, value string, pre metav1.Preconditions) error {
+func (r *Shared) annotatePod(ctx context.Context, namespace, name, value string, pre metav1.Preconditions) error {
 	meta := map[string]any{"annotations": map[string]string{mrtrv1alpha1.WrittenAnnotation: value}}
 	if pre.UID != nil {
 		meta["uid"] = *pre.UID

@@ -94,9 +94,12 @@ func startOperator() {
 	var err error
 	operator, err = env.StartManager(ctx, ctrl.Options{Cache: CacheOptions(), Controller: config.Controller{SkipNameValidation: &skip}},
 		func(mgr ctrl.Manager) error {
-			r := &MRTRKeyringReconciler{Client: mgr.GetClient(), Clock: fakeClock, Metrics: testMetrics, ReadNodes: true,
+			shared := &Shared{Client: mgr.GetClient(), Clock: fakeClock, Metrics: testMetrics, ReadNodes: true,
 				ClusterKeyrings: clusterResourceNamespace}
-			return r.SetupWithManager(mgr)
+			if err := (&MRTRKeyringReconciler{Shared: shared}).SetupWithManager(mgr); err != nil {
+				return err
+			}
+			return (&ClusterMRTRKeyringReconciler{Shared: shared}).SetupWithManager(mgr)
 		})
 	Expect(err).NotTo(HaveOccurred())
 	managerClient = operator.Client

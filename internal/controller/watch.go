@@ -40,7 +40,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
-	"github.com/mrtr-dev/mrtr-operator/internal/events"
 	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
@@ -77,7 +76,7 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		return err
 	}
 	if err := idx.IndexField(ctx, &mrtrv1alpha1.MRTRKeyring{}, workloadIndex, func(o client.Object) []string {
-		refs := specRefs(o.(*mrtrv1alpha1.MRTRKeyring))
+		refs := specRefs(&o.(*mrtrv1alpha1.MRTRKeyring).Spec)
 		keys := make([]string, len(refs))
 		for i, ref := range refs {
 			keys[i] = ref.String()
@@ -104,21 +103,8 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	if r.APIReader == nil {
-		r.APIReader = mgr.GetAPIReader()
-	}
-	if r.Recorder == nil {
-		// Through r.Client, so that the lease guard in front of it (internal/leaderguard) holds back
-		// the events of a replica that no longer leads, as it does its other writes.
-		c := r.Client
-		if c == nil {
-			c = mgr.GetClient()
-		}
-		rec := events.NewRecorder(c, mgr.GetScheme(), "mrtr-operator")
-		if err := mgr.Add(rec); err != nil {
-			return err
-		}
-		r.Recorder = rec
+	if err := r.setup(mgr); err != nil {
+		return err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&mrtrv1alpha1.MRTRKeyring{}, builder.WithPredicates(predicate.Or(
@@ -133,44 +119,23 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 				DeleteFunc: func(event.DeleteEvent) bool { return true },
 			}))
 	b = b.Watches(&corev1.Pod{}, enqueueInFlight(r.keyringsForPod), builder.WithPredicates(podChanged{}))
-	workers := r.MaxConcurrentReconciles
-	if workers <= 0 {
-		workers = DefaultConcurrency
-	}
-	c, err := b.Named("mrtrkeyring").WithOptions(controller.Options{MaxConcurrentReconciles: workers}).Build(r)
+	c, err := b.Named("mrtrkeyring").WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.MaxConcurrentReconciles)}).Build(r)
 	if err != nil {
 		return err
 	}
-	var clusterWatch func(context.Context, client.Object) error
-	if r.ClusterKeyrings != "" {
-		cr := &ClusterMRTRKeyringReconciler{MRTRKeyringReconciler: r, Namespace: r.ClusterKeyrings}
-		if clusterWatch, err = cr.setupCluster(mgr, workers); err != nil {
-			return err
-		}
-	}
 	// The workload kinds are watched as the API server serves them (kinds.go): those it serves
 	// now before the manager starts, any other once its CRD is installed.
-	interval := r.KindRecheck
-	if interval <= 0 {
-		interval = DefaultKindRecheck
+	return r.kinds.subscribe(ctx, func(_ context.Context, obj client.Object) error {
+		return c.Watch(source.Kind(mgr.GetCache(), obj, enqueueInFlight(r.keyringsForWorkload), predicate.Predicate(workloadChanged{})))
+	})
+}
+
+// workers is n, or DefaultConcurrency when it is not set.
+func workers(n int) int {
+	if n <= 0 {
+		return DefaultConcurrency
 	}
-	r.kinds = &servedKinds{mapper: mgr.GetRESTMapper(), interval: interval, served: map[workload.Kind]bool{},
-		watch: func(ctx context.Context, obj client.Object) error {
-			if err := idx.IndexField(ctx, obj, workload.SecretRefIndex, workload.ReferencedSecrets); err != nil {
-				return err
-			}
-			if err := c.Watch(source.Kind(mgr.GetCache(), obj, enqueueInFlight(r.keyringsForWorkload), predicate.Predicate(workloadChanged{}))); err != nil {
-				return err
-			}
-			if clusterWatch != nil {
-				return clusterWatch(ctx, obj)
-			}
-			return nil
-		}}
-	if err := r.kinds.add(ctx); err != nil {
-		return err
-	}
-	return mgr.Add(r.kinds)
+	return n
 }
 
 // keyringsForSecret maps a Secret to the keyrings in its namespace that use it.

@@ -188,12 +188,12 @@ func (r *Recorder) Collect(ch chan<- prometheus.Metric) {
 	r.restarted.Collect(ch)
 }
 
-// Observe records the state of a keyring from its status: call it after each reconcile. A keyring
+// Observe records the state of a keyring from its status and its spec.rotationInterval: call it
+// after each reconcile. A ClusterMRTRKeyring is keyring {Namespace: "", Name: its name}. A keyring
 // without a phase yet (never reconciled) reports 0 for every phase.
-func (r *Recorder) Observe(kr *mrtrv1alpha1.MRTRKeyring) {
-	st := kr.Status
+func (r *Recorder) Observe(keyring types.NamespacedName, interval time.Duration, st *mrtrv1alpha1.MRTRKeyringStatus) {
 	s := snapshot{phase: st.Phase, completed: st.RotationsCompleted, pods: st.PodCount, acked: st.PodsAcknowledged,
-		interval: kr.Spec.RotationInterval.Duration}
+		interval: interval}
 	if c := meta.FindStatusCondition(st.Conditions, mrtrv1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue {
 		s.stalled = true
 	}
@@ -207,7 +207,7 @@ func (r *Recorder) Observe(kr *mrtrv1alpha1.MRTRKeyring) {
 		s.nextRotation = st.NextRotationTime.Time
 	}
 	r.mu.Lock()
-	r.keyrings[types.NamespacedName{Namespace: kr.Namespace, Name: kr.Name}] = s
+	r.keyrings[keyring] = s
 	r.mu.Unlock()
 }
 

@@ -28,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
@@ -37,6 +38,11 @@ var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
 func keyring(name string, st mrtrv1alpha1.MRTRKeyringStatus) *mrtrv1alpha1.MRTRKeyring {
 	return &mrtrv1alpha1.MRTRKeyring{ObjectMeta: metav1.ObjectMeta{Namespace: "mcp", Name: name}, Status: st}
+}
+
+// observe records kr as the reconcilers do.
+func observe(r *Recorder, kr *mrtrv1alpha1.MRTRKeyring) {
+	r.Observe(types.NamespacedName{Namespace: kr.Namespace, Name: kr.Name}, kr.Spec.RotationInterval.Duration, &kr.Status)
 }
 
 func newRegistered(t *testing.T) (*Recorder, *prometheus.Registry) {
@@ -52,7 +58,7 @@ func newRegistered(t *testing.T) (*Recorder, *prometheus.Registry) {
 func TestObserveAndForget(t *testing.T) {
 	r, reg := newRegistered(t)
 	next := metav1.NewTime(now.Add(90 * time.Minute))
-	r.Observe(keyring("payments", mrtrv1alpha1.MRTRKeyringStatus{
+	observe(r, keyring("payments", mrtrv1alpha1.MRTRKeyringStatus{
 		Phase: mrtrv1alpha1.PhaseSealingWithNew,
 		Keys: []mrtrv1alpha1.KeyStatus{
 			{ID: "k2", Role: mrtrv1alpha1.KeyPrimary, CreatedAt: metav1.NewTime(now.Add(-10 * time.Minute))},
@@ -62,7 +68,7 @@ func TestObserveAndForget(t *testing.T) {
 		RotationsCompleted: 3,
 	}))
 	// Never reconciled yet: no phase, no keys, no schedule.
-	r.Observe(keyring("search", mrtrv1alpha1.MRTRKeyringStatus{}))
+	observe(r, keyring("search", mrtrv1alpha1.MRTRKeyringStatus{}))
 	r.RotationFailed("mcp", "payments", mrtrv1alpha1.ReasonRolloutDeadlineExceeded)
 	r.RolloutWaited(mrtrv1alpha1.PhaseAccepting, 7*time.Second)
 	r.RolloutWaited(mrtrv1alpha1.PhaseAccepting, 3*time.Second)
@@ -96,7 +102,7 @@ mrtr_keyring_rotations_failed_total{name="payments",namespace="mcp",reason="Roll
 	}
 
 	// A later pass moves the phase: its one series moves with it.
-	r.Observe(keyring("payments", mrtrv1alpha1.MRTRKeyringStatus{Phase: mrtrv1alpha1.PhaseWaitingTTL}))
+	observe(r, keyring("payments", mrtrv1alpha1.MRTRKeyringStatus{Phase: mrtrv1alpha1.PhaseWaitingTTL}))
 	if got := value(t, reg, "mrtr_keyring_phase", "payments", string(mrtrv1alpha1.PhaseWaitingTTL)); got != 1 {
 		t.Errorf("phase WaitingTTL = %v, want 1", got)
 	}
@@ -135,7 +141,7 @@ func TestSeriesPerKeyringAreFew(t *testing.T) {
 	r, reg := newRegistered(t)
 	next := metav1.NewTime(now.Add(time.Hour))
 	for i := range 1000 {
-		r.Observe(keyring(fmt.Sprintf("k%04d", i), mrtrv1alpha1.MRTRKeyringStatus{
+		observe(r, keyring(fmt.Sprintf("k%04d", i), mrtrv1alpha1.MRTRKeyringStatus{
 			Phase: mrtrv1alpha1.PhaseAccepting, NextRotationTime: &next, RotationsCompleted: 2, PodCount: 3, PodsAcknowledged: 1,
 			Keys: []mrtrv1alpha1.KeyStatus{{ID: "a", Role: mrtrv1alpha1.KeyPrimary, CreatedAt: metav1.NewTime(now)}},
 		}))
@@ -170,7 +176,7 @@ func TestSeriesPerKeyringAreFew(t *testing.T) {
 
 func TestMetricsLint(t *testing.T) {
 	r, _ := newRegistered(t)
-	r.Observe(keyring("payments", mrtrv1alpha1.MRTRKeyringStatus{Phase: mrtrv1alpha1.PhaseStable}))
+	observe(r, keyring("payments", mrtrv1alpha1.MRTRKeyringStatus{Phase: mrtrv1alpha1.PhaseStable}))
 	r.RotationFailed("mcp", "payments", mrtrv1alpha1.ReasonWorkloadNotFound)
 	r.RolloutWaited(mrtrv1alpha1.PhaseRemoving, time.Second)
 	problems, err := testutil.CollectAndLint(r)
@@ -220,7 +226,7 @@ func value(t *testing.T, reg *prometheus.Registry, metric, name, phase string) f
 func TestShippedQueriesUseExportedMetrics(t *testing.T) {
 	r, reg := newRegistered(t)
 	next := metav1.NewTime(now.Add(time.Hour))
-	r.Observe(keyring("payments", mrtrv1alpha1.MRTRKeyringStatus{
+	observe(r, keyring("payments", mrtrv1alpha1.MRTRKeyringStatus{
 		Phase: mrtrv1alpha1.PhaseStable, NextRotationTime: &next, PodCount: 1, PodsAcknowledged: 1,
 		Keys: []mrtrv1alpha1.KeyStatus{{ID: "a", Role: mrtrv1alpha1.KeyPrimary, CreatedAt: metav1.NewTime(now)}},
 	}))

@@ -101,9 +101,9 @@ func supervised(apiserver *rest.Config, lease string) *runs {
 		if err != nil {
 			return nil, err
 		}
-		if err := (&controller.MRTRKeyringReconciler{
+		if err := (&controller.MRTRKeyringReconciler{Shared: &controller.Shared{
 			Client: leaderguard.NewClient(mgr.GetClient(), l.Session()), APIReader: mgr.GetAPIReader(),
-		}).SetupWithManager(mgr); err != nil {
+		}}).SetupWithManager(mgr); err != nil {
 			return nil, err
 		}
 		return recorded{Manager: mgr, runs: r}, nil
