@@ -313,6 +313,7 @@ var _ = Describe("ClusterMRTRKeyring places that fail, are refused or leave", fu
 		eventuallyClusterPhase(name, mrtrv1alpha1.PhaseWaitingTTL)
 		fakeClock.Step(testTTLWait + time.Second)
 		pokeCluster(name)
+		eventuallyClusterPhase(name, mrtrv1alpha1.PhaseRemoving)
 		acknowledgeCopies(name, tenants[0])
 		eventuallyClusterPhase(name, mrtrv1alpha1.PhaseStable)
 		for _, id := range held {
