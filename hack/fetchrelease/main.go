@@ -422,13 +422,11 @@ func (f *fetcher) describe(u string, err error) error {
 	if p, perr := url.Parse(u); perr == nil {
 		host = p.Host
 	}
-	var uerr *url.Error
-	if errors.As(err, &uerr) {
+	if uerr, ok := errors.AsType[*url.Error](err); ok {
 		err = uerr.Err
 	}
-	var nerr net.Error
-	var operr *net.OpError
-	if errors.As(err, &operr) || (errors.As(err, &nerr) && nerr.Timeout()) {
+	_, isOp := errors.AsType[*net.OpError](err)
+	if nerr, ok := errors.AsType[net.Error](err); isOp || (ok && nerr.Timeout()) {
 		return fmt.Errorf("%s unreachable: %w", host, err)
 	}
 	return fmt.Errorf("%s: %w", u, err)

@@ -265,6 +265,7 @@ func TestFetchRefusesWhatDoesNotVerify(t *testing.T) {
 func TestDownloadIsNeverExecutableBeforeItVerifies(t *testing.T) {
 	dir := t.TempDir()
 	tampered := []byte("#!/bin/sh\necho tampered\n")
+	var mu sync.Mutex // the handler's findings, read once the download is over
 	var staged []os.FileMode
 	var inPlace bool
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -275,6 +276,8 @@ func TestDownloadIsNeverExecutableBeforeItVerifies(t *testing.T) {
 		_, _ = w.Write(tampered[:4])
 		w.(http.Flusher).Flush()
 		// The client creates the staged file once the headers are in: wait for it, then look.
+		mu.Lock()
+		defer mu.Unlock()
 		for range 1000 {
 			if m, _ := filepath.Glob(filepath.Join(dir, tmpPrefix+"*", "kube-apiserver")); len(m) == 1 {
 				if st, err := os.Stat(m[0]); err == nil {
@@ -293,6 +296,9 @@ func TestDownloadIsNeverExecutableBeforeItVerifies(t *testing.T) {
 	if code, _ := fetch(t, func(k string) string { return env[k] }, dir, "kube-apiserver"); code != 1 {
 		t.Fatalf("exit %d, want 1", code)
 	}
+	srv.Close() // waits for the handler
+	mu.Lock()
+	defer mu.Unlock()
 	if len(staged) != 1 || staged[0]&0o111 != 0 {
 		t.Errorf("staged file modes %v while downloading, want one, not executable", staged)
 	}
