@@ -452,7 +452,7 @@ func extract(tarball, member, dst string) (err error) {
 		if err != nil {
 			return err
 		}
-		if hdr.Name != member {
+		if strings.TrimPrefix(hdr.Name, "./") != member {
 			continue
 		}
 		if hdr.Typeflag != tar.TypeReg || hdr.Size > maxBinary {
