@@ -81,17 +81,23 @@ vet: ## Run go vet against code, including the files behind the e2e build tag.
 
 # envtest's etcd and kube-apiserver (hack/envtest-assets.sh prints their folder as its last line):
 # KUBEBUILDER_ASSETS when it is set; else setup-envtest's download of ENVTEST_K8S_VERSION into bin/k8s;
-# else, where nothing can be downloaded, hack/build-controlplane.sh's build from source through the
-# Go module proxy into a per-version cache folder outside the checkout (~/.cache/mrtr-operator), once
-# per machine. The whole local control plane (kube-controller-manager, kube-scheduler, kwok, the
-# kubelet) always comes from that build.
+# else hack/build-controlplane.sh, which puts them into a per-version cache folder outside the
+# checkout (~/.cache/mrtr-operator) once per machine. The whole local control plane
+# (kube-controller-manager, kube-scheduler, the kubelet, kube-proxy, kwok) comes from that script too:
+# the release binaries of the pinned versions, each checked against its published SHA-256, else
+# (nothing can be downloaded) a build from source through the Go module proxy; kwok always the latter.
 
 .PHONY: envtest-assets
 envtest-assets: setup-envtest ## Print envtest's binaries' folder as the last line: KUBEBUILDER_ASSETS, setup-envtest's download, or a build from source.
 	@ENVTEST="$(ENVTEST)" ENVTEST_K8S_VERSION="$(ENVTEST_K8S_VERSION)" ENVTEST_BIN_DIR="$(LOCALBIN)" hack/envtest-assets.sh
 
+.PHONY: cluster-assets
+cluster-assets: ## Download (else build) the whole local control plane, the kubelet and kube-proxy if missing; print their folder as the last line.
+	@hack/build-controlplane.sh node
+
+# The demo and run-local need no Argo Rollouts: only the e2e suites wait for its build.
 .PHONY: e2e-assets
-e2e-assets: ## Build the whole local control plane, the kubelet and kube-proxy, and the Argo Rollouts controller if missing; print the control plane's folder as the last line.
+e2e-assets: ## cluster-assets, and the Argo Rollouts controller built if missing; print the control plane's folder as the last line.
 	@hack/build-argo-rollouts.sh >/dev/null
 	@hack/build-controlplane.sh node
 
@@ -262,12 +268,12 @@ run: manifests generate fmt vet ## Run a controller from your host against the c
 # operator as its own process, a 3-replica Deployment of the example MCP server (containers of its
 # image; processes on kwok) and MCP clients, then walks two rotations and cleans up.
 .PHONY: demo
-demo: manifests helm e2e-assets node-packages ## Two key rotations under live MRTR traffic on a local cluster; cleans up (also on Ctrl-C).
+demo: manifests helm cluster-assets node-packages ## Two key rotations under live MRTR traffic on a local cluster; cleans up (also on Ctrl-C).
 	go run ./cmd/demo
 
 # The same local cluster with the CRDs and the manager, left running for you to explore with kubectl.
 .PHONY: run-local
-run-local: build e2e-assets node-packages ## Start a local cluster with the CRDs and run the manager on it; Ctrl-C stops all.
+run-local: build cluster-assets node-packages ## Start a local cluster with the CRDs and run the manager on it; Ctrl-C stops all.
 	go build -o "$(LOCALBIN)/localcluster" ./test/localcluster/cmd/localcluster
 	"$(LOCALBIN)/localcluster" -crds config/crd/bases -kubeconfig "$(LOCALBIN)/demo.kubeconfig" \
 		-log-dir "$(LOCALBIN)/demo-logs" -- \
@@ -411,7 +417,7 @@ $(LOCALBIN):
 	mkdir -p "$(LOCALBIN)"
 
 ## Tool Binaries
-# kubectl at the API server's version, built from source once (the machine's may be outside the skew).
+# kubectl at the API server's version, downloaded (else built) once (the machine's may be outside the skew).
 KUBECTL ?= $(LOCALBIN)/kubectl
 KUSTOMIZE ?= $(LOCALBIN)/kustomize
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
@@ -434,7 +440,7 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 HELM_VERSION ?= v3.22.0
 
 .PHONY: kubectl
-kubectl: ## Build kubectl v1.37.2 from source into the control-plane cache (once) and link it as bin/kubectl; or set KUBECTL.
+kubectl: ## Download (else build) kubectl v1.37.2 into the control-plane cache (once) and link it as bin/kubectl; or set KUBECTL.
 	@if [ "$(KUBECTL)" = "$(LOCALBIN)/kubectl" ]; then \
 		dir="$$(hack/build-controlplane.sh kubectl | tail -1)" && mkdir -p "$(LOCALBIN)" && ln -sf "$$dir/kubectl" "$(LOCALBIN)/kubectl"; \
 	fi

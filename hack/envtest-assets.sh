@@ -8,10 +8,11 @@
 #   1. KUBEBUILDER_ASSETS, when set: used as it is, nothing built or downloaded;
 #   2. setup-envtest's binaries of ENVTEST_K8S_VERSION under ENVTEST_BIN_DIR, downloaded now if they
 #      are not there yet (the kubebuilder way);
-#   3. hack/build-controlplane.sh envtest: built from source through the Go module proxy, for the
-#      machines that can download no binaries (instant once built: it is cached outside the checkout).
+#   3. hack/build-controlplane.sh envtest: the release binaries, checked against their published
+#      SHA-256, else built from source through the Go module proxy, for the machines that can download
+#      no binaries (instant once there: it is cached outside the checkout).
 #
-# A failed download falls through to 3 without a word: it is what those machines expect.
+# A failed download of 2 falls through to 3 without a word (3 says why it builds, if it must).
 #
 #   ENVTEST=bin/setup-envtest ENVTEST_K8S_VERSION=1.37 ENVTEST_BIN_DIR=bin hack/envtest-assets.sh
 set -euo pipefail

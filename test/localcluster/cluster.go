@@ -29,7 +29,8 @@ limitations under the License.
 //   - kwok's simulated nodes (NodeKwok), where nothing runs: pods get a fake IP and turn Ready, their
 //     images are never pulled. Any number of them, anywhere, and cheap: the scale benchmark's node.
 //
-// The binaries are built from source once per machine by hack/build-controlplane.sh (see BinDir).
+// The binaries are put into a cache once per machine by hack/build-controlplane.sh (see BinDir): the
+// release binaries, checked against their published SHA-256, else built from source.
 //
 // Nothing outlives the cluster. Every process runs in its own process group and gets SIGKILL from the
 // kernel if the process that started it dies (Linux), so a crash, a kill -9 or a Ctrl-C of the test
@@ -163,13 +164,15 @@ rules:
 func (c *Cluster) AuditLogPath() string { return c.auditLog }
 
 // BinDir returns the folder with etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok
-// and kwok's stage definitions, building whatever is missing first (about 10 minutes on a cold
-// machine, a second when built). It runs hack/build-controlplane.sh from the repository root, which
-// it finds by walking up from the working directory.
+// and kwok's stage definitions, downloading or building whatever is missing first (a minute or two
+// where the releases can be downloaded, kwok then the longest, about 10 minutes of build where not,
+// a second once there).
+// It runs hack/build-controlplane.sh from the repository root, which it finds by walking up from the
+// working directory.
 func BinDir() (string, error) { return binDir("all") }
 
 // NodeBinDir is BinDir plus the kubelet and kube-proxy, which the real node runs (about 5 more
-// minutes of build once).
+// minutes where they must be built).
 func NodeBinDir() (string, error) { return binDir("node") }
 
 // ArgoRolloutsDir returns the folder with the Argo Rollouts controller (rollouts-controller) and its
