@@ -158,8 +158,15 @@ func (d *textWriter) cappedTable(level int, head []string, n int, row func(i int
 // maxSectionRows of those it lists (those behind first: the order of status), and how many more
 // there are.
 func (d *textWriter) namespaces(kr *mrtrv1alpha1.MRTRKeyring, ns mrtrv1alpha1.NamespacesStatus) {
-	behind := ns.Selected - ns.UpToDate - ns.Conflicts
-	summary := fmt.Sprintf("%d selected: %d up to date, %d behind, %d in conflict; %d left", ns.Selected, ns.UpToDate, behind, ns.Conflicts, ns.Left)
+	behind := ns.Selected - ns.UpToDate - ns.Conflicts - ns.Refused
+	refused := ""
+	if ns.Refused > 0 {
+		refused = fmt.Sprintf(", %d refusing the write", ns.Refused)
+	}
+	summary := fmt.Sprintf("%d selected: %d up to date, %d behind, %d in conflict%s; %d left", ns.Selected, ns.UpToDate, behind, ns.Conflicts, refused, ns.Left)
+	if ns.PendingRekey != "" {
+		summary += "; a rekey is owed: " + ns.PendingRekey
+	}
 	if kr.Status.Phase == "" {
 		summary = "none in status yet"
 	}
