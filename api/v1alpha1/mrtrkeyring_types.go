@@ -203,7 +203,8 @@ type RotationWindow struct {
 	// schedule is when the window opens: a standard 5-field cron expression (minute, hour,
 	// day of month, month, day of week; lists, ranges, steps, * and month or weekday names), as a
 	// Kubernetes CronJob's schedule without the @ macros and TZ= prefix (timeZone says that).
-	// A time that the clock skips at a daylight saving change opens no window that day.
+	// A time that the clock skips at a daylight saving change opens the window at the first instant
+	// after the skip, and a time that it shows twice opens it at its first occurrence.
 	// +required
 	// +kubebuilder:validation:MinLength=9
 	// +kubebuilder:validation:MaxLength=128
