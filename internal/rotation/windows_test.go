@@ -17,6 +17,7 @@ limitations under the License.
 package rotation
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -521,5 +522,178 @@ func checkStamp(t *testing.T, d Decision, ids []string) {
 	}
 	if d.Stamp != want {
 		t.Errorf("stamp = %q, want %q (keys %v)", d.Stamp, want, ids)
+	}
+}
+
+// TestMissedWindowsStall: a rotation due by the interval that a staged key not yet delivered holds
+// back, with a daily window of 5 minutes at 02:00 UTC. Its stall counts from the time it first
+// fell due, the opening of 4 August (due 01:00, interval elapsed), not from
+// status.nextRotationTime, which each window it misses moves on; so it is Stalled from 02:10 on,
+// between the windows as inside them, and RotationWindowWarning says from 02:05 on that it missed
+// its window, quoting that window and the one it waits for now.
+func TestMissedWindowsStall(t *testing.T) {
+	a, n := "k20260101-000000", "k20260201-000000"
+	const firstDue = "2026-08-04T02:00:00Z"
+	blocked := func(now string, next string) Input {
+		in := input(withRoles(status(t, mrtrv1alpha1.PhaseStable, 30*24*time.Hour, a, n), primary, stagedR),
+			stagedSecret(t, mrtrv1alpha1.PhaseStable, n, a, n), deployment("api", fp(t, a, n), false))
+		in.Settings = staging
+		in.Settings.Windows = windows(t, "0 2 * * *|5m|UTC")
+		in.Now = utc(now)
+		// The primary key seals since an interval before 01:00 on 4 August: the rotation falls
+		// due then, and first in a window at its 02:00 opening.
+		in.Status.Keys[0].SealingSince = &metav1.Time{Time: utc("2026-08-04T01:00:00Z").Add(-in.Settings.RotationInterval)}
+		in.Status.NextRotationTime = &metav1.Time{Time: utc(next)}
+		in.Status.RolledOutAt = &metav1.Time{Time: utc("2026-07-20T00:00:00Z")}
+		return in
+	}
+	window := func(c *metav1.Condition, status metav1.ConditionStatus, reason string, quotes ...string) error {
+		if c == nil || c.Status != status || c.Reason != reason {
+			return fmt.Errorf("RotationWindowWarning = %+v, want %s %s", c, status, reason)
+		}
+		for _, q := range quotes {
+			if !strings.Contains(c.Message, q) {
+				return fmt.Errorf("RotationWindowWarning message %q does not quote %s", c.Message, q)
+			}
+		}
+		return nil
+	}
+	cases := map[string]struct {
+		in    Input
+		want  want
+		check func(*testing.T, Decision)
+	}{
+		"inside the window it fell due in, before rolloutDeadline: neither stalled nor missed": {
+			in:   blocked("2026-08-04T02:03:00Z", firstDue),
+			want: want{phase: mrtrv1alpha1.PhaseStable, requeue: 2 * time.Minute},
+			check: func(t *testing.T, d Decision) {
+				if err := window(meta.FindStatusCondition(d.Status.Conditions, mrtrv1alpha1.ConditionRotationWindows), metav1.ConditionFalse, mrtrv1alpha1.ReasonWindowsOpen); err != nil {
+					t.Error(err)
+				}
+			},
+		},
+		"that window closed: the rotation moves to the next one, and the warning says it missed one": {
+			in:   blocked("2026-08-04T02:07:00Z", firstDue),
+			want: want{phase: mrtrv1alpha1.PhaseStable, requeue: 3 * time.Minute, events: []string{mrtrv1alpha1.EventRotationRescheduled}},
+			check: func(t *testing.T, d Decision) {
+				if err := window(meta.FindStatusCondition(d.Status.Conditions, mrtrv1alpha1.ConditionRotationWindows), metav1.ConditionTrue, mrtrv1alpha1.ReasonRotationWindowMissed,
+					"due at "+firstDue, "from 2026-08-04T02:00:00Z to 2026-08-04T02:05:00Z", "from 2026-08-05T02:00:00Z to 2026-08-05T02:05:00Z"); err != nil {
+					t.Error(err)
+				}
+			},
+		},
+		"rolloutDeadline after it first fell due, between two windows, it is Stalled, counted from the first due time": {
+			in:   blocked("2026-08-04T02:10:00Z", "2026-08-05T02:00:00Z"),
+			want: want{phase: mrtrv1alpha1.PhaseStable, requeue: 23*time.Hour + 50*time.Minute, stalled: mrtrv1alpha1.ReasonRolloutDeadlineExceeded, events: []string{mrtrv1alpha1.ReasonRolloutDeadlineExceeded}},
+			check: func(t *testing.T, d Decision) {
+				c := meta.FindStatusCondition(d.Status.Conditions, mrtrv1alpha1.ConditionStalled)
+				if !strings.Contains(c.Message, "the rotation due at "+firstDue) || !strings.Contains(c.Message, "Deployment/api") {
+					t.Errorf("Stalled message %q does not name the first due time and the workload", c.Message)
+				}
+				if r := meta.FindStatusCondition(d.Status.Conditions, mrtrv1alpha1.ConditionReady); r.Status != metav1.ConditionFalse {
+					t.Errorf("Ready = %s, want False", r.Status)
+				}
+			},
+		},
+		"days later, between windows, it is still Stalled from the first due time, and the warning quotes the next window, in the future": {
+			in:   blocked("2026-08-06T12:00:00Z", "2026-08-07T02:00:00Z"),
+			want: want{phase: mrtrv1alpha1.PhaseStable, requeue: 14 * time.Hour, stalled: mrtrv1alpha1.ReasonRolloutDeadlineExceeded, events: []string{mrtrv1alpha1.ReasonRolloutDeadlineExceeded}},
+			check: func(t *testing.T, d Decision) {
+				if err := window(meta.FindStatusCondition(d.Status.Conditions, mrtrv1alpha1.ConditionRotationWindows), metav1.ConditionTrue, mrtrv1alpha1.ReasonRotationWindowMissed,
+					"due at "+firstDue, "from 2026-08-04T02:00:00Z to 2026-08-04T02:05:00Z", "from 2026-08-07T02:00:00Z to 2026-08-07T02:05:00Z"); err != nil {
+					t.Error(err)
+				}
+			},
+		},
+		"a restarted operator whose status still says an older window finds the same: the first due time is the status's facts, not memory": {
+			in:   blocked("2026-08-06T12:00:00Z", "2026-08-05T02:00:00Z"),
+			want: want{phase: mrtrv1alpha1.PhaseStable, requeue: 14 * time.Hour, stalled: mrtrv1alpha1.ReasonRolloutDeadlineExceeded, events: []string{mrtrv1alpha1.EventRotationRescheduled, mrtrv1alpha1.ReasonRolloutDeadlineExceeded}},
+			check: func(t *testing.T, d Decision) {
+				if got := d.Status.NextRotationTime; !got.Time.Equal(utc("2026-08-07T02:00:00Z")) {
+					t.Errorf("nextRotationTime = %s, want the next opening", got)
+				}
+			},
+		},
+		"inside a later window, still held back: Stalled, and the warning names the window open now": {
+			in:   blocked("2026-08-05T02:02:00Z", "2026-08-05T02:00:00Z"),
+			want: want{phase: mrtrv1alpha1.PhaseStable, requeue: 3 * time.Minute, stalled: mrtrv1alpha1.ReasonRolloutDeadlineExceeded, events: []string{mrtrv1alpha1.ReasonRolloutDeadlineExceeded}},
+			check: func(t *testing.T, d Decision) {
+				if err := window(meta.FindStatusCondition(d.Status.Conditions, mrtrv1alpha1.ConditionRotationWindows), metav1.ConditionTrue, mrtrv1alpha1.ReasonRotationWindowMissed,
+					"from 2026-08-04T02:00:00Z to 2026-08-04T02:05:00Z", "from 2026-08-05T02:00:00Z to 2026-08-05T02:05:00Z"); err != nil {
+					t.Error(err)
+				}
+			},
+		},
+		"suspended, nothing is due: no window is missed, nothing stalls": {
+			in: func() Input {
+				in := blocked("2026-08-06T12:00:00Z", firstDue)
+				in.Settings.Suspend = true
+				return in
+			}(),
+			want: want{phase: mrtrv1alpha1.PhaseStable},
+			check: func(t *testing.T, d Decision) {
+				if c := meta.FindStatusCondition(d.Status.Conditions, mrtrv1alpha1.ConditionRotationWindows); c != nil && c.Reason == mrtrv1alpha1.ReasonRotationWindowMissed {
+					t.Errorf("RotationWindowWarning = %+v while suspended", c)
+				}
+			},
+		},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			d := Step(c.in)
+			checkDecision(t, c.in, d, c.want)
+			if c.check != nil {
+				c.check(t, d)
+			}
+		})
+	}
+}
+
+// TestMissedWindowsStallAcrossPasses runs the operator's passes every 7 minutes for three days over
+// the rotation above, the status of each pass fed to the next: Stalled turns True 10 minutes after
+// the rotation first fell due and stays True (so Ready stays False) between windows as inside them,
+// long enough for MRTRKeyringStalled (for: 15m) to fire; once the staged keyring is delivered the
+// rotation starts in the next window.
+func TestMissedWindowsStallAcrossPasses(t *testing.T) {
+	a, n := "k20260101-000000", "k20260201-000000"
+	in := input(withRoles(status(t, mrtrv1alpha1.PhaseStable, 30*24*time.Hour, a, n), primary, stagedR),
+		stagedSecret(t, mrtrv1alpha1.PhaseStable, n, a, n), deployment("api", fp(t, a, n), false))
+	in.Settings = staging
+	in.Settings.Windows = windows(t, "0 2 * * *|5m|UTC")
+	in.Status.Keys[0].SealingSince = &metav1.Time{Time: utc("2026-08-04T01:00:00Z").Add(-in.Settings.RotationInterval)}
+	in.Status.NextRotationTime = nil
+	in.Status.RolledOutAt = &metav1.Time{Time: utc("2026-07-20T00:00:00Z")}
+	stuck := utc("2026-08-04T02:10:00Z")
+	for in.Now = utc("2026-08-04T00:00:00Z"); in.Now.Before(utc("2026-08-07T00:00:00Z")); in.Now = in.Now.Add(7 * time.Minute) {
+		d := Step(in)
+		if d.Status.Phase != mrtrv1alpha1.PhaseStable {
+			t.Fatalf("%s: phase %s, want Stable: nothing delivered the staged keyring", in.Now.Format(time.RFC3339), d.Status.Phase)
+		}
+		stalled := meta.FindStatusCondition(d.Status.Conditions, mrtrv1alpha1.ConditionStalled).Status == metav1.ConditionTrue
+		ready := meta.FindStatusCondition(d.Status.Conditions, mrtrv1alpha1.ConditionReady).Status == metav1.ConditionTrue
+		if want := !in.Now.Before(stuck); stalled != want || ready == want {
+			t.Fatalf("%s: Stalled %v, Ready %v; want Stalled %v from %s on", in.Now.Format(time.RFC3339), stalled, ready, want, stuck.Format(time.RFC3339))
+		}
+		in.Status = d.Status
+	}
+	// Delivered at last: the rotation starts when the next window opens, not before.
+	in.Workloads[0].RolledOut = true
+	for ; in.Now.Before(utc("2026-08-07T02:00:00Z")); in.Now = in.Now.Add(7 * time.Minute) {
+		d := Step(in)
+		if d.Status.Phase != mrtrv1alpha1.PhaseStable {
+			t.Fatalf("%s: phase %s outside every window", in.Now.Format(time.RFC3339), d.Status.Phase)
+		}
+		in.Status = d.Status
+	}
+	// At its opening the rollout is seen complete; the rotation starts once the pods it replaced
+	// are gone (terminationGracePeriod, 30s), inside the window.
+	in.Now = utc("2026-08-07T02:00:00Z")
+	d := Step(in)
+	if d.Status.Phase != mrtrv1alpha1.PhaseStable || d.RequeueAfter != 30*time.Second {
+		t.Fatalf("at the window's opening: phase %s, requeue %s; want Stable for the replaced pods' grace, 30s", d.Status.Phase, d.RequeueAfter)
+	}
+	in.Status, in.Now = d.Status, in.Now.Add(30*time.Second)
+	if d := Step(in); d.Status.Phase != mrtrv1alpha1.PhaseSealingWithNew {
+		t.Fatalf("inside the window: phase %s, want SealingWithNew", d.Status.Phase)
 	}
 }
