@@ -203,7 +203,8 @@ type RotationWindow struct {
 	// schedule is when the window opens: a standard 5-field cron expression (minute, hour,
 	// day of month, month, day of week; lists, ranges, steps, * and month or weekday names), as a
 	// Kubernetes CronJob's schedule without the @ macros and TZ= prefix (timeZone says that).
-	// A time that the clock skips at a daylight saving change opens no window that day.
+	// A time that the clock skips at a daylight saving change opens the window at the first instant
+	// after the skip, and a time that it shows twice opens it at its first occurrence.
 	// +required
 	// +kubebuilder:validation:MinLength=9
 	// +kubebuilder:validation:MaxLength=128
@@ -754,7 +755,9 @@ const (
 	// ConditionRotationWindows is, with spec.rotationWindows, True while the windows keep a
 	// rotation from starting within rotationInterval of the time it falls due (reason
 	// NoWindowWithinInterval): the primary key then outlives the interval, and the alert on its
-	// age fires. False (reason WindowsOpen) otherwise; absent without windows.
+	// age fires; and True once a due rotation did not start in the window it fell due in (reason
+	// RotationWindowMissed), naming that window and the one it waits for now. False (reason
+	// WindowsOpen) otherwise; absent without windows.
 	ConditionRotationWindows = "RotationWindowWarning"
 	// ConditionPartiallyReady is, on a ClusterMRTRKeyring, True while some selected namespaces are
 	// not rotated or cannot be written (reason Conflict or WriteRefused; the message names them
@@ -828,6 +831,10 @@ const (
 	// ReasonNoWindowWithinInterval (RotationWindowWarning=True): no window opens within
 	// rotationInterval of the time the next rotation falls due.
 	ReasonNoWindowWithinInterval = "NoWindowWithinInterval"
+	// ReasonRotationWindowMissed (RotationWindowWarning=True): the rotation fell due, and the window
+	// it fell due in closed before it started (a staged key not yet delivered held it back, the
+	// operator was away); it waits for the next window. The message names both.
+	ReasonRotationWindowMissed = "RotationWindowMissed"
 	// ReasonWindowsOpen (RotationWindowWarning=False): a window opens within rotationInterval of it.
 	ReasonWindowsOpen = "WindowsOpen"
 	// ReasonAcknowledgementPathSuspect (AcknowledgementPathSuspect=True): most pods are overdue at once.

@@ -22,9 +22,12 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 )
 
 // Rotation windows against the real API server and the reconciler on the fake clock: a rotation
@@ -88,6 +91,64 @@ var _ = Describe("Rotation windows", func() {
 			g.Expect(due.After(opening.Add(testInterval + 30*time.Minute))).To(BeTrue())
 			g.Expect(st.NextRotationTime.Time).To(BeTemporally("==", opening.Add(2*testInterval)))
 			g.Expect(st.NextWindow.OpensAt.Time).To(BeTemporally("==", opening.Add(2*testInterval)))
+		}).Should(Succeed())
+	})
+
+	It("stalls a due rotation that a staged key holds back from the time it first fell due, between short windows too, and says it missed its window", func() {
+		web := createWorkload(workload.Deployment, ns, "web", 2, nil)
+		// A daily window of 5 minutes, an hour (in time of day) after the keyring is made: the
+		// rotation falls due a day later, and first in a window at that opening.
+		opening := fakeClock.Now().Add(testInterval + time.Hour).Truncate(time.Minute)
+		if opening.Before(fakeClock.Now().Add(testInterval)) {
+			opening = opening.Add(time.Minute)
+		}
+		kr := createKeyring(ns, "short-window", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			staged(web)(s)
+			s.RotationWindows = []mrtrv1alpha1.RotationWindow{{Schedule: fmt.Sprintf("%d %d * * *", opening.Minute(), opening.Hour()),
+				Duration: metav1.Duration{Duration: 5 * time.Minute}}}
+		})
+		settle(kr, []client.Object{web})
+		// The target stops rolling out: the staged key may not seal, so the rotation cannot start.
+		stallDeployment(web.(*appsv1.Deployment))
+		firstDue := opening.UTC().Format(time.RFC3339)
+
+		By("inside the window it fell due in, within rolloutDeadline: held back, not stalled")
+		advance(kr, opening.Add(time.Minute).Sub(fakeClock.Now()))
+		Eventually(func(g Gomega) {
+			k := getKeyring(g, kr)
+			g.Expect(k.Status.Phase).To(Equal(mrtrv1alpha1.PhaseStable))
+			g.Expect(k.Status.WaitingFor).NotTo(BeNil())
+			g.Expect(condition(k, mrtrv1alpha1.ConditionStalled).Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(condition(k, mrtrv1alpha1.ConditionRotationWindows).Reason).To(Equal(mrtrv1alpha1.ReasonWindowsOpen))
+		}).Should(Succeed())
+
+		By("the window closed: it missed it, and is Stalled from rolloutDeadline after its first due time")
+		advance(kr, opening.Add(6*time.Minute).Sub(fakeClock.Now()))
+		Eventually(func(g Gomega) {
+			k := getKeyring(g, kr)
+			g.Expect(k.Status.Phase).To(Equal(mrtrv1alpha1.PhaseStable))
+			g.Expect(k.Status.NextRotationTime.Time).To(BeTemporally("==", opening.Add(testInterval)))
+			w := condition(k, mrtrv1alpha1.ConditionRotationWindows)
+			g.Expect(w.Status).To(Equal(metav1.ConditionTrue), w.Message)
+			g.Expect(w.Reason).To(Equal(mrtrv1alpha1.ReasonRotationWindowMissed))
+			g.Expect(w.Message).To(ContainSubstring("from %s to %s", firstDue, opening.Add(5*time.Minute).UTC().Format(time.RFC3339)))
+			g.Expect(w.Message).To(ContainSubstring("from %s to", opening.Add(testInterval).UTC().Format(time.RFC3339)))
+			st := condition(k, mrtrv1alpha1.ConditionStalled)
+			g.Expect(st.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(st.Reason).To(Equal(mrtrv1alpha1.ReasonRolloutDeadlineExceeded))
+			g.Expect(st.Message).To(ContainSubstring("the rotation due at " + firstDue))
+		}).Should(Succeed())
+
+		By("half a day later, between windows, it is still Stalled and not Ready")
+		advance(kr, 12*time.Hour)
+		Eventually(func(g Gomega) {
+			k := getKeyring(g, kr)
+			g.Expect(k.Status.Phase).To(Equal(mrtrv1alpha1.PhaseStable))
+			g.Expect(condition(k, mrtrv1alpha1.ConditionStalled).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(condition(k, mrtrv1alpha1.ConditionStalled).Message).To(ContainSubstring("the rotation due at " + firstDue))
+			g.Expect(condition(k, mrtrv1alpha1.ConditionReady).Status).To(Equal(metav1.ConditionFalse))
+			stalled, _ := metricValue(g, "mrtr_keyring_stalled", kr, nil)
+			g.Expect(stalled).To(Equal(1.0))
 		}).Should(Succeed())
 	})
 

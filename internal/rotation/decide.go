@@ -69,6 +69,33 @@ type outcome struct {
 	// due is, in Stable, when the next rotation falls due by rotationInterval alone (before the
 	// rotation windows move it); zero in the other phases.
 	due time.Time
+	// firstDue is, in Stable, when the next rotation first falls due: the first moment at or after
+	// due inside a rotation window (due itself without windows). Unlike status.nextRotationTime,
+	// which each window the rotation misses moves on, it stays put until the rotation happens,
+	// and it is derived from what status and spec keep (the last rotation, the interval, the
+	// windows), so a restarted operator finds the same: the wait of a due rotation counts from it
+	// (dueDeadline).
+	firstDue time.Time
+	// windows is, in Stable with rotation windows that parse, the RotationWindowWarning decided
+	// (windowWarningOf); nil otherwise, when the condition stays as it was.
+	windows *windowWarning
+}
+
+// windowWarning is what the rotation windows do to the next rotation, as RotationWindowWarning
+// says it: describe words it and decides nothing.
+type windowWarning struct {
+	// due is when the next rotation falls due by rotationInterval; start is the first moment at or
+	// after it in a window (firstDue), zero when no window opens within five years.
+	due, start time.Time
+	// late: start is more than rotationInterval after due, or there is none: the primary key
+	// outlives the interval.
+	late bool
+	// missed is the window the rotation fell due in, once it closed before the rotation started
+	// (a staged key not yet delivered held it back, the operator was away): nil until then.
+	missed *mrtrv1alpha1.RotationWindowStatus
+	// next is the window the rotation now waits for (status.nextWindow): open now, or the next to
+	// open; nil when none opens within five years.
+	next *mrtrv1alpha1.RotationWindowStatus
 }
 
 // secretWrite is a keyring to write, annotated with the phase it is written for and its staged key.
@@ -102,6 +129,7 @@ func decide(f facts) outcome {
 	if o.status.Phase == mrtrv1alpha1.PhaseStable {
 		due := rotationDue(f.in, o.status)
 		o.rotation = &due
+		o.windows = windowWarningOf(f, o)
 	}
 	if o.stall == nil {
 		o.stall = blocked(f, o)
@@ -500,6 +528,7 @@ func scheduleRotation(f facts, o outcome) outcome {
 	// Whole seconds, as status stores them, so that the value survives the round trip unchanged.
 	due = due.Truncate(time.Second)
 	o.due = due
+	o.firstDue, _, _ = windowed(f.in.Settings.Windows, due, due)
 	now := f.in.Now
 	if f.in.Settings.Suspend {
 		now = due // suspended, nothing starts: no window is missed, and no event says one was
@@ -532,14 +561,40 @@ func scheduleFrom(f facts, o outcome, from metav1.Time) outcome {
 	due := from.Add(f.in.Settings.RotationInterval).Truncate(time.Second)
 	at, win, _ := windowed(f.in.Settings.Windows, due, due)
 	next := metav1.NewTime(at)
-	o.status.NextRotationTime, o.status.NextWindow, o.due = &next, win, due
+	o.status.NextRotationTime, o.status.NextWindow, o.due, o.firstDue = &next, win, due, at
 	return o
+}
+
+// windowWarningOf decides RotationWindowWarning in Stable, from the time the next rotation falls
+// due by the interval (o.due): whether the first window at or after it opens more than
+// rotationInterval later (or never), and whether the rotation, once due, missed that window. Nil
+// without windows, with windows that do not parse (the Stalled condition's), or when this pass
+// did not schedule (o.due is zero).
+func windowWarningOf(f facts, o outcome) *windowWarning {
+	s := f.in.Settings
+	if s.Windows == nil || !s.Windows.Valid() || o.due.IsZero() {
+		return nil
+	}
+	w := &windowWarning{due: o.due, next: o.status.NextWindow}
+	at, opened, closes, ok := s.Windows.NextOpen(o.due)
+	if !ok {
+		w.late = true
+		return w
+	}
+	w.start, w.late = at, at.Sub(o.due) > s.RotationInterval
+	// Still Stable after the move, past the close of the window it fell due in: the rotation did
+	// not start there. Suspended, nothing is due, so nothing is missed.
+	if !s.Suspend && !f.in.Now.Before(closes) {
+		w.missed = &mrtrv1alpha1.RotationWindowStatus{OpensAt: metav1.NewTime(opened), ClosesAt: metav1.NewTime(closes)}
+	}
+	return w
 }
 
 // windowed is when a rotation that falls due at due may start: due itself when a window is open
 // then (or there are none), else the next opening; with the window it starts in (nil without
 // windows). A rotation that fell due in a window and had not started when the window closed (its
-// delivery held it back, or the operator was away) moves to the next opening after now: missed.
+// delivery held it back, or the operator was away) moves to the next opening after now, or to the
+// opening of the window open now: missed.
 // Unparsed windows change nothing here; rotationDue holds every scheduled rotation back instead.
 func windowed(w *Windows, due, now time.Time) (at time.Time, win *mrtrv1alpha1.RotationWindowStatus, missed bool) {
 	if w == nil || !w.Valid() {
@@ -548,6 +603,12 @@ func windowed(w *Windows, due, now time.Time) (at time.Time, win *mrtrv1alpha1.R
 	at, opened, closes, ok := w.NextOpen(due)
 	if ok && !now.Before(at) {
 		if o, c, open := w.OpenAt(now); open {
+			// In a later window than the one it fell due in (still held back, or the operator
+			// was away): it may start in this one, as the pass that saw the last one close
+			// said.
+			if o.After(at) {
+				at, missed = o, true
+			}
 			opened, closes = o, c
 		} else {
 			missed = true

@@ -266,32 +266,40 @@ func pathSuspect(f facts, o outcome) *metav1.Condition {
 	return &c
 }
 
-// windowCondition is RotationWindowWarning, from the time the next rotation falls due by the
-// interval (known in Stable only: in the other phases the condition stays as it was). True when
-// the first window at or after it opens more than rotationInterval later, or never: the primary
-// key then outlives the interval, and the alert on its age (MRTRKeyringPrimaryKeyTooOld) fires as
-// it should. Windows that do not parse are the Stalled condition's.
+// windowCondition words RotationWindowWarning as decide settled it (windowWarning), nil when it
+// did not (in the phases after Stable the condition stays as it was). True once the rotation
+// due missed the window it fell due in (quoting that window and the one it now waits for), or
+// when the first window at or after the due time opens more than rotationInterval later, or
+// never: the primary key then outlives the interval, and the alert on its age
+// (MRTRKeyringPrimaryKeyTooOld) fires as it should.
 func windowCondition(f facts, o outcome) *metav1.Condition {
-	s := f.in.Settings
-	if s.Windows == nil || !s.Windows.Valid() || o.due.IsZero() {
+	w, s := o.windows, f.in.Settings
+	if w == nil {
 		return nil
 	}
-	due := o.due.UTC().Format(time.RFC3339)
-	at, _, _, ok := s.Windows.NextOpen(o.due)
-	if !ok {
-		c := condition(mrtrv1alpha1.ConditionRotationWindows, true, mrtrv1alpha1.ReasonNoWindowWithinInterval,
+	due := w.due.UTC().Format(time.RFC3339)
+	var c metav1.Condition
+	switch {
+	case w.missed != nil:
+		next := "no window opens within five years: no rotation starts on schedule (request one through " + mrtrv1alpha1.RotateAnnotation + ")"
+		if n := w.next; n != nil {
+			next = fmt.Sprintf("it may start in the window open from %s to %s", n.OpensAt.UTC().Format(time.RFC3339), n.ClosesAt.UTC().Format(time.RFC3339))
+		}
+		c = condition(mrtrv1alpha1.ConditionRotationWindows, true, mrtrv1alpha1.ReasonRotationWindowMissed,
+			fmt.Sprintf("the rotation due at %s did not start in the rotation window open from %s to %s (%s): %s, once nothing holds it back (see Reconciling and Stalled)",
+				w.start.UTC().Format(time.RFC3339), w.missed.OpensAt.UTC().Format(time.RFC3339), w.missed.ClosesAt.UTC().Format(time.RFC3339), s.Windows, next))
+	case w.start.IsZero():
+		c = condition(mrtrv1alpha1.ConditionRotationWindows, true, mrtrv1alpha1.ReasonNoWindowWithinInterval,
 			fmt.Sprintf("no rotation window (%s) opens within five years of %s, when the next rotation falls due: no rotation starts on schedule (request one through %s)",
 				s.Windows, due, mrtrv1alpha1.RotateAnnotation))
-		return &c
-	}
-	if late := at.Sub(o.due); late > s.RotationInterval {
-		c := condition(mrtrv1alpha1.ConditionRotationWindows, true, mrtrv1alpha1.ReasonNoWindowWithinInterval,
+	case w.late:
+		c = condition(mrtrv1alpha1.ConditionRotationWindows, true, mrtrv1alpha1.ReasonNoWindowWithinInterval,
 			fmt.Sprintf("no rotation window (%s) opens within rotationInterval (%v) of %s, when the next rotation falls due: it starts at %s, %v late, and the primary key outlives the interval",
-				s.Windows, s.RotationInterval, due, at.UTC().Format(time.RFC3339), late))
-		return &c
+				s.Windows, s.RotationInterval, due, w.start.UTC().Format(time.RFC3339), w.start.Sub(w.due)))
+	default:
+		c = condition(mrtrv1alpha1.ConditionRotationWindows, false, mrtrv1alpha1.ReasonWindowsOpen,
+			fmt.Sprintf("the next rotation falls due at %s and starts at %s, in a rotation window (%s)", due, w.start.UTC().Format(time.RFC3339), s.Windows))
 	}
-	c := condition(mrtrv1alpha1.ConditionRotationWindows, false, mrtrv1alpha1.ReasonWindowsOpen,
-		fmt.Sprintf("the next rotation falls due at %s and starts at %s, in a rotation window (%s)", due, at.UTC().Format(time.RFC3339), s.Windows))
 	return &c
 }
 

@@ -183,16 +183,19 @@ func (p progress) degraded(fingerprint string) *stall {
 
 // dueBlocked stalls a rotation that fell due but cannot start: a staged key seals only once every
 // pod runs the keyring that staged it (sealWithStaged), so a target that does not roll it out
-// holds the rotation in Stable. The deadline counts from the due time, spec.rolloutDeadline, as in
-// the phases that wait for a rollout. (A requested rotation has no time of its own to count from;
-// its wait shows in Reconciling.)
+// holds the rotation in Stable. The deadline counts from the first due time (firstDue),
+// spec.rolloutDeadline, as in the phases that wait for a rollout; not from
+// status.nextRotationTime, which each rotation window the rotation misses moves on: with short
+// windows the stall would otherwise show only inside them, and an alert that waits for it to
+// last would never fire. (A requested rotation has no time of its own to count from; its wait
+// shows in Reconciling.)
 func dueBlocked(f facts, o outcome) *stall {
-	deadline, ok := dueDeadline(f, o.status)
+	deadline, ok := dueDeadline(f, o)
 	if !ok || f.in.Now.Before(deadline) {
 		return nil
 	}
 	p := o.progress
-	due := o.status.NextRotationTime.UTC().Format(time.RFC3339)
+	due := o.firstDue.UTC().Format(time.RFC3339)
 	switch {
 	case len(p.missing) > 0:
 		return &stall{mrtrv1alpha1.ReasonWorkloadNotFound, fmt.Sprintf("the rotation due at %s does not start until these targets exist (or leave the spec): %s",
@@ -208,10 +211,10 @@ func dueBlocked(f facts, o outcome) *stall {
 }
 
 // dueDeadline is, for a rotation due by the interval that a staged key holds back, when its wait
-// for delivery counts as stuck.
-func dueDeadline(f facts, st mrtrv1alpha1.MRTRKeyringStatus) (time.Time, bool) {
-	t, in := st.NextRotationTime, f.in
-	if t == nil || in.Settings.Suspend || in.Now.Before(t.Time) || in.Secret.State != SecretValid || f.staged == "" {
+// for delivery counts as stuck: rolloutDeadline after it first fell due.
+func dueDeadline(f facts, o outcome) (time.Time, bool) {
+	t, in := o.firstDue, f.in
+	if t.IsZero() || in.Settings.Suspend || in.Now.Before(t) || in.Secret.State != SecretValid || f.staged == "" {
 		return time.Time{}, false
 	}
 	return t.Add(in.Settings.RolloutDeadline), true
@@ -228,7 +231,7 @@ func stuckAt(f facts, o outcome) time.Time {
 	}
 	switch {
 	case st.Phase == mrtrv1alpha1.PhaseStable:
-		if d, ok := dueDeadline(f, st); ok {
+		if d, ok := dueDeadline(f, o); ok {
 			return d
 		}
 	case WaitsForRollout(st.Phase) && !o.progress.v.secretOnly:

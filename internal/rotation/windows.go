@@ -42,10 +42,13 @@ type Windows struct {
 	Problem string
 }
 
-// window is one entry: it opens at every activation of schedule (read in its zone) and stays open
-// for duration, elapsed time.
+// window is one entry: it opens at every matching wall-clock time of schedule, read in loc (see
+// next for the rule at daylight saving changes), and stays open for duration, elapsed time.
 type window struct {
-	schedule cron.Schedule
+	// fields are the schedule's parsed fields. Only the parser of robfig/cron is used, so that the
+	// API accepts and means what a CronJob's schedule does; its Next is not (next says why).
+	fields   *cron.SpecSchedule
+	loc      *time.Location
 	duration time.Duration
 	// text is the entry as messages quote it: "0 2 * * SUN (Europe/Berlin) for 2h0m0s".
 	text string
@@ -90,19 +93,19 @@ func ParseWindows(spec []mrtrv1alpha1.RotationWindow) *Windows {
 			w.Problem = fmt.Sprintf("%s.schedule: %q is not a 5-field cron schedule", field, e.Schedule)
 			return w
 		}
-		spec.Location = loc
 		if e.Duration.Duration < time.Minute {
 			w.Problem = fmt.Sprintf("%s.duration: %v is shorter than 1m", field, e.Duration.Duration)
 			return w
 		}
+		entry := window{fields: spec, loc: loc, duration: e.Duration.Duration,
+			text: fmt.Sprintf("%s (%s) for %v", text, zone, e.Duration.Duration)}
 		// A schedule that never fires (February 30) would hold every scheduled rotation forever.
-		if spec.Next(time.Unix(0, 0)).IsZero() {
-			// The parser looks five years ahead at most; the epoch is as good a start as any.
+		// next looks five years ahead; from the epoch that finds even a February 29.
+		if entry.next(time.Unix(0, 0)).IsZero() {
 			w.Problem = fmt.Sprintf("%s.schedule: %q never opens a window", field, e.Schedule)
 			return w
 		}
-		w.list = append(w.list, window{schedule: spec, duration: e.Duration.Duration,
-			text: fmt.Sprintf("%s (%s) for %v", text, zone, e.Duration.Duration)})
+		w.list = append(w.list, entry)
 	}
 	return w
 }
@@ -119,7 +122,7 @@ func (w *Windows) OpenAt(t time.Time) (opened, closes time.Time, open bool) {
 	for _, e := range w.list {
 		// The first opening after t-duration is the earliest whose window may still be open at t:
 		// a window is open on [opening, opening+duration).
-		s := e.schedule.Next(t.Add(-e.duration))
+		s := e.next(t.Add(-e.duration))
 		if s.IsZero() || s.After(t) {
 			continue
 		}
@@ -132,13 +135,13 @@ func (w *Windows) OpenAt(t time.Time) (opened, closes time.Time, open bool) {
 
 // NextOpen is the first moment at or after t at which a window is open: t itself when one is open
 // then, else the earliest opening after t; with that window's opening and close. ok is false when
-// no window opens within the cron parser's horizon (five years).
+// no window opens within five years (horizon).
 func (w *Windows) NextOpen(t time.Time) (at, opened, closes time.Time, ok bool) {
 	if opened, closes, open := w.OpenAt(t); open {
 		return t, opened, closes, true
 	}
 	for _, e := range w.list {
-		s := e.schedule.Next(t)
+		s := e.next(t)
 		if s.IsZero() {
 			continue
 		}
@@ -159,4 +162,98 @@ func (w *Windows) String() string {
 		s[i] = e.text
 	}
 	return strings.Join(s, ", ")
+}
+
+// horizon is how far ahead next looks for an opening, as robfig/cron's Next does: a schedule that
+// matches no day within it (February 30) never opens.
+const horizon = 5 // years
+
+// starBit marks a day-of-month or day-of-week field that was * or ? in robfig/cron's parsed
+// fields: then a day must match both fields, else either (the CronJob and Vixie cron rule).
+const starBit = 1 << 63
+
+// next is the first opening strictly after t, zero when none comes within the horizon.
+//
+// Openings are computed by the local calendar, not by robfig/cron's Next: that one steps an
+// instant through the zone and loses its way where a daylight saving change falls at midnight or
+// on a half hour (Asia/Beirut's 02:00 of 29 March 2026, which exists, never came; Lord Howe's
+// and Troll's windows were skipped or doubled; on Pacific/Chatham it could return a time before
+// its argument, so an expired window read as open). Here every calendar day of loc whose
+// month, day of month and weekday match is taken in turn, and each matching hour and minute of it
+// is one opening, its wall-clock time resolved by wallTime: a time the clock skips opens at the
+// first instant after the skip, a time the clock passes twice opens at its first occurrence.
+func (e window) next(t time.Time) time.Time {
+	f := e.fields
+	local := t.In(e.loc)
+	// From the day before t's date: the first occurrence of a repeated hour may lie on the
+	// calendar day before the one t reads as.
+	day := time.Date(local.Year(), local.Month(), local.Day()-1, 12, 0, 0, 0, time.UTC)
+	end := day.AddDate(horizon, 0, 2)
+	for ; day.Before(end); day = day.AddDate(0, 0, 1) {
+		y, mo, d := day.Date()
+		if !dayMatches(f, mo, d, day.Weekday()) || !e.wallTime(y, mo, d, 23, 59).After(t) {
+			// Openings keep the order of their wall-clock times: a day whose last minute opens
+			// by t has no opening after it.
+			continue
+		}
+		for h := range 24 {
+			if f.Hour&(1<<h) == 0 || !e.wallTime(y, mo, d, h, 59).After(t) {
+				continue
+			}
+			for m := range 60 {
+				if f.Minute&(1<<m) == 0 {
+					continue
+				}
+				if s := e.wallTime(y, mo, d, h, m); s.After(t) {
+					return s
+				}
+			}
+		}
+	}
+	return time.Time{}
+}
+
+// dayMatches reports whether the schedule opens on a day: its month, and its day of month or
+// weekday, by the cron rule (starBit).
+func dayMatches(f *cron.SpecSchedule, mo time.Month, d int, wd time.Weekday) bool {
+	if f.Month&(1<<uint(mo)) == 0 {
+		return false
+	}
+	dom, dow := f.Dom&(1<<uint(d)) != 0, f.Dow&(1<<uint(wd)) != 0
+	if f.Dom&starBit != 0 || f.Dow&starBit != 0 {
+		return dom && dow
+	}
+	return dom || dow
+}
+
+// wallTime is the instant at which the wall-clock time h:m of the date opens a window in loc.
+// time.Date leaves open which instant it picks where the clock skips or repeats, so the zone's
+// periods around the time are walked in order (ZoneBounds), and the rule is explicit:
+//   - a time the clock shows once is that instant;
+//   - a time the clock shows twice (the hour it goes back) is its first occurrence;
+//   - a time the clock skips (the hour it goes forward) is the first instant after the skip,
+//     where the new offset begins: every skipped time of a day opens there, once.
+func (e window) wallTime(y int, mo time.Month, d, h, m int) time.Time {
+	// The instant the wall time names at offset off is wall-off; offsets lie within ±16h, so
+	// every period that may hold it starts or ends within 30h of wall.
+	wall := time.Date(y, mo, d, h, m, 0, 0, time.UTC)
+	probe, last := wall.Add(-30*time.Hour), wall.Add(30*time.Hour)
+	after := false // wall lies after the last instant of the period walked before
+	for {
+		at := probe.In(e.loc)
+		_, off := at.Zone()
+		start, end := at.ZoneBounds() // zero for a period without a start or an end
+		s := wall.Add(-time.Duration(off) * time.Second)
+		if (start.IsZero() || !s.Before(start)) && (end.IsZero() || s.Before(end)) {
+			return s // shown in this period: the first that shows it, when two do
+		}
+		if after && s.Before(start) {
+			return start // skipped: after the period before, before this one
+		}
+		after = !end.IsZero() && !s.Before(end)
+		if end.IsZero() || end.After(last) {
+			return s // unreachable with consistent zone data: a wall time is shown or skipped
+		}
+		probe = end
+	}
 }
