@@ -235,7 +235,8 @@ func newManager(config *rest.Config, opts ctrl.Options, lease *leaderguard.Lease
 		return nil, fmt.Errorf("create the mrtrkeyring controller: %w", err)
 	}
 	if clusterKeyrings != "" {
-		if err := (&controller.ClusterMRTRKeyringReconciler{Shared: shared, MaxConcurrentReconciles: concurrency}).SetupWithManager(mgr); err != nil {
+		cr := &controller.ClusterMRTRKeyringReconciler{Shared: shared, MaxConcurrentReconciles: concurrency}
+		if err := cr.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("create the clustermrtrkeyring controller: %w", err)
 		}
 	}

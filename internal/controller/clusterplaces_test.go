@@ -255,7 +255,7 @@ var _ = Describe("ClusterMRTRKeyring places that fail, are refused or leave", fu
 		acknowledgeCopies(name, tenants...)
 		var s corev1.Secret
 		Expect(k8sClient.Get(ctx, types.NamespacedName{Namespace: tenants[1].ns, Name: "payments"}, &s)).To(Succeed())
-		s.Immutable = ptr.To(true)
+		s.Immutable = new(true)
 		Expect(k8sClient.Update(ctx, &s)).To(Succeed())
 		pokeCluster(name)
 		Eventually(func(g Gomega) {

@@ -153,13 +153,13 @@ func placeOf(kr *mrtrv1alpha1.MRTRKeyring) keyringPlace {
 		Fingerprint: kr.Status.SecretFingerprint, Keyring: types.NamespacedName{Namespace: kr.Namespace, Name: kr.Name}}
 }
 
-// recordTransitions feeds the event-like metrics of keyring from a status change that was written:
+// recordTransitions feeds the event-like metrics of keyring kr from a status change that was written:
 // a rotation that became stuck, and how long a phase that waited for a rollout took.
-func (s *Shared) recordTransitions(keyring types.NamespacedName, next, prev mrtrv1alpha1.MRTRKeyringStatus) {
+func (s *Shared) recordTransitions(kr types.NamespacedName, next, prev mrtrv1alpha1.MRTRKeyringStatus) {
 	old := meta.FindStatusCondition(prev.Conditions, mrtrv1alpha1.ConditionStalled)
 	if c := meta.FindStatusCondition(next.Conditions, mrtrv1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue &&
 		(old == nil || old.Status != metav1.ConditionTrue || old.Reason != c.Reason) {
-		s.metrics().RotationFailed(keyring.Namespace, keyring.Name, c.Reason)
+		s.metrics().RotationFailed(kr.Namespace, kr.Name, c.Reason)
 	}
 	if prev.Phase != next.Phase && prev.PhaseStartedAt != nil && next.PhaseStartedAt != nil && rotation.WaitsForRollout(prev.Phase) {
 		s.metrics().RolloutWaited(prev.Phase, next.PhaseStartedAt.Sub(prev.PhaseStartedAt.Time))

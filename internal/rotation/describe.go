@@ -19,7 +19,6 @@ package rotation
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -354,53 +353,9 @@ func outages(in Input) string {
 	return "every restart is an outage for " + joinSome(out, ", ", len(out))
 }
 
-func condition(typ string, status bool, reason, message string) metav1.Condition {
-	s := metav1.ConditionFalse
-	if status {
-		s = metav1.ConditionTrue
-	}
-	return metav1.Condition{Type: typ, Status: s, Reason: reason, Message: message}
-}
-
-// refs names the workloads, as in messages.
-func refs(ts []shown) string {
-	s := make([]string, min(len(ts), maxNamed+1))
-	for i := range s {
-		s[i] = ts[i].ref()
-	}
-	return joinSome(s, ", ", len(ts))
-}
-
-// messages joins what each workload waits for.
-func messages(ts []shown) string {
-	s := make([]string, min(len(ts), maxNamed+1))
-	for i := range s {
-		s[i] = ts[i].message
-	}
-	return joinSome(s, "; ", len(ts))
-}
-
 // maxNamed is how many workloads a condition message or event names; the rest are counted, so
 // that a keyring with thousands of targets keeps its messages within the API's 32 KiB.
 const maxNamed = 10
-
-// joinSome joins the first maxNamed of s, which holds at least those of the total items, and
-// counts the others.
-func joinSome(s []string, sep string, total int) string {
-	if total <= maxNamed {
-		return strings.Join(s, sep)
-	}
-	return fmt.Sprintf("%s%sand %d more", strings.Join(s[:maxNamed], sep), sep, total-maxNamed)
-}
-
-// podNames names up to maxNamed of pods (the status lists of laggards).
-func podNames(pods []Pod) []string {
-	out := make([]string, min(len(pods), maxNamed))
-	for i := range out {
-		out[i] = pods[i].ref()
-	}
-	return out
-}
 
 // waitingFor is status.waitingFor: a fix when stalled, else the verdict the phase waits on
 // (waitsOn), rendered as it is.

@@ -215,7 +215,7 @@ func copyTo(f facts, o outcome) []string {
 	}
 	var out []string
 	for _, p := range in.Places {
-		if !p.rotated(in.Name) && !(p.createRefused() && !p.Terminating) {
+		if !p.rotated(in.Name) && (!p.createRefused() || p.Terminating) {
 			continue
 		}
 		if !p.holds(fp) || p.Copy.TokenTTL != in.Settings.TokenTTL || !p.Copy.writtenByUs() || p.Ownership.WriterUID != in.UID {
