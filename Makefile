@@ -224,11 +224,13 @@ bench-scale: envtest-assets ## Benchmark the manager with SCALE_N keyrings (defa
 
 # The linter also covers the test tool modules under hack/ (each its own module for its
 # dependencies: Helm, the Prometheus rule evaluator, the image builder, the token libraries that
-# pkg/token is benchmarked against).
+# pkg/token is benchmarked against). First, hack/check-tracked-files.sh fails on any executable that
+# git tracks, and on any file over 1 MB outside a testdata/ folder.
 LINT_MODULES := $(MODULES) hack/promrules hack/image hack/helmcheck hack/tokenbench
 
 .PHONY: lint
-lint: golangci-lint ## Run golangci-lint on every module (CI runs it: the tree holds no findings).
+lint: golangci-lint ## Fail on tracked executables and files over 1 MB, then run golangci-lint on every module (CI runs it: the tree holds no findings).
+	@hack/check-tracked-files.sh
 	@for m in $(LINT_MODULES); do (cd $$m && "$(GOLANGCI_LINT)" run --config "$(CURDIR)/.golangci.yml") || exit 1; done
 
 .PHONY: lint-fix
