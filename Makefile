@@ -107,11 +107,18 @@ e2e-assets: ## cluster-assets, and the Argo Rollouts controller built if missing
 node-packages: ## Install containerd, runc, the CNI plugins, iptables and conntrack for the real node, if root with apt-get.
 	@hack/node-packages.sh
 
+# Beyond Go and make, make test's suites need Python 3.11+ with venv (test-python), Node.js 20.19+
+# and npm (test-typescript), and cargo once clients/rust is there. hack/check-prereqs.sh, the first
+# prerequisite of test, names what is missing in one line before anything is built or downloaded.
+.PHONY: prereqs
+prereqs: ## Check the tools make test needs besides Go and make: Python 3.11+ with venv, Node.js 20.19+, npm, cargo (clients/rust).
+	@PYTHON="$(PYTHON)" hack/check-prereqs.sh
+
 # hack/helmcheck runs uncached (-count=1): what it reads, the chart and config/, lies outside its
 # module, where Go's test cache does not look for changes. The library (pkg), which servers import
 # and run concurrently, is tested under the race detector.
 .PHONY: test
-test: manifests generate fmt vet envtest-assets ## Run unit and envtest suites (real kube-apiserver and etcd).
+test: prereqs manifests generate fmt vet envtest-assets ## Run unit and envtest suites (real kube-apiserver and etcd), and the Python and TypeScript packages' suites.
 	assets="$$(ENVTEST="$(ENVTEST)" ENVTEST_K8S_VERSION="$(ENVTEST_K8S_VERSION)" ENVTEST_BIN_DIR="$(LOCALBIN)" hack/envtest-assets.sh | tail -1)"; \
 	KUBEBUILDER_ASSETS="$$assets" go test $$(go list ./... | grep -v /test/e2e) -coverprofile cover.out
 	cd pkg && go test -race ./... -coverprofile cover.out
@@ -230,11 +237,13 @@ bench-scale: envtest-assets ## Benchmark the manager with SCALE_N keyrings (defa
 
 # The linter also covers the test tool modules under hack/ (each its own module for its
 # dependencies: Helm, the Prometheus rule evaluator, the image builder, the token libraries that
-# pkg/token is benchmarked against).
+# pkg/token is benchmarked against). First, hack/check-tracked-files.sh fails on any executable that
+# git tracks, and on any file over 1 MB outside a testdata/ folder.
 LINT_MODULES := $(MODULES) hack/promrules hack/image hack/helmcheck hack/tokenbench
 
 .PHONY: lint
-lint: golangci-lint ## Run golangci-lint on every module (CI runs it: the tree holds no findings).
+lint: golangci-lint ## Fail on tracked executables and files over 1 MB, then run golangci-lint on every module (CI runs it: the tree holds no findings).
+	@hack/check-tracked-files.sh
 	@for m in $(LINT_MODULES); do (cd $$m && "$(GOLANGCI_LINT)" run --config "$(CURDIR)/.golangci.yml") || exit 1; done
 
 .PHONY: lint-fix
@@ -263,13 +272,13 @@ LEADER_ELECTION_NAMESPACE ?= default
 run: manifests generate fmt vet ## Run a controller from your host against the cluster of ~/.kube/config (with leader election).
 	go run ./cmd --leader-elect --leader-election-namespace=$(LEADER_ELECTION_NAMESPACE)
 
-# The demo needs no registry and no kubectl. cmd/demo starts the local cluster
+# The demo needs no registry and no kubectl. test/demo starts the local cluster
 # (test/localcluster) with a real node (kubelet, containerd) where the machine can run it, the
 # operator as its own process, a 3-replica Deployment of the example MCP server (containers of its
 # image; processes on kwok) and MCP clients, then walks two rotations and cleans up.
 .PHONY: demo
 demo: manifests helm cluster-assets node-packages ## Two key rotations under live MRTR traffic on a local cluster; cleans up (also on Ctrl-C).
-	go run ./cmd/demo
+	go run ./test/demo
 
 # The same local cluster with the CRDs and the manager, left running for you to explore with kubectl.
 .PHONY: run-local

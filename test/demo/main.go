@@ -26,7 +26,10 @@ limitations under the License.
 // through their Service (kube-proxy). Elsewhere kwok simulates the node and the harness runs the
 // replicas as processes. MRTR_NODE=real or kwok forces either.
 //
-//	make demo     (or: go run ./cmd/demo [-delivery=Restart] [-reload-trigger=None])
+// It is a program of the test platform, not one the project ships: it drives the e2e harness
+// (test/e2e/harness), so it lives under test/ with it (docs/development.md, "The test platform").
+//
+//	make demo     (or: go run ./test/demo [-delivery=Restart] [-reload-trigger=None] [-server=python])
 package main
 
 import (
