@@ -58,10 +58,10 @@ type result struct {
 	// machineBusy and machineIdle are the whole machine's CPU time, over all its cores, during the
 	// rotation window (machineCPU): busy beyond cpuBy is other work on a shared machine.
 	machineBusy, machineIdle time.Duration
-	served           float64                  // the writes the API server served in that window, from every client
-	writesBy         map[string]float64       // the same by "verb resource subresource"
-	queueWait        time.Duration            // mean time a request waited in the manager's work queue, same window
-	reconcileTime    time.Duration            // mean time of one Reconcile, same window
+	served                   float64            // the writes the API server served in that window, from every client
+	writesBy                 map[string]float64 // the same by "verb resource subresource"
+	queueWait                time.Duration      // mean time a request waited in the manager's work queue, same window
+	reconcileTime            time.Duration      // mean time of one Reconcile, same window
 
 	after            metrics // the scrape at the end of the rotation window, where the steady window starts
 	steadyWindow     time.Duration
