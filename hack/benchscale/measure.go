@@ -171,6 +171,10 @@ func (b *bench) measureRotation(ctx context.Context, res *result) (err error) {
 	if err != nil {
 		return err
 	}
+	busyBefore, idleBefore, err := machineCPU()
+	if err != nil {
+		return err
+	}
 	servedBefore, err := apiServerMetrics(ctx, b.apiserver)
 	if err != nil {
 		return err
@@ -205,6 +209,10 @@ func (b *bench) measureRotation(ctx context.Context, res *result) (err error) {
 	if err != nil {
 		return err
 	}
+	busyAfter, idleAfter, err := machineCPU()
+	if err != nil {
+		return err
+	}
 	servedAfter, err := apiServerMetrics(ctx, b.apiserver)
 	if err != nil {
 		return err
@@ -229,6 +237,7 @@ func (b *bench) measureRotation(ctx context.Context, res *result) (err error) {
 	for name, d := range allAfter {
 		res.cpuBy[name] = d - allBefore[name]
 	}
+	res.machineBusy, res.machineIdle = busyAfter-busyBefore, idleAfter-idleBefore
 	res.queueWait, res.reconcileTime = after.mean(before, metricQueueWait), after.mean(before, metricReconcileTime)
 
 	secrets, completed := b.rec.snapshot()

@@ -225,6 +225,36 @@ func cpuByProcess() (map[string]time.Duration, error) {
 	return out, nil
 }
 
+// machineCPU is the whole machine's CPU time so far, from the first line of /proc/stat, summed over
+// its cores: busy (user, nice, system, irq, softirq, steal) and idle (idle, iowait). Over a window,
+// busy minus what benchscale and its children used is other work on a shared machine, and idle is
+// the time no process had work for a core: waiting, which no process's CPU time shows.
+func machineCPU() (busy, idle time.Duration, err error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, err
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	return parseMachineCPU(line)
+}
+
+// parseMachineCPU reads the "cpu" line of /proc/stat (in USER_HZ ticks). guest and guest_nice, when
+// present, are already counted in user and nice.
+func parseMachineCPU(line string) (busy, idle time.Duration, err error) {
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0, fmt.Errorf("malformed /proc/stat cpu line %q", line)
+	}
+	var ticks [8]int64 // user nice system idle iowait irq softirq steal
+	for i := range ticks {
+		if ticks[i], err = strconv.ParseInt(f[i+1], 10, 64); err != nil {
+			return 0, 0, fmt.Errorf("malformed /proc/stat cpu line: %w", err)
+		}
+	}
+	toDur := func(t int64) time.Duration { return time.Duration(t) * time.Second / clockTicks }
+	return toDur(ticks[0] + ticks[1] + ticks[2] + ticks[5] + ticks[6] + ticks[7]), toDur(ticks[3] + ticks[4]), nil
+}
+
 // processRSS is the resident set size of the process (VmRSS of /proc/<pid>/status), in bytes.
 func processRSS(pid int) (float64, error) { return processStatus(pid, "VmRSS") }
 

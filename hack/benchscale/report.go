@@ -55,10 +55,13 @@ type result struct {
 	rotateReconciles float64
 	rotateCPU        time.Duration            // the manager's CPU (user+system) during the rotation window
 	cpuBy            map[string]time.Duration // CPU per process during the rotation window (cpuByProcess)
-	served           float64                  // the writes the API server served in that window, from every client
-	writesBy         map[string]float64       // the same by "verb resource subresource"
-	queueWait        time.Duration            // mean time a request waited in the manager's work queue, same window
-	reconcileTime    time.Duration            // mean time of one Reconcile, same window
+	// machineBusy and machineIdle are the whole machine's CPU time, over all its cores, during the
+	// rotation window (machineCPU): busy beyond cpuBy is other work on a shared machine.
+	machineBusy, machineIdle time.Duration
+	served                   float64            // the writes the API server served in that window, from every client
+	writesBy                 map[string]float64 // the same by "verb resource subresource"
+	queueWait                time.Duration      // mean time a request waited in the manager's work queue, same window
+	reconcileTime            time.Duration      // mean time of one Reconcile, same window
 
 	after            metrics // the scrape at the end of the rotation window, where the steady window starts
 	steadyWindow     time.Duration
@@ -189,8 +192,13 @@ func (r result) block() string {
 	}
 	p("  manager CPU during rotation   %s (%s per keyring rotation)", fmtDur(r.rotateCPU), fmtDur(r.cpuPerRotation()))
 	p("  CPU during rotation, all      %s of %d cores x %s", formatCPU(r.cpuBy), runtime.NumCPU(), fmtDur(r.rotateAll))
-	p("    a manager of no CPU:        at least %s (the others' CPU over %d cores)",
-		fmtDur(floorWithoutManager(r.cpuBy, runtime.NumCPU())), runtime.NumCPU())
+	floor := floorWithoutManager(r.cpuBy, runtime.NumCPU())
+	p("    a manager of no CPU:        at least %s (the others' CPU over %d cores); the rotation took %.2fx that",
+		fmtDur(floor), runtime.NumCPU(), ratio(r.rotateAll, floor))
+	if r.machineBusy+r.machineIdle > 0 {
+		p("    the machine's cores:        %s idle, %s busy with other work than benchscale's",
+			fmtDur(r.machineIdle), fmtDur(max(r.machineBusy-sumCPU(r.cpuBy), 0)))
+	}
 	if r.served > 0 {
 		p("  API server writes, all clients %.0f (%.1f per keyring), %s of its CPU each", r.served, r.served/float64(r.n),
 			fmtDur(r.cpuBy["kube-apiserver"]/time.Duration(r.served)))
@@ -304,6 +312,23 @@ func fmtDur(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%.0f s", d.Seconds())
 	}
+}
+
+// ratio is a/b, 0 when b is.
+func ratio(a, b time.Duration) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// sumCPU adds up the CPU times of every process.
+func sumCPU(m map[string]time.Duration) time.Duration {
+	var t time.Duration
+	for _, d := range m {
+		t += d
+	}
+	return t
 }
 
 // floorWithoutManager is the least time the rotation could have taken on cores cores had the

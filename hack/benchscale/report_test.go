@@ -115,6 +115,19 @@ func TestParseStatCPU(t *testing.T) {
 	}
 }
 
+func TestParseMachineCPU(t *testing.T) {
+	// user nice system idle iowait irq softirq steal guest guest_nice: guest is inside user already.
+	busy, idle, err := parseMachineCPU("cpu  100 20 30 400 50 6 4 40 90 0")
+	if err != nil || busy != 2*time.Second || idle != 4500*time.Millisecond {
+		t.Errorf("parseMachineCPU = %v, %v, %v; want 2s busy, 4.5s idle", busy, idle, err)
+	}
+	for _, bad := range []string{"cpu0 1 2 3 4 5 6 7 8", "cpu 1 2 3", "cpu 1 2 x 4 5 6 7 8"} {
+		if _, _, err := parseMachineCPU(bad); err == nil {
+			t.Errorf("%q was accepted", bad)
+		}
+	}
+}
+
 func TestWriteLatencyPairsTheFirstRolloutWithTheNextWrite(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
