@@ -135,6 +135,8 @@ test: prereqs manifests generate fmt vet envtest-assets ## Run unit and envtest 
 # and pytest against the real mcp SDK (ruff and mypy check the example server, examples/python-server,
 # too); where the shared consumer
 # vectors (testdata/consumers) and the conformance check (test/conformance) are, it runs them too.
+# pytest also builds the wheel and installs it into a fresh virtual environment without an index, as
+# a user would (tests/test_install.py, about 6 s).
 PYTHON ?= python3
 PY_VENV ?= $(or $(LOCALBIN),$(CURDIR)/bin)/python-venv
 PY_CLIENT := clients/python
@@ -166,8 +168,10 @@ bench-python: python-venv ## Benchmark the Python codec's round trip against pyt
 # whose tests also `go run` the package's Go replica (clients/typescript/test/goreplica) and read the
 # Snodo vectors in place (pkg/token/testdata/snodo; MRTR_SNODO_VECTORS names another file). The
 # example server (examples/typescript-server), built on the package, is type-checked strictly too.
+# node --test also packs the package and installs the tarball into an empty project beside the SDK
+# packed as its next patch release, dependencies from npm's cache (test/install.test.ts, about 7 s).
 .PHONY: test-typescript
-test-typescript: ## Run the TypeScript package's checks and tests (npm ci, tsc --noEmit, eslint, node --test).
+test-typescript: ## Run the TypeScript package's checks and tests (npm ci, tsc --noEmit, eslint, node --test, the packed package's install).
 	cd clients/typescript && npm ci --no-audit --no-fund && npx tsc --noEmit && npx eslint . && npm test
 	cd clients/typescript && npm run --silent build
 	cd examples/typescript-server && npm ci --install-links --no-audit --no-fund && npm run --silent check

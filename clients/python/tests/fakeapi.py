@@ -100,6 +100,7 @@ class FakeAPIServer:
 
     def __init__(self, directory: Path, token: str = "the-token") -> None:
         self.ca, crt, key = make_certs(directory)
+        self.cert, self.key = crt, key
         self.token = token
         self.requests: list[Patch] = []
         self.annotations: dict[str, dict[str, str]] = {}

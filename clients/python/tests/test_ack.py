@@ -5,12 +5,16 @@
 from __future__ import annotations
 
 import json
+import socket
+import ssl
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from mrtr_keyring import FIELD_MANAGER, AckReporter, KeyringWatcher, annotation_key
+from mrtr_keyring._ack import AckError
 
 from .fakeapi import Action, FakeAPIServer
 from .kubelet import SecretVolume, keyring_json
@@ -173,3 +177,72 @@ def test_service_account_dir_from_the_environment(
         assert r.pod == "other/p"
         r.report("fp")
         assert api.wait(lambda: r.acknowledged == "fp")
+
+
+class _TrickleServer:
+    """A TLS listener with the fake API server's certificate (the CA trusts it) that reads a
+    request, writes head at once and then trickle one byte every 20 ms, forever: never idle for as
+    long as the reporter's timeout."""
+
+    def __init__(self, api: FakeAPIServer, head: bytes, trickle: bytes) -> None:
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.load_cert_chain(api.cert, api.key)
+        self.requests = 0
+        self._stop = threading.Event()
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"https://127.0.0.1:{self._sock.getsockname()[1]}"
+
+        def serve(conn: socket.socket) -> None:
+            try:
+                with ctx.wrap_socket(conn, server_side=True) as tls:
+                    data = b""
+                    while b"\r\n\r\n" not in data:
+                        data += tls.recv(4096)
+                    self.requests += 1
+                    tls.sendall(head)
+                    i = 0
+                    while not self._stop.wait(0.02):
+                        tls.sendall(trickle[i % len(trickle) : i % len(trickle) + 1])
+                        i += 1
+            except OSError:
+                pass
+
+        def accept() -> None:
+            while True:
+                try:
+                    conn, _ = self._sock.accept()
+                except OSError:
+                    return
+                threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+        threading.Thread(target=accept, daemon=True).start()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._sock.close()
+
+
+def _direct(api: FakeAPIServer, url: str, tmp_path: Path) -> AckReporter:
+    sa = api.service_account(tmp_path / "sa")
+    return AckReporter("weather-keyring", pod_name="weather-0", api_server=url, service_account_dir=sa, timeout=0.3)
+
+
+def test_one_deadline_bounds_a_trickled_answer(api: FakeAPIServer, tmp_path: Path) -> None:
+    trickle = _TrickleServer(api, b"", b"HTTP/1.1 200 OK")
+    try:
+        with pytest.raises(AckError, match=r"^ack: patch pod mcp/weather-0: no answer within 0.3 s$"):
+            _direct(api, trickle.url, tmp_path).publish("fp")
+        assert trickle.requests == 1
+    finally:
+        trickle.close()
+
+
+def test_an_accepted_answer_whose_body_trickles_is_accepted(api: FakeAPIServer, tmp_path: Path) -> None:
+    # The status says the patch was applied; the body then trickles (Go: accepted, the drain cut).
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n"
+    trickle = _TrickleServer(api, head, b'{"kind":"Pod"}')
+    try:
+        _direct(api, trickle.url, tmp_path).publish("fp")  # no AckError
+        assert trickle.requests == 1
+    finally:
+        trickle.close()

@@ -37,6 +37,9 @@ const DEFAULT_SERVICE_ACCOUNT_DIR = '/var/run/secrets/kubernetes.io/serviceaccou
 export const SERVICE_ACCOUNT_DIR_ENV = 'MRTR_SERVICE_ACCOUNT_DIR';
 const USER_AGENT = 'mrtr-ack-ts (@mrtr-dev/keyring)';
 const MAX_ERROR_BODY = 4 << 10;
+// How much of an accepted answer (the patched Pod) is read, so that the connection can be reused;
+// a longer one is cut off by closing it (Go's maxDrainedBody).
+const MAX_DRAINED_BODY = 64 << 10;
 const MAX_MESSAGE = 200;
 
 /**
@@ -125,7 +128,9 @@ export class AckReporter {
     this.key = annotationKey(c.secret);
     this.tokenPath = path.join(dir, 'token');
     // Only the cluster's CA: the token must reach the API server and nothing else. No proxy.
-    this.agent = new Agent({ ca, keepAlive: true, minVersion: 'TLSv1.2' });
+    // rejectUnauthorized explicitly: left out, it follows NODE_TLS_REJECT_UNAUTHORIZED, and =0
+    // would send the token to any server at all (Go and Python ignore such settings).
+    this.agent = new Agent({ ca, keepAlive: true, minVersion: 'TLSv1.2', rejectUnauthorized: true });
     this.onError = c.onError;
     this.minBackoff = c.minBackoffMs ?? 200;
     this.maxBackoff = c.maxBackoffMs ?? 30_000;
@@ -256,12 +261,37 @@ export class AckReporter {
       throw new Error(`ack: service account token ${this.tokenPath} is empty`);
     }
     const body = JSON.stringify({ metadata: { annotations: { [this.key]: fp } } });
+    // One deadline for the whole request, connection, answer and body included (Go's
+    // context.WithTimeout): the socket's own timeout is an idle one, which an endpoint that
+    // trickles a byte now and then never reaches.
     const { status, statusLine, respBody } = await new Promise<{ status: number; statusLine: string; respBody: string }>((resolve, reject) => {
+      let answer: { status: number; statusLine: string; chunks: Buffer[]; size: number; ok: boolean } | undefined;
+      let settled = false;
+      const finish = (): void => {
+        if (settled || answer === undefined) {
+          return;
+        }
+        settled = true;
+        clearTimeout(deadline);
+        resolve({
+          status: answer.status,
+          statusLine: answer.statusLine,
+          respBody: Buffer.concat(answer.chunks).subarray(0, MAX_ERROR_BODY).toString('utf8'),
+        });
+      };
+      const fail = (e: Error): void => {
+        if (!settled) {
+          settled = true;
+          clearTimeout(deadline);
+          reject(new Error(`ack: patch pod ${this.pod}: ${e.message}`));
+        }
+      };
       const req = httpsRequest(
         `${this.url}?fieldManager=${FIELD_MANAGER}`,
         {
           method: 'PATCH',
           agent: this.agent,
+          rejectUnauthorized: true,
           headers: {
             Authorization: `Bearer ${token}`,
             'Content-Type': 'application/merge-patch+json',
@@ -269,35 +299,47 @@ export class AckReporter {
             'User-Agent': USER_AGENT,
             'Content-Length': Buffer.byteLength(body),
           },
-          timeout: this.timeout,
           ...(signal !== undefined ? { signal } : {}),
         },
         (res) => {
-          const chunks: Buffer[] = [];
-          let size = 0;
-          const ok = res.statusCode !== undefined && res.statusCode >= 200 && res.statusCode < 300;
+          const code = res.statusCode ?? 0;
+          const a = {
+            status: code,
+            statusLine: formatStatusLine(code, res.statusMessage ?? '', token),
+            chunks: [] as Buffer[],
+            size: 0,
+            ok: code >= 200 && code < 300,
+          };
+          answer = a;
           res.on('data', (b: Buffer) => {
-            if (!ok && size < MAX_ERROR_BODY) {
-              chunks.push(b);
-              size += b.length;
+            a.size += b.length;
+            if (!a.ok && a.size - b.length < MAX_ERROR_BODY) {
+              a.chunks.push(b);
+            }
+            // Enough read: of an error, to explain it; of an accepted answer, to be worth the
+            // connection. The rest is cut off with the connection.
+            if (a.size >= (a.ok ? MAX_DRAINED_BODY : MAX_ERROR_BODY)) {
+              finish();
+              req.destroy();
             }
           });
-          res.on('end', () => {
-            resolve({
-              status: res.statusCode ?? 0,
-              statusLine: formatStatusLine(res.statusCode ?? 0, res.statusMessage ?? '', token),
-              respBody: Buffer.concat(chunks).subarray(0, MAX_ERROR_BODY).toString('utf8'),
-            });
+          res.on('end', finish);
+          res.on('error', () => {
+            finish(); // the status came: the body was only to explain it
           });
-          res.on('error', reject);
         },
       );
-      req.on('timeout', () => {
+      const deadline = setTimeout(() => {
+        if (answer !== undefined) {
+          // The status came and the body did not end in time: what was read serves (Go: an
+          // accepted answer whose drain is cut is still accepted).
+          finish();
+          req.destroy();
+          return;
+        }
         req.destroy(new Error(`no answer within ${this.timeout} ms`));
-      });
-      req.on('error', (e) => {
-        reject(new Error(`ack: patch pod ${this.pod}: ${e.message}`));
-      });
+      }, this.timeout);
+      req.on('error', fail);
       req.end(body);
     });
     if (status >= 200 && status < 300) {

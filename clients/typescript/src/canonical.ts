@@ -150,6 +150,23 @@ interface Member {
   omit: boolean;
 }
 
+/** An array being read: its canonical text so far. */
+interface ArrayFrame {
+  array: true;
+  out: string;
+}
+
+/** An object being read: its members so far, and the name of the member whose value is next. */
+interface ObjectFrame {
+  array: false;
+  ms: Member[];
+  sorted: boolean;
+  omit: readonly string[] | undefined;
+  name: string;
+}
+
+type Frame = ArrayFrame | ObjectFrame;
+
 const NUMBER = /-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/y;
 
 /**
@@ -177,41 +194,36 @@ export class Reader {
 
   /**
    * The members of the top-level object as [decoded name, value text as written], in document
-   * order; undefined if the text is not one JSON object. Repeated names are kept, for the caller
-   * to judge; nested objects may repeat names too.
+   * order; undefined if the text is not one JSON object. The values are skipped, their syntax
+   * checked (Go's Decoder.SkipValue) but nothing canonicalized: this reads the body of every
+   * request, before anything is authenticated. Repeated names are kept, for the caller to judge;
+   * nested objects may repeat names too.
    */
   topLevelMembers(): [string, string][] | undefined {
-    const lenient = new Reader(this.src, FIRST_WINS);
+    const r = new Reader(this.src, STRICT);
     try {
-      lenient.skipSpace();
-      if (!lenient.consume('{')) {
+      r.skipSpace();
+      if (!r.consume('{')) {
         return undefined;
       }
       const out: [string, string][] = [];
-      if (!lenient.consume('}')) {
+      if (!r.consume('}')) {
         for (;;) {
-          lenient.skipSpace();
-          if (lenient.src.charCodeAt(lenient.pos) !== 0x22) {
-            return undefined;
-          }
-          const name = lenient.decodeString();
-          if (!lenient.consume(':')) {
-            return undefined;
-          }
-          lenient.skipSpace();
-          const start = lenient.pos;
-          lenient.value(undefined);
-          out.push([name, lenient.src.slice(start, lenient.pos)]);
-          if (lenient.consume(',')) {
+          const name = r.memberName();
+          r.skipSpace();
+          const start = r.pos;
+          r.skipValue();
+          out.push([name, r.src.slice(start, r.pos)]);
+          if (r.consume(',')) {
             continue;
           }
-          if (lenient.consume('}')) {
+          if (r.consume('}')) {
             break;
           }
           return undefined;
         }
       }
-      lenient.end();
+      r.end();
       return out;
     } catch {
       return undefined;
@@ -287,18 +299,102 @@ export class Reader {
     }
   }
 
-  /** Reads the next value and returns its canonical form. omit applies if it is an object. */
+  /**
+   * Reads the next value and returns its canonical form. omit applies if it is an object.
+   *
+   * Iterative, with the open arrays and objects on a stack of its own: the nesting the rules
+   * accept (10,000, Go's canonical.MaxDepth; Snodo has no limit) is far deeper than the call stack
+   * of a recursive reader allows.
+   */
   private value(omit: readonly string[] | undefined): string {
+    const open: Frame[] = [];
+    let nextOmit = omit; // only the value asked for is an object with omitted members
+    for (;;) {
+      // One value starts here: a scalar, or the opening of an array or object.
+      this.skipSpace();
+      let out: string;
+      const c = this.src.charCodeAt(this.pos);
+      if (c === 0x5b) {
+        this.enter();
+        this.pos++;
+        if (!this.consume(']')) {
+          open.push({ array: true, out: '[' });
+          nextOmit = undefined;
+          continue;
+        }
+        this.depth--;
+        out = '[]';
+      } else if (c === 0x7b) {
+        this.enter();
+        this.pos++;
+        const f: ObjectFrame = { array: false, ms: [], sorted: true, omit: nextOmit, name: '' };
+        if (!this.consume('}')) {
+          f.name = this.memberName();
+          open.push(f);
+          nextOmit = undefined;
+          continue;
+        }
+        out = this.closeObject(f);
+      } else {
+        out = this.scalar();
+      }
+      // The value is complete: hand it to the array or object it is in, closing each that ends.
+      for (;;) {
+        const f = open[open.length - 1];
+        if (f === undefined) {
+          return out;
+        }
+        if (f.array) {
+          f.out += f.out.length > 1 ? ',' + out : out;
+          if (this.consume(',')) {
+            break;
+          }
+          if (!this.consume(']')) {
+            throw this.unexpected();
+          }
+          open.pop();
+          this.depth--;
+          out = f.out + ']';
+        } else {
+          const prev = f.ms[f.ms.length - 1];
+          if (f.sorted && prev !== undefined && compareNames(prev.name, f.name) >= 0) {
+            f.sorted = false;
+          }
+          f.ms.push({ name: f.name, out, omit: f.omit !== undefined && f.omit.includes(f.name) });
+          if (this.consume(',')) {
+            f.name = this.memberName();
+            break;
+          }
+          if (!this.consume('}')) {
+            throw this.unexpected();
+          }
+          open.pop();
+          out = this.closeObject(f);
+        }
+      }
+    }
+  }
+
+  /** Reads a member's name and its colon. */
+  private memberName(): string {
     this.skipSpace();
+    if (this.src.charCodeAt(this.pos) !== 0x22) {
+      throw this.unexpected();
+    }
+    const name = this.decodeString();
+    if (!this.consume(':')) {
+      throw this.unexpected();
+    }
+    return name;
+  }
+
+  /** The canonical form of a scalar value (not an array or object) at pos. */
+  private scalar(): string {
     const s = this.src;
     if (this.pos >= s.length) {
       throw this.unexpected();
     }
     switch (s.charCodeAt(this.pos)) {
-      case 0x7b:
-        return this.object(omit);
-      case 0x5b:
-        return this.array();
       case 0x22:
         return quote(this.decodeString());
       case 0x74:
@@ -311,12 +407,7 @@ export class Reader {
         const start = this.pos;
         const { lit, isFloat } = this.number();
         if (!isFloat) {
-          if (this.rules.maxIntDigits > 0) {
-            const digits = lit.startsWith('-') ? lit.length - 1 : lit.length;
-            if (digits > this.rules.maxIntDigits) {
-              throw this.error(start, `integer of ${digits} digits: at most ${this.rules.maxIntDigits} are accepted`);
-            }
-          }
+          this.checkDigits(start, lit);
           return lit === '-0' ? '0' : lit;
         }
         if (isShortDecimal(lit)) {
@@ -327,6 +418,89 @@ export class Reader {
           throw this.error(start, `float ${JSON.stringify(lit.slice(0, 40))} is out of range`);
         }
         return formatFloat(f);
+      }
+    }
+  }
+
+  private checkDigits(start: number, lit: string): void {
+    if (this.rules.maxIntDigits > 0) {
+      const digits = lit.startsWith('-') ? lit.length - 1 : lit.length;
+      if (digits > this.rules.maxIntDigits) {
+        throw this.error(start, `integer of ${digits} digits: at most ${this.rules.maxIntDigits} are accepted`);
+      }
+    }
+  }
+
+  /**
+   * Reads past the next value, checking its syntax (strings, numbers in range, the depth) but
+   * building nothing: its objects may repeat a name. Go's Decoder.SkipValue, iterative.
+   */
+  skipValue(): void {
+    const closers: number[] = []; // the closing character of each open array or object
+    for (;;) {
+      this.skipSpace();
+      const c = this.src.charCodeAt(this.pos);
+      if (c === 0x5b || c === 0x7b) {
+        this.enter();
+        this.pos++;
+        const end = c === 0x5b ? ']' : '}';
+        if (!this.consume(end)) {
+          closers.push(end.charCodeAt(0));
+          if (c === 0x7b) {
+            this.memberName();
+          }
+          continue;
+        }
+        this.depth--;
+      } else {
+        this.skipScalar();
+      }
+      for (;;) {
+        const end = closers[closers.length - 1];
+        if (end === undefined) {
+          return;
+        }
+        if (this.consume(',')) {
+          if (end === 0x7d) {
+            this.memberName();
+          }
+          break;
+        }
+        if (!this.consume(String.fromCharCode(end))) {
+          throw this.unexpected();
+        }
+        closers.pop();
+        this.depth--;
+      }
+    }
+  }
+
+  private skipScalar(): void {
+    const s = this.src;
+    if (this.pos >= s.length) {
+      throw this.unexpected();
+    }
+    switch (s.charCodeAt(this.pos)) {
+      case 0x22:
+        this.decodeString();
+        return;
+      case 0x74:
+        this.literal('true');
+        return;
+      case 0x66:
+        this.literal('false');
+        return;
+      case 0x6e:
+        this.literal('null');
+        return;
+      default: {
+        const start = this.pos;
+        const { lit, isFloat } = this.number();
+        if (!isFloat) {
+          this.checkDigits(start, lit);
+        } else if (parseFloatLiteral(lit) === undefined) {
+          throw this.error(start, `float ${JSON.stringify(lit.slice(0, 40))} is out of range`);
+        }
       }
     }
   }
@@ -349,60 +523,10 @@ export class Reader {
     return { lit: m[0], isFloat: m[1] !== undefined || m[2] !== undefined };
   }
 
-  private array(): string {
-    this.enter();
-    this.pos++;
-    let out = '[';
-    if (!this.consume(']')) {
-      for (let first = true; ; first = false) {
-        if (!first) {
-          out += ',';
-        }
-        out += this.value(undefined);
-        if (this.consume(',')) {
-          continue;
-        }
-        if (this.consume(']')) {
-          break;
-        }
-        throw this.unexpected();
-      }
-    }
-    this.depth--;
-    return out + ']';
-  }
-
-  private object(omit: readonly string[] | undefined): string {
-    this.enter();
-    this.pos++;
-    const ms: Member[] = [];
-    let sorted = true;
-    if (!this.consume('}')) {
-      for (;;) {
-        this.skipSpace();
-        if (this.src.charCodeAt(this.pos) !== 0x22) {
-          throw this.unexpected();
-        }
-        const name = this.decodeString();
-        if (!this.consume(':')) {
-          throw this.unexpected();
-        }
-        const out = this.value(undefined);
-        const prev = ms[ms.length - 1];
-        if (sorted && prev !== undefined && compareNames(prev.name, name) >= 0) {
-          sorted = false;
-        }
-        ms.push({ name, out, omit: omit !== undefined && omit.includes(name) });
-        if (this.consume(',')) {
-          continue;
-        }
-        if (this.consume('}')) {
-          break;
-        }
-        throw this.unexpected();
-      }
-    }
-    if (!sorted) {
+  /** The canonical form of the object of f, whose closing brace was just read. */
+  private closeObject(f: ObjectFrame): string {
+    const ms = f.ms;
+    if (!f.sorted) {
       ms.sort((a, b) => compareNames(a.name, b.name)); // stable: the first of equal names first
       for (let k = 1; k < ms.length; k++) {
         const m = ms[k] as Member;

@@ -34,7 +34,6 @@ export {
   DEFAULT_SIGNED_TTL_SECONDS,
   MAX_SIGNED_TOKEN_BYTES,
 } from './signed.js';
-export { canonical, canonicalFirstWins, canonicalParams, formatFloat, JSONSyntaxError } from './canonical.js';
 export {
   RequestState,
   type RequestStateOptions,

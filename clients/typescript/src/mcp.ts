@@ -14,7 +14,7 @@
 // Snodo's (and Go's), 1.0 and 1 apart, every member bound, and a Go replica behind the same
 // balancer opens what this one seals.
 
-import { Reader } from './canonical.js';
+import { Reader, textOf } from './canonical.js';
 import { ANONYMOUS, ConfigError, InvalidRequestStateError, type JSONText, type SignedCodec } from './signed.js';
 
 /** What of the SDK's ServerContext the glue reads. */
@@ -68,26 +68,40 @@ export interface FetchHandler {
 export function recordParams<H extends FetchHandler>(handler: H): H {
   const fetch = async (request: Request, options?: FetchOptions): Promise<Response> => {
     let opts = options;
-    if (request.method.toUpperCase() === 'POST' && request.body !== null) {
-      const len = Number(request.headers.get('content-length') ?? '0');
-      if (len <= MAX_RECORDED_BODY) {
-        const text = await request.clone().text(); // the original stays unread for the SDK
-        if (text.length <= MAX_RECORDED_BODY) {
-          const r = requestOf(text);
-          if (r !== undefined) {
-            recorded.set(request, r);
+    let req = request;
+    if (request.method.toUpperCase() === 'POST' && request.body !== null && !request.bodyUsed) {
+      // At most MAX_RECORDED_BODY + 1 bytes, whatever Content-Length says (Go's RecordParams): a
+      // chunked body has none, and a longer one is the SDK's to refuse, not this wrapper's to hold.
+      const { head, rest } = await readAtMost(request.body, MAX_RECORDED_BODY + 1);
+      if (rest !== undefined) {
+        // Over the bound: unrecorded, and the handler reads the same bytes, those read and then
+        // the rest, under its own limit (the SDK answers 413 beyond 4 MiB without reading on).
+        req = new Request(request, { body: prefixed(head, rest), duplex: 'half' } as RequestInit);
+      } else {
+        let text: string | undefined;
+        try {
+          text = textOf(head);
+        } catch {
+          // not UTF-8: not a request to record, and the SDK answers it
+        }
+        const r = text === undefined ? undefined : requestOf(text);
+        if (opts?.parsedBody === undefined && text !== undefined) {
+          try {
+            opts = { ...opts, parsedBody: JSON.parse(text) as unknown };
+          } catch {
+            // not JSON: the SDK answers it
           }
-          if (opts?.parsedBody === undefined) {
-            try {
-              opts = { ...opts, parsedBody: JSON.parse(text) as unknown };
-            } catch {
-              // not JSON: the SDK answers it
-            }
-          }
+        }
+        if (opts?.parsedBody === undefined) {
+          // The handler reads the body itself: give it the bytes read.
+          req = new Request(request, { body: head, duplex: 'half' } as RequestInit);
+        }
+        if (r !== undefined) {
+          recorded.set(req, r);
         }
       }
     }
-    return handler.fetch(request, opts);
+    return handler.fetch(req, opts);
   };
   return new Proxy(handler, {
     get(target, prop, receiver): unknown {
@@ -96,7 +110,73 @@ export function recordParams<H extends FetchHandler>(handler: H): H {
   });
 }
 
-/** The recorded request of one JSON-RPC request body, or undefined if it is not one to record. */
+/**
+ * Reads body until it ends or more than limit - 1 bytes have come: head holds what was read, and
+ * rest, if the body did not end, the reader of what is left. The chunk that crosses the bound is
+ * the last one read.
+ */
+async function readAtMost(
+  body: ReadableStream<Uint8Array>,
+  limit: number,
+): Promise<{ head: Uint8Array; rest: ReadableStreamDefaultReader<Uint8Array> | undefined }> {
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  while (size < limit) {
+    const { done, value } = await reader.read();
+    if (done) {
+      return { head: concat(chunks, size), rest: undefined };
+    }
+    chunks.push(value);
+    size += value.byteLength;
+  }
+  return { head: concat(chunks, size), rest: reader };
+}
+
+function concat(chunks: Uint8Array[], size: number): Uint8Array {
+  if (chunks.length === 1) {
+    return chunks[0] as Uint8Array;
+  }
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.byteLength;
+  }
+  return out;
+}
+
+/** A stream of head and then what rest reads, pulled only as its reader asks. */
+function prefixed(head: Uint8Array, rest: ReadableStreamDefaultReader<Uint8Array>): ReadableStream<Uint8Array> {
+  let first = true;
+  return new ReadableStream<Uint8Array>(
+    {
+      async pull(c): Promise<void> {
+        if (first) {
+          first = false;
+          c.enqueue(head);
+          return;
+        }
+        const { done, value } = await rest.read();
+        if (done) {
+          c.close();
+        } else {
+          c.enqueue(value);
+        }
+      },
+      cancel(reason): Promise<void> {
+        return rest.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+/**
+ * The recorded request of one JSON-RPC request body, or undefined if it is not one to record. The
+ * members' values are skipped, not canonicalized (Go's requestParams): only the method and a
+ * scalar id are decoded. The params are canonicalized only when a state is sealed or opened.
+ */
 function requestOf(body: string): Recorded | undefined {
   const spans = new Reader(body).topLevelMembers();
   if (spans === undefined) {
@@ -110,11 +190,17 @@ function requestOf(body: string): Recorded | undefined {
     seen.set(name, text);
   }
   const m = seen.get('method');
-  const method = m === undefined ? undefined : (JSON.parse(m) as unknown);
-  if (typeof method !== 'string' || !MRTR_METHODS.has(method)) {
+  if (m === undefined || !m.startsWith('"')) {
+    return undefined;
+  }
+  const method = JSON.parse(m) as string;
+  if (!MRTR_METHODS.has(method)) {
     return undefined;
   }
   const idText = seen.get('id');
+  if (idText !== undefined && (idText.startsWith('[') || idText.startsWith('{'))) {
+    return undefined;
+  }
   const id = idText === undefined ? null : (JSON.parse(idText) as unknown);
   if (id !== null && typeof id !== 'string' && typeof id !== 'number') {
     return undefined;

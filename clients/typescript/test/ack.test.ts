@@ -8,6 +8,7 @@
 
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
+import { createServer as createTLSServer, type Server as TLSServer, type TLSSocket } from 'node:tls';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -199,5 +200,163 @@ describe('AckReporter', () => {
     const k = annotationKey(long);
     assert.equal(k.length, 'loaded.mrtr.dev/'.length + 63);
     assert.match(k, /^loaded\.mrtr\.dev\/a{46}-[0-9a-f]{16}$/);
+  });
+
+  /**
+   * A TLS listener that reads a request and then runs answer on its socket; what each connection
+   * received is in got. dir holds its certificate (goreplica cert).
+   */
+  async function tlsListener(certDir: string, answer: (sock: TLSSocket) => void): Promise<{ url: string; got: string[]; close: () => Promise<void> }> {
+    const got: string[] = [];
+    const socks = new Set<TLSSocket>();
+    const srv: TLSServer = createTLSServer(
+      { key: readFileSync(path.join(certDir, 'server.key')), cert: readFileSync(path.join(certDir, 'server.crt')) },
+      (sock) => {
+        socks.add(sock);
+        let text = '';
+        let answered = false;
+        sock.on('data', (b: Buffer) => {
+          text += b.toString();
+          if (!answered && text.includes('\r\n\r\n')) {
+            answered = true;
+            got.push(text);
+            answer(sock);
+          }
+        });
+        sock.on('error', () => undefined);
+        sock.on('close', () => socks.delete(sock));
+      },
+    );
+    await new Promise<void>((resolve) => srv.listen(0, '127.0.0.1', resolve));
+    return {
+      url: `https://127.0.0.1:${(srv.address() as AddressInfo).port}`,
+      got,
+      close: async () => {
+        for (const c of socks) {
+          c.destroy();
+        }
+        await new Promise((r) => srv.close(r));
+      },
+    };
+  }
+
+  /** Writes text one byte at a time, one every 20 ms, until the socket closes: never idle 300 ms. */
+  function trickle(sock: TLSSocket, text: string): void {
+    let i = 0;
+    const t = setInterval(() => {
+      if (sock.destroyed) {
+        clearInterval(t);
+        return;
+      }
+      sock.write(text[i % text.length] ?? ' ');
+      i++;
+    }, 20);
+    sock.on('close', () => {
+      clearInterval(t);
+    });
+  }
+
+  const firstError = (apiServer: string, timeoutMs = 300): Promise<{ err: Error; r: AckReporter; stop: () => Promise<void> }> =>
+    new Promise((resolve) => {
+      const ac = new AbortController();
+      const running: { run?: Promise<void> } = {};
+      const r = new AckReporter({
+        secret: 'weather-keyring',
+        podName: 'weather-0',
+        namespace: 'shop',
+        apiServer,
+        serviceAccountDir: dir,
+        minBackoffMs: 5,
+        maxBackoffMs: 20,
+        timeoutMs,
+        onError: (err) => {
+          resolve({
+            err,
+            r,
+            stop: async () => {
+              ac.abort();
+              await running.run;
+            },
+          });
+        },
+      });
+      running.run = r.run(ac.signal);
+      r.report('0123456789abcdef');
+    });
+
+  it('ignores NODE_TLS_REJECT_UNAUTHORIZED=0: no token to a server its CA did not sign', { timeout: 20_000 }, async () => {
+    const foreign = mkdtempSync(path.join(tmpdir(), 'mrtr-foreign-'));
+    await goRun('cert', foreign); // another CA, and a certificate for 127.0.0.1 it signed
+    const l = await tlsListener(foreign, (sock) => {
+      sock.end('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}');
+    });
+    const before = process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+    process.env.NODE_TLS_REJECT_UNAUTHORIZED = '0';
+    try {
+      const { err, r, stop } = await firstError(l.url);
+      await stop();
+      assert.match(err.message, /certificate/);
+      assert.equal(r.acknowledged(), '');
+      assert.deepEqual(l.got, [], 'the listener received a request, and with it the token');
+    } finally {
+      if (before === undefined) {
+        delete process.env.NODE_TLS_REJECT_UNAUTHORIZED;
+      } else {
+        process.env.NODE_TLS_REJECT_UNAUTHORIZED = before;
+      }
+      await l.close();
+      rmSync(foreign, { recursive: true, force: true });
+    }
+  });
+
+  it('bounds the whole request by one deadline: a trickled status line is cut', { timeout: 20_000 }, async () => {
+    const l = await tlsListener(dir, (sock) => {
+      trickle(sock, 'HTTP/1.1 200 OK');
+    });
+    try {
+      const { err, r, stop } = await firstError(l.url);
+      await stop();
+      assert.match(err.message, /^ack: patch pod shop\/weather-0: no answer within 300 ms/);
+      assert.equal(r.acknowledged(), '');
+    } finally {
+      await l.close();
+    }
+  });
+
+  it('reads a bounded part of an accepted answer: a trickled body does not hold the reporter', { timeout: 20_000 }, async () => {
+    // The status says the patch was applied; the body then trickles forever (Go: accepted, the
+    // drain cut by the deadline).
+    const l = await tlsListener(dir, (sock) => {
+      sock.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 1000000\r\n\r\n');
+      trickle(sock, '{"kind":"Pod"}');
+    });
+    const ac = new AbortController();
+    const r = new AckReporter({
+      secret: 'weather-keyring',
+      podName: 'weather-0',
+      namespace: 'shop',
+      apiServer: l.url,
+      serviceAccountDir: dir,
+      timeoutMs: 300,
+    });
+    const run = r.run(ac.signal);
+    try {
+      r.report('fedcba9876543210');
+      await new Promise<void>((resolve) => {
+        const check = (): void => {
+          if (r.acknowledged() === 'fedcba9876543210') {
+            resolve();
+          } else {
+            setTimeout(check, 10);
+          }
+        };
+        check();
+      });
+      assert.equal(l.got.length, 1);
+    } finally {
+      ac.abort();
+      await run;
+      await l.close();
+    }
   });
 });

@@ -7,11 +7,14 @@
 // with repeated names or over-long integers. Every case must give the same token, byte for byte, or
 // be refused by both for the same kind of reason.
 
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
 import { ConfigError, InputError, Keyring, SignedCodec } from '../src/index.js';
 import { goRunInput } from './gorun.js';
+import { packageRoot } from './paths.js';
 
 // A small deterministic PRNG (mulberry32), so that a failure can be replayed.
 function rng(seed: number): () => number {
@@ -193,5 +196,45 @@ describe('SignedCodec against Go token.Signed on generated inputs', () => {
     });
     // The generator must reach every outcome.
     assert.ok(tokens > 800 && kinds.input > 20 && kinds.config > 20, `tokens ${tokens}, refused ${JSON.stringify(kinds)}`);
+  });
+
+  // testdata/deep-nesting.json holds tokens the Go library made (snodo.test.ts checks this codec
+  // against them): made again here, they must still be Go's, so that the file cannot drift.
+  it('agrees with the deep-nesting vectors, which are Go\'s own tokens', async () => {
+    interface Vector {
+      id: string;
+      keys: { id: string; secret_hex: string }[];
+      ttl: number;
+      clock: number;
+      method: string;
+      params_json: string;
+      principal_json: string;
+      data_json: string;
+      expected: { token?: string; raises?: boolean };
+    }
+    const file = path.join(packageRoot, 'testdata', 'deep-nesting.json');
+    const v = JSON.parse(readFileSync(file, 'utf8')) as { seal_vectors: Vector[]; seal_error_vectors: Vector[] };
+    const all = [...v.seal_vectors, ...v.seal_error_vectors];
+    const input = all.map((c) =>
+      JSON.stringify({
+        keys: c.keys.map((k) => ({ id: k.id, secret: Buffer.from(k.secret_hex, 'hex').toString('base64') })),
+        ttl: c.ttl,
+        clock: c.clock,
+        method: c.method,
+        params: c.params_json,
+        principal: c.principal_json,
+        state: c.data_json,
+      }),
+    );
+    const lines = await goRunInput(input.join('\n') + '\n', 'seal');
+    assert.equal(lines.length, all.length);
+    all.forEach((c, i) => {
+      const got = JSON.parse(lines[i] as string) as { token?: string; kind?: string };
+      if (c.expected.raises === true) {
+        assert.equal(got.kind, 'config', c.id);
+      } else {
+        assert.equal(got.token, c.expected.token, c.id);
+      }
+    });
   });
 });

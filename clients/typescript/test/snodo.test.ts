@@ -3,7 +3,8 @@
 
 // The interop test of the Go library (pkg/token/snodo_vectors_test.go), run on this codec: vectors
 // produced by the real Snodo.MRTR.State under Elixir, read in place from pkg/token/testdata/snodo,
-// or the one file MRTR_SNODO_VECTORS names. Each seal vector must seal byte-exact and open again,
+// with this package's own testdata (cases in the same layout whose tokens the Go library made,
+// such as deep nesting), or the one file MRTR_SNODO_VECTORS names. Each seal vector must seal byte-exact and open again,
 // each open or crafted vector open (with exactly the data) or be refused, each seal-error vector
 // be refused at configuration or at seal, each params-decode vector be bound or refused as Snodo
 // reads it.
@@ -19,11 +20,10 @@ import {
   InvalidRequestStateError,
   Keyring,
   SignedCodec,
-  canonical,
   type Binding,
 } from '../src/index.js';
-import { quote, Reader } from '../src/canonical.js';
-import { repoRoot } from './paths.js';
+import { canonical, quote, Reader } from '../src/canonical.js';
+import { packageRoot, repoRoot } from './paths.js';
 
 interface Case {
   id: string;
@@ -77,7 +77,8 @@ function vectorFiles(): string[] {
   const dir = path.join(repoRoot, 'pkg', 'token', 'testdata', 'snodo');
   const files = readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => path.join(dir, f));
   assert.ok(files.length > 0, `no Snodo vectors in ${dir} (set MRTR_SNODO_VECTORS to choose a file)`);
-  return files;
+  const own = path.join(packageRoot, 'testdata');
+  return [...files, ...readdirSync(own).filter((f) => f.endsWith('.json')).map((f) => path.join(own, f))];
 }
 
 // Text from the vector file is a JS string; Go reads it into a string, replacing lone surrogates
@@ -114,19 +115,23 @@ function data(c: Case): Buffer {
 
 // maxMembers is the largest number of members of any object of the JSON text, at any depth: Erlang
 // writes maps of more than 32 members in hash order, which no other implementation reproduces. The
-// vectors' data repeats no name and only the shape matters, so JSON.parse serves.
+// vectors' data repeats no name and only the shape matters, so JSON.parse serves. A walk without
+// recursion: the data may nest thousands deep.
 function maxMembers(text: string): number {
-  const walk = (x: unknown): number => {
-    if (Array.isArray(x)) {
-      return Math.max(0, ...x.map(walk));
-    }
+  let most = 0;
+  const todo: unknown[] = [JSON.parse(text)];
+  for (let x = todo.pop(); x !== undefined; x = todo.pop()) {
     if (typeof x === 'object' && x !== null) {
       const vs = Object.values(x);
-      return Math.max(vs.length, ...vs.map(walk));
+      if (!Array.isArray(x)) {
+        most = Math.max(most, vs.length);
+      }
+      for (const v of vs) {
+        todo.push(v);
+      }
     }
-    return 0;
-  };
-  return walk(JSON.parse(text));
+  }
+  return most;
 }
 
 for (const file of vectorFiles()) {

@@ -24,6 +24,7 @@ import json
 import os
 import random
 import re
+import socket
 import ssl
 import threading
 import time
@@ -114,6 +115,48 @@ def _status_message(body: bytes, token: str) -> str:
                 break
     text = text.replace(token, "[token]").strip()
     return _quote_cut(text) if text else "no message"
+
+
+class _Deadline:
+    """Shuts down the socket of conn once seconds have passed, unless stopped first: the bound on
+    one whole request. The socket is shut down, not closed, so that the thread blocked on it wakes
+    (its read ends) and the connection is closed by its owner."""
+
+    def __init__(self, conn: http.client.HTTPSConnection, seconds: float) -> None:
+        self._conn = conn
+        self._lock = threading.Lock()
+        self._passed = False
+        self._stopped = False
+        self._timer = threading.Timer(seconds, self._cut)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _cut(self) -> None:
+        with self._lock:
+            if self._stopped:
+                return
+            self._passed = True
+            sock = self._conn.sock
+        if sock is not None:
+            try:
+                # The plain socket's shutdown: ssl.SSLSocket's own would also drop its TLS state
+                # under the reading thread.
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            except OSError:
+                pass  # already closed
+
+    def check(self) -> None:
+        """Raises TimeoutError if the deadline passed, as while connecting no socket could be cut."""
+        with self._lock:
+            if self._passed:
+                raise TimeoutError("deadline passed")
+
+    def stop(self) -> bool:
+        """Stops the timer; reports whether the deadline had passed."""
+        with self._lock:
+            self._stopped = True
+            self._timer.cancel()
+            return self._passed
 
 
 class AckReporter:
@@ -370,14 +413,27 @@ class AckReporter:
         if self._conn is None:
             # http.client uses no proxy and follows no redirect: the token goes to this address only.
             self._conn = http.client.HTTPSConnection(self._host, self._port, timeout=self._timeout, context=self._tls)
+        conn = self._conn
+        # The connection's timeout bounds each socket operation only: an endpoint that trickles a
+        # byte now and then would hold the reporter forever. One deadline bounds the whole request,
+        # answer included (Go's context.WithTimeout): when it passes, the socket is shut down.
+        deadline = _Deadline(conn, self._timeout)
         try:
-            self._conn.request("PATCH", self._path, body=body, headers=headers)
-            resp = self._conn.getresponse()
+            conn.request("PATCH", self._path, body=body, headers=headers)
+            deadline.check()  # the socket may have come after the deadline passed
+            resp = conn.getresponse()
+            # An answer cut by the deadline may still parse (a status line without its end): only
+            # one whose head came in time counts.
+            deadline.check()
             if resp.status // 100 == 2:
                 # The patched Pod is of no use; reading a bounded part lets the connection be
-                # reused, and a longer answer is cut off by closing it.
-                resp.read(_MAX_DRAINED_BODY)
-                if not resp.isclosed():
+                # reused, and a longer answer is cut off by closing it. Accepted is accepted,
+                # even if the deadline cuts this read.
+                try:
+                    resp.read(_MAX_DRAINED_BODY)
+                except (OSError, http.client.HTTPException):
+                    self._close()
+                if deadline.stop() or not resp.isclosed():
                     self._close()
                 return
             text = resp.read(_MAX_ERROR_BODY)
@@ -386,7 +442,11 @@ class AckReporter:
             # A lost answer lands here too: the patch may have been applied, and resending it is
             # harmless (the same annotation value), so it is retried like any failure.
             self._close()
+            if deadline.stop():
+                raise AckError(f"ack: patch pod {self.pod}: no answer within {self._timeout:g} s") from None
             raise AckError(f"ack: patch pod {self.pod}: {type(e).__name__}: {e}") from None
+        finally:
+            deadline.stop()
         message = _status_message(text, token)
         status = _status_line(resp.status, resp.reason, token)
         raise AckError(f"ack: patch pod {self.pod}: {status}: {message}{_hint(resp.status)}")
