@@ -47,14 +47,14 @@ const metadata = "metadata"
 type fault int
 
 const (
-	faultNone       fault = iota
-	fault409              // a conflict, as for a stale resourceVersion
-	fault403              // forbidden, as before the RoleBinding exists
-	fault500              // an internal error
-	faultHang             // no answer: hold the request, then drop the connection
-	faultLostAnswer       // apply the patch, then drop the connection before answering
-	faultRedirForeign     // 307 to the same path on the foreign listener
-	faultRedirSelf        // 307 to redirectPath on this server
+	faultNone         fault = iota
+	fault409                // a conflict, as for a stale resourceVersion
+	fault403                // forbidden, as before the RoleBinding exists
+	fault500                // an internal error
+	faultHang               // no answer: hold the request, then drop the connection
+	faultLostAnswer         // apply the patch, then drop the connection before answering
+	faultRedirForeign       // 307 to the same path on the foreign listener
+	faultRedirSelf          // 307 to redirectPath on this server
 )
 
 func (f fault) String() string {

@@ -178,7 +178,7 @@ type run struct {
 	secrets [][]byte
 	// secretNames name secrets[i] in a leak's report, never its bytes.
 	secretNames []string
-	good    []snapshot // every valid snapshot written
+	good        []snapshot // every valid snapshot written
 }
 
 // Run runs the check once. The error is for a check that could not run (a temporary directory, a

@@ -244,4 +244,6 @@ func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 // connKey is the context key of the connection a request came on (http.Server.ConnContext).
 type connKey struct{}
 
-func withConn(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) }
+func withConn(ctx context.Context, c net.Conn) context.Context {
+	return context.WithValue(ctx, connKey{}, c)
+}
