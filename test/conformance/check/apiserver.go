@@ -137,7 +137,7 @@ func newAPIServer(rec *recorder, t *traps, namespace, pod, secret, token string,
 		ConnContext:       withConn,
 		ConnState:         s.track,
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          nil,
+		ErrorLog:          quiet,
 	}
 	go func() { _ = s.srv.ServeTLS(ln, "", "") }()
 	return s, nil

@@ -21,6 +21,7 @@ import (
 	"context"
 	"crypto/tls"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"strings"
@@ -35,6 +36,10 @@ const (
 	trapRedirect = "redirect target"  // a path of the API server a 307 points to
 	trapProxy    = "proxy"            // the proxy of $HTTPS_PROXY, $HTTP_PROXY, $ALL_PROXY and their lowercase
 )
+
+// quiet drops the servers' own logs: a handshake the consumer refuses is what the check wants,
+// not news for its output.
+var quiet = log.New(io.Discard, "", 0)
 
 // redirectPath is where the API server's 307s point on itself: a client that follows a redirect,
 // even one that keeps the Authorization header only for the same host and port, arrives there.
@@ -126,6 +131,7 @@ func newForeignServer(t *traps, cert tls.Certificate) (*foreignServer, error) {
 		}),
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12, SessionTicketsDisabled: true},
 		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          quiet,
 	}
 	go func() { _ = f.srv.ServeTLS(ln, "", "") }()
 	return f, nil
@@ -164,6 +170,7 @@ func newProxyServer(t *traps, api http.Handler, cert tls.Certificate) (*proxySer
 		TLSNextProto:      map[string]func(*http.Server, *tls.Conn, http.Handler){},
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12},
 		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          quiet,
 	}
 	go func() { _ = p.inner.ServeTLS(p.tunnel, "", "") }()
 	p.srv = &http.Server{
@@ -189,6 +196,7 @@ func newProxyServer(t *traps, api http.Handler, cert tls.Certificate) (*proxySer
 			p.tunnel.give(&bufferedConn{Conn: conn, r: rw.Reader})
 		}),
 		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          quiet,
 	}
 	go func() { _ = p.srv.Serve(ln) }()
 	return p, nil
