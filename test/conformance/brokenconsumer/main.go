@@ -44,7 +44,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
-	"net/url"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -137,17 +137,18 @@ func main() {
 	}
 	pool := x509.NewCertPool()
 	pool.AppendCertsFromPEM(ca)
-	transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, InsecureSkipVerify: *insecure}} //nolint:gosec // -insecure is the mistake shown
+	// -insecure is the mistake shown.
+	transport := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, InsecureSkipVerify: *insecure}} //nolint:gosec
 	if *useProxy {
 		// Go's ProxyFromEnvironment never proxies a loopback address, the check's API server: name it.
-		proxy, _ := url.Parse(os.Getenv("HTTPS_PROXY"))
+		proxy, _ := neturl.Parse(os.Getenv("HTTPS_PROXY"))
 		transport.Proxy = http.ProxyURL(proxy)
 	}
 	client := &http.Client{Timeout: 5 * time.Second, Transport: transport}
 	if !*follow {
 		client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	}
-	token, _ := os.ReadFile(filepath.Join(sa, "token"))
+	saToken, _ := os.ReadFile(filepath.Join(sa, "token"))
 	url := "https://" + os.Getenv("KUBERNETES_SERVICE_HOST") + ":" + os.Getenv("KUBERNETES_SERVICE_PORT") +
 		"/api/v1/namespaces/" + os.Getenv("POD_NAMESPACE") + "/pods/" + os.Getenv("POD_NAME") + "?fieldManager=" + ack.FieldManager
 	annotation := ack.AnnotationKey(os.Getenv("MRTR_SECRET_NAME"))
@@ -201,12 +202,12 @@ func main() {
 		}
 		if pending != "" && pending != acked {
 			if !*cacheToken {
-				token, _ = os.ReadFile(filepath.Join(sa, "token"))
+				saToken, _ = os.ReadFile(filepath.Join(sa, "token"))
 			}
 			body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{annotation: pending}}})
 			req, _ := http.NewRequest(http.MethodPatch, url, bytes.NewReader(body))
 			req.Header.Set("Content-Type", "application/merge-patch+json")
-			req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+			req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(saToken)))
 			resp, err := client.Do(req)
 			ok := err == nil && resp.StatusCode/100 == 2
 			if resp != nil {

@@ -278,7 +278,7 @@ func (r *run) env() []string {
 var proxyVars = []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"}
 
 func (r *run) proxyEnv() []string {
-	var env []string
+	env := make([]string, 0, len(proxyVars))
 	for _, k := range proxyVars {
 		env = append(env, k+"="+r.proxy.url())
 	}
@@ -409,11 +409,10 @@ func (r *run) scenario() error {
 	}
 	r.sealProbe("after the invalid vectors", last)
 	r.sealResults()
-	last, lastKey, err = r.retries(lastKey)
-	if err != nil {
+	if _, lastKey, err = r.retries(lastKey); err != nil {
 		return err
 	}
-	if last, lastKey, err = r.impostor(lastKey); err != nil {
+	if _, lastKey, err = r.impostor(lastKey); err != nil {
 		return err
 	}
 	if last, lastKey, err = r.redirects(lastKey); err != nil {
@@ -639,8 +638,9 @@ func (r *run) final() {
 		"%d acknowledgements of a fingerprint that is no valid snapshot's or that the consumer never said it loaded%s",
 		len(wrong), firstOf(wrong))
 
-	var through []string
-	for _, sg := range r.traps.sightings(trapProxy) {
+	sightings := r.traps.sightings(trapProxy)
+	through := make([]string, 0, len(sightings))
+	for _, sg := range sightings {
 		through = append(through, fmt.Sprintf("%s %s (token: %v)", sg.method, sg.target, sg.token))
 	}
 	r.result(CheckNoProxy, len(through) == 0, "with $HTTPS_PROXY, $https_proxy, $HTTP_PROXY, $http_proxy and $ALL_PROXY set, "+

@@ -36,10 +36,8 @@ import (
 // The seal probe (docs/consumers.md, "Conformance"): the check writes "seal?", the consumer seals
 // a token with the codec a server of its own would use, with the keyring in service, and answers
 // "sealed <token>". A Signed token (Snodo's mrtr2, which pkg/token, the TypeScript package and
-// Snodo write) is sealed for this binding and this state; a python-sdk token for any.
+// Snodo write) is sealed for this binding, with any state; a python-sdk token for any binding.
 var probeBinding = token.Binding{Method: "tools/call", Params: json.RawMessage(`{"name":"conformance"}`), Principal: token.Anonymous}
-
-const probeState = `{"probe":true}`
 
 // sealOutcome is what one seal probe found.
 type sealOutcome struct {
@@ -163,7 +161,7 @@ func (r *run) sealProbe(stage string, want snapshot) {
 // sealResults decides the two seal checks over every probe.
 func (r *run) sealResults() {
 	primary, inTTL := len(r.seals) > 0, len(r.seals) > 0
-	var pd, td []string
+	pd, td := make([]string, 0, len(r.seals)), make([]string, 0, len(r.seals))
 	for _, o := range r.seals {
 		primary = primary && o.primary
 		inTTL = inTTL && o.inTTL

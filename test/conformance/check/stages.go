@@ -96,8 +96,9 @@ func (r *run) invalidVectors(good snapshot) error {
 		}
 	}
 	r.result(CheckRefusesVectors, n > 0 && len(failed) == 0,
-		"%d invalid documents of %s mounted in turn (the first failure ends them), %d not reported on stderr (naming keys[i] where the vector says) "+
-			"or not refused for the last good keyring%s", n, filepath.Base(path), len(failed), firstOf(failed))
+		"%d invalid documents of %s mounted in turn (the first failure ends them), %d not reported on stderr "+
+			"(naming keys[i] where the vector says) or not refused for the last good keyring%s",
+		n, filepath.Base(path), len(failed), firstOf(failed))
 	// Back to the good snapshot, so that the next stage starts from it.
 	mark := r.rec.now()
 	if err := r.write(good, nil); err != nil {
