@@ -133,13 +133,15 @@ test: prereqs manifests generate fmt vet envtest-assets ## Run unit and envtest 
 # root with apt-get where it is missing) and filled from PyPI with the versions pinned in
 # clients/python/constraints.txt, once per change of those files. Its suite runs ruff, mypy --strict
 # and pytest against the real mcp SDK (ruff and mypy check the example server, examples/python-server,
-# too); where the shared consumer
-# vectors (testdata/consumers) and the conformance check (test/conformance) are, it runs them too.
-# pytest also builds the wheel and installs it into a fresh virtual environment without an index, as
-# a user would (tests/test_install.py, about 6 s).
+# too, and the package's conformance consumer); where the shared consumer vectors (testdata/consumers)
+# and the conformance check (test/conformance) are, it runs them too. pytest also builds the wheel and
+# installs it into a fresh virtual environment without an index, as a user would
+# (tests/test_install.py, about 6 s).
 PYTHON ?= python3
 PY_VENV ?= $(or $(LOCALBIN),$(CURDIR)/bin)/python-venv
 PY_CLIENT := clients/python
+# The package's conformance consumer (test/conformance/consumers/python), from $(PY_CLIENT).
+PY_CONSUMER := ../../test/conformance/consumers/python
 
 $(PY_VENV)/.installed: $(PY_CLIENT)/pyproject.toml $(PY_CLIENT)/constraints.txt
 	PYTHON="$(PYTHON)" hack/python-packages.sh
@@ -153,9 +155,10 @@ python-venv: $(PY_VENV)/.installed ## Make bin/python-venv, the Python suite's v
 
 .PHONY: test-python
 test-python: python-venv ## Run the Python package's checks: ruff, mypy --strict and pytest (real mcp SDK, conformance check).
-	cd $(PY_CLIENT) && "$(PY_VENV)/bin/ruff" check . ../../examples/python-server && \
-		"$(PY_VENV)/bin/ruff" format --check . ../../examples/python-server && \
+	cd $(PY_CLIENT) && "$(PY_VENV)/bin/ruff" check . ../../examples/python-server $(PY_CONSUMER) && \
+		"$(PY_VENV)/bin/ruff" format --check . ../../examples/python-server $(PY_CONSUMER) && \
 		"$(PY_VENV)/bin/mypy" --strict && "$(PY_VENV)/bin/mypy" --strict ../../examples/python-server/*.py && \
+		"$(PY_VENV)/bin/mypy" --strict $(PY_CONSUMER)/*.py && \
 		"$(PY_VENV)/bin/python" -m pytest -q
 
 # A seal and open round trip of the Python codec against the SDK's own (docs/benchmarks.md).

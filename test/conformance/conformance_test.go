@@ -58,7 +58,7 @@ func (w testWriter) Write(p []byte) (int, error) {
 // TestGoConsumer: a consumer on pkg/keyring and pkg/ack passes every check.
 func TestGoConsumer(t *testing.T) {
 	rep := runCheck(t, check.Options{Command: []string{build(t, "./goconsumer")}})
-	if failed := rep.Failed(); len(failed) > 0 || rep.Passed() != 21 {
+	if failed := rep.Failed(); len(failed) > 0 || rep.Passed() != 27 {
 		t.Errorf("%d passed; failed: %v", rep.Passed(), failed)
 	}
 }
@@ -80,27 +80,37 @@ func TestGoConsumerLostAnswer(t *testing.T) {
 
 // TestBrokenConsumer proves the checks can fail: each mistake of brokenconsumer fails the checks
 // that exist to catch it, while the checks it does not touch still pass. Without a flag the same
-// program passes, so each failure is the flag's doing.
+// program passes, so each failure is the flag's doing. The mistakes of issue 43 are among them: TLS
+// verification off, redirects followed, the proxy used, keys logged as a bytes repr, a list of
+// ints or a Node Buffer, tokens sealed with a stale keyring or beyond token-ttl.
 func TestBrokenConsumer(t *testing.T) {
 	bin := build(t, "./brokenconsumer")
 	for name, tc := range map[string]struct {
-		flag string
-		fail []string
+		flags []string
+		fail  []string
 	}{
-		"no mistake": {"", nil},
-		"lenient parser, errors unsaid": {"-lenient", []string{check.CheckReportsBadKeyring, check.CheckKeepsLastGood,
-			check.CheckReportsBadTokenTTL, check.CheckKeepsLastGoodTTL, check.CheckNoTornRead}},
-		"files read through their links": {"-links", []string{check.CheckReadsOneSnapshot, check.CheckNoTornRead}},
-		"no retry": {"-no-retry", []string{check.CheckRetries409, check.CheckRetries403, check.CheckRetries500,
+		"no mistake": {nil, nil},
+		"lenient parser, errors unsaid": {[]string{"-lenient"}, []string{check.CheckReportsBadKeyring, check.CheckKeepsLastGood,
+			check.CheckReportsBadTokenTTL, check.CheckKeepsLastGoodTTL, check.CheckRefusesVectors, check.CheckNoTornRead}},
+		"files read through their links": {[]string{"-links"}, []string{check.CheckReadsOneSnapshot, check.CheckNoTornRead}},
+		"no retry": {[]string{"-no-retry"}, []string{check.CheckRetries409, check.CheckRetries403, check.CheckRetries500,
 			check.CheckRetriesTimeout, check.CheckAcksAfterRetries}},
-		"token read once": {"-cache-token", []string{check.CheckRereadsToken, check.CheckRecovers}},
+		"token read once": {[]string{"-cache-token"}, []string{check.CheckRereadsToken, check.CheckRecovers}},
+		// The consumer of issue 43: TLS verification off, every key logged as a bytes repr and a list of ints.
+		"no TLS verification, keys as bytes repr and ints": {[]string{"-insecure", "-log-repr", "-log-ints"},
+			[]string{check.CheckVerifiesTLS, check.CheckNoSecretInOutput}},
+		"no TLS verification":        {[]string{"-insecure"}, []string{check.CheckVerifiesTLS}},
+		"follows redirects":          {[]string{"-follow"}, []string{check.CheckRefusesRedirects}},
+		"uses the proxy":             {[]string{"-proxy"}, []string{check.CheckNoProxy}},
+		"keys as a bytes repr":       {[]string{"-log-repr"}, []string{check.CheckNoSecretInOutput}},
+		"keys as a list of ints":     {[]string{"-log-ints"}, []string{check.CheckNoSecretInOutput}},
+		"keys as a Node Buffer":      {[]string{"-log-buffer"}, []string{check.CheckNoSecretInOutput}},
+		"seals with a stale keyring": {[]string{"-stale-seal"}, []string{check.CheckSealsWithPrimary}},
+		"seals beyond token-ttl":     {[]string{"-long-ttl"}, []string{check.CheckSealsWithinTTL}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			argv := []string{bin}
-			if tc.flag != "" {
-				argv = append(argv, tc.flag)
-			}
+			argv := append([]string{bin}, tc.flags...)
 			// A failing check waits out its timeout: keep it short, a passing one needs far less.
 			rep := runCheck(t, check.Options{Command: argv, Timeout: 3 * time.Second, Hold: time.Second})
 			failed := rep.Failed()

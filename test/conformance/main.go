@@ -19,7 +19,7 @@ limitations under the License.
 // API server, runs the consumer with the environment the contract names, and prints one line per
 // check and a summary; it exits 1 if any check failed.
 //
-//	go run ./test/conformance -- python -m mrtr_keyring.conformance
+//	go run ./test/conformance -- python test/conformance/consumers/python/consumer.py
 //	go run ./test/conformance -lost-answer -v -- go run ./test/conformance/goconsumer
 package main
 

@@ -136,15 +136,16 @@ if (VECTORS / "swaps.json").exists():
 
 
 CONFORMANCE = REPO / "test" / "conformance" / "main.go"
-if CONFORMANCE.exists():
+CONSUMER = REPO / "test" / "conformance" / "consumers" / "python" / "consumer.py"
+if CONFORMANCE.exists() and CONSUMER.exists():
 
     @pytest.mark.parametrize("flags", [[], ["-lost-answer"]], ids=["default", "lost-answer"])
     def test_conformance_check(flags: list[str]) -> None:
-        """The Go conformance check passes with this package's consumer (python -m mrtr_keyring.conformance)."""
+        """The Go conformance check passes with this package's consumer (test/conformance/consumers/python)."""
         go = shutil.which("go")
         assert go is not None, "the conformance check needs Go on PATH"
         out = subprocess.run(
-            [go, "run", "./test/conformance", *flags, "--", sys.executable, "-m", "mrtr_keyring.conformance"],
+            [go, "run", "./test/conformance", *flags, "--", sys.executable, str(CONSUMER)],
             cwd=REPO,
             capture_output=True,
             text=True,

@@ -32,7 +32,9 @@ import (
 	"net"
 	"net/http"
 	"reflect"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
@@ -45,16 +47,18 @@ const metadata = "metadata"
 type fault int
 
 const (
-	faultNone       fault = iota
-	fault409              // a conflict, as for a stale resourceVersion
-	fault403              // forbidden, as before the RoleBinding exists
-	fault500              // an internal error
-	faultHang             // no answer: hold the request, then drop the connection
-	faultLostAnswer       // apply the patch, then drop the connection before answering
+	faultNone         fault = iota
+	fault409                // a conflict, as for a stale resourceVersion
+	fault403                // forbidden, as before the RoleBinding exists
+	fault500                // an internal error
+	faultHang               // no answer: hold the request, then drop the connection
+	faultLostAnswer         // apply the patch, then drop the connection before answering
+	faultRedirForeign       // 307 to the same path on the foreign listener
+	faultRedirSelf          // 307 to redirectPath on this server
 )
 
 func (f fault) String() string {
-	return [...]string{"none", "409", "403", "500", "timeout", "lost answer"}[f]
+	return [...]string{"none", "409", "403", "500", "timeout", "lost answer", "307 foreign", "307 self"}[f]
 }
 
 // request is one request the fake API server received.
@@ -85,6 +89,16 @@ type apiServer struct {
 	pod       string
 	annotKey  string
 	holdFor   time.Duration
+	traps     *traps
+	cert      tls.Certificate
+	foreign   tls.Certificate // a certificate for the same names from a foreign CA
+	redirTo   string          // host:port of the foreign listener, the target of faultRedirForeign
+
+	impostor   atomic.Bool // present foreign to every new connection
+	impostors  sync.Map    // the underlying net.Conn of each connection that was shown foreign
+	handshakes atomic.Int64
+	connMu     sync.Mutex
+	conns      map[net.Conn]bool // the open connections, for setImpostor
 
 	mu          sync.Mutex
 	token       string  // the token it accepts now
@@ -94,8 +108,12 @@ type apiServer struct {
 	requests    []request
 }
 
-func newAPIServer(rec *recorder, namespace, pod, secret, token string, holdFor time.Duration) (*apiServer, error) {
+func newAPIServer(rec *recorder, t *traps, namespace, pod, secret, token string, holdFor time.Duration) (*apiServer, error) {
 	caPEM, cert, err := newCertificates()
+	if err != nil {
+		return nil, err
+	}
+	_, foreign, err := newCertificates()
 	if err != nil {
 		return nil, err
 	}
@@ -103,18 +121,72 @@ func newAPIServer(rec *recorder, namespace, pod, secret, token string, holdFor t
 	if err != nil {
 		return nil, err
 	}
-	s := &apiServer{rec: rec, caPEM: caPEM, namespace: namespace, pod: pod, annotKey: ack.AnnotationKey(secret),
-		token: token, annotations: map[string]string{}, ln: ln, holdFor: holdFor}
+	s := &apiServer{rec: rec, traps: t, caPEM: caPEM, cert: cert, foreign: foreign, namespace: namespace, pod: pod,
+		annotKey: ack.AnnotationKey(secret), token: token, annotations: map[string]string{}, ln: ln, holdFor: holdFor,
+		conns: map[net.Conn]bool{}}
 	s.srv = &http.Server{
 		Handler: s,
 		// HTTP/1.1 only, so that a handler can drop the connection (Hijack) to lose an answer.
-		TLSNextProto:      map[string]func(*http.Server, *tls.Conn, http.Handler){},
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12},
+		TLSNextProto: map[string]func(*http.Server, *tls.Conn, http.Handler){},
+		TLSConfig: &tls.Config{
+			GetCertificate: s.certificate, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12,
+			// No resumption: a client resuming an earlier session would reach the impostor without
+			// being shown its certificate.
+			SessionTicketsDisabled: true,
+		},
+		ConnContext:       withConn,
+		ConnState:         s.track,
 		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          nil,
+		ErrorLog:          quiet,
 	}
 	go func() { _ = s.srv.ServeTLS(ln, "", "") }()
 	return s, nil
+}
+
+// certificate is the serving certificate of each handshake: the foreign one while the server plays
+// the impostor, remembered per connection.
+func (s *apiServer) certificate(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+	if s.impostor.Load() {
+		s.impostors.Store(hello.Conn, true)
+		s.rec.event(func() { s.handshakes.Add(1) })
+		return &s.foreign, nil
+	}
+	return &s.cert, nil
+}
+
+func (s *apiServer) track(c net.Conn, st http.ConnState) {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	switch st {
+	case http.StateNew:
+		s.conns[c] = true
+	case http.StateClosed, http.StateHijacked:
+		delete(s.conns, c)
+	}
+}
+
+// setImpostor makes every new connection see the foreign certificate (or no longer), after closing
+// the open ones, so that the consumer's next request makes a new handshake. A connection may still
+// be writing the answer to an acknowledgement the check saw applied: the consumer takes it for a
+// lost answer and sends again, which the contract asks of it anyway.
+func (s *apiServer) setImpostor(on bool) {
+	s.impostor.Store(on)
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	for c := range s.conns {
+		_ = c.Close()
+		delete(s.conns, c)
+	}
+}
+
+// shownForeign reports whether the request came on a connection shown the foreign certificate.
+func (s *apiServer) shownForeign(r *http.Request) bool {
+	c, ok := r.Context().Value(connKey{}).(*tls.Conn)
+	if !ok {
+		return false
+	}
+	_, foreign := s.impostors.Load(c.NetConn())
+	return foreign
 }
 
 // port is the port the server listens on, at 127.0.0.1.
@@ -153,6 +225,16 @@ func (s *apiServer) allRequests() []request {
 
 func (s *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	switch {
+	case s.shownForeign(r):
+		s.traps.saw(trapImpostor, r, body)
+		status(w, http.StatusServiceUnavailable, "ServiceUnavailable", "conformance: an impostor")
+		return
+	case strings.HasPrefix(r.URL.Path, redirectPath):
+		s.traps.saw(trapRedirect, r, body)
+		status(w, http.StatusNotFound, "NotFound", "conformance: a redirect's target")
+		return
+	}
 	req := request{method: r.Method, path: r.URL.Path, query: r.URL.RawQuery, contentType: r.Header.Get("Content-Type"),
 		auth: r.Header.Get("Authorization"), body: body}
 	req.fingerprint, req.problem = s.validate(r, body)
@@ -200,6 +282,10 @@ func (s *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		drop(w)
 	case f == faultLostAnswer:
 		drop(w)
+	case f == faultRedirForeign:
+		http.Redirect(w, r, "https://"+s.redirTo+r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	case f == faultRedirSelf:
+		http.Redirect(w, r, redirectPath+r.URL.RequestURI(), http.StatusTemporaryRedirect)
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(pod)

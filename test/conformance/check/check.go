@@ -23,7 +23,6 @@ package check
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -58,12 +57,18 @@ const (
 	CheckReportsBadTokenTTL   = "reports-bad-token-ttl"
 	CheckKeepsLastGoodTTL     = "keeps-last-good-on-bad-token-ttl"
 	CheckRecovers             = "recovers"
+	CheckRefusesVectors       = "refuses-invalid-vectors"
+	CheckSealsWithPrimary     = "seals-with-primary"
+	CheckSealsWithinTTL       = "seals-within-token-ttl"
 	CheckRetries409           = "retries-after-409"
 	CheckRetries403           = "retries-after-403"
 	CheckRetries500           = "retries-after-500"
 	CheckRetriesTimeout       = "retries-after-timeout"
 	CheckAcksAfterRetries     = "acknowledges-after-retries"
 	CheckResendsLostAnswer    = "resends-after-lost-answer"
+	CheckVerifiesTLS          = "verifies-tls"
+	CheckRefusesRedirects     = "refuses-redirects"
+	CheckNoProxy              = "no-proxy"
 	CheckRequestFormat        = "request-format"
 	CheckNoTornRead           = "no-torn-read"
 	CheckAcksOnlyGood         = "acks-only-good-keyrings"
@@ -86,6 +91,9 @@ type Options struct {
 	Out io.Writer
 	// Echo receives the consumer's output, line by line; nil discards it.
 	Echo io.Writer
+	// Vectors is the file of the shared keyring vectors whose invalid documents
+	// refuses-invalid-vectors mounts: default testdata/consumers/keyrings.json of this repository.
+	Vectors string
 }
 
 // Result is the outcome of one check.
@@ -132,6 +140,7 @@ func (r Report) Get(name string) (Result, bool) {
 
 // snapshot is one content of the Secret.
 type snapshot struct {
+	keys        []keyring.Key // a valid snapshot's keys, in order
 	keyringJSON []byte
 	ttl         string // "" for no token-ttl file
 	fingerprint string // "" for an invalid keyring
@@ -156,13 +165,20 @@ func (s snapshot) ttlWord() string {
 type run struct {
 	opts    Options
 	rec     *recorder
+	traps   *traps
 	api     *apiServer
+	foreign *foreignServer
+	proxy   *proxyServer
+	tmpDir  string // the consumer's $TMPDIR, scanned for leaks
+	seals   []sealOutcome
 	vol     *volume
 	saDir   string
 	c       *consumer
 	report  Report
 	secrets [][]byte
-	good    []snapshot // every valid snapshot written
+	// secretNames name secrets[i] in a leak's report, never its bytes.
+	secretNames []string
+	good        []snapshot // every valid snapshot written
 }
 
 // Run runs the check once. The error is for a check that could not run (a temporary directory, a
@@ -182,17 +198,29 @@ func Run(opts Options) (Report, error) {
 		return Report{}, err
 	}
 	defer func() { _ = os.RemoveAll(root) }()
-	r := &run{opts: opts, rec: newRecorder(), vol: &volume{dir: filepath.Join(root, "keyring")}, saDir: filepath.Join(root, "serviceaccount")}
-	for _, d := range []string{r.vol.dir, r.saDir} {
+	r := &run{opts: opts, rec: newRecorder(), vol: &volume{dir: filepath.Join(root, "keyring")}, saDir: filepath.Join(root, "serviceaccount"),
+		tmpDir: filepath.Join(root, "tmp")}
+	r.traps = &traps{rec: r.rec}
+	for _, d := range []string{r.vol.dir, r.saDir, r.tmpDir} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			return Report{}, err
 		}
 	}
 	token := randomToken()
-	if r.api, err = newAPIServer(r.rec, PodNamespace, PodName, SecretName, token, opts.Hold); err != nil {
+	r.traps.addToken(token)
+	if r.api, err = newAPIServer(r.rec, r.traps, PodNamespace, PodName, SecretName, token, opts.Hold); err != nil {
 		return Report{}, err
 	}
 	defer r.api.close()
+	if r.foreign, err = newForeignServer(r.traps, r.api.foreign); err != nil {
+		return Report{}, err
+	}
+	defer r.foreign.close()
+	r.api.redirTo = r.foreign.addr()
+	if r.proxy, err = newProxyServer(r.traps, r.api, r.api.cert); err != nil {
+		return Report{}, err
+	}
+	defer r.proxy.close()
 	if err := r.writeServiceAccount(token); err != nil {
 		return Report{}, err
 	}
@@ -225,15 +253,15 @@ func randomToken() string {
 
 func (r *run) env() []string {
 	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		for _, k := range []string{EnvKeyringDir, EnvSecretName, "POD_NAME", "POD_NAMESPACE", "KUBERNETES_SERVICE_HOST",
-			"KUBERNETES_SERVICE_PORT", ack.ServiceAccountDirEnv, keyring.EnvVar} {
+		for _, k := range append([]string{EnvKeyringDir, EnvSecretName, "POD_NAME", "POD_NAMESPACE", "KUBERNETES_SERVICE_HOST",
+			"KUBERNETES_SERVICE_PORT", ack.ServiceAccountDirEnv, keyring.EnvVar, "NO_PROXY", "no_proxy", "TMPDIR"}, proxyVars...) {
 			if strings.HasPrefix(kv, k+"=") {
 				return true
 			}
 		}
 		return false
 	})
-	return append(env,
+	return append(append(env,
 		EnvKeyringDir+"="+r.vol.dir,
 		EnvSecretName+"="+SecretName,
 		"POD_NAME="+PodName,
@@ -241,7 +269,20 @@ func (r *run) env() []string {
 		"KUBERNETES_SERVICE_HOST=127.0.0.1",
 		"KUBERNETES_SERVICE_PORT="+r.api.port(),
 		ack.ServiceAccountDirEnv+"="+r.saDir,
-	)
+		"TMPDIR="+r.tmpDir,
+	), r.proxyEnv()...)
+}
+
+// proxyVars name a proxy in the conventions of curl, Go, Python, Node and Rust: the check sets
+// every one to its proxy, which the consumer must not use.
+var proxyVars = []string{"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"}
+
+func (r *run) proxyEnv() []string {
+	env := make([]string, 0, len(proxyVars))
+	for _, k := range proxyVars {
+		env = append(env, k+"="+r.proxy.url())
+	}
+	return env
 }
 
 func (r *run) result(name string, pass bool, format string, args ...any) {
@@ -261,6 +302,7 @@ func (r *run) key(id string) keyring.Key {
 	b := make([]byte, 32)
 	_, _ = rand.Read(b)
 	r.secrets = append(r.secrets, b)
+	r.secretNames = append(r.secretNames, "key "+id)
 	return keyring.NewKey(id, b)
 }
 
@@ -271,7 +313,7 @@ func (r *run) goodSnapshot(ttl string, keys ...keyring.Key) snapshot {
 		panic(err) // the check's own keys are valid
 	}
 	data, _ := keyring.Marshal(kr)
-	s := snapshot{keyringJSON: data, ttl: ttl, fingerprint: kr.Fingerprint()}
+	s := snapshot{keys: keys, keyringJSON: data, ttl: ttl, fingerprint: kr.Fingerprint()}
 	return s
 }
 
@@ -352,16 +394,28 @@ func (r *run) scenario() error {
 	ok = r.awaitAck(s1.fingerprint, r.opts.Timeout)
 	r.result(CheckAcknowledgesFirst, ok, "the Pod's annotation %s is %q, want %s",
 		ack.AnnotationKey(SecretName), r.api.annotation(), s1.fingerprint)
+	r.sealProbe("at start", s1)
 
 	last, lastKey, err := r.swaps(k1)
 	if err != nil {
 		return err
 	}
-	if _, lastKey, err = r.badSnapshots(last, lastKey); err != nil {
+	r.sealProbe("after the rotations", last)
+	if last, lastKey, err = r.badSnapshots(last, lastKey); err != nil {
 		return err
 	}
-	last, lastKey, err = r.retries(lastKey)
-	if err != nil {
+	if err := r.invalidVectors(last); err != nil {
+		return err
+	}
+	r.sealProbe("after the invalid vectors", last)
+	r.sealResults()
+	if _, lastKey, err = r.retries(lastKey); err != nil {
+		return err
+	}
+	if _, lastKey, err = r.impostor(lastKey); err != nil {
+		return err
+	}
+	if last, lastKey, err = r.redirects(lastKey); err != nil {
 		return err
 	}
 	if r.opts.LostAnswer {
@@ -427,6 +481,7 @@ func (r *run) swaps(k1 keyring.Key) (snapshot, keyring.Key, error) {
 
 	// The kubelet rotates the service account token; the old one stops working.
 	newToken := randomToken()
+	r.traps.addToken(newToken)
 	if err := r.writeServiceAccount(newToken); err != nil {
 		return snapshot{}, keyring.Key{}, err
 	}
@@ -470,6 +525,7 @@ func (r *run) badSnapshots(good snapshot, k6 keyring.Key) (snapshot, keyring.Key
 	r.result(CheckKeepsLastGoodTTL, ok && p.fingerprint == good.fingerprint && p.ttl == "90",
 		"answers serving? with %q %q, want %s 90 (keyring.json valid, token-ttl 0: the snapshot is refused)",
 		p.fingerprint, p.ttl, good.fingerprint)
+	r.sealProbe("after a refused snapshot", good)
 
 	mark = r.rec.now()
 	if err := r.write(s7, nil); err != nil {
@@ -528,7 +584,7 @@ func (r *run) lostAnswer(k8 keyring.Key, s8 snapshot) {
 	}
 	applied := r.awaitAck(s9.fingerprint, t)
 	mark := r.rec.now()
-	back := snapshot{keyringJSON: s8.keyringJSON, ttl: s8.ttl, fingerprint: s8.fingerprint}
+	back := snapshot{keys: s8.keys, keyringJSON: s8.keyringJSON, ttl: s8.ttl, fingerprint: s8.fingerprint}
 	if err := r.write(back, nil); err != nil {
 		r.result(CheckResendsLostAnswer, false, "could not write the volume: %v", err)
 		return
@@ -582,19 +638,17 @@ func (r *run) final() {
 		"%d acknowledgements of a fingerprint that is no valid snapshot's or that the consumer never said it loaded%s",
 		len(wrong), firstOf(wrong))
 
-	var leaks int
-	for _, l := range lines {
-		for _, s := range r.secrets {
-			// A 24-character prefix of any usual spelling of the key is a leak; by chance it is not.
-			for _, form := range []string{base64.StdEncoding.EncodeToString(s)[:24], base64.URLEncoding.EncodeToString(s)[:24],
-				hex.EncodeToString(s)[:24]} {
-				if strings.Contains(l.text, form) {
-					leaks++
-				}
-			}
-		}
+	sightings := r.traps.sightings(trapProxy)
+	through := make([]string, 0, len(sightings))
+	for _, sg := range sightings {
+		through = append(through, fmt.Sprintf("%s %s (token: %v)", sg.method, sg.target, sg.token))
 	}
-	r.result(CheckNoSecretInOutput, leaks == 0, "%d lines of output, %d with key material", len(lines), leaks)
+	r.result(CheckNoProxy, len(through) == 0, "with $HTTPS_PROXY, $https_proxy, $HTTP_PROXY, $http_proxy and $ALL_PROXY set, "+
+		"%d requests went to the proxy%s", len(through), firstOf(through))
+
+	found := r.leaks()
+	r.result(CheckNoSecretInOutput, len(found) == 0, "%d lines of output and the files under $TMPDIR, %d with key or token material "+
+		"(raw, escaped, decimal, hex or base64 at any offset)%s", len(lines), len(found), firstOf(found))
 	r.result(CheckKeepsRunning, !exited, "the consumer is still running (exited: %v %v)", exited, exitErr)
 }
 

@@ -50,17 +50,28 @@ type consumer struct {
 	echo  io.Writer
 
 	mu      sync.Mutex
+	raw     map[string][]byte // each stream's bytes as written, for the leak scan: lines lose \r
 	lines   []line
 	loaded  []probe
 	serving []probe
+	sealed  []sealed
 	exited  bool
 	exitErr error
 	done    chan struct{}
 	readers sync.WaitGroup
 }
 
+// sealed is a "sealed <token>" line of the probe protocol.
+type sealed struct {
+	at    int
+	token string
+}
+
+// maxRaw bounds what is kept of each stream for the leak scan.
+const maxRaw = 16 << 20
+
 func startConsumer(rec *recorder, argv, env []string, echo io.Writer) (*consumer, error) {
-	c := &consumer{rec: rec, echo: echo, done: make(chan struct{})}
+	c := &consumer{rec: rec, echo: echo, done: make(chan struct{}), raw: map[string][]byte{}}
 	c.cmd = exec.Command(argv[0], argv[1:]...)
 	c.cmd.Env = env
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // so stop reaches what it starts too
@@ -95,9 +106,24 @@ func startConsumer(rec *recorder, argv, env []string, echo io.Writer) (*consumer
 	return c, nil
 }
 
+// rawWriter keeps a stream's bytes, up to maxRaw.
+type rawWriter struct {
+	c      *consumer
+	stream string
+}
+
+func (w rawWriter) Write(p []byte) (int, error) {
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	if room := maxRaw - len(w.c.raw[w.stream]); room > 0 {
+		w.c.raw[w.stream] = append(w.c.raw[w.stream], p[:min(len(p), room)]...)
+	}
+	return len(p), nil
+}
+
 func (c *consumer) read(stream string, r io.Reader) {
 	defer c.readers.Done()
-	sc := bufio.NewScanner(r)
+	sc := bufio.NewScanner(io.TeeReader(r, rawWriter{c, stream}))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		text := sc.Text()
@@ -113,6 +139,9 @@ func (c *consumer) read(stream string, r io.Reader) {
 				return
 			}
 			f := strings.Fields(text)
+			if len(f) == 2 && f[0] == "sealed" {
+				c.sealed = append(c.sealed, sealed{at: at, token: f[1]})
+			}
 			if len(f) == 3 && (f[0] == "loaded" || f[0] == "serving") {
 				p := probe{at: at, fingerprint: f[1], ttl: f[2]}
 				if f[0] == "loaded" {
@@ -132,6 +161,17 @@ func (c *consumer) snapshot() (lines []line, loaded, serving []probe, exited boo
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]line(nil), c.lines...), append([]probe(nil), c.loaded...), append([]probe(nil), c.serving...), c.exited, c.exitErr
+}
+
+// output returns what the consumer wrote on each stream, and its "sealed" lines.
+func (c *consumer) output() (raw map[string][]byte, seals []sealed) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	raw = map[string][]byte{}
+	for k, v := range c.raw {
+		raw[k] = append([]byte(nil), v...)
+	}
+	return raw, append([]sealed(nil), c.sealed...)
 }
 
 // stop ends the consumer's process group: SIGTERM, then SIGKILL after grace.

@@ -18,8 +18,10 @@ limitations under the License.
 // conformance check's probe protocol (docs/consumers.md, "Conformance"): it follows
 // $MRTR_KEYRING_DIR/keyring.json with a FileSource, acknowledges every keyring it loads with an
 // ack.Reporter, prints "loaded <fingerprint> <token-ttl|none>" for each one before it is
-// acknowledged, answers "serving?" on stdin with "serving <fingerprint> <token-ttl|none>", and
-// writes every error to stderr. A Go MCP server does the same with its codec in place of the probe.
+// acknowledged, answers "serving?" on stdin with "serving <fingerprint> <token-ttl|none>" and
+// "seal?" with "sealed <token>" (a token.Signed over the FileSource, lifetime 60 s: at most every
+// token-ttl the check mounts), and writes every error to stderr. A Go MCP server does the same with
+// its codec in place of the probe.
 package main
 
 import (
@@ -36,6 +38,7 @@ import (
 
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/pkg/token"
 )
 
 func main() {
@@ -76,12 +79,28 @@ func run() error {
 	src.OnChange(func(k *keyring.Keyring) { say("loaded", k) })
 	say("loaded", src.Keyring())
 	rep.Follow(src)
+	// The codec reads the source's keyring on every seal: keys[0] of the keyring in service.
+	codec, err := token.NewSigned(src, token.SignedTTL(60*time.Second))
+	if err != nil {
+		return err
+	}
 
 	go func() {
 		sc := bufio.NewScanner(os.Stdin)
 		for sc.Scan() {
-			if sc.Text() == "serving?" {
+			switch sc.Text() {
+			case "serving?":
 				say("serving", src.Keyring())
+			case "seal?":
+				tok, err := codec.Seal(token.Binding{Method: "tools/call", Params: []byte(`{"name":"conformance"}`),
+					Principal: token.Anonymous}, []byte(`{"probe":true}`))
+				if err != nil {
+					logErr(err)
+					continue
+				}
+				out.Lock()
+				fmt.Printf("sealed %s\n", tok)
+				out.Unlock()
 			}
 		}
 	}()
