@@ -171,7 +171,8 @@ pub fn parse_token_ttl(data: &[u8]) -> Result<u64, KeyringError> {
 /// Parses keyring.json as the Go library's `keyring.Parse` does: the whole file is refused for any
 /// broken rule.
 pub fn parse(data: &[u8]) -> Result<Keyring, KeyringError> {
-    let fail = |m: String, i: Option<usize>| KeyringError::new(format!("{SECRET_DATA_KEY}: {m}"), i);
+    let fail =
+        |m: String, i: Option<usize>| KeyringError::new(format!("{SECRET_DATA_KEY}: {m}"), i);
     if data.len() > MAX_DOCUMENT_BYTES {
         return Err(fail(
             format!(
@@ -430,10 +431,9 @@ impl<'de> Visitor<'de> for KeysSeed<'_> {
             ctx.entry.set(Some(i));
             if i == MAX_KEYS {
                 if seq.next_element::<IgnoredAny>()?.is_some() {
-                    return Err(ctx.fail(
-                        format!("\"keys\" has more than {MAX_KEYS} entries"),
-                        None,
-                    ));
+                    return Err(
+                        ctx.fail(format!("\"keys\" has more than {MAX_KEYS} entries"), None)
+                    );
                 }
                 break;
             }
@@ -557,8 +557,7 @@ impl<'de> Visitor<'de> for EntrySeed<'_> {
                             }
                         }
                         v => {
-                            let m =
-                                format!("{}: {name:?} is {}: want a string", at(&id), kind(&v));
+                            let m = format!("{}: {name:?} is {}: want a string", at(&id), kind(&v));
                             return Err(ctx.fail(m, Some(i)));
                         }
                     }
@@ -602,7 +601,7 @@ impl<'de> Visitor<'de> for EntrySeed<'_> {
 /// Canonical standard base64: the RFC 4648 alphabet, padded, nothing else, zero padding bits (the
 /// base64 crate's STANDARD engine refuses non-zero trailing bits).
 fn decode_std_b64(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 4 != 0
+    if !s.len().is_multiple_of(4)
         || !s
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'=')

@@ -117,10 +117,8 @@ impl Rs2Codec {
     /// that request only) with keys\[0\], expiring the TTL from now.
     pub fn seal(&self, payload: &[u8], ad: &[u8]) -> String {
         let c = self.current.load();
-        c.codec.seal_with(
-            payload,
-            &SealOptions::new().associated_data(ad).ttl(c.ttl),
-        )
+        c.codec
+            .seal_with(payload, &SealOptions::new().associated_data(ad).ttl(c.ttl))
     }
 
     /// Opens a token that a key of the current keyring sealed for `ad`, if it has not expired and
@@ -134,7 +132,10 @@ impl Rs2Codec {
             .split('.')
             .nth(2)
             .and_then(|b| URL_SAFE_NO_PAD.decode(b).ok())
-            .and_then(|b| b.get(..8).map(|e| i64::from_be_bytes(e.try_into().unwrap_or([0; 8]))))
+            .and_then(|b| {
+                b.get(..8)
+                    .map(|e| i64::from_be_bytes(e.try_into().unwrap_or([0; 8])))
+            })
             .unwrap_or(0);
         let limit = now_ms().saturating_add((c.ttl + CLOCK_SKEW).as_millis() as i64);
         if expiry == 0 || expiry > limit {

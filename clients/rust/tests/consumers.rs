@@ -33,12 +33,20 @@ fn valid_keyrings_parse_as_go_does() {
     for case in valid {
         let name = case["name"].as_str().unwrap();
         let ring = mrtr_keyring::parse(&data(case)).unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(ring.fingerprint(), case["fingerprint"].as_str().unwrap(), "{name}");
+        assert_eq!(
+            ring.fingerprint(),
+            case["fingerprint"].as_str().unwrap(),
+            "{name}"
+        );
         let want = case["keys"].as_array().unwrap();
         assert_eq!(ring.keys().len(), want.len(), "{name}");
         for (k, w) in ring.keys().iter().zip(want) {
             assert_eq!(k.id(), w["id"].as_str().unwrap(), "{name}");
-            assert_eq!(STANDARD.encode(k.secret()), w["secret"].as_str().unwrap(), "{name}");
+            assert_eq!(
+                STANDARD.encode(k.secret()),
+                w["secret"].as_str().unwrap(),
+                "{name}"
+            );
         }
     }
 }
@@ -58,7 +66,10 @@ fn invalid_keyrings_are_refused_as_go_does() {
         let want = case["error"].as_str().unwrap();
         if rule == "json" {
             // serde_json's syntax errors are not Go's words; the rule and the entry are.
-            assert!(err.to_string().starts_with("keyring.json: "), "{name}: {err}");
+            assert!(
+                err.to_string().starts_with("keyring.json: "),
+                "{name}: {err}"
+            );
             if want.contains("after the keyring object") || want.contains("document is empty") {
                 assert_eq!(err.to_string(), want, "{name}");
             }
