@@ -324,6 +324,9 @@ func hint(err error) string {
 	return checkHints[re.Check]
 }
 
+// flagTTL is the flag of every codec's TTL option.
+const flagTTL = "--ttl"
+
 // flagError names the flag behind a codec's *ConfigError.
 func flagError(err error) error {
 	var ce *token.ConfigError
@@ -331,8 +334,8 @@ func flagError(err error) error {
 		return err
 	}
 	flag := map[string]string{
-		"SealedTTL": "--ttl", "SignedTTL": "--ttl", "SealedAnonymousTTL": "--anonymous-ttl",
-		"SealedClockSkew": "--clock-skew", "RS2TTL": "--ttl", "RS2ClockSkew": "--clock-skew", "server": "--server", "Binding.Method": "--method",
+		"SealedTTL": flagTTL, "SignedTTL": flagTTL, "RS2TTL": flagTTL, "SealedAnonymousTTL": "--anonymous-ttl",
+		"SealedClockSkew": "--clock-skew", "RS2ClockSkew": "--clock-skew", "server": "--server", "Binding.Method": "--method",
 		"Binding.Principal": "--principal",
 	}[ce.Field]
 	if flag == "" {

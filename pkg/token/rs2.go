@@ -74,7 +74,7 @@ type rs2Config struct {
 // takes effect at once.
 func RS2TTL(d time.Duration) RS2Option {
 	return func(c *rs2Config) {
-		if err := checkTTL("RS2TTL", d, MaxTTL); err != nil {
+		if err := checkTTL("RS2TTL", d); err != nil {
 			c.errors = append(c.errors, err)
 			return
 		}
@@ -88,7 +88,8 @@ func RS2TTL(d time.Duration) RS2Option {
 func RS2ClockSkew(d time.Duration) RS2Option {
 	return func(c *rs2Config) {
 		if d < 0 || d > 5*time.Minute || d%time.Second != 0 {
-			c.errors = append(c.errors, &ConfigError{Field: "RS2ClockSkew", Reason: fmt.Sprintf("is %v: it must be whole seconds from 0s to 5m0s", d)})
+			c.errors = append(c.errors, &ConfigError{Field: "RS2ClockSkew",
+				Reason: fmt.Sprintf("is %v: it must be whole seconds from 0s to 5m0s", d)})
 			return
 		}
 		c.skew = d
@@ -156,7 +157,7 @@ func (c *RS2) GoString() string { return c.String() }
 func (c *RS2) Seal(ad, payload []byte) (string, error) {
 	ring := c.src.Keyring()
 	if ring == nil {
-		return "", &ConfigError{Field: "keyring", Reason: "the source has no keyring: nothing can be sealed"}
+		return "", &ConfigError{Field: fieldKeyring, Reason: "the source has no keyring: nothing can be sealed"}
 	}
 	if err := checkDeclaredTTL("RS2TTL", c.ttl/1000, ring); err != nil {
 		return "", err
@@ -170,7 +171,7 @@ func (c *RS2) Seal(ad, payload []byte) (string, error) {
 		return "", &ConfigError{Field: "payload", Reason: fmt.Sprintf(
 			"is too large: the token would be %d bytes, more than the %d Open accepts", size, MaxRS2TokenBytes)}
 	}
-	return string(appendRS2(nil, k.id, k.secret, ad, payload, now+c.ttl)), nil
+	return string(appendRS2(k.id, k.secret, ad, payload, now+c.ttl)), nil
 }
 
 // Open returns the payload of an rs2 token that a key of the current keyring sealed for ad, if it
@@ -328,12 +329,13 @@ func rs2MAC(key []byte, kid string, ad, body []byte) [rs2TagLen]byte {
 	return tag
 }
 
-// appendRS2 appends the rs2 token of payload under (kid, key), bound to ad, expiring at expiryMs
+// appendRS2 returns the rs2 token of payload under (kid, key), bound to ad, expiring at expiryMs
 // (0: never), as rmcp's seal_rs2 writes it.
-func appendRS2(dst []byte, kid string, key, ad, payload []byte, expiryMs int64) []byte {
+func appendRS2(kid string, key, ad, payload []byte, expiryMs int64) []byte {
 	body := binary.BigEndian.AppendUint64(make([]byte, 0, rs2ExpiryLen+len(payload)), uint64(expiryMs))
 	body = append(body, payload...)
 	tag := rs2MAC(key, kid, ad, body)
+	dst := make([]byte, 0, rs2TokenLen(len(kid), len(payload)))
 	dst = append(dst, rs2Prefix...)
 	dst = sealedB64.AppendEncode(dst, []byte(kid))
 	dst = append(dst, '.')

@@ -45,7 +45,7 @@ func FuzzOpenRS2(f *testing.F) {
 	f.Add(tok, []byte("user:bob|tools/call"))
 	f.Add(tok[:len(tok)-1], ad)
 	f.Add(tok+".", ad)
-	f.Add(string(appendRS2(nil, "b", rs2SecretB, ad, payload, 0)), ad)
+	f.Add(string(appendRS2("b", rs2SecretB, ad, payload, 0)), ad)
 	f.Add("rs2.YQ.AAAA.AAAA", []byte{})
 	f.Add("rs2.cm90YXRpb24ta2V5LTIwMjYtMDg.AAABi8_mx5BzdGVwPTI.twv2acu7lKXqebyrmit-JrHHZm-BkKlBQEMMtL3lHk8", ad)
 

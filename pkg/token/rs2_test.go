@@ -110,7 +110,7 @@ func TestRS2Vectors(t *testing.T) {
 				if c.TTLMs != nil {
 					expiry = c.NowMs + *c.TTLMs
 				}
-				if got := string(appendRS2(nil, c.Kid, c.Key, c.AD, c.Payload, expiry)); got != c.Token {
+				if got := string(appendRS2(c.Kid, c.Key, c.AD, c.Payload, expiry)); got != c.Token {
 					t.Fatalf("sealed\n%s\nwant\n%s", got, c.Token)
 				}
 				r := openRS2(c.Token, c.AD, c.NowMs, oneKey(c.Kid, c.Key))
@@ -172,7 +172,7 @@ func TestRS2KnownAnswer(t *testing.T) {
 	const want = "rs2.cm90YXRpb24ta2V5LTIwMjYtMDg.AAABi8_mx5BzdGVwPTI.twv2acu7lKXqebyrmit-JrHHZm-BkKlBQEMMtL3lHk8"
 	key := []byte("0123456789abcdef0123456789abcdef")
 	ad := []byte("user:alice|request:weather")
-	if got := string(appendRS2(nil, "rotation-key-2026-08", key, ad, []byte("step=2"), 1_700_000_000_000+90_000)); got != want {
+	if got := string(appendRS2("rotation-key-2026-08", key, ad, []byte("step=2"), 1_700_000_000_000+90_000)); got != want {
 		t.Fatalf("got %s", got)
 	}
 	r := openRS2(want, ad, 1_700_000_000_000, oneKey("rotation-key-2026-08", key))
@@ -271,7 +271,7 @@ func TestRS2Lifetime(t *testing.T) {
 		if tc.expiry != 0 {
 			expiry = at.UnixMilli() + tc.expiry
 		}
-		tok := string(appendRS2(nil, "a", rs2SecretA, nil, []byte("s"), expiry))
+		tok := string(appendRS2("a", rs2SecretA, nil, []byte("s"), expiry))
 		if _, err := c.Explain(tok, nil); tc.check == "" && err != nil || tc.check != "" && !isCheck(err, tc.check) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.check)
 		}
@@ -301,7 +301,7 @@ func TestRS2Config(t *testing.T) {
 	if _, err := c.Seal(nil, nil); !IsConfigError(err) {
 		t.Errorf("Seal without keyring: %v", err)
 	}
-	if _, err := c.Explain(string(appendRS2(nil, "a", rs2SecretA, nil, nil, 1)), nil); !isCheck(err, CheckKeyID) {
+	if _, err := c.Explain(string(appendRS2("a", rs2SecretA, nil, nil, 1)), nil); !isCheck(err, CheckKeyID) {
 		t.Errorf("Open without keyring: %v", err)
 	}
 	// A TTL beyond the keyring's declared token lifetime is refused on the first seal.
@@ -341,7 +341,8 @@ func TestRS2NoKeyBytes(t *testing.T) {
 		_, err := c.Explain(bad, []byte("other"))
 		fmt.Fprintf(&out, " %v", err)
 	}
-	for _, enc := range []string{string(secret), base64.RawURLEncoding.EncodeToString(secret), base64.StdEncoding.EncodeToString(secret), fmt.Sprintf("%x", secret)} {
+	for _, enc := range []string{string(secret), base64.RawURLEncoding.EncodeToString(secret),
+		base64.StdEncoding.EncodeToString(secret), fmt.Sprintf("%x", secret)} {
 		if strings.Contains(out.String(), enc) {
 			t.Fatalf("key bytes in %q", out.String())
 		}
