@@ -147,6 +147,9 @@ pub fn load_dir(dir: impl AsRef<Path>) -> Result<Keyring, LoadError> {
     parse_snapshot(&path, &read_settled(&path)?)
 }
 
+/// A callback of `on_change`.
+type Listener = Box<dyn Fn(&Keyring) + Send>;
+
 /// The keyring in service for a mounted directory: `reload` reads a new snapshot and puts it in
 /// service only when it is valid, else keeps the last good one and remembers the error. `start`
 /// polls the directory on a thread of its own.
@@ -154,7 +157,7 @@ pub struct KeyringWatcher {
     path: PathBuf,
     current: ArcSwap<Keyring>,
     last_error: Mutex<Option<String>>,
-    listeners: Mutex<Vec<Box<dyn Fn(&Keyring) + Send>>>,
+    listeners: Mutex<Vec<Listener>>,
     stop: Arc<AtomicBool>,
 }
 
