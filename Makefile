@@ -127,6 +127,7 @@ test: prereqs manifests generate fmt vet envtest-assets ## Run unit and envtest 
 	cd hack/helmcheck && go test -count=1 ./...
 	$(MAKE) --no-print-directory test-python
 	$(MAKE) --no-print-directory test-typescript
+	$(MAKE) --no-print-directory test-rust
 
 # The Python consumer package (clients/python, mrtr-keyring): a virtual environment under bin/,
 # made with the machine's python3 (3.11 or newer; hack/python-packages.sh installs python3-venv as
@@ -171,6 +172,15 @@ bench-python: python-venv ## Benchmark the Python codec's round trip against pyt
 # whose tests also `go run` the package's Go replica (clients/typescript/test/goreplica) and read the
 # Snodo vectors in place (pkg/token/testdata/snodo; MRTR_SNODO_VECTORS names another file). The
 # example server (examples/typescript-server), built on the package, is type-checked strictly too.
+# The Rust crate (clients/rust, mrtr-keyring) against the real rmcp that its Cargo.lock pins. One
+# build job at low priority: the machines have two cores, shared.
+CARGO_NICE ?= nice -n 10 env CARGO_BUILD_JOBS=1
+.PHONY: test-rust
+test-rust: ## Run the Rust crate's checks and tests (cargo fmt --check, clippy -D warnings, cargo test --locked).
+	cd clients/rust && cargo fmt --check && \
+		$(CARGO_NICE) cargo clippy --locked --all-targets -- -D warnings && \
+		$(CARGO_NICE) cargo test --locked
+
 # node --test also packs the package and installs the tarball into an empty project beside the SDK
 # packed as its next patch release, dependencies from npm's cache (test/install.test.ts, about 7 s).
 .PHONY: test-typescript

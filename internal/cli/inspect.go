@@ -41,11 +41,12 @@ type inspectOptions struct {
 	mrtrKeyring                  string // the MRTRKeyring whose status maps a python-sdk kid to its key
 	method, params, principal    string
 	protocolVersion, server      string
+	associatedData               string // rs2's bound data
 	ttl, anonymousTTL, clockSkew time.Duration
 }
 
 // requestFlags are the flags that only mean something with --keyring.
-var requestFlags = []string{"method", "params", "principal", "protocol-version", "server", "ttl", "anonymous-ttl", "clock-skew"}
+var requestFlags = []string{"method", "params", "principal", "protocol-version", "server", "associated-data", "ttl", "anonymous-ttl", "clock-skew"}
 
 // errRejected is inspect's failure when the token does not open; its report says why.
 var errRejected = errors.New("the token does not open")
@@ -59,10 +60,11 @@ func newInspectCommand(e *env) *cobra.Command {
 		Use:   "inspect TOKEN",
 		Short: "Read an MRTR request-state token offline and say whether, and why not, it opens",
 		Long: "inspect reads a request-state token without cluster access: its codec (pkg/token's Signed,\n" +
-			"Snodo's HMAC format, or Sealed, AES-256-GCM; or the python-sdk's, which only that SDK opens), format\n" +
-			"version, key id and, where the text shows them (Signed), its times. Given the keyring file (the Secret's keyring.json) and the request the token\n" +
+			"Snodo's HMAC format; RS2, rmcp's rs2; or Sealed, AES-256-GCM; or the python-sdk's, which only that SDK opens), format\n" +
+			"version, key id and, where the text shows them (Signed, rs2), its times. Given the keyring file (the Secret's keyring.json) and the request the token\n" +
 			"came back with, it runs the codec's checks and names the one that rejects the token, or says that\n" +
-			"it opens. TOKEN - reads the token from standard input. It never prints key bytes or the state.\n\n" +
+			"it opens. An rs2 token binds no request but the associated data its server chose: give it with\n" +
+			"--associated-data. TOKEN - reads the token from standard input. It never prints key bytes or the state.\n\n" +
 			"A python-sdk token (v1., mcp's built-in codec) carries no key id but a kid derived from the key:\n" +
 			"with --mrtrkeyring NAME inspect reads that keyring's status.keys[].pythonKid (the namespace of -n)\n" +
 			"and names the key, or with --keyring it derives each key's kid itself. It does not open the token.",
@@ -107,9 +109,10 @@ func newInspectCommand(e *env) *cobra.Command {
 	f.StringVar(&o.principal, "principal", "null", "the authenticated caller as JSON, e.g. '\"user:ada\"'; null is anonymous")
 	f.StringVar(&o.protocolVersion, "protocol-version", "", "the request's MCP protocol version (Sealed binds it)")
 	f.StringVar(&o.server, "server", "", "the server identity Sealed binds, its NewSealed argument (required for Sealed)")
+	f.StringVar(&o.associatedData, "associated-data", "", "rs2: the associated data the server bound, as text (default: none)")
 	f.DurationVar(&o.ttl, "ttl", token.DefaultSealedTTL, "the opener's token TTL")
 	f.DurationVar(&o.anonymousTTL, "anonymous-ttl", 0, "Sealed: the opener's TTL of anonymous tokens (default 60s, or --ttl if shorter)")
-	f.DurationVar(&o.clockSkew, "clock-skew", token.DefaultSealedClockSkew, "Sealed: how far ahead of now an issue time may be")
+	f.DurationVar(&o.clockSkew, "clock-skew", token.DefaultSealedClockSkew, "Sealed: how far ahead of now an issue time may be; rs2: how far beyond --ttl an expiry may be")
 	return cmd
 }
 
@@ -165,9 +168,11 @@ func (o *inspectOptions) run(out io.Writer, tok string, now time.Time) error {
 	if explain, err = in.format.open(o, ring, now); err != nil {
 		return err
 	}
-	b, err := o.binding()
-	if err != nil {
-		return err
+	var b token.Binding
+	if !in.format.boundData {
+		if b, err = o.binding(); err != nil {
+			return err
+		}
 	}
 	info, err = explain(b, tok)
 	if token.IsConfigError(err) {
@@ -206,6 +211,10 @@ func (in inspection) keyringLine(ring *keyring.Keyring) []string {
 func (in inspection) timeLine(info token.Info, t time.Time, expiry bool) string {
 	if t.IsZero() {
 		switch {
+		case !expiry && in.format.zeroIssued != "":
+			return in.format.zeroIssued
+		case expiry && in.format.zeroExpires != "":
+			return in.format.zeroExpires
 		case !in.format.encryptedTimes:
 			return "-"
 		case in.format.open == nil:
@@ -241,6 +250,9 @@ func (o *inspectOptions) binding() (token.Binding, error) {
 
 // requestLine names what the token was checked against: what the codec binds.
 func (in inspection) requestLine() string {
+	if in.format.boundData {
+		return fmt.Sprintf("associated data %d bytes", len(in.associatedData))
+	}
 	params := "none"
 	if in.params != "" {
 		params = fmt.Sprintf("%d bytes", len(in.params))
@@ -302,11 +314,18 @@ func hint(err error) string {
 	if !errors.As(err, &re) {
 		return ""
 	}
-	if f, ok := formatNamed(re.Codec); ok && re.Check == token.CheckBinding {
+	f, ok := formatNamed(re.Codec)
+	if ok && re.Check == token.CheckBinding {
 		return f.bindingHint
+	}
+	if h, ok := f.hints[re.Check]; ok {
+		return h
 	}
 	return checkHints[re.Check]
 }
+
+// flagTTL is the flag of every codec's TTL option.
+const flagTTL = "--ttl"
 
 // flagError names the flag behind a codec's *ConfigError.
 func flagError(err error) error {
@@ -315,8 +334,8 @@ func flagError(err error) error {
 		return err
 	}
 	flag := map[string]string{
-		"SealedTTL": "--ttl", "SignedTTL": "--ttl", "SealedAnonymousTTL": "--anonymous-ttl",
-		"SealedClockSkew": "--clock-skew", "server": "--server", "Binding.Method": "--method",
+		"SealedTTL": flagTTL, "SignedTTL": flagTTL, "RS2TTL": flagTTL, "SealedAnonymousTTL": "--anonymous-ttl",
+		"SealedClockSkew": "--clock-skew", "RS2ClockSkew": "--clock-skew", "server": "--server", "Binding.Method": "--method",
 		"Binding.Principal": "--principal",
 	}[ce.Field]
 	if flag == "" {

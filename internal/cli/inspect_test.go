@@ -127,6 +127,25 @@ func signedV1(t *testing.T) string {
 	return tok
 }
 
+// rs2AD is the associated data the rs2 tokens are bound to: what a Rust server binds (see
+// clients/rust), here a principal and a request digest.
+const rs2AD = "user:ada|tools/call|sha256:4f2e"
+
+// rs2 seals an rs2 token (kid key-a) under [key-a, key-b] at sealedAt, bound to rs2AD, with the
+// marker in its payload.
+func rs2(t *testing.T) string {
+	t.Helper()
+	c, err := token.NewRS2(keyring.Static(mustRing(t, keyA, keyB)), token.RS2Clock(func() time.Time { return sealedAt }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := c.Seal([]byte(rs2AD), []byte(`{"marker":"`+stateMarker+`"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
 func mustRing(t *testing.T, keys ...keyring.Key) *keyring.Keyring {
 	t.Helper()
 	r, err := keyring.New(keys...)
@@ -191,6 +210,10 @@ func TestInspectGolden(t *testing.T) {
 		{"inspect-sealed-expired", now.Add(10 * time.Minute), append([]string{sealed(t)}, requestArgs(path)...), false},
 		{"inspect-signed-principal", now, append([]string{signed(t)}, append(requestArgs(path), "--principal", `"user:bob"`)...), false},
 		{"inspect-malformed", now, []string{"mrtr2.key-a.not-base64!.mac"}, false},
+		{"inspect-rs2", now, []string{rs2(t)}, true},
+		{"inspect-rs2-opens", now, []string{rs2(t), "--keyring", path, "--associated-data", rs2AD}, true},
+		{"inspect-rs2-known-answer", now, []string{"rs2.cm90YXRpb24ta2V5LTIwMjYtMDg.AAABi8_mx5BzdGVwPTI.twv2acu7lKXqebyrmit-JrHHZm-BkKlBQEMMtL3lHk8"}, true},
+		{"inspect-rs2-other-data", now, []string{rs2(t), "--keyring", path, "--associated-data", "user:bob|tools/call|sha256:4f2e"}, false},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			r := inspect(t, tc.at, tc.args...)
@@ -258,6 +281,14 @@ func TestInspectNamesTheFailedCheck(t *testing.T) {
 		{"Signed: expired", signed, now.Add(3 * time.Minute), with(good), token.CheckExpired},
 		{"Signed: not yet valid", signed, sealedAt.Add(-time.Second), with(good), token.CheckNotYetValid},
 		{"Signed: lifetime", signed, now, with(good, "--ttl", "1m"), token.CheckLifetime},
+		{"rs2: key id", rs2, now, []string{"--keyring", onlyB, "--associated-data", rs2AD}, token.CheckKeyID},
+		{"rs2: another key of that id", rs2, now, []string{"--keyring", otherA, "--associated-data", rs2AD}, token.CheckMAC},
+		{"rs2: associated data", rs2, now, []string{"--keyring", good}, token.CheckMAC},
+		{"rs2: expired", rs2, now.Add(3*time.Minute + time.Millisecond), []string{"--keyring", good, "--associated-data", rs2AD}, token.CheckExpired},
+		{"rs2: lifetime", rs2, now, []string{"--keyring", good, "--associated-data", rs2AD, "--ttl", "1m"}, token.CheckLifetime},
+		{"rs2: format", func(*testing.T) string { return "rs2.a2V5LWE.AAAA.AAAA.AAAA" }, now, []string{"--keyring", good}, token.CheckFormat},
+		{"rs2: size", func(*testing.T) string { return "rs2.a2V5LWE.AAAA." + strings.Repeat("A", token.MaxRS2TokenBytes) }, now,
+			[]string{"--keyring", good}, token.CheckSize},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := inspect(t, tc.at, append([]string{tc.tok(t)}, tc.args...)...)

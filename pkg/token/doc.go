@@ -24,6 +24,10 @@ limitations under the License.
 // Both bind a token to the request that produced it (Binding), expire it, and read their keys from a
 // keyring.Source on every call, so a hot-reloaded keyring applies to the next call.
 //
+// A third codec, RS2, writes and reads rmcp's rs2 tokens (the Rust SDK's keyed request-state
+// format, see CodecRS2) byte for byte, so that Go and Rust replicas share one keyring. It takes
+// rmcp's arguments, a payload and associated data, not a Binding and a JSON state.
+//
 // Errors come in three kinds that never mix. Every failure to open an untrusted token is ErrInvalid,
 // whatever the cause, so a client learns nothing from the error; the cause is for logs and metrics
 // only: Explain runs the same checks and names the first that fails (a *RejectError with its

@@ -35,7 +35,7 @@ const (
 	CheckFormat Check = "format"
 	// CheckKeyID: no key of the current keyring has the id the token names.
 	CheckKeyID Check = "key id"
-	// CheckMAC (Signed): the MAC does not verify with the key the token names (mrtr2) or with any
+	// CheckMAC (Signed, rs2): the MAC does not verify with the key the token names (mrtr2) or with any
 	// key (mrtr1): the token was altered, or sealed with another key of that id.
 	CheckMAC Check = "mac"
 	// CheckAuthTag (Sealed): AES-256-GCM does not open the token: it was altered, sealed with
@@ -72,13 +72,13 @@ const (
 // errors.Is(err, ErrInvalid) holds. It is for the server's logs and for diagnosis; never send it to
 // a client, which Open answers with ErrInvalid alone, so that a forger learns nothing.
 type RejectError struct {
-	Codec string // CodecSigned, CodecSealed, CodecPythonSDK; "" for a text of no format's shape
+	Codec string // CodecSigned, CodecSealed, CodecRS2, CodecPythonSDK; "" for a text of no format's shape
 	Check Check
 }
 
 func (e *RejectError) Error() string {
 	if e.Codec == "" {
-		return "token: rejected by the " + string(e.Check) + " check: the text has the shape of no token format (Signed, python-sdk, Sealed)"
+		return "token: rejected by the " + string(e.Check) + " check: the text has the shape of no token format (Signed, rs2, python-sdk, Sealed)"
 	}
 	return "token: " + e.Codec + " token rejected by the " + string(e.Check) + " check: " + e.reason()
 }
@@ -95,6 +95,10 @@ func (e *RejectError) reason() string {
 	case CheckKeyID:
 		return "no key of the keyring has the token's key id"
 	case CheckMAC:
+		if e.Codec == CodecRS2 {
+			return "the MAC does not verify: the token was altered, sealed with another key, " +
+				"or sealed for other associated data (another request or principal)"
+		}
 		return "the MAC does not verify: the token was altered, or sealed with another key"
 	case CheckAuthTag:
 		return "AES-256-GCM does not open it: the token was altered, sealed with another key, " +
@@ -108,6 +112,9 @@ func (e *RejectError) reason() string {
 	case CheckNotYetValid:
 		return "the token was issued later than now allows: a clock runs ahead"
 	case CheckLifetime:
+		if e.Codec == CodecRS2 {
+			return "the token has no expiry, or expires later than the opener's TTL (and clock skew) from now"
+		}
 		return "the token lives longer than the opener's TTL"
 	case CheckParams:
 		return "the request's params cannot be bound"
@@ -122,8 +129,8 @@ func (e *RejectError) reason() string {
 
 // Info is what a token says about itself.
 type Info struct {
-	Codec   string // CodecSigned, CodecSealed or CodecPythonSDK
-	Version int    // Signed: 1 (mrtr1, no key id) or 2 (mrtr2); Sealed: 1 (mrtr-sealed-v1)
+	Codec   string // CodecSigned, CodecSealed, CodecRS2 or CodecPythonSDK
+	Version int    // Signed: 1 (mrtr1, no key id) or 2 (mrtr2); Sealed: 1 (mrtr-sealed-v1); rs2: 2
 	KeyID   string // the id of the key the token names; "" for mrtr1
 	// Issued and Expires are the token's times, zero when they are not known: a Sealed token
 	// carries them inside the ciphertext, so only Explain reads them, with the key. A Signed token's
@@ -135,10 +142,11 @@ type Info struct {
 }
 
 // Inspect reads what a token's text says without keys: its codec (the first of Formats whose shape
-// it has), format version, key id and, for a Signed token, its times (unverified). A token no
-// format reads is a *RejectError (CheckSize or CheckFormat), of the format whose shape it has, or of
-// none (Codec ""); Info then holds what was read before the failure. Its work is linear in the
-// token's length and bounded by the codecs' size limits, so it is safe on untrusted input.
+// it has), format version, key id and, for a Signed token, its times (an rs2 token's expiry),
+// unverified. A token no format reads is a *RejectError (CheckSize or CheckFormat), of the format
+// whose shape it has, or of none (Codec ""); Info then holds what was read before the failure. Its
+// work is linear in the token's length and bounded by the codecs' size limits, so it is safe on
+// untrusted input.
 func Inspect(tok string) (Info, error) {
 	for _, f := range Formats() {
 		if f.Is(tok) {

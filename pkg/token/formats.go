@@ -47,6 +47,7 @@ const CodecPythonSDK = "python-sdk"
 func Formats() []Format {
 	return []Format{
 		{Name: CodecSigned, Is: IsSigned, Inspect: inspectSigned},
+		{Name: CodecRS2, Is: IsRS2, Inspect: inspectRS2},
 		{Name: CodecPythonSDK, Is: isPythonSDK, Inspect: inspectPythonSDK},
 		{Name: CodecSealed, Is: IsSealed, Inspect: inspectSealed},
 	}

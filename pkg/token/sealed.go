@@ -88,7 +88,7 @@ func (c *sealedConfig) fail(field, reason string) {
 // lowering it takes effect at once.
 func SealedTTL(d time.Duration) SealedOption {
 	return func(c *sealedConfig) {
-		if err := checkTTL("SealedTTL", d, MaxTTL); err != nil {
+		if err := checkTTL("SealedTTL", d); err != nil {
 			c.errors = append(c.errors, err)
 			return
 		}
@@ -100,7 +100,7 @@ func SealedTTL(d time.Duration) SealedOption {
 // TTL; the default is DefaultSealedAnonymousTTL (60s), or the TTL if that is shorter.
 func SealedAnonymousTTL(d time.Duration) SealedOption {
 	return func(c *sealedConfig) {
-		if err := checkTTL("SealedAnonymousTTL", d, MaxTTL); err != nil {
+		if err := checkTTL("SealedAnonymousTTL", d); err != nil {
 			c.errors = append(c.errors, err)
 			return
 		}
@@ -204,7 +204,7 @@ func (s *Sealed) Seal(b Binding, state json.RawMessage) (string, error) {
 	}
 	ring := s.src.Keyring()
 	if ring == nil {
-		return "", &ConfigError{Field: "keyring", Reason: "the source has no keyring: nothing can be sealed"}
+		return "", &ConfigError{Field: fieldKeyring, Reason: "the source has no keyring: nothing can be sealed"}
 	}
 	ks := s.keysFor(ring)
 

@@ -105,7 +105,7 @@ type signedConfig struct {
 // On open it also caps tokens sealed with a longer lifetime.
 func SignedTTL(d time.Duration) SignedOption {
 	return func(c *signedConfig) {
-		if err := checkTTL("SignedTTL", d, MaxTTL); err != nil {
+		if err := checkTTL("SignedTTL", d); err != nil {
 			c.errors = append(c.errors, err)
 			return
 		}

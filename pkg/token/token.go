@@ -51,6 +51,8 @@ const (
 	fieldPrincipal = "Binding.Principal"
 	fieldParams    = "Binding.Params"
 
+	fieldKeyring = "keyring"
+
 	reasonEmpty = "is empty"
 	reasonNil   = "is nil"
 )
@@ -113,11 +115,11 @@ func checkDeclaredTTL(field string, ttl int64, ring *keyring.Keyring) error {
 	return nil
 }
 
-// checkTTL reports whether d is a valid lifetime: whole seconds from 1s to limit.
-func checkTTL(field string, d, limit time.Duration) error {
+// checkTTL reports whether d is a valid lifetime: whole seconds from 1s to MaxTTL.
+func checkTTL(field string, d time.Duration) error {
 	switch {
-	case d < time.Second || d > limit:
-		return &ConfigError{Field: field, Reason: fmt.Sprintf("is %v: it must be between 1s and %v", d, limit)}
+	case d < time.Second || d > MaxTTL:
+		return &ConfigError{Field: field, Reason: fmt.Sprintf("is %v: it must be between 1s and %v", d, MaxTTL)}
 	case d%time.Second != 0:
 		return &ConfigError{Field: field, Reason: fmt.Sprintf("is %v: it must be a whole number of seconds", d)}
 	}

@@ -1,0 +1,153 @@
+//! rmcp's `rs2` request-state codec over the mounted keyring: the keyring's key ids are the kids,
+//! keys\[0\] seals, every key opens the tokens that name it, and a reload swaps the codec in place
+//! (no restart), so that a replica follows every phase of a rotation. The same format, byte for
+//! byte, as pkg/token's RS2 codec: Go and Rust replicas share one keyring behind one Service.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use arc_swap::ArcSwap;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use rmcp::model::{RequestStateCodec, RequestStateError, SealOptions};
+
+use crate::keyring::{Keyring, MAX_TOKEN_TTL_SECONDS};
+
+/// The lifetime of the tokens sealed unless the keyring declares a shorter one: 5 minutes, as the
+/// Go codecs'.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
+
+/// How much longer than the TTL a token may have left by this replica's clock: 30 s, as Go's
+/// default clock skew. rs2 carries no issue time; this bounds a replica whose clock runs ahead.
+pub const CLOCK_SKEW: Duration = Duration::from_secs(30);
+
+/// Why a codec could not be made, or a token did not open.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Rs2Error {
+    /// The TTL asked for is not 1 s to 15 min in whole seconds.
+    #[error("rs2 TTL is {0:?}: it must be whole seconds from 1s to 15m")]
+    InvalidTtl(Duration),
+    /// rmcp refused the keyring (it cannot for a keyring that `parse` accepted).
+    #[error("rmcp refused the keyring: {0}")]
+    Keyring(#[source] RequestStateError),
+    /// rmcp rejected the token: tampered, unknown key, other associated data, expired, malformed.
+    #[error("invalid or expired request state")]
+    Rejected(#[source] RequestStateError),
+    /// The token is authentic but has no expiry, or expires later than the TTL (and clock skew)
+    /// from now: no consumer of the keyring seals such a token.
+    #[error("invalid or expired request state")]
+    Lifetime,
+}
+
+struct Current {
+    codec: RequestStateCodec,
+    fingerprint: String,
+    ttl: Duration,
+}
+
+/// The rs2 codec of the current keyring. Cheap to share (`Arc`); `reload` swaps it atomically and a
+/// seal or open in flight finishes with the keyring it started with.
+pub struct Rs2Codec {
+    ttl: Duration,
+    current: ArcSwap<Current>,
+}
+
+impl std::fmt::Debug for Rs2Codec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = self.current.load();
+        f.debug_struct("Rs2Codec")
+            .field("fingerprint", &c.fingerprint)
+            .field("ttl", &c.ttl)
+            .field("keys", &"<redacted>")
+            .finish()
+    }
+}
+
+impl Rs2Codec {
+    /// A codec over `ring` whose tokens live `ttl` (whole seconds, 1 s to 15 min), or the keyring's
+    /// declared token-ttl when that is shorter: a token never outlives the operator's wait.
+    pub fn new(ring: &Keyring, ttl: Duration) -> Result<Self, Rs2Error> {
+        if ttl < Duration::from_secs(1)
+            || ttl > Duration::from_secs(MAX_TOKEN_TTL_SECONDS)
+            || ttl.subsec_nanos() != 0
+        {
+            return Err(Rs2Error::InvalidTtl(ttl));
+        }
+        let current = Self::build(ring, ttl)?;
+        Ok(Self {
+            ttl,
+            current: ArcSwap::from_pointee(current),
+        })
+    }
+
+    fn build(ring: &Keyring, ttl: Duration) -> Result<Current, Rs2Error> {
+        let keys = ring.keys().iter().map(|k| (k.id(), k.secret()));
+        let codec = RequestStateCodec::new_with_keyring(ring.primary().id(), keys)
+            .map_err(Rs2Error::Keyring)?;
+        let ttl = match ring.token_ttl() {
+            Some(declared) => ttl.min(Duration::from_secs(declared)),
+            None => ttl,
+        };
+        Ok(Current {
+            codec,
+            fingerprint: ring.fingerprint().to_owned(),
+            ttl,
+        })
+    }
+
+    /// Swaps in the codec of a new keyring (a watcher's reload). On error the current one stays.
+    pub fn reload(&self, ring: &Keyring) -> Result<(), Rs2Error> {
+        let next = Self::build(ring, self.ttl)?;
+        self.current.store(Arc::new(next));
+        Ok(())
+    }
+
+    /// The fingerprint of the keyring in service.
+    pub fn fingerprint(&self) -> String {
+        self.current.load().fingerprint.clone()
+    }
+
+    /// The lifetime of the tokens sealed now.
+    pub fn ttl(&self) -> Duration {
+        self.current.load().ttl
+    }
+
+    /// Seals `payload` bound to `ad` (bind the principal and the request: a token then opens for
+    /// that request only) with keys\[0\], expiring the TTL from now.
+    pub fn seal(&self, payload: &[u8], ad: &[u8]) -> String {
+        let c = self.current.load();
+        c.codec
+            .seal_with(payload, &SealOptions::new().associated_data(ad).ttl(c.ttl))
+    }
+
+    /// Opens a token that a key of the current keyring sealed for `ad`, if it has not expired and
+    /// does not outlive the TTL. Answer every error to the client as one and the same.
+    pub fn open(&self, token: &str, ad: &[u8]) -> Result<Vec<u8>, Rs2Error> {
+        let c = self.current.load();
+        let payload = c.codec.open_with(token, ad).map_err(Rs2Error::Rejected)?;
+        // Authentic now, so its body's expiry is the sealer's: rmcp opens a token without expiry,
+        // or of any lifetime; a keyring's consumer must not, the operator drops keys on time.
+        let expiry = token
+            .split('.')
+            .nth(2)
+            .and_then(|b| URL_SAFE_NO_PAD.decode(b).ok())
+            .and_then(|b| {
+                b.get(..8)
+                    .map(|e| i64::from_be_bytes(e.try_into().unwrap_or([0; 8])))
+            })
+            .unwrap_or(0);
+        let limit = now_ms().saturating_add((c.ttl + CLOCK_SKEW).as_millis() as i64);
+        if expiry == 0 || expiry > limit {
+            return Err(Rs2Error::Lifetime);
+        }
+        Ok(payload)
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
