@@ -784,7 +784,14 @@ func TestFileSourceRidesOutKubeletSwaps(t *testing.T) {
 	var last *Keyring
 	for ; notFound.Load() < 2 && swaps < maxSwaps; swaps++ {
 		last, data = testKeyring(t, fmt.Sprintf("k%d", swaps))
+		before := s.Stats().Reloads
 		v.write(data)
+		// A kubelet swaps minutes apart: let a reload complete between two swaps. A writer that
+		// outruns the readers (a loaded machine descheduling them) makes every read differ, and
+		// the source would rightly report that the file kept changing.
+		for s.Stats().Reloads < before+3 { // two reloaders: three starts mean one reload began and ended after the swap
+			runtime.Gosched()
+		}
 	}
 	close(done)
 	reloaders.Wait()
