@@ -275,18 +275,21 @@ func pendingRekey(in Input) string {
 	if pending != "" {
 		s = pending + "; " + s
 	}
-	if len(s) > 1024 {
-		s = s[:1000] + "... and more"
+	return truncate(s, 1024)
+}
+
+// listed is status.namespaces.items as last written, by name.
+func listed(in Input) map[string]mrtrv1alpha1.NamespaceStatus {
+	was := make(map[string]mrtrv1alpha1.NamespaceStatus, len(in.Namespaces.Items))
+	for _, n := range in.Namespaces.Items {
+		was[n.Name] = n
 	}
-	return s
+	return was
 }
 
 // newlyLeft are the left places that status did not list as Left yet.
 func newlyLeft(in Input) []Place {
-	was := map[string]mrtrv1alpha1.NamespaceStatus{}
-	for _, n := range in.Namespaces.Items {
-		was[n.Name] = n
-	}
+	was := listed(in)
 	var out []Place
 	for _, p := range leftPlaces(in) {
 		if n, listed := was[p.Name]; listed && n.State != mrtrv1alpha1.NamespaceLeft {
@@ -304,10 +307,7 @@ func placeEvents(f facts, o outcome) outcome {
 	if len(in.Places) == 0 && len(in.Left) == 0 {
 		return o
 	}
-	was := map[string]mrtrv1alpha1.NamespaceStatus{}
-	for _, n := range in.Namespaces.Items {
-		was[n.Name] = n
-	}
+	was := listed(in)
 	copied := map[string]bool{}
 	for _, name := range o.copyTo {
 		copied[name] = true
