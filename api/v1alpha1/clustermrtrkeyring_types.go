@@ -50,9 +50,71 @@ type ClusterMRTRKeyringSpec struct {
 	// two rotations. Rekey starts a rotation at once (after the one under way, if any) to a fresh
 	// key instead of the staged one, which it drops: the keys the namespace holds are gone after
 	// that one rotation. Choose Rekey when a namespace leaves because its tenant is not trusted.
+	// With keySource type Secret the operator makes no key: Rekey is owed until the source holds a
+	// new key, and the rotation to it is the rekey (status.namespaces.pendingRekey until then).
 	// +optional
 	// +kubebuilder:default=Keep
 	OnLeave OnLeave `json:"onLeave,omitempty"`
+
+	// members, when set, are the clusters whose namespaces the keyring reaches: namespaceSelector
+	// selects namespaces in each of them, and a phase ends only when every member's copies and
+	// consumers hold its keyring. Unset, the keyring reaches the namespaces of the operator's own
+	// cluster; set, it reaches that cluster only through a member with local: true.
+	// A member the operator cannot reach holds every phase that waits for the copies (nothing is
+	// removed, and no key it may lack is made primary) and stalls it after spec.rolloutDeadline.
+	// A member removed from the list is reported like a namespace that left: its copies stay.
+	// Not served yet: this operator leaves a keyring that sets members alone, with Ready=False and
+	// reason MembersNotServed, and writes nothing for it (docs/multi-cluster.md).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.filter(m, has(m.local) && m.local).size() <= 1",message="at most one member is local"
+	Members []Member `json:"members,omitempty"`
+}
+
+// Member is one cluster a ClusterMRTRKeyring reaches: the operator's own (local), or one reached
+// through a kubeconfig Secret in the operator's namespace.
+// +kubebuilder:validation:XValidation:rule="has(self.kubeconfigSecret) != (has(self.local) && self.local)",message="a member has exactly one of kubeconfigSecret and local: true"
+type Member struct {
+	// name names the member in status, events and namespace names (MEMBER/NAMESPACE).
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// kubeconfigSecret is the name of a Secret in the operator's namespace whose data key "value"
+	// holds a kubeconfig for the member, as Cluster API writes CLUSTER-kubeconfig. It must reach
+	// the API server over https with a CA it names, and carry its credentials inline: file
+	// references and exec or auth-provider plugins are refused.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	KubeconfigSecret string `json:"kubeconfigSecret,omitempty"`
+	// local: the member is the operator's own cluster.
+	// +optional
+	Local bool `json:"local,omitempty"`
+}
+
+// MemberKubeconfigKey is the data key of a member's kubeconfig Secret that holds the kubeconfig.
+const MemberKubeconfigKey = "value"
+
+// MemberStatus is what the operator knows of reaching one member.
+type MemberStatus struct {
+	// name is the member's name.
+	// +required
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// reachable: the operator's cache of the member is synced and its API server answers.
+	// +required
+	Reachable bool `json:"reachable"`
+	// message says why the member is unreachable (never a credential).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Message string `json:"message,omitempty"`
+	// lastTransitionTime is when reachable last changed.
+	// +optional
+	LastTransitionTime metav1.Time `json:"lastTransitionTime,omitzero"`
 }
 
 // OnLeave is what a namespace leaving a ClusterMRTRKeyring's selection does: see
@@ -68,7 +130,7 @@ const (
 )
 
 // NamespaceState is what a ClusterMRTRKeyring's rotation knows of one namespace.
-// +kubebuilder:validation:Enum=UpToDate;Behind;Conflict;WriteRefused;Left
+// +kubebuilder:validation:Enum=UpToDate;Behind;Conflict;WriteRefused;Unreachable;Left
 type NamespaceState string
 
 const (
@@ -87,6 +149,10 @@ const (
 	// one with no Secret has no consumer that could reject a token, and does not. Its workloads are
 	// never stamped and its pods never evicted while the write is refused.
 	NamespaceWriteRefused NamespaceState = "WriteRefused"
+	// NamespaceUnreachable: the namespace is in a member the operator cannot reach: its copy is
+	// unknown, so it holds every phase that waits for the copies, and stalls it after
+	// rolloutDeadline.
+	NamespaceUnreachable NamespaceState = "Unreachable"
 	// NamespaceLeft: the namespace holds this keyring's Secret but is no longer selected: it is not
 	// rotated any more, and its Secret stays, since servers there may still seal with it.
 	NamespaceLeft NamespaceState = "Left"
@@ -98,6 +164,10 @@ type NamespaceStatus struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=63
 	Name string `json:"name"`
+	// cluster is the member the namespace is in; unset without spec.members.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	Cluster string `json:"cluster,omitempty"`
 	// uid is the namespace's uid: a namespace deleted and created again under the same name is
 	// another namespace, which joins anew.
 	// +optional
@@ -154,6 +224,13 @@ type ClusterMRTRKeyringStatus struct {
 	// namespaces counts the selected namespaces and those up to date, and lists some of them.
 	// +optional
 	Namespaces NamespacesStatus `json:"namespaces,omitzero"`
+
+	// members is what the operator knows of reaching each of spec.members.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=64
+	Members []MemberStatus `json:"members,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -169,6 +246,7 @@ type ClusterMRTRKeyringStatus struct {
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 44",message="the name of a ClusterMRTRKeyring is at most 44 characters: it labels the Secrets it writes (ClusterKeyringClaim)"
 // +kubebuilder:validation:XValidation:rule="(has(oldSelf.spec.secretName) ? oldSelf.spec.secretName : oldSelf.metadata.name) == (has(self.spec.secretName) ? self.spec.secretName : self.metadata.name)",message="spec.secretName is immutable: the workloads mount the Secret by name",fieldPath=".spec.secretName"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.keySource) || !has(self.spec.keySource.secret) || self.spec.keySource.secret.name != 'cluster-keyring-' + self.metadata.name",message="spec.keySource.secret.name must not be the keyring's lead Secret (cluster-keyring-NAME): the operator writes that one, and never writes the source",fieldPath=".spec.keySource.secret.name"
 
 // ClusterMRTRKeyring keeps one MRTR keyring rotated across namespaces: the namespaces that
 // spec.namespaceSelector selects each hold a copy of its Secret, and a phase ends only when every

@@ -28,7 +28,10 @@ import (
 // the mounted Secret and reload it themselves, and nobody proves it, so each phase waits
 // propagationDelay (the time the kubelet takes to update a mounted Secret).
 //
-// +kubebuilder:validation:XValidation:rule="duration(self.rotationInterval) > duration(self.tokenTTL) + duration(self.clockSkew) + duration(self.terminationGracePeriod)",message="spec.rotationInterval must be longer than one rotation's TTL wait: tokenTTL + clockSkew + terminationGracePeriod",fieldPath=".rotationInterval"
+// +kubebuilder:validation:XValidation:rule="!has(self.rotationInterval) || duration(self.rotationInterval) > duration(self.tokenTTL) + duration(self.clockSkew) + duration(self.terminationGracePeriod)",message="spec.rotationInterval must be longer than one rotation's TTL wait: tokenTTL + clockSkew + terminationGracePeriod",fieldPath=".rotationInterval"
+// +kubebuilder:validation:XValidation:rule="!has(self.keySource) || self.keySource.type != 'Secret' || !has(self.rotationInterval)",message="spec.rotationInterval does not apply with spec.keySource.type Secret: a rotation starts when the source Secret's key changes; remove spec.rotationInterval",fieldPath=".rotationInterval"
+// +kubebuilder:validation:XValidation:rule="!has(self.keySource) || self.keySource.type != 'Secret' || !has(self.nextKey) || self.nextKey != 'Staged'",message="spec.nextKey Staged does not apply with spec.keySource.type Secret: the operator cannot make the next key, the source brings it; remove spec.nextKey or set AtRotation",fieldPath=".nextKey"
+// +kubebuilder:validation:XValidation:rule="!has(self.keySource) || self.keySource.type != 'Secret' || !has(self.rotationWindows) || size(self.rotationWindows) == 0",message="spec.rotationWindows does not apply with spec.keySource.type Secret: a rotation starts when the source Secret's key changes, which the secret manager schedules; remove spec.rotationWindows",fieldPath=".rotationWindows"
 type MRTRKeyringSpec struct {
 	// secretName is the name of the keyring Secret in the keyring's namespace. It defaults to the
 	// keyring's name and cannot change once the keyring exists (the workloads mount it by name).
@@ -37,9 +40,17 @@ type MRTRKeyringSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	SecretName string `json:"secretName,omitempty"`
 
-	// rotationInterval is the time from the end of one rotation to the start of the next.
+	// keySource is where the keys come from. Generated (the default): the operator makes each key
+	// from random bytes. Secret: a Secret that someone else maintains (the External Secrets
+	// Operator, the Vault Secrets Operator, a person) holds the current key, and each change of it
+	// starts a rotation to it; see KeySource.
 	// +optional
-	// +kubebuilder:default="720h"
+	KeySource *KeySource `json:"keySource,omitempty"`
+
+	// rotationInterval is the time from the end of one rotation to the start of the next: 720h when
+	// unset. It does not apply, and is refused, with keySource type Secret, whose rotations start
+	// when the source changes.
+	// +optional
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m')",message="spec.rotationInterval must be at least 1m"
@@ -91,7 +102,8 @@ type MRTRKeyringSpec struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s') && duration(self) <= duration('1h')",message="spec.propagationDelay must be between 0s and 1h"
 	PropagationDelay metav1.Duration `json:"propagationDelay,omitzero"`
 
-	// keyBytes is the size of each generated key, in bytes.
+	// keyBytes is the size of each generated key, in bytes. With keySource type Secret the source
+	// decides the size (32 bytes at least), and keyBytes is not used.
 	// +optional
 	// +kubebuilder:default=32
 	// +kubebuilder:validation:Minimum=32
@@ -180,8 +192,11 @@ type MRTRKeyringSpec struct {
 	//
 	// A keyring without a staged key (created before Staged existed, or adopted) rotates in three
 	// rounds once and is staged from then on.
+	//
+	// Unset, it is Staged, except with keySource type Secret, which always rotates as AtRotation:
+	// the next key is whatever the source holds next, which the operator cannot know before. Staged
+	// is refused with a secret source.
 	// +optional
-	// +kubebuilder:default=Staged
 	NextKey NextKey `json:"nextKey,omitempty"`
 
 	// rotationWindows are the maintenance windows in which a rotation may start on schedule. A
@@ -195,6 +210,136 @@ type MRTRKeyringSpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=16
 	RotationWindows []RotationWindow `json:"rotationWindows,omitempty"`
+}
+
+// KeySourceType is where a keyring's keys come from: see KeySource.
+// +kubebuilder:validation:Enum=Generated;Secret
+type KeySourceType string
+
+const (
+	// KeySourceGenerated: the operator makes each key from random bytes (spec.keyBytes of them).
+	KeySourceGenerated KeySourceType = "Generated"
+	// KeySourceSecret: a Secret that someone else maintains holds the current key.
+	KeySourceSecret KeySourceType = "Secret"
+)
+
+// KeySource is where the keys of a keyring come from.
+//
+// With type Secret, the source Secret holds the current key's bytes, as the External Secrets
+// Operator's ExternalSecret or the Vault Secrets Operator writes a secret manager's current
+// version. The operator reads it and never writes it. When its bytes change, that is a new key,
+// and a rotation to it starts at once, as a rotation with nextKey AtRotation: the new key is
+// accepted by every pod, then seals, then the old key is removed once every token sealed with it
+// has expired (tokenTTL + clockSkew + terminationGracePeriod after no pod seals with it). The
+// keyring Secret the operator writes keeps the old key meanwhile; the source need not.
+//
+// A source key's id is the source Secret's annotation mrtr.dev/key-version when it is set (1 to
+// 32 characters of A-Za-z0-9_-, a key id as tokens carry it), else "s-" and 24 hex digits of a
+// SHA-256 digest of a fixed label and the key bytes. Either is stable for the same bytes, so an
+// operator restart or a re-read never makes a new key of an old one, and neither reveals the
+// bytes: the digest is one-way and domain-separated, so it matches no other hash of the key.
+// A version makes the id say which secret manager version it is ("v7", "2026-12"); the digest
+// needs nobody to set anything.
+//
+// The source is untrusted input. A source Secret or data key that is missing, a key shorter than
+// 32 bytes, a version that is not a valid id or that names other bytes than before, a key that
+// was revoked, or a key that a rotation already retired coming back, is refused: condition
+// KeySourceReady says why, and the keyring in service stays as it is. A source that changes
+// again during a rotation does not disturb it: the rotation finishes, and the next one starts
+// with the newest value; the values in between, never sealed with, are skipped
+// (status.keySource.skippedVersions). A rotation requested through mrtr.dev/rotate has nothing
+// to rotate to while the source holds the key in service: it is refused with an event
+// (RotateRequestIgnored); rotate at the source instead. Revocations work as with generated keys.
+//
+// spec.rotationInterval, spec.rotationWindows and spec.nextKey Staged do not apply, and are
+// refused, with type Secret; spec.keyBytes is not used.
+// +kubebuilder:validation:XValidation:rule="self.type == 'Secret' ? has(self.secret) : !has(self.secret)",message="spec.keySource.secret is required when spec.keySource.type is Secret, and forbidden otherwise",fieldPath=".secret"
+type KeySource struct {
+	// type is Generated (the default) or Secret.
+	// +optional
+	// +kubebuilder:default=Generated
+	Type KeySourceType `json:"type,omitempty"`
+
+	// secret names the source Secret, for type Secret.
+	// +optional
+	Secret *SecretKeySource `json:"secret,omitempty"`
+}
+
+// SecretKeySource names the Secret, and its data key, that holds a keyring's current key.
+type SecretKeySource struct {
+	// name is the source Secret's name: in the keyring's namespace for an MRTRKeyring, in the
+	// operator's namespace (where the lead Secrets of cluster keyrings live) for a
+	// ClusterMRTRKeyring. It must not be the keyring Secret itself.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
+	Name string `json:"name"`
+
+	// key is the data key that holds the current key's bytes (raw bytes, 32 at least, as
+	// stringData or a secret manager's value writes them).
+	// +optional
+	// +kubebuilder:default=key
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
+	Key string `json:"key,omitempty"`
+}
+
+// IsSecret reports whether the keys come from a source Secret.
+func (s *KeySource) IsSecret() bool { return s != nil && s.Type == KeySourceSecret && s.Secret != nil }
+
+// MaxRetiredSourceKeys is how many retired source keys status.keySource.retired keeps, and
+// MaxSkippedSourceVersions how many skipped versions status.keySource.skippedVersions keeps.
+const (
+	MaxRetiredSourceKeys     = 32
+	MaxSkippedSourceVersions = 16
+)
+
+// KeySourceStatus is what a keyring with keySource type Secret knows of its source.
+type KeySourceStatus struct {
+	// version is the source version in service: the id of the source key that seals now, "" while
+	// none does (a keyring whose key in service was generated, or revoked).
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	Version string `json:"version,omitempty"`
+	// inServiceSince is when version began to seal. The alert on the age of the source key in
+	// service reads it: a source that stops changing shows here.
+	// +optional
+	InServiceSince *metav1.Time `json:"inServiceSince,omitempty"`
+	// observedVersion is the version the source held when last read, "" when it holds no usable
+	// key (condition KeySourceReady says why).
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	ObservedVersion string `json:"observedVersion,omitempty"`
+	// skippedVersions are versions the source held during a rotation and replaced before their
+	// turn came: never sealed with, never in the keyring (the last 16, oldest first).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=16
+	SkippedVersions []string `json:"skippedVersions,omitempty"`
+	// retired are the source keys that rotations removed, oldest first (the last 32): one coming
+	// back is refused, by its id or its digest.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	Retired []RetiredSourceKey `json:"retired,omitempty"`
+}
+
+// RetiredSourceKey is a source key that a rotation removed.
+type RetiredSourceKey struct {
+	// version is its id.
+	// +required
+	// +kubebuilder:validation:MaxLength=32
+	Version string `json:"version"`
+	// digest is the domain-separated digest of its bytes (24 hex digits), the same that names a
+	// source key without a version: it recognises the key coming back under another version.
+	// +required
+	// +kubebuilder:validation:Pattern=`^[0-9a-f]{24}$`
+	Digest string `json:"digest"`
+	// retiredAt is when it was removed.
+	// +required
+	RetiredAt metav1.Time `json:"retiredAt"`
 }
 
 // RotationWindow is a window in which scheduled rotations may start: it opens at each time of
@@ -685,8 +830,13 @@ type MRTRKeyringStatus struct {
 	// +optional
 	NextWindow *RotationWindowStatus `json:"nextWindow,omitempty"`
 
+	// keySource is, with spec.keySource type Secret, the source version in service, the one the
+	// source holds, and the versions skipped and retired.
+	// +optional
+	KeySource *KeySourceStatus `json:"keySource,omitempty"`
+
 	// lastHandledRotateRequest is the last value of the mrtr.dev/rotate annotation that started a
-	// rotation.
+	// rotation (or, with a secret source, that was refused for want of a new key).
 	// +optional
 	LastHandledRotateRequest string `json:"lastHandledRotateRequest,omitempty"`
 
@@ -720,7 +870,7 @@ type MRTRKeyringStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	// +optional
-	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:MaxItems=12
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
@@ -764,6 +914,14 @@ const (
 	// and why) while the others are: as external-secrets' ClusterExternalSecret reports a partial
 	// success. False (reason AllNamespacesReady) otherwise.
 	ConditionPartiallyReady = "PartiallyReady"
+	// ConditionKeySourceReady is, with spec.keySource type Secret, True while the source Secret
+	// holds a key the keyring can take (reason SourceInService: it is in service, or a rotation
+	// to it is under way or starts now) and False with the reason of what is wrong otherwise
+	// (SourceNotFound, SourceKeyMissing, SourceKeyTooShort, SourceVersionInvalid,
+	// SourceVersionReused, SourceKeyRetired, SourceFlapping, SourceKeyRevoked): the keyring in
+	// service stays as it is meanwhile, and the message names the Secret and the data key. Absent
+	// with generated keys.
+	ConditionKeySourceReady = "KeySourceReady"
 )
 
 // Condition reasons.
@@ -805,6 +963,9 @@ const (
 	// ReasonWriteRefused: the API server refused the write of a namespace's Secret (Stalled after
 	// rolloutDeadline, and PartiallyReady).
 	ReasonWriteRefused = "WriteRefused"
+	// ReasonMemberUnreachable (Stalled=True): a member cluster of a ClusterMRTRKeyring could not be
+	// reached within spec.rolloutDeadline; the message names it and why.
+	ReasonMemberUnreachable = "MemberUnreachable"
 	// ReasonAllNamespacesReady: every selected namespace takes part in the rotation (PartiallyReady
 	// False).
 	ReasonAllNamespacesReady = "AllNamespacesReady"
@@ -839,6 +1000,37 @@ const (
 	ReasonWindowsOpen = "WindowsOpen"
 	// ReasonAcknowledgementPathSuspect (AcknowledgementPathSuspect=True): most pods are overdue at once.
 	ReasonAcknowledgementPathSuspect = "AcknowledgementPathSuspect"
+	// ReasonSourceInService (KeySourceReady=True): the source's key is in service, or a rotation
+	// to it is under way or starts now.
+	ReasonSourceInService = "SourceInService"
+	// ReasonSourceNotFound (KeySourceReady=False): the source Secret does not exist (or the
+	// operator may not read it).
+	ReasonSourceNotFound = "SourceNotFound"
+	// ReasonSourceKeyMissing (KeySourceReady=False): the source Secret has no such data key.
+	ReasonSourceKeyMissing = "SourceKeyMissing"
+	// ReasonSourceKeyTooShort (KeySourceReady=False): the source key has fewer than 32 bytes.
+	ReasonSourceKeyTooShort = "SourceKeyTooShort"
+	// ReasonSourceVersionInvalid (KeySourceReady=False): the mrtr.dev/key-version annotation is
+	// not a key id (1 to 32 characters of A-Za-z0-9_-), or is part of the key (12 characters or
+	// more of it): an id is printed everywhere, and must not reveal the key.
+	ReasonSourceVersionInvalid = "SourceVersionInvalid"
+	// ReasonSourceVersionReused (KeySourceReady=False): the source's version names a key the
+	// keyring already holds, or retired, with other bytes: a version must name one key only.
+	ReasonSourceVersionReused = "SourceVersionReused"
+	// ReasonSourceKeyRetired (KeySourceReady=False): the source holds a key that a rotation already
+	// retired: its tokens were waited out and it is gone, and it never comes back.
+	ReasonSourceKeyRetired = "SourceKeyRetired"
+	// ReasonSourceFlapping (KeySourceReady=False): the source went back to the key that the last
+	// rotation retired: it flaps between two values (two writers, or a secret manager's previous
+	// version read as current). Refused as SourceKeyRetired.
+	ReasonSourceFlapping = "SourceFlapping"
+	// ReasonSourceKeyRevoked (KeySourceReady=False): the source holds a key revoked through
+	// mrtr.dev/revoke: the keyring serves with the keys that remain, and the source must move on to
+	// a new key. With no key left, nothing seals until it does (Ready=False, Stalled=True).
+	ReasonSourceKeyRevoked = "SourceKeyRevoked"
+	// ReasonNoKey (Ready=False, Stalled=True): a keyring with a secret source has no key to seal
+	// with: its source holds none it can take, and it has none in service.
+	ReasonNoKey = "NoKey"
 )
 
 // +kubebuilder:object:root=true
@@ -854,6 +1046,7 @@ const (
 // +kubebuilder:printcolumn:name="Next Rotation",type=string,JSONPath=`.status.nextRotationTime`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="(has(oldSelf.spec.secretName) ? oldSelf.spec.secretName : oldSelf.metadata.name) == (has(self.spec.secretName) ? self.spec.secretName : self.metadata.name)",message="spec.secretName is immutable: the workloads mount the Secret by name",fieldPath=".spec.secretName"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.keySource) || !has(self.spec.keySource.secret) || self.spec.keySource.secret.name != (has(self.spec.secretName) ? self.spec.secretName : self.metadata.name)",message="spec.keySource.secret.name must not be the keyring Secret: the operator writes that one, and never writes the source",fieldPath=".spec.keySource.secret.name"
 
 // MRTRKeyring keeps a shared MRTR keyring Secret rotated, walking every consuming workload through
 // accept, seal-with-new, wait-TTL and remove so that no token is ever rejected.

@@ -85,6 +85,11 @@ const (
 	// RevokedKeysAnnotation, on the Secret, lists the ids of its revoked keys (comma separated, the
 	// last MaxRevokedKeys), so that neither a lost status nor a re-created keyring adds one again.
 	RevokedKeysAnnotation = "mrtr.dev/revoked-keys"
+	// RetiredKeysAnnotation, on the Secret of a keyring with a source Secret, lists the keys its
+	// rotations retired, as "id:digest" (the digest as in status.keySource.retired), comma
+	// separated, the last MaxRetiredSourceKeys: written with the write that removes them, so that
+	// a status update lost after it still leaves the keyring refusing them when they come back.
+	RetiredKeysAnnotation = "mrtr.dev/retired-keys"
 	// StagedKeyAnnotation, on the Secret, is the id of its staged key (nextKey Staged), if any.
 	StagedKeyAnnotation = "mrtr.dev/staged-key"
 	// StampedByAnnotation, on a workload, names the MRTRKeyring whose fingerprint its pod template
@@ -93,6 +98,11 @@ const (
 	// SharedByAnnotation, on a workload, lets several MRTRKeyrings share it: their names, comma
 	// separated; the first stamps FingerprintAnnotation, each other its own prefixed annotation.
 	SharedByAnnotation = "mrtr.dev/keyrings"
+	// KeyVersionAnnotation, on a source Secret (spec.keySource type Secret), is the version of the
+	// key it holds, which becomes the key's id (1 to 32 characters of A-Za-z0-9_-): set by a
+	// person or an ExternalSecret's template. Without it the id is derived from a digest of the
+	// bytes. The operator only reads it.
+	KeyVersionAnnotation = "mrtr.dev/key-version"
 	// WrittenAnnotation, on a Pod, is "<fingerprint>/<n>": the fingerprint of the keyring the
 	// operator last wrote to a Secret that the pod mounts and must load (reloadTrigger
 	// PodAnnotation), and the number of that nudge, so that each nudge changes the Pod even when it
@@ -133,6 +143,18 @@ const (
 	// was not written by the pod's own reporter (another field manager, or the pods/status
 	// subresource), or was written before the Secret write it acknowledges: not taken as proof.
 	EventAcknowledgementRefused = "AcknowledgementRefused"
+	// EventSourceVersionInService: the key a source Secret holds (keySource type Secret) seals
+	// from now on; the note names its version, never its bytes.
+	EventSourceVersionInService = "SourceVersionInService"
+	// EventSourceVersionSkipped: the source changed again during a rotation; the version it held
+	// before, never sealed with, is skipped (status.keySource.skippedVersions).
+	EventSourceVersionSkipped = "SourceVersionSkipped"
+	// EventSourceRefused (Warning): the source Secret holds a key the keyring does not take; the
+	// reason is the KeySourceReady condition's.
+	EventSourceRefused = "SourceRefused"
+	// EventRotateRequestIgnored (Warning): a mrtr.dev/rotate request on a keyring whose source
+	// Secret holds the key in service: there is no new key to rotate to; rotate at the source.
+	EventRotateRequestIgnored = "RotateRequestIgnored"
 	// EventStampReverted (Warning): another field manager put back a workload's stamp that the
 	// operator wrote; it stops re-stamping that workload for a back-off (see ConditionStampReverted).
 	EventStampReverted = "StampReverted"

@@ -25,7 +25,10 @@ limitations under the License.
 // The keyring comes from a mounted Secret folder (--keyring-dir, holding keyring.json; followed as
 // the kubelet updates it, no restart needed) or from the MRTR_KEYRING environment variable (read once).
 // The server logs every keyring it loads by fingerprint and key ids, and shows the same on
-// GET /debug/keyring and in the Mrtr-* headers of every /mcp response. With --keyring-secret it also
+// GET /debug/keyring and in the Mrtr-* headers of every /mcp response. GET /metrics serves the
+// consumer metrics of the contract (docs/consumers.md, "Metrics": tokens sealed, tokens opened by
+// result, the keyring in service, failed reloads, the acknowledgement's state) through
+// pkg/metrics/prommetrics. With --keyring-secret it also
 // acknowledges each keyring it loads on its own Pod (package ack), which the operator's reload mode
 // waits for before each rotation step.
 //
@@ -45,8 +48,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/pkg/metrics"
+	"github.com/mrtr-dev/mrtr-operator/pkg/metrics/prommetrics"
 	"github.com/mrtr-dev/mrtr-operator/pkg/token"
 	"github.com/mrtr-dev/mrtr-operator/pkg/token/mcpstate"
 )
@@ -87,7 +95,9 @@ func main() {
 	flag.DurationVar(&c.grace, "shutdown-grace", 5*time.Second, "how long to let requests in flight finish on SIGTERM")
 	flag.StringVar(&c.codec, "codec", "sealed",
 		"sealed (token.Sealed: AES-256-GCM, bound to --server) or signed (token.Signed: Snodo's mrtr2 format, bound to the whole "+
-			"params, which the TypeScript package (clients/typescript) seals too: replicas of both behind one Service share the state)")
+			"params, which the TypeScript package (clients/typescript) seals too: replicas of both behind one Service share the state) "+
+			"or rs2 (token.RS2: rmcp's format, bound as the Rust example server binds it, examples/rust-server: Go and Rust replicas "+
+			"share the state)")
 	flag.Parse()
 
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("replica", c.replica)
@@ -111,11 +121,16 @@ func run(c config, log *slog.Logger) error {
 
 	// The reporter comes first: a pod that is told to acknowledge but cannot must not start, or the
 	// operator would wait for it at every rotation.
-	rep, err := reporter(c, log)
+	reg := prometheus.NewRegistry()
+	rec, err := prommetrics.New(reg)
 	if err != nil {
 		return err
 	}
-	src, err := keyringSource(ctx, c.keyringDir, log)
+	rep, err := reporter(c, log, rec)
+	if err != nil {
+		return err
+	}
+	src, err := keyringSource(ctx, c.keyringDir, log, rec)
 	if err != nil {
 		return err
 	}
@@ -128,17 +143,24 @@ func run(c config, log *slog.Logger) error {
 	var opts []mcpstate.Option
 	switch c.codec {
 	case "sealed":
-		codec, err = token.NewSealed(src, c.server, token.SealedTTL(c.tokenTTL), token.SealedAnonymousTTL(c.tokenTTL))
+		codec, err = token.NewSealed(src, c.server, token.SealedTTL(c.tokenTTL), token.SealedAnonymousTTL(c.tokenTTL),
+			token.SealedMetrics(rec))
 	case "signed":
-		codec, err = token.NewSigned(src, token.SignedTTL(c.tokenTTL))
+		codec, err = token.NewSigned(src, token.SignedTTL(c.tokenTTL), token.SignedMetrics(rec))
 		opts = append(opts, mcpstate.WholeParams(mcpstate.RecordedParams))
+	case "rs2":
+		var rs2 *token.RS2
+		if rs2, err = token.NewRS2(src, token.RS2TTL(c.tokenTTL), token.RS2Metrics(rec)); err == nil {
+			codec = rs2Codec{rs2: rs2, server: c.server}
+		}
 	default:
-		err = fmt.Errorf("--codec %q: want sealed or signed", c.codec)
+		err = fmt.Errorf("--codec %q: want sealed, signed or rs2", c.codec)
 	}
 	if err != nil {
 		return err
 	}
-	a := &app{replica: c.replica, src: src, guard: newGuard(codec, log, opts...), log: log, ack: rep, wholeParams: len(opts) > 0}
+	a := &app{replica: c.replica, src: src, guard: newGuard(codec, log, opts...), log: log, ack: rep, wholeParams: len(opts) > 0,
+		metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
 
 	srv := &http.Server{Addr: c.listen, Handler: a.handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
@@ -162,7 +184,7 @@ func run(c config, log *slog.Logger) error {
 // reporter returns the Reporter that acknowledges the keyrings loaded from --keyring-dir, or nil if
 // --keyring-secret or --keyring-dir is not set. The pod's name and namespace and the API server come
 // from the environment (the downward API and the kubelet).
-func reporter(c config, log *slog.Logger) (*ack.Reporter, error) {
+func reporter(c config, log *slog.Logger, rec metrics.Recorder) (*ack.Reporter, error) {
 	if c.keyringSecret == "" {
 		return nil, nil
 	}
@@ -174,6 +196,7 @@ func reporter(c config, log *slog.Logger) (*ack.Reporter, error) {
 	r, err := ack.New(ack.Config{
 		Secret:            c.keyringSecret,
 		ServiceAccountDir: c.serviceAccountDir,
+		Metrics:           rec,
 		OnError: func(err error) {
 			log.Warn("keyring not acknowledged yet, retrying", "secret", c.keyringSecret, "err", err)
 		},
@@ -186,7 +209,7 @@ func reporter(c config, log *slog.Logger) (*ack.Reporter, error) {
 
 // keyringSource returns the keyring from dir, followed until ctx is done, or else from the environment.
 // It fails if there is no valid keyring: a server must not start without keys.
-func keyringSource(ctx context.Context, dir string, log *slog.Logger) (keyring.Source, error) {
+func keyringSource(ctx context.Context, dir string, log *slog.Logger, rec metrics.Recorder) (keyring.Source, error) {
 	if dir == "" {
 		r, err := keyring.FromEnv()
 		if errors.Is(err, keyring.ErrEnvUnset) {
@@ -196,10 +219,11 @@ func keyringSource(ctx context.Context, dir string, log *slog.Logger) (keyring.S
 			return nil, err
 		}
 		logKeyring(log, "keyring loaded", "env", r)
+		rec.KeyringInService(r.Fingerprint())
 		return keyring.Static(r), nil
 	}
 	path := filepath.Join(dir, keyringFile)
-	fs, err := keyring.NewFileSource(path, keyring.WithErrorHandler(func(err error) {
+	fs, err := keyring.NewFileSource(path, keyring.WithMetrics(rec), keyring.WithErrorHandler(func(err error) {
 		log.Warn("keyring reload failed, keeping the last good keyring", "err", err)
 	}))
 	if err != nil {

@@ -69,6 +69,9 @@ type app struct {
 	// the TypeScript package do, so that the Signed state of either opens on the other.
 	wholeParams bool
 
+	// metrics serves GET /metrics; nil serves none (tests that build an app of their own).
+	metrics http.Handler
+
 	completed, rejected atomic.Uint64
 	rejectedBy          rejectedKeys
 }
@@ -209,7 +212,7 @@ type Debug struct {
 }
 
 // handler serves MCP on /mcp (stateless streamable HTTP, so any replica answers any request),
-// GET /debug/keyring and GET /healthz.
+// GET /debug/keyring, GET /metrics and GET /healthz.
 func (a *app) handler() http.Handler {
 	s := a.mcpServer()
 	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
@@ -234,6 +237,9 @@ func (a *app) handler() http.Handler {
 			RejectedByKey: a.rejectedBy.counts(),
 		})
 	})
+	if a.metrics != nil {
+		mux.Handle("GET /metrics", a.metrics)
+	}
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	return mux
 }

@@ -28,8 +28,14 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/pkg/metrics"
+	"github.com/mrtr-dev/mrtr-operator/pkg/metrics/prommetrics"
 	"github.com/mrtr-dev/mrtr-operator/pkg/token"
 	"github.com/mrtr-dev/mrtr-operator/pkg/token/mcpstate"
 	"github.com/mrtr-dev/mrtr-operator/test/e2e/harness"
@@ -72,15 +78,21 @@ func startReplica(t *testing.T, ctx context.Context, name string, ring []byte) *
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	src, err := keyringSource(ctx, dir, log)
+	reg := prometheus.NewRegistry()
+	rec, err := prommetrics.New(reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	codec, err := token.NewSealed(src, "test", token.SealedTTL(time.Minute), token.SealedAnonymousTTL(time.Minute))
+	src, err := keyringSource(ctx, dir, log, rec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &app{replica: name, src: src, guard: newGuard(codec, log), log: log}
+	codec, err := token.NewSealed(src, "test", token.SealedTTL(time.Minute), token.SealedAnonymousTTL(time.Minute),
+		token.SealedMetrics(rec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &app{replica: name, src: src, guard: newGuard(codec, log), log: log, metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
 	ts := httptest.NewServer(a.handler())
 	t.Cleanup(ts.Close)
 	r := &replica{dir: dir, src: src.(*keyring.FileSource), url: ts.URL, changed: make(chan struct{}, 1)}
@@ -112,6 +124,34 @@ func (r *replica) project(t *testing.T, ring []byte) {
 			t.Fatalf("replica at %s did not load keyring %s", r.dir, want.Fingerprint())
 		}
 	}
+}
+
+// opened scrapes the replica's GET /metrics and returns its mrtr_consumer_tokens_opened_total by
+// result, and the fingerprint of its keyring_info.
+func (r *replica) opened(t *testing.T) (byResult map[string]float64, fingerprint string) {
+	t.Helper()
+	resp, err := http.Get(r.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }() // read to the end by the parser
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byResult = map[string]float64{}
+	for _, m := range families[metrics.TokensOpenedTotal].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == metrics.LabelResult {
+				byResult[l.GetValue()] += m.GetCounter().GetValue()
+			}
+		}
+	}
+	for _, m := range families[metrics.KeyringInfo].GetMetric() {
+		fingerprint = m.GetLabel()[0].GetValue()
+	}
+	return byResult, fingerprint
 }
 
 // call runs one MRTR round trip through the balancer and reports whether it completed; a rejected
@@ -180,6 +220,25 @@ func TestRotationAcrossReplicas(t *testing.T) {
 		}
 	}
 
+	// The servers' own counters agree: every retry opened, nothing rejected, each on the keyring
+	// it serves.
+	okBefore := 0.0
+	for _, r := range []*replica{r1, r2} {
+		got, fp := r.opened(t)
+		okBefore += got[string(metrics.OK)]
+		for res, n := range got {
+			if res != string(metrics.OK) && n != 0 {
+				t.Errorf("%s counted %v opens with the result %s during the rotation", r.url, n, res)
+			}
+		}
+		if fp != r.src.Keyring().Fingerprint() {
+			t.Errorf("%s: keyring_info says %s, it serves %s", r.url, fp, r.src.Keyring().Fingerprint())
+		}
+	}
+	if want := float64(4 * len(steps) * 2); okBefore != want {
+		t.Errorf("the replicas counted %v opened tokens, want %v (one per round trip)", okBefore, want)
+	}
+
 	// The control experiment: r1 alone switches to a new key. r1's tokens cannot open on r2 and r2's
 	// cannot open on r1, and round robin sends every retry to the other one.
 	r1.project(t, keyringJSON(t, c))
@@ -191,6 +250,15 @@ func TestRotationAcrossReplicas(t *testing.T) {
 	}
 	if rejected != 4 {
 		t.Errorf("after replacing the key on one replica, %d of 4 round trips were rejected, want 4", rejected)
+	}
+	// Each rejection is counted, as unknown_key, by the replica that refused it.
+	unknown := 0.0
+	for _, r := range []*replica{r1, r2} {
+		got, _ := r.opened(t)
+		unknown += got[string(metrics.UnknownKey)]
+	}
+	if unknown != float64(rejected) {
+		t.Errorf("the replicas counted %v unknown_key rejections, the client saw %d", unknown, rejected)
 	}
 }
 

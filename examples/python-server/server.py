@@ -5,7 +5,8 @@ keyring through mrtr_keyring (clients/python).
 
 It is examples/mcp-server in Python: the same get_weather tool (round 1 asks for a GitHub login
 with an elicitation and returns sealed request state; the retry, on any replica, opens it and
-answers), the same GET /debug/keyring and GET /healthz, and the same flags, so that the e2e
+answers), the same GET /debug/keyring, GET /metrics (the contract's consumer metrics) and GET /healthz,
+and the same flags, so that the e2e
 harness runs, observes and balances it like the Go server. The SDK seals the request state
 (AES-GCM, its own format) with the keyring in service: mrtr_keyring's codec swaps keyrings under
 the SDK as the kubelet swaps the mounted Secret, and the reporter acknowledges each keyring on the
@@ -37,7 +38,7 @@ from mcp_types import (
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
-from mrtr_keyring import AckReporter, KeyringWatcher
+from mrtr_keyring import CONTENT_TYPE, AckReporter, KeyringWatcher, Metrics
 from mrtr_keyring.mcp import KeyringCodec, request_state_security
 
 log = logging.getLogger("mrtr-example")
@@ -85,18 +86,27 @@ def main() -> None:
         default="mrtr-example",
         help="the audience every replica binds request state to: one value for all of them",
     )
-    p.add_argument("--token-ttl", type=go_duration, default=300.0, help="the longest request state lifetime")
+    p.add_argument(
+        "--token-ttl",
+        type=go_duration,
+        default=None,
+        help="request state lifetime; must not exceed the MRTRKeyring's tokenTTL (default: the Secret's token-ttl)",
+    )
     a = p.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     replica = os.environ.get("POD_NAME") or socket.gethostname()
-    watcher = KeyringWatcher(a.keyring_dir, on_error=lambda e: log.warning("keyring not reloaded: %s", e))
+    metrics = Metrics()
+    watcher = KeyringWatcher(
+        a.keyring_dir, on_error=lambda e: log.warning("keyring not reloaded: %s", e), metrics=metrics
+    )
     reporter: AckReporter | None = None
     if a.keyring_secret:
         reporter = AckReporter(
             a.keyring_secret,
             service_account_dir=a.serviceaccount_dir,
             on_error=lambda e: log.warning("acknowledgement: %s", e),
+            metrics=metrics,
         )
         reporter.follow(watcher)
         reporter.start()
@@ -105,7 +115,7 @@ def main() -> None:
 
     stats = {"completed": 0}
     lock = threading.Lock()
-    codec = CountingCodec(watcher)
+    codec = CountingCodec(watcher, metrics=metrics)
     security = request_state_security(codec, audience=a.server, ttl=a.token_ttl)
     mcp = MCPServer("mrtr-example", version="0.1.0", request_state_security=security)
 
@@ -164,11 +174,15 @@ def main() -> None:
             }
         )
 
+    async def metrics_text(_: Request) -> Response:
+        return Response(metrics.exposition(), media_type=CONTENT_TYPE)
+
     async def healthz(_: Request) -> Response:
         return PlainTextResponse("ok\n")
 
     # custom_route is an untyped decorator: called, it keeps the handlers typed.
     mcp.custom_route("/debug/keyring", methods=["GET"])(debug)
+    mcp.custom_route("/metrics", methods=["GET"])(metrics_text)
     mcp.custom_route("/healthz", methods=["GET"])(healthz)
 
     # A pod serves on every interface of its own network namespace.

@@ -7,7 +7,7 @@
 //
 // It is examples/mcp-server in TypeScript: the same get_weather tool (round 1 asks for a GitHub
 // login with an elicitation and returns sealed request state; the retry, on any replica, opens it
-// and answers), the same GET /debug/keyring and GET /healthz and the same flags, so that the e2e
+// and answers), the same GET /debug/keyring, GET /metrics (the contract's consumer metrics) and GET /healthz and the same flags, so that the e2e
 // harness runs, observes and balances it like the Go server. Its request state is Snodo's mrtr2
 // format, sealed with the keyring in service, which Go's token.Signed reads and writes too: a Go
 // replica and a TypeScript replica open each other's state. The watcher follows the mounted Secret
@@ -16,11 +16,12 @@
 
 import { createServer } from 'node:http';
 import { hostname } from 'node:os';
-import { Readable } from 'node:stream';
 import { parseArgs } from 'node:util';
 
 import { McpServer, acceptedContent, createMcpHandler, fromJsonSchema, inputRequired } from '@modelcontextprotocol/server';
-import { AckReporter, KeyringWatcher, RequestState, SignedCodec, anonymous, recordParams } from '@mrtr-dev/keyring';
+import { AckReporter, KeyringWatcher, METRICS_CONTENT_TYPE, Metrics, RequestState, SignedCodec, anonymous, recordParams } from '@mrtr-dev/keyring';
+
+import { serveFetch } from './node-fetch.mjs';
 
 /** @typedef {{ location: string, sealedBy: string, sealKey: string }} WeatherState */
 
@@ -56,7 +57,8 @@ const replica = process.env.POD_NAME ?? hostname();
 /** @param {string} msg */
 const warn = (msg) => console.error(`${new Date().toISOString()} WARN ${msg}`);
 
-const watcher = await KeyringWatcher.open(dir, { onError: (e) => warn(`keyring not reloaded: ${e.message}`) });
+const metrics = new Metrics();
+const watcher = await KeyringWatcher.open(dir, { onError: (e) => warn(`keyring not reloaded: ${e.message}`), metrics });
 watcher.onChange((r) => console.error(`${new Date().toISOString()} INFO keyring in service: ${r.fingerprint} [${r.ids.join(' ')}]`));
 /** @type {AckReporter | undefined} */
 let reporter;
@@ -65,13 +67,14 @@ if (flags['keyring-secret'] !== '') {
     secret: flags['keyring-secret'] ?? '',
     ...(flags['serviceaccount-dir'] !== undefined ? { serviceAccountDir: flags['serviceaccount-dir'] } : {}),
     onError: (e) => warn(`acknowledgement: ${e.message}`),
+    metrics,
   });
   reporter.follow(watcher);
   void reporter.run();
 }
 
 const stats = { completed: 0, rejected: 0 };
-const codec = new SignedCodec(watcher, { ttlSeconds: goDuration(flags['token-ttl'] ?? '5m') });
+const codec = new SignedCodec(watcher, { ttlSeconds: goDuration(flags['token-ttl'] ?? '5m'), metrics });
 /** @type {RequestState<WeatherState>} */
 const requestState = new RequestState(codec, {
   principal: anonymous,
@@ -125,6 +128,11 @@ const http = createServer((/** @type {import('node:http').IncomingMessage} */ re
     res.end('ok\n');
     return;
   }
+  if (req.method === 'GET' && url === '/metrics') {
+    res.setHeader('Content-Type', METRICS_CONTENT_TYPE);
+    res.end(metrics.exposition());
+    return;
+  }
   if (req.method === 'GET' && url === '/debug/keyring') {
     const r = watcher.keyring();
     res.setHeader('Content-Type', 'application/json');
@@ -138,36 +146,8 @@ const http = createServer((/** @type {import('node:http').IncomingMessage} */ re
     res.writeHead(404).end();
     return;
   }
-  void serveFetch(req, res);
+  void serveFetch((request) => mcp.fetch(request), req, res);
 });
-
-/**
- * Serves the SDK's Web-standard fetch handler on a node:http request.
- * @param {import('node:http').IncomingMessage} req
- * @param {import('node:http').ServerResponse} res
- */
-async function serveFetch(req, res) {
-  try {
-    const headers = new Headers();
-    for (const [k, v] of Object.entries(req.headers)) {
-      for (const x of Array.isArray(v) ? v : v === undefined ? [] : [v]) {
-        headers.append(k, x);
-      }
-    }
-    const method = req.method ?? 'GET';
-    const body = method === 'GET' || method === 'HEAD' ? {} : { body: /** @type {ReadableStream} */ (Readable.toWeb(req)), duplex: 'half' };
-    const response = await mcp.fetch(new Request(`http://${req.headers.host ?? 'localhost'}${req.url ?? '/'}`, { method, headers, ...body }));
-    res.writeHead(response.status, Object.fromEntries(response.headers.entries()));
-    if (response.body !== null) {
-      for await (const chunk of /** @type {AsyncIterable<Uint8Array>} */ (/** @type {unknown} */ (response.body))) {
-        res.write(chunk);
-      }
-    }
-    res.end();
-  } catch (e) {
-    res.writeHead(500).end(String(e));
-  }
-}
 
 const i = (flags.listen ?? ':8080').lastIndexOf(':');
 const host = (flags.listen ?? '').slice(0, i) || '0.0.0.0';

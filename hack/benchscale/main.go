@@ -101,9 +101,9 @@ func parseConfig(args []string) (config, error) {
 			"so no rollout -> next write step to time) (env SCALE_NEXT_KEY)")
 	managerArgs := fs.String("manager-args", os.Getenv("SCALE_MANAGER_ARGS"),
 		"space-separated extra arguments for the manager, appended to the harness's own (env SCALE_MANAGER_ARGS)")
-	managerEnv := fs.String("manager-env", os.Getenv("SCALE_MANAGER_ENV"),
+	managerEnv := fs.String("manager-env", envOr("SCALE_MANAGER_ENV", chartContainer),
 		"space-separated NAME=value environment variables for the manager, e.g. GOMEMLIMIT=230MiB to run it as in a container "+
-			"whose memory limit is 256Mi (env SCALE_MANAGER_ENV)")
+			"whose memory limit is 256Mi; by default as in the chart's container (env SCALE_MANAGER_ENV)")
 	profileDir := fs.String("profile-dir", os.Getenv("SCALE_PROFILE_DIR"),
 		"a folder for a CPU profile of the API server during the rotation, one keyring and Secret as served, and the manager's heap "+
 			"profile after the run; empty takes none (env SCALE_PROFILE_DIR)")
@@ -137,6 +137,10 @@ func parseConfig(args []string) (config, error) {
 	}
 	return c, nil
 }
+
+// chartContainer runs the manager as in the chart's container, whose memory limit is 512Mi: the soft
+// limit memlimit.Set gives it there (0.9 of the limit), and so the GOGC memlimit.TuneGC sets.
+const chartContainer = "GOMEMLIMIT=460MiB"
 
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {

@@ -294,6 +294,9 @@ func TestOptionalPartsAgreeWithConfig(t *testing.T) {
 		if !strings.HasSuffix(tpl.Name, ".yaml") {
 			continue // _helpers.tpl, NOTES.txt
 		}
+		if strings.HasPrefix(tpl.Name, "templates/member/") {
+			continue // mode member only: TestMemberMode
+		}
 		if !rendered["mrtr-operator/"+tpl.Name] {
 			t.Errorf("%s renders nothing with every optional part on (ci/all-values.yaml)", tpl.Name)
 		}
@@ -429,4 +432,108 @@ func configFile(t *testing.T, path string) objects {
 
 func managerSubject(name string) []any {
 	return []any{map[string]any{"kind": "ServiceAccount", "name": name, "namespace": releaseNS}}
+}
+
+// memberRules are exactly the rules the member mode grants the hub's ServiceAccount
+// (docs/multi-cluster.md); TestMemberMode checks the chart renders these and that each is
+// within config/rbac/role.yaml's, the manager's own.
+var memberRules = []any{
+	rule("", []string{"namespaces"}, "list", "watch"),
+	rule("", []string{"pods"}, "list", "patch", "watch"),
+	rule("", []string{"pods/eviction"}, "create"),
+	rule("", []string{"secrets"}, "create", "get", "list", "update", "watch"),
+	rule("apps", []string{"daemonsets", "deployments", "statefulsets"}, "list", "patch", "watch"),
+	rule("argoproj.io", []string{"rollouts"}, "list", "patch", "watch"),
+	rule("mrtr.dev", []string{"mrtrkeyrings/status"}, "update"),
+	rule("policy", []string{"poddisruptionbudgets"}, "list", "watch"),
+}
+
+func rule(group string, resources []string, verbs ...string) any {
+	return map[string]any{"apiGroups": []any{group}, "resources": anys(resources), "verbs": anys(verbs)}
+}
+
+func anys(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+func TestMemberMode(t *testing.T) {
+	r := render(t, valuesFile(t, "ci/member-values.yaml"))
+	for _, kind := range []string{"Deployment", "CustomResourceDefinition", "ValidatingWebhookConfiguration",
+		"MutatingWebhookConfiguration", "Service", "Role", "RoleBinding"} {
+		if objs := r.objects.ofKind(kind); len(objs) > 0 {
+			t.Errorf("member mode renders %d %s (%s ...), want none", len(objs), kind, objs[0].key())
+		}
+	}
+	name := "mrtr-operator-member"
+	r.objects.must(t, "ServiceAccount", releaseNS, name)
+	token := r.objects.must(t, "Secret", releaseNS, name+"-token")
+	if typ := str(token.fields, "type"); typ != "kubernetes.io/service-account-token" {
+		t.Errorf("token Secret type %q", typ)
+	}
+	if sa := str(token.fields, "metadata", "annotations", "kubernetes.io/service-account.name"); sa != name {
+		t.Errorf("token Secret is for ServiceAccount %q, want %q", sa, name)
+	}
+	role := r.objects.must(t, "ClusterRole", "", name)
+	if err := equal(role.get("rules"), memberRules, "rules"); err != nil {
+		t.Errorf("member ClusterRole: %v", err)
+	}
+	binding := r.objects.must(t, "ClusterRoleBinding", "", name)
+	if err := equal(binding.get("subjects"), managerSubject(name), "subjects"); err != nil {
+		t.Errorf("member ClusterRoleBinding: %v", err)
+	}
+	if ref := str(binding.fields, "roleRef", "name"); ref != name {
+		t.Errorf("member ClusterRoleBinding binds %q", ref)
+	}
+	// The admission policies that confine the nudge and the acknowledgements, and the consumer
+	// role, are those of operator mode, the same objects.
+	operator := render(t, nil)
+	for _, key := range []string{
+		objectKey("ValidatingAdmissionPolicy", "", "mrtr-operator-pod-annotation"),
+		objectKey("ValidatingAdmissionPolicyBinding", "", "mrtr-operator-pod-annotation"),
+		objectKey("ValidatingAdmissionPolicy", "", "mrtr-keyring-acknowledgements"),
+		objectKey("ClusterRole", "", "mrtr-keyring-consumer"),
+	} {
+		m, ok := r.objects[key]
+		if !ok {
+			t.Errorf("member mode lacks %s", key)
+			continue
+		}
+		if err := equal(m.fields, operator.objects[key].fields, key); err != nil {
+			t.Errorf("member mode's %s differs from operator mode's: %v", key, err)
+		}
+	}
+	want := len(operator.objects.ofKind("ValidatingAdmissionPolicy")) + len(operator.objects.ofKind("ValidatingAdmissionPolicyBinding"))
+	if got := len(r.objects.ofKind("ValidatingAdmissionPolicy")) + len(r.objects.ofKind("ValidatingAdmissionPolicyBinding")); got != want {
+		t.Errorf("member mode renders %d admission policies and bindings, operator mode %d", got, want)
+	}
+	// Every member rule is within the manager's own (config/rbac/role.yaml).
+	for _, mr := range memberRules {
+		m := mr.(map[string]any)
+		for _, res := range list(m, "resources") {
+			for _, verb := range list(m, "verbs") {
+				if !grants(list(controllerGenRules(t)), strs(m, "apiGroups")[0], res.(string), verb.(string)) {
+					t.Errorf("member rule %s %s %s is not in config/rbac/role.yaml", strs(m, "apiGroups")[0], res, verb)
+				}
+			}
+		}
+	}
+	_, err := tryRender(t, map[string]any{"mode": "hub"})
+	if err == nil || !strings.Contains(err.Error(), `mode must be operator or member, not "hub"`) {
+		t.Errorf("mode hub rendered (error %v); want a refusal", err)
+	}
+}
+
+// grants reports whether rules grant verb on group/resource.
+func grants(rules []any, group, resource, verb string) bool {
+	for _, r := range rules {
+		if slices.Contains(strs(r, "apiGroups"), group) && slices.Contains(strs(r, "resources"), resource) &&
+			slices.Contains(strs(r, "verbs"), verb) {
+			return true
+		}
+	}
+	return false
 }

@@ -319,6 +319,7 @@ func TestObjectsDecodeStrictly(t *testing.T) {
 		"defaults":   nil,
 		"namespaced": valuesFile(t, "ci/namespaced-values.yaml"),
 		"all":        valuesFile(t, "ci/all-values.yaml"),
+		"member":     valuesFile(t, "ci/member-values.yaml"),
 	} {
 		for _, o := range render(t, vals).objects {
 			gvk := schema.FromAPIVersionAndKind(str(o.fields, "apiVersion"), o.kind())

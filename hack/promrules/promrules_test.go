@@ -30,6 +30,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/common/model"
+	promlabels "github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql"
 	"github.com/prometheus/prometheus/promql/parser"
@@ -63,6 +64,10 @@ func TestAlertsParse(t *testing.T) {
 	}
 }
 
+// consumerGroup is the group of the alerts on the consumers' own metrics (docs/consumers.md,
+// "Metrics"), scraped from the servers: their series carry the pod's namespace and pod, no keyring.
+const consumerGroup = "mrtr-consumers"
+
 // TestAlertsNameTheKeyring expands every alert's summary and description as Prometheus does, for
 // the series of an MRTRKeyring and for those of a ClusterMRTRKeyring, which have no namespace
 // (internal/metrics records them with namespace=""; an aggregation by namespace, name keeps none):
@@ -87,6 +92,9 @@ func TestAlertsNameTheKeyring(t *testing.T) {
 		},
 	} {
 		for _, g := range parsed.Groups {
+			if g.Name == consumerGroup {
+				continue // TestConsumerAlertsNameThePod
+			}
 			for _, r := range g.Rules {
 				if r.Alert == "" {
 					continue
@@ -105,6 +113,92 @@ func TestAlertsNameTheKeyring(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestConsumerAlertsNameThePod: the consumers' alerts name the pod that counted.
+func TestConsumerAlertsNameThePod(t *testing.T) {
+	parsed := parseAlerts(t)
+	if parsed == nil {
+		return
+	}
+	n := 0
+	for _, g := range parsed.Groups {
+		if g.Name != consumerGroup {
+			continue
+		}
+		for _, r := range g.Rules {
+			n++
+			labels := map[string]string{"namespace": "mcp", "pod": "weather-0"}
+			if s := expandAlert(t, r.Alert, r.Annotations["summary"], labels); !strings.Contains(s, "mcp/weather-0") {
+				t.Errorf("alert %s: summary %q does not name the pod", r.Alert, s)
+			}
+		}
+	}
+	if n == 0 {
+		t.Errorf("no alert in the group %s", consumerGroup)
+	}
+}
+
+// TestConsumerUnknownKeyAlertSelectsUnknownKeyRejections reads MRTRConsumerUnknownKeyRejections'
+// expression as Prometheus parses it: the increase of the consumers' opened tokens with the result
+// unknown_key and no other (expired tokens are the clients', not a rotation's), per pod, above 0.
+// (Evaluating it on samples would take Prometheus's storage, whose dependencies this module keeps
+// out.)
+func TestConsumerUnknownKeyAlertSelectsUnknownKeyRejections(t *testing.T) {
+	parsed := parseAlerts(t)
+	if parsed == nil {
+		return
+	}
+	var expr string
+	for _, g := range parsed.Groups {
+		for _, r := range g.Rules {
+			if r.Alert == "MRTRConsumerUnknownKeyRejections" {
+				expr = r.Expr
+			}
+		}
+	}
+	if expr == "" {
+		t.Fatal("no alert MRTRConsumerUnknownKeyRejections")
+	}
+	e, err := parser.NewParser(parser.Options{}).ParseExpr(expr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmp, ok := e.(*parser.BinaryExpr)
+	if !ok || cmp.Op != parser.GTR {
+		t.Fatalf("%s: want a comparison > 0", expr)
+	}
+	if n, ok := cmp.RHS.(*parser.NumberLiteral); !ok || n.Val != 0 {
+		t.Errorf("%s: want > 0, one rejection is enough", expr)
+	}
+	agg, ok := cmp.LHS.(*parser.AggregateExpr)
+	if !ok || agg.Op != parser.SUM || strings.Join(agg.Grouping, ",") != "namespace,pod" || agg.Without {
+		t.Fatalf("%s: want sum by (namespace, pod): the alert names the pod", expr)
+	}
+	call, ok := agg.Expr.(*parser.Call)
+	if !ok || call.Func.Name != "increase" {
+		t.Fatalf("%s: want the increase of the counter", expr)
+	}
+	m, ok := call.Args[0].(*parser.MatrixSelector)
+	if !ok {
+		t.Fatalf("%s: want a range of the counter", expr)
+	}
+	vs := m.VectorSelector.(*parser.VectorSelector)
+	var name, result string
+	for _, l := range vs.LabelMatchers {
+		switch l.Name {
+		case model.MetricNameLabel:
+			name = l.Value
+		case "result":
+			if l.Type != promlabels.MatchEqual {
+				t.Errorf("%s: the result matcher must be an equality: other results are not a rotation's", expr)
+			}
+			result = l.Value
+		}
+	}
+	if name != "mrtr_consumer_tokens_opened_total" || result != "unknown_key" {
+		t.Errorf("%s: selects %s{result=%q}, want mrtr_consumer_tokens_opened_total{result=\"unknown_key\"}", expr, name, result)
 	}
 }
 

@@ -24,6 +24,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
@@ -53,6 +55,9 @@ func describe(out io.Writer, v keyringView, now time.Time) error {
 	)
 	if len(kr.Spec.RotationWindows) > 0 {
 		fields = append(fields, "Next window", nextWindowLine(kr, now))
+	}
+	if kr.Spec.KeySource.IsSecret() {
+		fields = append(fields, "Key source", keySourceLine(kr, v.namespaces != nil, now))
 	}
 	if r, pending := pendingRotateRequest(kr); r != "" {
 		state := "handled"
@@ -373,6 +378,10 @@ func nextRotationLine(kr *mrtrv1alpha1.MRTRKeyring, now time.Time) string {
 	switch phase := kr.Status.Phase; {
 	case kr.Spec.Suspend:
 		return "suspended (spec.suspend): none starts until resumed"
+	case kr.Spec.KeySource.IsSecret() && phase.UnderWay():
+		return "when source Secret " + kr.Spec.KeySource.Secret.Name + " holds a new key, after the rotation under way completes"
+	case kr.Spec.KeySource.IsSecret():
+		return "when source Secret " + kr.Spec.KeySource.Secret.Name + " holds a new key"
 	case phase.UnderWay():
 		return fmt.Sprintf("%s after the rotation under way completes", interval)
 	case next == nil:
@@ -417,4 +426,45 @@ func lastRotationLine(st mrtrv1alpha1.MRTRKeyringStatus, now time.Time) string {
 		return "never"
 	}
 	return fmt.Sprintf("%s; %d completed", stamp(st.LastRotationTime.Time, now), st.RotationsCompleted)
+}
+
+// keySourceLine is the source Secret of a keyring with spec.keySource type Secret, the source
+// version in service and since when, the version the source holds (when it is another), the
+// versions skipped and retired, and the KeySourceReady condition's message when the source is
+// refused: what status says, recomputing no rule.
+func keySourceLine(kr *mrtrv1alpha1.MRTRKeyring, cluster bool, now time.Time) string {
+	src := kr.Spec.KeySource.Secret
+	where := "in the keyring's namespace"
+	if cluster {
+		where = "in the operator's namespace"
+	}
+	dataKey := src.Key
+	if dataKey == "" {
+		dataKey = "key"
+	}
+	line := fmt.Sprintf("Secret %s (%s, data key %s)", src.Name, where, dataKey)
+	ks := kr.Status.KeySource
+	switch {
+	case ks == nil:
+		return line + "; not read yet"
+	case ks.Version != "" && ks.InServiceSince != nil:
+		line += fmt.Sprintf("; version %s in service since %s", ks.Version, stamp(ks.InServiceSince.Time, now))
+	case ks.Version != "":
+		line += "; version " + ks.Version + " in service"
+	default:
+		line += "; no source version in service"
+	}
+	if ks.ObservedVersion != "" && ks.ObservedVersion != ks.Version {
+		line += "; the source holds version " + ks.ObservedVersion
+	}
+	if len(ks.SkippedVersions) > 0 {
+		line += "; skipped " + strings.Join(ks.SkippedVersions, ", ")
+	}
+	if n := len(ks.Retired); n > 0 {
+		line += fmt.Sprintf("; %d retired (latest %s)", n, ks.Retired[n-1].Version)
+	}
+	if c := meta.FindStatusCondition(kr.Status.Conditions, mrtrv1alpha1.ConditionKeySourceReady); c != nil && c.Status == metav1.ConditionFalse {
+		line += fmt.Sprintf("; refused (%s): %s", c.Reason, oneLine(c.Message))
+	}
+	return line
 }

@@ -16,7 +16,8 @@ limitations under the License.
 
 // Package cli is kubectl mrtr, the kubectl plugin for MRTRKeyrings: status shows where a rotation
 // is and what it waits for, rotate, suspend, resume and revoke act on a keyring the way the API
-// defines (one merge patch each), and inspect reads a request-state token offline.
+// defines (one merge patch each), inspect reads a request-state token offline, and member kubeconfig
+// prints the hub's kubeconfig Secret for a member cluster of a ClusterMRTRKeyring.
 //
 // Every command is a file of its own that builds a *cobra.Command from the shared env (the
 // kubeconfig flags, the output streams, the clock); NewRootCommand lists them.
@@ -49,6 +50,7 @@ var commands = []func(*env) *cobra.Command{
 	newResumeCommand,
 	newRevokeCommand,
 	newInspectCommand,
+	newMemberCommand,
 }
 
 // NewRootCommand returns the kubectl mrtr command with its subcommands and kubectl's connection

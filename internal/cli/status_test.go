@@ -215,3 +215,24 @@ func TestStatusCapsStampFightsAndRefusedAcknowledgements(t *testing.T) {
 		t.Errorf("the stamp fights' count is not within their section:\n%s", r.out)
 	}
 }
+
+// A keyring with a source Secret shows the source, the version in service and the one the source
+// holds, what was skipped and retired, and why the source is refused; its next rotation is the
+// source's next change.
+func TestStatusShowsTheKeySource(t *testing.T) {
+	kr := search()
+	kr.Spec.RotationInterval = metav1.Duration{}
+	kr.Spec.NextKey = mrtrv1alpha1.NextKeyAtRotation
+	kr.Spec.KeySource = &mrtrv1alpha1.KeySource{Type: mrtrv1alpha1.KeySourceSecret, Secret: &mrtrv1alpha1.SecretKeySource{Name: "search-key", Key: "key"}}
+	kr.Status.NextRotationTime = nil
+	kr.Status.KeySource = &mrtrv1alpha1.KeySourceStatus{Version: "v7", InServiceSince: atp(-2 * day), ObservedVersion: "v9",
+		SkippedVersions: []string{"v8"}, Retired: []mrtrv1alpha1.RetiredSourceKey{{Version: "v6", Digest: strings.Repeat("0", 24), RetiredAt: at(-day)}}}
+	kr.Status.Conditions = append(kr.Status.Conditions, metav1.Condition{Type: mrtrv1alpha1.ConditionKeySourceReady, Status: metav1.ConditionFalse,
+		Reason: mrtrv1alpha1.ReasonSourceKeyTooShort, Message: "source Secret search-key: data key \"key\" holds 16 bytes"})
+	o := Options{Client: fake.NewClientBuilder().WithScheme(scheme).WithObjects(kr).Build()}
+	assertOutput(t, run(t, o, "", "status", "search", "-n", "mcp"),
+		"Key source: Secret search-key (in the keyring's namespace, data key key); version v7 in service since",
+		"; the source holds version v9; skipped v8; 1 retired (latest v6); refused (SourceKeyTooShort): source Secret search-key",
+		"Next rotation: when source Secret search-key holds a new key")
+	assertOutput(t, run(t, o, "", "status", "-n", "mcp"), "on source change")
+}

@@ -100,6 +100,8 @@ func nextRotation(kr *mrtrv1alpha1.MRTRKeyring, now time.Time) string {
 		return "suspended"
 	case kr.Status.Phase.UnderWay():
 		return "under way"
+	case kr.Spec.KeySource.IsSecret():
+		return "on source change"
 	case next == nil:
 		return "-"
 	case !next.After(now):

@@ -28,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -137,6 +138,12 @@ func (r *ClusterMRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if r.written.behind(&ck) {
 		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
 	}
+	if len(ck.Spec.Members) > 0 {
+		// The API takes spec.members ahead of the controller that reaches member clusters (issue
+		// 40): until then such a keyring is left alone, rather than rotated in the operator's own
+		// cluster only, which its members list may not even name.
+		return ctrl.Result{}, r.refuseMembers(ctx, &ck)
+	}
 	in, obs, err := r.gatherCluster(ctx, &ck)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -161,7 +168,7 @@ func (r *ClusterMRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.R
 		r.written.wrote(&ck)
 		r.recordTransitions(types.NamespacedName{Name: ck.Name}, ck.Status.MRTRKeyringStatus, previous)
 	}
-	r.metrics().Observe(types.NamespacedName{Name: ck.Name}, ck.Spec.RotationInterval.Duration, &ck.Status.MRTRKeyringStatus)
+	r.metrics().Observe(types.NamespacedName{Name: ck.Name}, rotation.SettingsFrom(ck.Spec.MRTRKeyringSpec).RotationInterval, &ck.Status.MRTRKeyringStatus)
 	var errs []error
 	requeue := d.RequeueAfter
 	failed := map[string]bool{} // the places whose copy write failed this pass: not stamped
@@ -232,8 +239,15 @@ func (r *ClusterMRTRKeyringReconciler) gatherCluster(ctx context.Context, ck *mr
 	if err != nil {
 		return rotation.Input{}, clusterObserved{}, err
 	}
+	// A cluster keyring's source lives beside its lead Secret, in the operator's namespace: the
+	// selected namespaces are its tenants', whose Secrets are never read as the truth.
+	src, err := r.observeSource(ctx, r.ClusterKeyrings, &ck.Spec.MRTRKeyringSpec)
+	if err != nil {
+		return rotation.Input{}, clusterObserved{}, err
+	}
 	in := rotation.Input{
-		Now: r.now().Now(), Generation: ck.Generation, Settings: settings, Status: ck.Status.MRTRKeyringStatus,
+		Source: src,
+		Now:    r.now().Now(), Generation: ck.Generation, Settings: settings, Status: ck.Status.MRTRKeyringStatus,
 		SecretName: ck.EffectiveSecretName(), Secret: sec, FreshKeys: fresh, Namespaces: ck.Status.Namespaces,
 		RotateRequest: ck.Annotations[mrtrv1alpha1.RotateAnnotation], RevokeRequest: ck.Annotations[mrtrv1alpha1.RevokeAnnotation],
 		NodesUnreadable: !r.ReadNodes, Name: ck.Name, UID: string(ck.UID), OnLeave: ck.Spec.OnLeave,
@@ -446,4 +460,15 @@ func placed(qualified []string, place string) []string {
 func selects(ck *mrtrv1alpha1.ClusterMRTRKeyring, ns *corev1.Namespace) bool {
 	sel, err := metav1.LabelSelectorAsSelector(ck.Spec.NamespaceSelector)
 	return err == nil && sel.Matches(labels.Set(ns.Labels))
+}
+
+// refuseMembers reports, on Ready, that spec.members is not served yet: nothing is written.
+func (r *ClusterMRTRKeyringReconciler) refuseMembers(ctx context.Context, ck *mrtrv1alpha1.ClusterMRTRKeyring) error {
+	changed := meta.SetStatusCondition(&ck.Status.Conditions, metav1.Condition{Type: mrtrv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+		Reason: "MembersNotServed", ObservedGeneration: ck.Generation,
+		Message: "spec.members is not served by this operator version yet: nothing is written; remove spec.members to rotate in this cluster's namespaces"})
+	if !changed {
+		return nil
+	}
+	return client.IgnoreNotFound(r.Status().Update(ctx, ck, client.FieldOwner(mrtrv1alpha1.FieldManager)))
 }

@@ -49,7 +49,12 @@ func (r *ClusterMRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	if err := r.setup(mgr); err != nil {
 		return err
 	}
+	sources, err := r.watchSources(mgr, r.clusterKeyringsForSource)
+	if err != nil {
+		return err
+	}
 	c, err := ctrl.NewControllerManagedBy(mgr).
+		WatchesRawSource(sources).
 		For(&mrtrv1alpha1.ClusterMRTRKeyring{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.allClusterKeyrings),

@@ -82,7 +82,12 @@ func (r *MRTRKeyringReconciler) gather(ctx context.Context, kr *mrtrv1alpha1.MRT
 	if err != nil {
 		return rotation.Input{}, observed{}, err
 	}
+	src, err := r.observeSource(ctx, kr.Namespace, &kr.Spec)
+	if err != nil {
+		return rotation.Input{}, observed{}, err
+	}
 	return rotation.Input{
+		Source:          src,
 		Now:             r.now().Now(),
 		Generation:      kr.Generation,
 		Settings:        settings,

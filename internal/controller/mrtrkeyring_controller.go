@@ -129,7 +129,7 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		// Only after the write: a pass retried after a conflict must not count the same transition twice.
 		r.recordTransitions(placeOf(&kr).Keyring, kr.Status, previous)
 	}
-	r.metrics().Observe(placeOf(&kr).Keyring, kr.Spec.RotationInterval.Duration, &kr.Status)
+	r.metrics().Observe(placeOf(&kr).Keyring, rotation.SettingsFrom(kr.Spec).RotationInterval, &kr.Status)
 	for _, e := range d.Events {
 		r.Recorder.Eventf(&kr, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
 	}

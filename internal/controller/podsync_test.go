@@ -53,6 +53,7 @@ var _ = Describe("Reload delivery's pod annotation (reloadTrigger)", func() {
 		kr := createKeyring(ns, "payments", reloading(func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(d) }))
 		eventuallyInPhase(kr, mrtrv1alpha1.PhaseStable)
 		acknowledgeAll(kr, pods...)
+		acknowledgedSeen(kr, len(pods))
 
 		requestRotation(kr, "r1")
 		eventuallyInPhase(kr, mrtrv1alpha1.PhaseAccepting)
@@ -79,6 +80,7 @@ var _ = Describe("Reload delivery's pod annotation (reloadTrigger)", func() {
 		kr := createKeyring(ns, "payments", reloading(func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(d) }))
 		eventuallyInPhase(kr, mrtrv1alpha1.PhaseStable)
 		acknowledgeAll(kr, pod)
+		acknowledgedSeen(kr, 1)
 		waitPastWrite(ns, "payments")
 
 		By("someone who may patch pods presets the value of the nudge that the next write makes")
@@ -110,6 +112,7 @@ var _ = Describe("Reload delivery's pod annotation (reloadTrigger)", func() {
 
 		By("the pod acknowledging the keyring: the next write nudges it")
 		acknowledgeAll(kr, pod)
+		acknowledgedSeen(kr, 1)
 		requestRotation(kr, "r1")
 		eventuallyInPhase(kr, mrtrv1alpha1.PhaseAccepting)
 		fp := secretKeyring(Default, ns, "payments").Fingerprint()
@@ -129,6 +132,7 @@ var _ = Describe("Reload delivery's pod annotation (reloadTrigger)", func() {
 		kr := createKeyring(ns, "payments", reloading(func(s *mrtrv1alpha1.MRTRKeyringSpec) { s.Workloads = targets(d) }))
 		eventuallyInPhase(kr, mrtrv1alpha1.PhaseStable)
 		acknowledgeAll(kr, pod, envOnly)
+		acknowledgedSeen(kr, 2)
 		requestRotation(kr, "r1")
 		eventuallyInPhase(kr, mrtrv1alpha1.PhaseAccepting)
 		Eventually(func(g Gomega) { g.Expect(written(g, pod)).To(HaveSuffix("/1")) }).Should(Succeed())

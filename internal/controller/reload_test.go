@@ -87,6 +87,17 @@ func acknowledgeAll(kr *mrtrv1alpha1.MRTRKeyring, pods ...*corev1.Pod) {
 	}
 }
 
+// acknowledgedSeen waits until kr's status counts n pods that acknowledged its keyring: the
+// operator has then read the acknowledgements, so a write that follows nudges those pods. Without
+// it, a rotation requested at once may write the Secret from a cache that still lacks them, and
+// rightly nudge nobody.
+func acknowledgedSeen(kr *mrtrv1alpha1.MRTRKeyring, n int) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		g.Expect(getKeyring(g, kr).Status.PodsAcknowledged).To(BeEquivalentTo(n))
+	}).Should(Succeed())
+}
+
 // waitPastWrite waits until the API server's clock (this machine's) is a second past the operator's
 // last write of the Secret: a pod created then started, for sure, with what the write held.
 func waitPastWrite(namespace, name string) {

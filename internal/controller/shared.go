@@ -28,6 +28,7 @@ import (
 	clientevents "k8s.io/client-go/tools/events"
 	kclock "k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
@@ -73,6 +74,14 @@ type Shared struct {
 	// KindRecheck is how often a workload kind the API server did not serve is asked about again
 	// (and a keyring that names one looks again); 0 means DefaultKindRecheck.
 	KindRecheck time.Duration
+	// Namespaces are the namespaces the operator watches (--namespaces), all when empty: the
+	// cache of Secret metadata that wakes keyrings on a change of their source Secret watches
+	// the same (keysource.go).
+	Namespaces []string
+
+	sourcesOnce sync.Once
+	sources     cache.Cache
+	sourcesErr  error
 
 	once      sync.Once
 	setupErr  error

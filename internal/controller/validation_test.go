@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
 )
 
 // The API server itself refuses invalid keyrings (OpenAPI schema and CEL rules in the CRD), with a
@@ -94,7 +95,71 @@ var _ = Describe("MRTRKeyring validation", func() {
 		Entry("a rotation window in a zone that is not an IANA name", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
 			s.RotationWindows = []mrtrv1alpha1.RotationWindow{{Schedule: "0 2 * * *", Duration: d("1h"), TimeZone: "Berlin time"}}
 		}, "spec.rotationWindows[0].timeZone", "IANA time zone"),
+		Entry("a rotationInterval with a secret source", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.KeySource = secretSource("src")
+		}, "spec.rotationInterval", "does not apply with spec.keySource.type Secret"),
+		Entry("nextKey Staged with a secret source", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.RotationInterval, s.KeySource, s.NextKey = metav1.Duration{}, secretSource("src"), mrtrv1alpha1.NextKeyStaged
+		}, "spec.nextKey", "does not apply with spec.keySource.type Secret"),
+		Entry("rotation windows with a secret source", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.RotationInterval, s.KeySource = metav1.Duration{}, secretSource("src")
+			s.RotationWindows = []mrtrv1alpha1.RotationWindow{{Schedule: "0 2 * * *", Duration: d("1h")}}
+		}, "spec.rotationWindows", "does not apply with spec.keySource.type Secret"),
+		Entry("a secret source without its Secret", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.RotationInterval, s.KeySource = metav1.Duration{}, &mrtrv1alpha1.KeySource{Type: mrtrv1alpha1.KeySourceSecret}
+		}, "spec.keySource.secret", "required when spec.keySource.type is Secret"),
+		Entry("a source Secret with a generated source", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.KeySource = &mrtrv1alpha1.KeySource{Type: mrtrv1alpha1.KeySourceGenerated, Secret: &mrtrv1alpha1.SecretKeySource{Name: "src"}}
+		}, "spec.keySource.secret", "forbidden otherwise"),
+		Entry("a source data key that is no data key", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.RotationInterval, s.KeySource = metav1.Duration{}, secretSource("src")
+			s.KeySource.Secret.Key = "a/b"
+		}, "spec.keySource.secret.key"),
 	)
+
+	It("accepts a secret source without rotationInterval, and defaults its data key to key", func() {
+		kr := newKeyring(ns, "sourced", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.RotationInterval, s.KeySource = metav1.Duration{}, secretSource("src")
+		})
+		Expect(k8sClient.Create(ctx, kr)).To(Succeed())
+		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, kr))).To(Succeed()) })
+		Expect(kr.Spec.KeySource.Secret.Key).To(Equal("key"))
+	})
+
+	It("refuses a source that is the keyring Secret itself", func() {
+		expectInvalid(k8sClient.Create(ctx, newKeyring(ns, "self", func(s *mrtrv1alpha1.MRTRKeyringSpec) {
+			s.RotationInterval, s.KeySource = metav1.Duration{}, secretSource("self")
+		})), "spec.keySource.secret.name", "must not be the keyring Secret")
+		ck := &mrtrv1alpha1.ClusterMRTRKeyring{ObjectMeta: metav1.ObjectMeta{Name: "self-" + ns},
+			Spec: mrtrv1alpha1.ClusterMRTRKeyringSpec{NamespaceSelector: &metav1.LabelSelector{}}}
+		ck.Spec.KeySource = secretSource(mrtrv1alpha1.LeadSecretName(ck.Name))
+		expectInvalid(k8sClient.Create(ctx, ck), "spec.keySource.secret.name", "lead Secret")
+	})
+
+	It("refuses rotationInterval with a secret source on a ClusterMRTRKeyring too", func() {
+		ck := &mrtrv1alpha1.ClusterMRTRKeyring{ObjectMeta: metav1.ObjectMeta{Name: "sourced-" + ns},
+			Spec: mrtrv1alpha1.ClusterMRTRKeyringSpec{NamespaceSelector: &metav1.LabelSelector{}}}
+		ck.Spec.RotationInterval, ck.Spec.KeySource = d("24h"), secretSource("src")
+		expectInvalid(k8sClient.Create(ctx, ck), "spec.rotationInterval", "does not apply with spec.keySource.type Secret")
+	})
+
+	It("refuses a member with both or neither of kubeconfigSecret and local, two local members, or a name that is no DNS label", func() {
+		withMembers := func(ms ...mrtrv1alpha1.Member) *mrtrv1alpha1.ClusterMRTRKeyring {
+			return &mrtrv1alpha1.ClusterMRTRKeyring{ObjectMeta: metav1.ObjectMeta{Name: "members-" + ns},
+				Spec: mrtrv1alpha1.ClusterMRTRKeyringSpec{NamespaceSelector: &metav1.LabelSelector{}, Members: ms}}
+		}
+		expectInvalid(k8sClient.Create(ctx, withMembers(mrtrv1alpha1.Member{Name: "west", KubeconfigSecret: "west-kubeconfig", Local: true})),
+			"spec.members[0]", "exactly one of kubeconfigSecret and local")
+		expectInvalid(k8sClient.Create(ctx, withMembers(mrtrv1alpha1.Member{Name: "west"})),
+			"spec.members[0]", "exactly one of kubeconfigSecret and local")
+		expectInvalid(k8sClient.Create(ctx, withMembers(mrtrv1alpha1.Member{Name: "hub", Local: true}, mrtrv1alpha1.Member{Name: "here", Local: true})),
+			"spec.members", "at most one member is local")
+		expectInvalid(k8sClient.Create(ctx, withMembers(mrtrv1alpha1.Member{Name: "West_1", KubeconfigSecret: "w"})), "spec.members[0].name")
+		// The same list with one local member and one by kubeconfig is valid (a dry run: no
+		// controller acts on it).
+		Expect(k8sClient.Create(ctx, withMembers(mrtrv1alpha1.Member{Name: "hub", Local: true},
+			mrtrv1alpha1.Member{Name: "west", KubeconfigSecret: "west-kubeconfig"}), client.DryRunAll)).To(Succeed())
+	})
 
 	It("refuses a changed secretName, including setting one where the name was the default", func() {
 		kr := newKeyring(ns, "fixed", nil)
@@ -124,7 +189,11 @@ var _ = Describe("MRTRKeyring validation", func() {
 		kr := &mrtrv1alpha1.MRTRKeyring{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "defaults"}}
 		Expect(k8sClient.Create(ctx, kr)).To(Succeed())
 		DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, kr))).To(Succeed()) })
-		Expect(kr.Spec.RotationInterval.Duration).To(Equal(720 * time.Hour))
+		// rotationInterval and nextKey have no CRD default, so that a secret source can refuse them
+		// when set: the operator applies theirs (rotation.SettingsFrom).
+		Expect(kr.Spec.RotationInterval.Duration).To(BeZero())
+		Expect(rotation.SettingsFrom(kr.Spec).RotationInterval).To(Equal(720 * time.Hour))
+		Expect(rotation.SettingsFrom(kr.Spec).NextKey).To(Equal(mrtrv1alpha1.NextKeyStaged))
 		Expect(kr.Spec.TokenTTL.Duration).To(Equal(5 * time.Minute))
 		Expect(kr.Spec.ClockSkew.Duration).To(Equal(30 * time.Second))
 		Expect(kr.Spec.KeyBytes).To(Equal(int32(32)))
@@ -138,3 +207,8 @@ var _ = Describe("MRTRKeyring validation", func() {
 		Expect(kr.Spec.Workloads[0].APIVersion).To(Equal(mrtrv1alpha1.APIVersionApps))
 	})
 })
+
+// secretSource is a keySource of type Secret naming the Secret name.
+func secretSource(name string) *mrtrv1alpha1.KeySource {
+	return &mrtrv1alpha1.KeySource{Type: mrtrv1alpha1.KeySourceSecret, Secret: &mrtrv1alpha1.SecretKeySource{Name: name}}
+}

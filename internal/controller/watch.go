@@ -103,10 +103,23 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
+	if err := idx.IndexField(ctx, &mrtrv1alpha1.MRTRKeyring{}, sourceNameIndex, func(o client.Object) []string {
+		if name := sourceName(&o.(*mrtrv1alpha1.MRTRKeyring).Spec); name != "" {
+			return []string{name}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	if err := r.setup(mgr); err != nil {
 		return err
 	}
+	sources, err := r.watchSources(mgr, r.keyringsForSource)
+	if err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
+		WatchesRawSource(sources).
 		For(&mrtrv1alpha1.MRTRKeyring{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.keyringsForSecret),

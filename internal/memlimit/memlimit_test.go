@@ -84,3 +84,25 @@ func TestSetTakesTheContainersLimitUnlessGOMEMLIMITIsSet(t *testing.T) {
 		t.Errorf("with GOMEMLIMIT set: Set() = %d, %v, and the runtime's limit changed", got, err)
 	}
 }
+
+func TestTuneGCOnlyUnderASoftLimitAndWithoutGOGC(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+
+	t.Setenv("GOGC", "")
+	debug.SetMemoryLimit(math.MaxInt64)
+	if got := TuneGC(); got != 100 || debug.SetGCPercent(100) != 100 {
+		t.Errorf("without a soft limit: TuneGC() = %d, want GOGC left at 100", got)
+	}
+
+	debug.SetMemoryLimit(256 << 20)
+	if got := TuneGC(); got != GCPercent || debug.SetGCPercent(100) != GCPercent {
+		t.Errorf("under a soft limit: TuneGC() = %d, want %d", got, GCPercent)
+	}
+
+	t.Setenv("GOGC", "50")
+	debug.SetGCPercent(50)
+	if got := TuneGC(); got != 50 || debug.SetGCPercent(100) != 50 {
+		t.Errorf("with GOGC=50 set: TuneGC() = %d, want 50 kept", got)
+	}
+}

@@ -20,7 +20,9 @@ limitations under the License.
 //	mrtr_keyring_phase{namespace,name,phase}                       1, for the current phase only
 //	mrtr_keyring_primary_key_age_seconds{namespace,name}           how long the sealing key has sealed, at scrape time
 //	mrtr_keyring_next_rotation_timestamp_seconds{namespace,name}   when the next rotation is due (Unix time)
-//	mrtr_keyring_rotation_interval_seconds{namespace,name}         spec.rotationInterval
+//	mrtr_keyring_rotation_interval_seconds{namespace,name}         spec.rotationInterval (none with a key source)
+//	mrtr_keyring_source_version_age_seconds{namespace,name}        how long the source version in service has sealed (key source only)
+//	mrtr_keyring_source_refused{namespace,name}                    1 while KeySourceReady is False (key source only)
 //	mrtr_keyring_stalled{namespace,name}                           1 while the Stalled condition is True
 //	mrtr_keyring_rotations_completed_total{namespace,name}         status.rotationsCompleted
 //	mrtr_keyring_rotations_failed_total{namespace,name,reason}     times a rotation got stuck, by condition reason
@@ -84,6 +86,12 @@ var (
 	podsDesc = prometheus.NewDesc("mrtr_keyring_pods",
 		"Consumer pods of the keyring gated by their acknowledgement (status.podCount).",
 		[]string{labelNamespace, labelName}, nil)
+	sourceAgeDesc = prometheus.NewDesc("mrtr_keyring_source_version_age_seconds",
+		"Seconds since the source version in service began to seal (status.keySource.inServiceSince), for a keyring with a key source: a source that stops changing shows here.",
+		[]string{labelNamespace, labelName}, nil)
+	sourceRefusedDesc = prometheus.NewDesc("mrtr_keyring_source_refused",
+		"1 while the keyring's KeySourceReady condition is False (its source Secret holds nothing it takes; the reason says why), else 0; key source only.",
+		[]string{labelNamespace, labelName}, nil)
 	podsAckedDesc = prometheus.NewDesc("mrtr_keyring_pods_acknowledged",
 		"Consumer pods that run the keyring's current target (status.podsAcknowledged).",
 		[]string{labelNamespace, labelName}, nil)
@@ -110,6 +118,10 @@ type snapshot struct {
 	pods, acked    int32
 	interval       time.Duration
 	stalled        bool
+	// source: the keyring has a key source; sourceSince is when its version in service began to
+	// seal (zero: none), sourceRefused whether KeySourceReady is False.
+	source, sourceRefused bool
+	sourceSince           time.Time
 }
 
 // New returns an unregistered Recorder; now is the clock used for the key age at scrape time.
@@ -149,6 +161,8 @@ func (r *Recorder) Describe(ch chan<- *prometheus.Desc) {
 	ch <- completedDesc
 	ch <- intervalDesc
 	ch <- stalledDesc
+	ch <- sourceAgeDesc
+	ch <- sourceRefusedDesc
 	ch <- podsDesc
 	ch <- podsAckedDesc
 	r.failed.Describe(ch)
@@ -173,7 +187,19 @@ func (r *Recorder) Collect(ch chan<- prometheus.Metric) {
 				float64(s.nextRotation.UnixNano())/1e9, k.Namespace, k.Name)
 		}
 		ch <- prometheus.MustNewConstMetric(completedDesc, prometheus.CounterValue, float64(s.completed), k.Namespace, k.Name)
-		ch <- prometheus.MustNewConstMetric(intervalDesc, prometheus.GaugeValue, s.interval.Seconds(), k.Namespace, k.Name)
+		if !s.source { // a key source's rotations follow the source, not an interval
+			ch <- prometheus.MustNewConstMetric(intervalDesc, prometheus.GaugeValue, s.interval.Seconds(), k.Namespace, k.Name)
+		}
+		if s.source {
+			if !s.sourceSince.IsZero() {
+				ch <- prometheus.MustNewConstMetric(sourceAgeDesc, prometheus.GaugeValue, now.Sub(s.sourceSince).Seconds(), k.Namespace, k.Name)
+			}
+			refused := 0.0
+			if s.sourceRefused {
+				refused = 1
+			}
+			ch <- prometheus.MustNewConstMetric(sourceRefusedDesc, prometheus.GaugeValue, refused, k.Namespace, k.Name)
+		}
 		stalled := 0.0
 		if s.stalled {
 			stalled = 1
@@ -189,7 +215,8 @@ func (r *Recorder) Collect(ch chan<- prometheus.Metric) {
 }
 
 // Observe records the state of a keyring from its status and its spec.rotationInterval: call it
-// after each reconcile. A ClusterMRTRKeyring is keyring {Namespace: "", Name: its name}. A keyring
+// after each reconcile. A keyring with a key source (status.keySource) has no interval series,
+// but the age of its source version and whether the source is refused. A ClusterMRTRKeyring is keyring {Namespace: "", Name: its name}. A keyring
 // without a phase yet (never reconciled) reports 0 for every phase.
 func (r *Recorder) Observe(keyring types.NamespacedName, interval time.Duration, st *mrtrv1alpha1.MRTRKeyringStatus) {
 	s := snapshot{phase: st.Phase, completed: st.RotationsCompleted, pods: st.PodCount, acked: st.PodsAcknowledged,
@@ -205,6 +232,14 @@ func (r *Recorder) Observe(keyring types.NamespacedName, interval time.Duration,
 	}
 	if st.NextRotationTime != nil {
 		s.nextRotation = st.NextRotationTime.Time
+	}
+	if ks := st.KeySource; ks != nil {
+		s.source = true
+		if ks.InServiceSince != nil {
+			s.sourceSince = ks.InServiceSince.Time
+		}
+		c := meta.FindStatusCondition(st.Conditions, mrtrv1alpha1.ConditionKeySourceReady)
+		s.sourceRefused = c != nil && c.Status == metav1.ConditionFalse
 	}
 	r.mu.Lock()
 	r.keyrings[keyring] = s

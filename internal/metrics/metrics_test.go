@@ -32,6 +32,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	consumermetrics "github.com/mrtr-dev/mrtr-operator/pkg/metrics"
 )
 
 var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
@@ -230,6 +231,11 @@ func TestShippedQueriesUseExportedMetrics(t *testing.T) {
 		Phase: mrtrv1alpha1.PhaseStable, NextRotationTime: &next, PodCount: 1, PodsAcknowledged: 1,
 		Keys: []mrtrv1alpha1.KeyStatus{{ID: "a", Role: mrtrv1alpha1.KeyPrimary, CreatedAt: metav1.NewTime(now)}},
 	}))
+	since := metav1.NewTime(now.Add(-time.Hour))
+	observe(r, keyring("sourced", mrtrv1alpha1.MRTRKeyringStatus{
+		Phase: mrtrv1alpha1.PhaseStable, KeySource: &mrtrv1alpha1.KeySourceStatus{Version: "v1", InServiceSince: &since},
+		Keys: []mrtrv1alpha1.KeyStatus{{ID: "v1", Role: mrtrv1alpha1.KeyPrimary, CreatedAt: since}},
+	}))
 	r.RotationFailed("mcp", "payments", mrtrv1alpha1.ReasonConflict)
 	r.PodsRestarted("mcp", "payments", 1)
 	r.RolloutWaited(mrtrv1alpha1.PhaseAccepting, time.Second)
@@ -240,6 +246,12 @@ func TestShippedQueriesUseExportedMetrics(t *testing.T) {
 	exported := map[string]bool{}
 	for _, mf := range mfs {
 		exported[mf.GetName()] = true
+	}
+	// The alerts of the group mrtr-consumers read what every consumer exports (docs/consumers.md,
+	// "Metrics"), under the names pkg/metrics declares.
+	for _, n := range []string{consumermetrics.TokensSealedTotal, consumermetrics.TokensOpenedTotal,
+		consumermetrics.KeyringInfo, consumermetrics.ReloadFailuresTotal, consumermetrics.AckStateGauge} {
+		exported[n] = true
 	}
 	used := regexp.MustCompile(`\bmrtr_[a-z_]+`)
 	for _, f := range []string{"prometheus/alerts.yaml", "grafana/mrtr-operator-dashboard.json"} {
@@ -256,5 +268,36 @@ func TestShippedQueriesUseExportedMetrics(t *testing.T) {
 				t.Errorf("%s uses %s, which the manager does not export", f, n)
 			}
 		}
+	}
+}
+
+// A keyring with a key source exports the age of its source version and whether the source is
+// refused, and no rotation interval (its rotations follow the source): the alert on a primary key
+// older than the interval cannot fire for it, the one on the source's age can.
+func TestKeySourceSeries(t *testing.T) {
+	r, reg := newRegistered(t)
+	since := metav1.NewTime(now.Add(-2 * time.Hour))
+	observe(r, keyring("sourced", mrtrv1alpha1.MRTRKeyringStatus{
+		Phase:     mrtrv1alpha1.PhaseStable,
+		KeySource: &mrtrv1alpha1.KeySourceStatus{Version: "v1", InServiceSince: &since},
+		Keys:      []mrtrv1alpha1.KeyStatus{{ID: "v1", Role: mrtrv1alpha1.KeyPrimary, CreatedAt: since}},
+		Conditions: []metav1.Condition{{Type: mrtrv1alpha1.ConditionKeySourceReady, Status: metav1.ConditionFalse,
+			Reason: mrtrv1alpha1.ReasonSourceNotFound}},
+	}))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			got[mf.GetName()] = m.GetGauge().GetValue()
+		}
+	}
+	if _, ok := got["mrtr_keyring_rotation_interval_seconds"]; ok {
+		t.Error("a keyring with a key source exports a rotation interval")
+	}
+	if got["mrtr_keyring_source_version_age_seconds"] != 7200 || got["mrtr_keyring_source_refused"] != 1 {
+		t.Errorf("source age %v, refused %v; want 7200 and 1", got["mrtr_keyring_source_version_age_seconds"], got["mrtr_keyring_source_refused"])
 	}
 }

@@ -195,6 +195,7 @@ func move(f facts) outcome {
 	o = gatePlaces(f, o)
 	o = nudgePods(f, o)
 	o = placeEvents(f, o)
+	o = trackSource(f, o)
 	if out := outages(f.in); out != "" && o.write != nil && len(f.in.Workloads) > 0 {
 		// A rotation restarts them three times.
 		o = o.event(corev1Warning, mrtrv1alpha1.EventRestartIsOutage, "Rotate", "rolling out keyring %s: %s", o.write.keyring.Fingerprint(), out)
@@ -238,6 +239,9 @@ func settleSecret(f facts, o outcome) (*keyring.Keyring, bool, outcome) {
 // createSecret writes a new keyring for a Secret that is absent: a fresh primary key and, when
 // nextKey is Staged, a fresh staged key.
 func createSecret(f facts, o outcome) outcome {
+	if f.in.Settings.Source {
+		return createFromSource(f, o)
+	}
 	n := 1
 	if f.in.Settings.Staged() {
 		n = 2
@@ -286,6 +290,11 @@ func advance(f facts, o outcome, kr *keyring.Keyring) outcome {
 // leaveStable starts a rotation once one is due or requested: by sealing with the staged key
 // (sealWithStaged), or else by adding a new key that every pod must accept first (Accepting).
 func leaveStable(f facts, o outcome, kr *keyring.Keyring) outcome {
+	if f.in.Settings.Source {
+		// The source, not the clock, says when: no schedule, no window, no rekey of its own.
+		o.status.NextRotationTime, o.status.NextWindow = nil, nil
+		return rotateToSource(f, o, kr)
+	}
 	o = scheduleRotation(f, o)
 	if f.rekey != "" && !f.in.Settings.Suspend {
 		return rekey(f, o, kr)
@@ -375,6 +384,9 @@ func leaveAccepting(f facts, o outcome, kr *keyring.Keyring) outcome {
 	}
 	o = o.event(corev1Normal, mrtrv1alpha1.EventKeySealing, "Rotate", "every pod accepts key %s: it seals from now on; keyring %s (keys %s)",
 		newest, next.Fingerprint(), strings.Join(next.IDs(), ", "))
+	if f.in.Settings.Source {
+		o = inService(f, o, newest)
+	}
 	return enter(f, o, change{phase: mrtrv1alpha1.PhaseSealingWithNew, keyring: next, write: true})
 }
 
@@ -415,6 +427,7 @@ func leaveWaitingTTL(f facts, o outcome, kr *keyring.Keyring) outcome {
 	if err != nil {
 		return o.cannotBuild(err)
 	}
+	o = retire(f, o, kr, removed)
 	if len(removed) > 0 || staged != "" {
 		o = o.event(corev1Normal, mrtrv1alpha1.EventKeyRemoved, "Rotate", "removed key(s) %s: every token sealed with them has expired; keyring %s (keys %s)",
 			strings.Join(removed, ", "), next.Fingerprint(), describeKeys(next, staged))
@@ -431,6 +444,10 @@ func leaveRemoving(f facts, o outcome, kr *keyring.Keyring) outcome {
 	o = scheduleFrom(f, o, f.now)
 	o.status.RotationsCompleted++
 	o = settle(f, o, kr)
+	if o.status.NextRotationTime == nil {
+		return o.event(corev1Normal, mrtrv1alpha1.EventRotationCompleted, "Rotate", "rotation completed; keys %s; the next rotation starts when source Secret %s holds a new key",
+			describeKeys(kr, f.staged), f.in.Source.Name)
+	}
 	return o.event(corev1Normal, mrtrv1alpha1.EventRotationCompleted, "Rotate", "rotation completed; keys %s; next rotation at %s",
 		describeKeys(kr, f.staged), o.status.NextRotationTime.UTC().Format(time.RFC3339))
 }

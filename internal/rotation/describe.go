@@ -34,11 +34,11 @@ import (
 // outcome alone, none reading what another one computed, so they may be derived in any order:
 // describe only composes them.
 func describe(f facts, o outcome) Decision {
-	conds, warning := conditions(f, o)
+	conds, warnings := conditions(f, o)
 	d := Decision{Stamp: o.stamp, StampTargets: o.stampTargets, Evict: o.evict, Nudge: o.nudge, Status: statusOf(f, o, conds),
 		RequeueAfter: nextDeadline(f.in, o.deadlines), Events: o.events, CopyTo: o.copyTo}
-	if warning != nil {
-		d.Events = append(slices.Clip(o.events), *warning)
+	if len(warnings) > 0 {
+		d.Events = append(slices.Clip(o.events), warnings...)
 	}
 	if len(f.in.Places) > 0 || len(f.in.Left) > 0 || f.in.Namespaces.PendingRekey != "" {
 		d.Namespaces = namespacesStatus(f, o)
@@ -173,12 +173,12 @@ func selectedStatus(v delivery) *mrtrv1alpha1.SelectedPodsStatus {
 // conditions are status.conditions: Ready, Reconciling and Stalled (kstatus), KeyRevoked and the
 // warnings, merged into the conditions the outcome's status holds; with the Warning event to emit
 // when Ready turns to a new problem.
-func conditions(f facts, o outcome) ([]metav1.Condition, *Event) {
+func conditions(f facts, o outcome) ([]metav1.Condition, []Event) {
 	in := f.in
 	ready, reconciling, stalled := kstatus(f, o)
-	var e *Event
+	var e []Event
 	if old := meta.FindStatusCondition(in.Status.Conditions, mrtrv1alpha1.ConditionReady); ready.Status == metav1.ConditionFalse && (old == nil || old.Reason != ready.Reason) {
-		e = &Event{Type: corev1Warning, Reason: ready.Reason, Action: "Reconcile", Note: ready.Message}
+		e = append(e, Event{Type: corev1Warning, Reason: ready.Reason, Action: "Reconcile", Note: ready.Message})
 	}
 	out := slices.Clone(o.status.Conditions) // the facts' copy stays as observed
 	conds := []metav1.Condition{ready, reconciling, stalled, revokedCondition(o.status.RevokedKeys)}
@@ -194,6 +194,14 @@ func conditions(f facts, o outcome) ([]metav1.Condition, *Event) {
 	}
 	if c := partiallyReady(f); c != nil {
 		conds = append(conds, *c)
+	}
+	if c, ev := sourceCondition(f, o); c != nil {
+		conds = append(conds, *c)
+		if ev != nil {
+			e = append(e, *ev)
+		}
+	} else {
+		meta.RemoveStatusCondition(&out, mrtrv1alpha1.ConditionKeySourceReady)
 	}
 	switch w := windowCondition(f, o); {
 	case in.Settings.Windows == nil:

@@ -29,7 +29,7 @@ import (
 type parts struct {
 	waiting   any
 	conds     any
-	event     *Event
+	event     []Event
 	requeue   time.Duration
 	counts    counts
 	workloads any
@@ -63,9 +63,9 @@ func checkParts(t *testing.T, step int, in Input) {
 		t.Fatalf("step %d: describe's parts changed the status observed or the one decided", step)
 	}
 	st := d.Status
-	var event *Event
+	var event []Event
 	if len(d.Events) > len(o.events) {
-		event = &d.Events[len(d.Events)-1]
+		event = d.Events[len(o.events):]
 	}
 	got := parts{waiting: st.WaitingFor, conds: st.Conditions, event: event, requeue: d.RequeueAfter,
 		counts:    counts{workloads: st.WorkloadCount, upToDate: st.WorkloadsUpToDate, pods: st.PodCount, acknowledged: st.PodsAcknowledged},

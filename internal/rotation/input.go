@@ -49,10 +49,14 @@ type Settings struct {
 	KeyBytes int
 	// Windows are spec.rotationWindows, parsed; nil when there are none (always open).
 	Windows *Windows
+	// Source: the keys come from a source Secret (spec.keySource type Secret), Input.Source; a
+	// rotation starts when it holds a new key, never by the interval, and nothing is staged.
+	Source bool
 }
 
-// Staged reports whether each rotation ends by staging the next key.
-func (s Settings) Staged() bool { return s.NextKey != mrtrv1alpha1.NextKeyAtRotation }
+// Staged reports whether each rotation ends by staging the next key: never with a key source,
+// whose next key nobody knows before the source holds it.
+func (s Settings) Staged() bool { return s.NextKey != mrtrv1alpha1.NextKeyAtRotation && !s.Source }
 
 // Reload reports whether the keyring's pods reload and acknowledge (rather than restart).
 func (s Settings) Reload() bool { return s.Delivery != mrtrv1alpha1.DeliveryRestart }
@@ -103,6 +107,7 @@ func SettingsFrom(spec mrtrv1alpha1.MRTRKeyringSpec) Settings {
 		NextKey:                cmp.Or(spec.NextKey, Defaults.NextKey),
 		KeyBytes:               max(int(spec.KeyBytes), Defaults.KeyBytes),
 		Windows:                ParseWindows(spec.RotationWindows),
+		Source:                 spec.KeySource.IsSecret(),
 	}
 	return s
 }
@@ -144,6 +149,8 @@ type SecretObservation struct {
 	Staged string
 	// Revoked are the ids the RevokedKeysAnnotation lists.
 	Revoked []string
+	// Retired are the source keys the RetiredKeysAnnotation lists (RetiredAt zero).
+	Retired []mrtrv1alpha1.RetiredSourceKey
 	// TokenTTL is the token lifetime the Secret declares to its readers (data key
 	// keyring.TokenTTLDataKey), 0 when it declares none or an invalid one.
 	TokenTTL time.Duration
@@ -181,6 +188,7 @@ func ObserveSecret(exists bool, secretType string, data map[string][]byte, annot
 		HandledRevokeSequence: handledSequence(annotations[mrtrv1alpha1.HandledRevokeSequenceAnnotation]),
 		Staged:                annotations[mrtrv1alpha1.StagedKeyAnnotation],
 		Revoked:               mrtrv1alpha1.ParseIDs(annotations[mrtrv1alpha1.RevokedKeysAnnotation]),
+		Retired:               parseRetired(annotations[mrtrv1alpha1.RetiredKeysAnnotation]),
 		TokenTTL:              declaredTTL(data[keyring.TokenTTLDataKey]),
 	}
 }
@@ -201,6 +209,7 @@ func (d Decision) SecretAnnotations() map[string]string {
 		mrtrv1alpha1.HandledRevokeSequenceAnnotation: handledSequenceValue(d.Status.LastHandledRevokeSequence),
 		mrtrv1alpha1.RevokedKeysAnnotation:           mrtrv1alpha1.FormatIDs(revoked),
 		mrtrv1alpha1.StagedKeyAnnotation:             d.SecretStaged,
+		mrtrv1alpha1.RetiredKeysAnnotation:           formatRetired(d.Status.KeySource),
 	}
 }
 
@@ -360,6 +369,9 @@ type Input struct {
 	// SecretName is the effective name of the keyring Secret.
 	SecretName string
 	Secret     SecretObservation
+	// Source is the source Secret as read (ObserveSource), with Settings.Source; State
+	// SourceUnused otherwise.
+	Source SourceObservation
 	// FreshKeys are newly generated keys of spec.keyBytes random bytes each; Step uses their bytes
 	// only when it adds keys (two at most: a new primary and a new staged key, when every key is
 	// revoked), under ids of its own choosing (NewKeyID). Their ids are ignored.

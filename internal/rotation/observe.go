@@ -61,6 +61,9 @@ func observe(in Input) facts {
 	}
 	f.status.TTLWaits = trackTTLWaits(f.status.TTLWaits, in.Settings.TTLWait())
 	f.status = restoreRecords(f.status, in.Secret, f.now)
+	if in.Settings.Source {
+		f.status = restoreRetired(f.status, in.Secret, f.now)
+	}
 	target := f.status.TargetFingerprint
 	if sec := in.Secret; sec.State == SecretValid {
 		f.staged = stagedKey(sec)

@@ -61,8 +61,16 @@ import (
 //     Warning that names the keys it holds; with spec.onLeave Rekey, a rotation to a fresh key
 //     starts as soon as the keyring is Stable, dropping the staged key the namespace holds.
 //
-// Nothing here reads a namespace's fields, so places in other clusters would be added to the
-// shell, not here.
+//   - a place in a member cluster the operator cannot reach (Place.Unreachable) is rotated but
+//     never caught up: its copy is unknown, so it is behind in every phase that waits for the
+//     copies (nothing is removed, no key it may lack is made primary, Accepting cannot pass), it
+//     is never written, stamped or evicted, and it stalls the phase after rolloutDeadline with a
+//     message naming it and why; once reachable again, its copy is written from the lead Secret.
+//     The shell gives an unreachable member one place of its own name when it cannot list its
+//     namespaces.
+//
+// Nothing here reads a namespace's fields, so places in other clusters are added by the shell,
+// which names them MEMBER/NAMESPACE: a place name may hold a "/", a pod or workload name not.
 
 // Place is one place as observed: raw facts only, which the rules above judge.
 type Place struct {
@@ -78,6 +86,9 @@ type Place struct {
 	// Secret there ("Forbidden: ...", with its reason first): the shell remembers it until a write
 	// succeeds or the Secret changes.
 	WriteRefused string
+	// Unreachable, when not empty, says why the member cluster of the place cannot be reached
+	// (never a credential): its Copy is unknown.
+	Unreachable string
 }
 
 // Ownership is what a Secret in a place says of whose it is: its labels and annotations, and what
@@ -107,7 +118,7 @@ func (c Claim) live() bool { return c.Exists && !c.Deleting }
 // conflict says, when the Secret in p is not one this keyring may write, why ("belongs to
 // MRTRKeyring web", "is immutable"); "" when it is (or there is none). self is the keyring's name.
 func (p Place) conflict(self string) string {
-	if p.Copy.State == SecretAbsent {
+	if p.Copy.State == SecretAbsent || p.Unreachable != "" {
 		return ""
 	}
 	o := p.Ownership
@@ -132,16 +143,19 @@ func (p Place) conflict(self string) string {
 
 // createRefused reports whether the API server refused to create the place's Secret: no pod there
 // holds a keyring of ours, so none can reject a token sealed with it.
-func (p Place) createRefused() bool { return p.WriteRefused != "" && p.Copy.State == SecretAbsent }
+func (p Place) createRefused() bool {
+	return p.WriteRefused != "" && p.Copy.State == SecretAbsent && p.Unreachable == ""
+}
 
 // rotated reports whether the place takes part in the rotation.
 func (p Place) rotated(self string) bool {
 	return !p.Terminating && p.conflict(self) == "" && !p.createRefused()
 }
 
-// holds reports whether the place's copy holds the keyring of fingerprint fp.
+// holds reports whether the place's copy holds the keyring of fingerprint fp: never while its
+// member is unreachable, since what it held when last seen may have changed.
 func (p Place) holds(fp string) bool {
-	return p.Copy.State == SecretValid && p.Copy.Keyring.Fingerprint() == fp
+	return p.Unreachable == "" && p.Copy.State == SecretValid && p.Copy.Keyring.Fingerprint() == fp
 }
 
 // rotatedPlaces filters in to what the rotation covers: the workloads and pods of the places it does
@@ -215,7 +229,7 @@ func copyTo(f facts, o outcome) []string {
 	}
 	var out []string
 	for _, p := range in.Places {
-		if !p.rotated(in.Name) && (!p.createRefused() || p.Terminating) {
+		if p.Unreachable != "" || !p.rotated(in.Name) && (!p.createRefused() || p.Terminating) {
 			continue
 		}
 		if !p.holds(fp) || p.Copy.TokenTTL != in.Settings.TokenTTL || !p.Copy.writtenByUs() || p.Ownership.WriterUID != in.UID {
@@ -251,7 +265,7 @@ func gatePlaces(f facts, o outcome) outcome {
 		}
 	}
 	o.stampTargets = slices.DeleteFunc(slices.Clone(o.stampTargets), func(ref string) bool {
-		place, _ := PlacedPod(ref)
+		place := refPlace(ref)
 		return place != "" && !f.in.placeHolds(place, o.stamp) && !copied[place]
 	})
 	return o
@@ -322,6 +336,11 @@ func placeEvents(f facts, o outcome) outcome {
 					"Secret %s/%s %s: it is never overwritten, and namespace %s is not rotated until it is removed",
 					p.Name, in.SecretName, c, p.Name)
 			}
+		case p.Unreachable != "":
+			if prev.State != mrtrv1alpha1.NamespaceUnreachable {
+				o = o.event(corev1Warning, mrtrv1alpha1.ReasonMemberUnreachable, "Rotate", "%s cannot be reached (%s): %s",
+					p.Name, p.Unreachable, unreachableEffect)
+			}
 		case p.WriteRefused != "":
 			if prev.State != mrtrv1alpha1.NamespaceWriteRefused {
 				o = o.event(corev1Warning, mrtrv1alpha1.EventWriteRefused, "Rotate", "the write of Secret %s/%s was refused (%s): %s",
@@ -347,6 +366,9 @@ func placeEvents(f facts, o outcome) outcome {
 	}
 	return o
 }
+
+// unreachableEffect says what an unreachable member means for the rotation.
+const unreachableEffect = "the rotation waits for it (and stalls after spec.rolloutDeadline): no key is removed and no key it may lack is made primary; its copies are written once it is reached"
 
 // refusedEffect says what a refused write means for the place.
 func refusedEffect(p Place) string {
@@ -386,6 +408,8 @@ func namespacesStatus(f facts, o outcome) mrtrv1alpha1.NamespacesStatus {
 		case c != "":
 			ns.Conflicts++
 			item.State, item.Message = mrtrv1alpha1.NamespaceConflict, fmt.Sprintf("Secret %s %s: it is never overwritten", in.SecretName, c)
+		case p.Unreachable != "":
+			item.State, item.Message = mrtrv1alpha1.NamespaceUnreachable, truncate(p.Unreachable+": "+unreachableEffect, 1024)
 		case p.WriteRefused != "":
 			ns.Refused++
 			item.State, item.Message = mrtrv1alpha1.NamespaceWriteRefused, truncate(p.WriteRefused+": "+refusedEffect(p), 1024)
@@ -403,7 +427,7 @@ func namespacesStatus(f facts, o outcome) mrtrv1alpha1.NamespacesStatus {
 		add(mrtrv1alpha1.NamespaceStatus{Name: p.Name, UID: p.UID, State: mrtrv1alpha1.NamespaceLeft,
 			Message: "no longer selected: not rotated, and no revocation reaches it; its Secret stays"})
 	}
-	for _, s := range []mrtrv1alpha1.NamespaceState{mrtrv1alpha1.NamespaceBehind, mrtrv1alpha1.NamespaceWriteRefused, mrtrv1alpha1.NamespaceConflict,
+	for _, s := range []mrtrv1alpha1.NamespaceState{mrtrv1alpha1.NamespaceUnreachable, mrtrv1alpha1.NamespaceBehind, mrtrv1alpha1.NamespaceWriteRefused, mrtrv1alpha1.NamespaceConflict,
 		mrtrv1alpha1.NamespaceLeft, mrtrv1alpha1.NamespaceUpToDate} {
 		g := groups[s]
 		slices.SortFunc(g, func(a, b mrtrv1alpha1.NamespaceStatus) int { return cmp.Compare(a.Name, b.Name) })
@@ -437,9 +461,14 @@ func partiallyReady(f facts) *metav1.Condition {
 		case p.Terminating:
 		case c != "":
 			failing = append(failing, fmt.Sprintf("%s (Secret %s)", p.Name, c))
+		case p.Unreachable != "":
+			failing = append(failing, fmt.Sprintf("%s (unreachable: %s)", p.Name, p.Unreachable))
+			reason = mrtrv1alpha1.ReasonMemberUnreachable
 		case p.WriteRefused != "":
 			failing = append(failing, fmt.Sprintf("%s (%s)", p.Name, p.WriteRefused))
-			reason = mrtrv1alpha1.ReasonWriteRefused
+			if reason != mrtrv1alpha1.ReasonMemberUnreachable {
+				reason = mrtrv1alpha1.ReasonWriteRefused
+			}
 		}
 	}
 	if len(failing) == 0 {
@@ -468,8 +497,15 @@ func copiesBlocked(f facts, v delivery, deadline time.Duration) *stall {
 	reason := mrtrv1alpha1.ReasonRolloutDeadlineExceeded
 	named := make([]string, 0, min(len(v.behind), maxNamed+1))
 	for _, name := range v.behind[:min(len(v.behind), maxNamed+1)] {
-		if p, _ := f.in.place(name); p.WriteRefused != "" {
-			reason = mrtrv1alpha1.ReasonWriteRefused
+		switch p, _ := f.in.place(name); {
+		case p.Unreachable != "":
+			// An unreachable member outranks a refused write: no write can be tried there.
+			reason = mrtrv1alpha1.ReasonMemberUnreachable
+			name += " (unreachable: " + p.Unreachable + ")"
+		case p.WriteRefused != "":
+			if reason != mrtrv1alpha1.ReasonMemberUnreachable {
+				reason = mrtrv1alpha1.ReasonWriteRefused
+			}
 			name += " (" + p.WriteRefused + ")"
 		}
 		named = append(named, name)
@@ -487,12 +523,26 @@ func placeName(place, name string) string {
 }
 
 // PlacedPod splits a pod name of Decision.Evict or Decision.Nudge into its place ("" for none) and
-// its name: a pod's name holds no "/".
+// its name: a pod's name holds no "/", a place's may (MEMBER/NAMESPACE), so the last one splits.
 func PlacedPod(qualified string) (place, name string) {
-	if place, name, ok := strings.Cut(qualified, "/"); ok {
-		return place, name
+	if i := strings.LastIndex(qualified, "/"); i >= 0 {
+		return qualified[:i], qualified[i+1:]
 	}
 	return "", qualified
+}
+
+// refPlace is the place of a workload reference of Decision.StampTargets ("" for none): what
+// precedes its "Kind/name", which may itself hold a "/" (MEMBER/NAMESPACE).
+func refPlace(qualified string) string {
+	kindAt := strings.LastIndex(qualified, "/")
+	if kindAt < 0 {
+		return ""
+	}
+	placeEnd := strings.LastIndex(qualified[:kindAt], "/")
+	if placeEnd < 0 {
+		return ""
+	}
+	return qualified[:placeEnd]
 }
 
 // PlacedRef is a workload reference ("Kind/name") as Decision.StampTargets names it in place.

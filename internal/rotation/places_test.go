@@ -17,6 +17,7 @@ limitations under the License.
 package rotation
 
 import (
+	"bytes"
 	"fmt"
 	mathrand "math/rand/v2"
 	"slices"
@@ -194,6 +195,27 @@ func TestPlacesStep(t *testing.T) {
 			},
 			phase: mrtrv1alpha1.PhaseAccepting, copyTo: []string{"t2"}, events: []string{"NamespaceJoined"},
 			items: []string{"t2=Behind", "t1=UpToDate"},
+		},
+		"a member that cannot be reached holds the phase, is never written, and is reported once": {
+			edit: func(in *Input) {
+				in.Places = append(in.Places, Place{Name: "west", Unreachable: "cache not synced within 30s: connection refused"})
+			},
+			phase: mrtrv1alpha1.PhaseAccepting, events: []string{mrtrv1alpha1.ReasonMemberUnreachable},
+			items: []string{"west=Unreachable", "t1=UpToDate", "t2=UpToDate"},
+		},
+		"a namespace of a member no longer reached holds the phase though its copy held the keyring when last seen": {
+			edit: func(in *Input) {
+				in.Places[1].Unreachable = "Get https://west:6443/readyz: connection refused"
+				in.Namespaces.Items = []mrtrv1alpha1.NamespaceStatus{{Name: "t2", UID: "uid-t2", State: mrtrv1alpha1.NamespaceUnreachable}}
+			},
+			phase: mrtrv1alpha1.PhaseAccepting, items: []string{"t2=Unreachable", "t1=UpToDate"},
+		},
+		"a member reached again is written from the lead Secret, and the phase waits for its copies": {
+			edit: func(in *Input) {
+				in.Places[1] = copyOf(t, "t2", mrtrv1alpha1.PhaseStable, a)
+				in.Namespaces.Items = []mrtrv1alpha1.NamespaceStatus{{Name: "t2", UID: "uid-t2", State: mrtrv1alpha1.NamespaceUnreachable}}
+			},
+			phase: mrtrv1alpha1.PhaseAccepting, copyTo: []string{"t2"}, items: []string{"t2=Behind", "t1=UpToDate"},
 		},
 		"a namespace already reported as left is not announced again": {
 			edit: func(in *Input) {
@@ -665,5 +687,102 @@ func TestRejoinedPlaceRestartsTheTTLWait(t *testing.T) {
 	d = Step(in)
 	if d.Status.Phase != mrtrv1alpha1.PhaseWaitingTTL || d.Status.TTLWaitUntil == nil || d.Status.TTLWaitUntil.Time.Before(now.Add(in.Settings.TTLWait())) {
 		t.Fatalf("phase %s, wait until %v: want the whole TTL wait again from now", d.Status.Phase, d.Status.TTLWaitUntil)
+	}
+}
+
+// With a key source the operator makes no key: a rekey owed to a namespace that left waits for the
+// source's next key, and the rotation to it is the rekey.
+func TestRekeyOnLeaveWithAKeySource(t *testing.T) {
+	a := "k20260101-000000"
+	src := bytes.Repeat([]byte{'N'}, 32)
+	stable := func(source SourceObservation) Input {
+		st := status(t, mrtrv1alpha1.PhaseStable, time.Hour, a)
+		sec := ours(t, mrtrv1alpha1.PhaseStable, a)
+		sec.WrittenAt = writtenAt
+		in := clustered(reloadInput(st, sec, placed("t1", fp(t, a), "p1")))
+		in.Secret = sec
+		in.Settings.Source, in.Settings.NextKey = true, mrtrv1alpha1.NextKeyAtRotation
+		in.Source = source
+		in.OnLeave = mrtrv1alpha1.OnLeaveRekey
+		in.Places = []Place{copyOf(t, "t1", mrtrv1alpha1.PhaseStable, a)}
+		in.Left = []Place{leftPlace(t, "t0", ourCopy, a)}
+		in.Namespaces.Items = []mrtrv1alpha1.NamespaceStatus{{Name: "t0", State: mrtrv1alpha1.NamespaceUpToDate}}
+		return in
+	}
+	// The source Secret is missing: owed, nothing starts.
+	d := Step(stable(ObserveSource(false, "src", "key", nil, nil)))
+	if d.Status.Phase != mrtrv1alpha1.PhaseStable || d.Secret != nil || !strings.Contains(d.Namespaces.PendingRekey, "t0") {
+		t.Fatalf("no source key: phase %s, write %v, pending %q", d.Status.Phase, d.Secret, d.Namespaces.PendingRekey)
+	}
+	// A new source key: the rotation to it starts, and settles what was owed.
+	d = Step(stable(ObserveSource(true, "src", "key", map[string][]byte{"key": src}, nil)))
+	if d.Status.Phase != mrtrv1alpha1.PhaseAccepting || d.Secret == nil || d.Namespaces.PendingRekey != "" {
+		t.Fatalf("new source key: phase %s, write %v, pending %q", d.Status.Phase, d.Secret, d.Namespaces.PendingRekey)
+	}
+	if ids := d.Secret.IDs(); len(ids) != 2 || ids[1] != SourceKeyID(SourceDigest(src)) {
+		t.Fatalf("keys %v: want %s then the source's key", ids, a)
+	}
+}
+
+// TestUnreachableMemberHoldsEveryPhase: in each phase that waits for the copies, a member the
+// operator cannot reach holds the phase however far the rest has come, removes no key, is never
+// written, and stalls the phase after rolloutDeadline naming the member and why; without it the
+// same input moves on, so the hold is the member's.
+func TestUnreachableMemberHoldsEveryPhase(t *testing.T) {
+	a, b := "k20260101-000000", "k20260806-120000"
+	const why = "cache not synced within 30s: dial tcp 10.0.0.9:6443: connection refused"
+	for _, c := range []struct {
+		phase mrtrv1alpha1.Phase
+		ids   []string
+	}{
+		{mrtrv1alpha1.PhaseAccepting, []string{a, b}},
+		{mrtrv1alpha1.PhaseSealingWithNew, []string{b, a}},
+	} {
+		t.Run(string(c.phase), func(t *testing.T) {
+			held := fp(t, c.ids...)
+			in := clustered(reloadInput(status(t, c.phase, 11*time.Minute, c.ids...), ours(t, c.phase, c.ids...),
+				placed("t1", held, "p1"), placed("west/t2", held, "p2")))
+			in.Places = []Place{copyOf(t, "t1", c.phase, c.ids...), copyOf(t, "west/t2", c.phase, c.ids...)}
+			if d := Step(in); d.Status.Phase == c.phase {
+				t.Fatalf("with every member reached the phase stays %s (waiting for %+v): the test proves nothing", c.phase, d.Status.WaitingFor)
+			}
+			in.Places[1].Unreachable = why
+			d := Step(in)
+			if d.Status.Phase != c.phase {
+				t.Fatalf("phase %s, want %s held by the unreachable member", d.Status.Phase, c.phase)
+			}
+			if slices.Contains(d.CopyTo, "west/t2") || len(d.Evict) != 0 || len(d.StampTargets) != 0 {
+				t.Fatalf("CopyTo %v, Evict %v, StampTargets %v: nothing may be written to or done in an unreachable member", d.CopyTo, d.Evict, d.StampTargets)
+			}
+			ids := make([]string, 0, len(d.Status.Keys))
+			for _, k := range d.Status.Keys {
+				ids = append(ids, k.ID)
+			}
+			for _, id := range c.ids {
+				if !slices.Contains(ids, id) {
+					t.Fatalf("keys %v: key %s was removed while a member could not be reached", ids, id)
+				}
+			}
+			stalled := meta.FindStatusCondition(d.Status.Conditions, mrtrv1alpha1.ConditionStalled)
+			if stalled == nil || stalled.Status != metav1.ConditionTrue || stalled.Reason != mrtrv1alpha1.ReasonMemberUnreachable ||
+				!strings.Contains(stalled.Message, "west/t2 (unreachable: "+why+")") {
+				t.Fatalf("Stalled %+v: want True, MemberUnreachable, naming west/t2 and why", stalled)
+			}
+		})
+	}
+}
+
+// TestPlacedPodSplitsAtTheLastSlash: a place of a member is MEMBER/NAMESPACE; the pod's name is
+// what follows the last "/", a workload's reference the last two segments.
+func TestPlacedPodSplitsAtTheLastSlash(t *testing.T) {
+	for q, want := range map[string][2]string{"p": {"", "p"}, "ns/p": {"ns", "p"}, "west/ns/p": {"west/ns", "p"}} {
+		if place, name := PlacedPod(q); place != want[0] || name != want[1] {
+			t.Errorf("PlacedPod(%q) = %q, %q; want %q, %q", q, place, name, want[0], want[1])
+		}
+	}
+	for ref, want := range map[string]string{"Deployment/web": "", "ns/Deployment/web": "ns", "west/ns/Deployment/web": "west/ns"} {
+		if got := refPlace(ref); got != want || PlacedRef(want, "Deployment/web") != ref {
+			t.Errorf("refPlace(%q) = %q, want %q (the inverse of PlacedRef)", ref, got, want)
+		}
 	}
 }

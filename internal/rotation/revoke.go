@@ -56,6 +56,7 @@ func revoke(f facts, o outcome, kr *keyring.Keyring) (outcome, bool) {
 	if err != nil {
 		return o.cannotBuild(err), true
 	}
+	o = retire(f, o, kr, gone)
 
 	var what string
 	switch {
@@ -177,6 +178,11 @@ func without(f facts, st mrtrv1alpha1.MRTRKeyringStatus, kr *keyring.Keyring, dr
 		staged = ""
 	}
 	fresh := newKeys(f, st, kr, 2)
+	if key, ok := sourceKey(f, st, kr); ok && !drop[key.ID()] {
+		// A keyring with a source fills in with the source's new key, when it holds one; else a
+		// stand-in generated key, so that the revoked keys leave every pod at once.
+		fresh[0] = key
+	}
 	next, err := kr, error(nil)
 	if successor := successor(kr, drop, roles); successor == "" {
 		// Every key is revoked: a fresh one seals.

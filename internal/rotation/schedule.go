@@ -34,6 +34,10 @@ import (
 // both directions, instead of at the time computed from the old one (up to a month away). With
 // spec.rotationWindows it is the first moment at or after that in a window (windowed).
 func scheduleRotation(f facts, o outcome) outcome {
+	if f.in.Settings.Source {
+		o.status.NextRotationTime, o.status.NextWindow = nil, nil
+		return o
+	}
 	interval := f.in.Settings.RotationInterval
 	base := o.status.LastRotationTime
 	if len(o.status.Keys) > 0 && base == nil {
@@ -83,6 +87,10 @@ func scheduleRotation(f facts, o outcome) outcome {
 // scheduleFrom schedules the next rotation one rotationInterval after from (the rotation that
 // ends, the key made), moved into a window (windowed) at once: no later pass may come before it.
 func scheduleFrom(f facts, o outcome, from metav1.Time) outcome {
+	if f.in.Settings.Source {
+		o.status.NextRotationTime, o.status.NextWindow = nil, nil
+		return o
+	}
 	due := from.Add(f.in.Settings.RotationInterval).Truncate(time.Second)
 	at, win, _ := windowed(f.in.Settings.Windows, due, due)
 	next := metav1.NewTime(at)
@@ -154,6 +162,9 @@ func windowed(w *Windows, due, now time.Time) (at time.Time, win *mrtrv1alpha1.R
 // fleet the restarts of rotations nobody asked for. A request keeps the schedule's until: the
 // rotation may be held back (sealWithStaged), and its stall counts from the due time (dueBlocked).
 func rotationDue(in Input, st mrtrv1alpha1.MRTRKeyringStatus) verdict {
+	if in.Settings.Source {
+		return sourceDue(in, st)
+	}
 	request := in.RotateRequest
 	// Handled once for this Secret, by this keyring (status) or by an earlier one of the same name
 	// (the Secret's annotation): never again.

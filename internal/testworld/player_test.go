@@ -115,14 +115,17 @@ func TestPlayerKeepsUp(t *testing.T) {
 	must(t, c.Update(ctx, d))
 	rolled(fp2)
 
-	mu.Lock()
-	defer mu.Unlock()
-	if len(rolledOut) == 0 || rolledOut[len(rolledOut)-1] != fp2 {
-		t.Errorf("OnRolledOut saw %v; want it to end with %s", rolledOut, fp2)
+	// The Player calls its hooks after its writes land, so the test sees a write a moment before
+	// the hook that reports it: wait for the hooks, rather than read them once.
+	endsWith := func(seen *[]string, fp string) func() bool {
+		return func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(*seen) > 0 && (*seen)[len(*seen)-1] == fp
+		}
 	}
-	if len(acknowledged) == 0 || acknowledged[len(acknowledged)-1] != fp2 {
-		t.Errorf("OnAcknowledged saw %v; want it to end with %s", acknowledged, fp2)
-	}
+	eventually(t, "OnRolledOut reporting "+fp2, endsWith(&rolledOut, fp2))
+	eventually(t, "OnAcknowledged reporting "+fp2, endsWith(&acknowledged, fp2))
 }
 
 func keyringJSON(t *testing.T, id string) []byte {

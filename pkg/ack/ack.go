@@ -35,6 +35,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mrtr-dev/mrtr-operator/pkg/metrics"
 )
 
 // AnnotationPrefix starts every acknowledgement annotation key.
@@ -96,6 +98,10 @@ type Config struct {
 	ServiceAccountDir string
 	// OnError receives every failed attempt (never key bytes, never the token); nil discards them.
 	OnError func(error)
+	// Metrics is told each change of the acknowledgement's state (metrics.AckPending when a new
+	// fingerprint is reported, metrics.AckAcknowledged when the API server accepted the latest,
+	// metrics.AckRetrying after a failed attempt); nil records nothing.
+	Metrics metrics.Recorder
 	// MinBackoff and MaxBackoff bound the exponential backoff between failed attempts (with jitter): default 200ms and 30s.
 	MinBackoff, MaxBackoff time.Duration
 	// Timeout bounds one request: default 10s.
@@ -111,15 +117,18 @@ type Reporter struct {
 	tokenPath string
 	client    *http.Client
 	onError   func(error)
+	rec       metrics.Recorder
 
 	minBackoff, maxBackoff, timeout time.Duration
 
-	mu     sync.Mutex // guards latest, acked and onPod
+	mu     sync.Mutex // guards latest, acked, onPod and state
 	latest string     // the last fingerprint reported
 	acked  string     // the last fingerprint the API server accepted
 	// onPod is the fingerprint the Pod is known to carry: acked after an accepted request, "" after
 	// a failed one, whose PATCH the API server may have applied although its answer was lost.
 	onPod string
+	// state is the last state told to rec, "" before the first Report.
+	state metrics.AckState
 
 	// wake holds a token when Report changed latest since Run last looked: one slot, so Report
 	// never blocks and any number of Reports coalesce into one wake-up.
@@ -161,6 +170,7 @@ func New(c Config) (*Reporter, error) {
 		key:        AnnotationKey(c.Secret),
 		tokenPath:  filepath.Join(dir, "token"),
 		onError:    c.OnError,
+		rec:        metrics.OrNop(c.Metrics),
 		minBackoff: cmp.Or(c.MinBackoff, defaultMinBackoff),
 		maxBackoff: cmp.Or(c.MaxBackoff, defaultMaxBackoff),
 		timeout:    cmp.Or(c.Timeout, defaultTimeout),

@@ -32,6 +32,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/pkg/metrics"
 )
 
 // userAgent names this package in the API server's audit log.
@@ -62,6 +63,13 @@ func (r *Reporter) Report(fingerprint string) {
 	r.mu.Lock()
 	changed := fingerprint != r.latest
 	r.latest = fingerprint
+	if changed {
+		if fingerprint == r.onPod {
+			r.setState(metrics.AckAcknowledged) // back to what the Pod carries: nothing to send
+		} else {
+			r.setState(metrics.AckPending)
+		}
+	}
 	r.mu.Unlock()
 	if !changed {
 		return // nothing Run does not know already; in particular, no retry out of its backoff
@@ -183,9 +191,25 @@ func (r *Reporter) settle(fp string, err error) {
 	defer r.mu.Unlock()
 	if err != nil {
 		r.onPod = ""
+		r.setState(metrics.AckRetrying)
 		return
 	}
 	r.acked, r.onPod = fp, fp
+	if fp == r.latest {
+		r.setState(metrics.AckAcknowledged)
+	} else {
+		r.setState(metrics.AckPending) // a newer fingerprint came meanwhile; Run sends it next
+	}
+}
+
+// setState tells the Recorder of a new state, once per change. r.mu is held, so that the Recorder
+// sees the states in the order they happened.
+func (r *Reporter) setState(st metrics.AckState) {
+	if st == r.state {
+		return
+	}
+	r.state = st
+	r.rec.AckStateChanged(st)
 }
 
 // backoff returns the pause after the n-th failure in a row (n ≥ 1): uniformly random in the upper half

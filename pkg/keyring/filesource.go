@@ -32,6 +32,8 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/mrtr-dev/mrtr-operator/pkg/metrics"
 )
 
 // Defaults of a FileSource.
@@ -101,6 +103,7 @@ type FileSource struct {
 	debounce time.Duration
 	resync   time.Duration
 	onError  func(error)
+	rec      metrics.Recorder
 	read     func(path string) ([]byte, error) // readFile; tests interpose to see or stage each read
 	wait     func(time.Duration)               // the pause between reads, time.Sleep; tests record it
 
@@ -154,6 +157,13 @@ func WithResyncInterval(d time.Duration) FileOption { return func(s *FileSource)
 // Reload.
 func WithErrorHandler(f func(error)) FileOption { return func(s *FileSource) { s.onError = f } }
 
+// WithMetrics sets the Recorder told of every keyring put in service (the first one, read by
+// NewFileSource, too) by its fingerprint, and of every failed reload (counted as the Errors of
+// Stats are, watch failures aside). The default records nothing.
+func WithMetrics(r metrics.Recorder) FileOption {
+	return func(s *FileSource) { s.rec = metrics.OrNop(r) }
+}
+
 // NewFileSource reads and validates the keyring at path, following symlinks, reading until two reads
 // agree as Reload does. It fails if the file cannot be read or is not a valid keyring: a workload
 // should not start without keys. Call Start to follow changes.
@@ -166,6 +176,7 @@ func NewFileSource(path string, opts ...FileOption) (*FileSource, error) {
 		watching: make(chan struct{}),
 		read:     readFile,
 		wait:     time.Sleep,
+		rec:      metrics.Nop{},
 	}
 	for _, o := range opts {
 		if o == nil {
@@ -189,6 +200,7 @@ func NewFileSource(path string, opts ...FileOption) (*FileSource, error) {
 	}
 	s.lastSum = contentSum(data)
 	s.current.Store(r)
+	s.rec.KeyringInService(r.Fingerprint())
 	return s, nil
 }
 
@@ -259,6 +271,7 @@ func (s *FileSource) Reload() error {
 	if err != nil {
 		s.lastSum = nil // so the same bytes are parsed again once readable
 		s.setLastErr(err)
+		s.rec.ReloadFailed()
 		s.report(err)
 		return err
 	}
@@ -272,6 +285,7 @@ func (s *FileSource) Reload() error {
 	r, err := s.parseFiles(data)
 	if err != nil {
 		s.setLastErr(err)
+		s.rec.ReloadFailed()
 		s.report(err)
 		return err
 	}
@@ -281,6 +295,7 @@ func (s *FileSource) Reload() error {
 	}
 	s.current.Store(r)
 	s.changes.Add(1)
+	s.rec.KeyringInService(r.Fingerprint())
 	s.mu.Lock()
 	listeners := slices.Clone(s.listeners)
 	s.mu.Unlock()

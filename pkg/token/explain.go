@@ -19,6 +19,8 @@ package token
 import (
 	"strings"
 	"time"
+
+	"github.com/mrtr-dev/mrtr-operator/pkg/metrics"
 )
 
 // Check names one of the checks by which Open rejects a token, in the order the codecs run them
@@ -61,6 +63,28 @@ const (
 	// which its scope binds together.
 	CheckBinding Check = "binding"
 )
+
+// Result is the metrics.Result that an open ending with this check counts under (the empty Check:
+// the token opened). Several checks share a result: the result names what went wrong for whoever
+// watches a fleet, the check where the codec saw it.
+func (c Check) Result() metrics.Result {
+	switch c {
+	case "":
+		return metrics.OK
+	case CheckSize:
+		return metrics.TooLarge
+	case CheckKeyID:
+		return metrics.UnknownKey
+	case CheckMAC, CheckAuthTag:
+		return metrics.BadMAC
+	case CheckExpired, CheckNotYetValid, CheckLifetime:
+		return metrics.Expired
+	case CheckPrincipal, CheckParams, CheckBinding:
+		return metrics.BindingMismatch
+	default: // CheckFormat, CheckPayload
+		return metrics.Malformed
+	}
+}
 
 // The codec names of Info.Codec and RejectError.Codec.
 const (

@@ -28,6 +28,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/pkg/metrics"
 )
 
 // CodecRS2 names the tokens of rmcp's keyed request-state codec (crates.io rmcp,
@@ -66,6 +67,7 @@ type RS2Option func(*rs2Config)
 type rs2Config struct {
 	ttl, skew time.Duration
 	now       func() time.Time
+	rec       metrics.Recorder
 	errors    []error
 }
 
@@ -108,6 +110,18 @@ func RS2Clock(now func() time.Time) RS2Option {
 	}
 }
 
+// RS2Metrics sets the Recorder that counts the tokens the codec seals and opens, as SignedMetrics
+// does for a Signed codec; the default records nothing.
+func RS2Metrics(r metrics.Recorder) RS2Option {
+	return func(c *rs2Config) {
+		if r == nil {
+			c.errors = append(c.errors, &ConfigError{Field: "RS2Metrics", Reason: reasonNil})
+			return
+		}
+		c.rec = r
+	}
+}
+
 // RS2 is rmcp's rs2 codec over a keyring: the keyring's key ids are the tokens' kids, its first key
 // seals, and every key opens the tokens that name it. Seal and Open take rmcp's arguments, a payload
 // and associated data (ad) that the tag binds but the token does not carry: bind the request and
@@ -121,6 +135,7 @@ type RS2 struct {
 	src       keyring.Source
 	ttl, skew int64 // milliseconds
 	now       func() time.Time
+	rec       metrics.Recorder
 	keys      atomic.Pointer[rs2Keys]
 }
 
@@ -130,7 +145,7 @@ func NewRS2(src keyring.Source, opts ...RS2Option) (*RS2, error) {
 	if src == nil {
 		return nil, &ConfigError{Field: fieldSrc, Reason: "is nil: the RS2 codec needs a keyring source"}
 	}
-	c := rs2Config{ttl: DefaultRS2TTL, skew: DefaultSealedClockSkew, now: time.Now}
+	c := rs2Config{ttl: DefaultRS2TTL, skew: DefaultSealedClockSkew, now: time.Now, rec: metrics.Nop{}}
 	for _, o := range opts {
 		if o == nil {
 			return nil, &ConfigError{Field: "RS2Option", Reason: reasonNil}
@@ -140,7 +155,7 @@ func NewRS2(src keyring.Source, opts ...RS2Option) (*RS2, error) {
 	if len(c.errors) > 0 {
 		return nil, c.errors[0]
 	}
-	return &RS2{src: src, ttl: c.ttl.Milliseconds(), skew: c.skew.Milliseconds(), now: c.now}, nil
+	return &RS2{src: src, ttl: c.ttl.Milliseconds(), skew: c.skew.Milliseconds(), now: c.now, rec: c.rec}, nil
 }
 
 // String describes the codec without key material.
@@ -171,7 +186,9 @@ func (c *RS2) Seal(ad, payload []byte) (string, error) {
 		return "", &ConfigError{Field: "payload", Reason: fmt.Sprintf(
 			"is too large: the token would be %d bytes, more than the %d Open accepts", size, MaxRS2TokenBytes)}
 	}
-	return string(appendRS2(k.id, k.secret, ad, payload, now+c.ttl)), nil
+	tok := string(appendRS2(k.id, k.secret, ad, payload, now+c.ttl))
+	c.rec.TokenSealed(CodecRS2)
+	return tok, nil
 }
 
 // Open returns the payload of an rs2 token that a key of the current keyring sealed for ad, if it
@@ -179,6 +196,7 @@ func (c *RS2) Seal(ad, payload []byte) (string, error) {
 // check failed.
 func (c *RS2) Open(token string, ad []byte) ([]byte, error) {
 	r := c.open(token, ad)
+	c.rec.TokenOpened(CodecRS2, r.check.Result())
 	if r.check != "" {
 		return nil, ErrInvalid
 	}

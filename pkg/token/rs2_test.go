@@ -367,3 +367,60 @@ func TestRS2Shape(t *testing.T) {
 		t.Errorf("five parts: %v", err)
 	}
 }
+
+// TestRS2DeclaredTTLVectors runs testdata/rs2/token-ttl.json, which the Rust crate's tests run too:
+// a TTL within the keyring's token-ttl seals tokens that live exactly the TTL; a longer one is
+// refused, never shortened, and the refusal names the tokenTTL to change.
+func TestRS2DeclaredTTLVectors(t *testing.T) {
+	raw, err := os.ReadFile("testdata/rs2/token-ttl.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Cases []struct {
+			Name     string `json:"name"`
+			TTL      int64  `json:"ttl_s"`
+			TokenTTL *int64 `json:"token_ttl_s"`
+			Seals    bool   `json:"seals"`
+		} `json:"cases"`
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Cases) == 0 {
+		t.Fatal("no cases")
+	}
+	now := time.UnixMilli(1_700_000_000_000)
+	for _, tc := range doc.Cases {
+		t.Run(tc.Name, func(t *testing.T) {
+			r, err := keyring.New(keyring.NewKey("a", rs2SecretA))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.TokenTTL != nil {
+				r = r.WithMaxTokenTTL(time.Duration(*tc.TokenTTL) * time.Second)
+			}
+			c, err := NewRS2(keyring.Static(r), RS2TTL(time.Duration(tc.TTL)*time.Second), RS2Clock(func() time.Time { return now }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tok, err := c.Seal([]byte("ad"), []byte("state"))
+			if !tc.Seals {
+				if !IsConfigError(err) || !strings.Contains(err.Error(), "tokenTTL") {
+					t.Fatalf("Seal = %q, %v; want a ConfigError naming tokenTTL", tok, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := c.Explain(tok, []byte("ad"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := info.Expires.Sub(now); got != time.Duration(tc.TTL)*time.Second {
+				t.Errorf("lives %v, want %ds", got, tc.TTL)
+			}
+		})
+	}
+}

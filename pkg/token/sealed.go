@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/pkg/metrics"
 	"github.com/mrtr-dev/mrtr-operator/pkg/token/internal/canonical"
 )
 
@@ -76,6 +77,7 @@ type SealedOption func(*sealedConfig)
 type sealedConfig struct {
 	ttl, anonTTL, skew time.Duration
 	now                func() time.Time
+	rec                metrics.Recorder
 	errors             []error
 }
 
@@ -133,6 +135,18 @@ func SealedClock(now func() time.Time) SealedOption {
 	}
 }
 
+// SealedMetrics sets the Recorder that counts the tokens the codec seals and opens, as SignedMetrics
+// does for a Signed codec; the default records nothing.
+func SealedMetrics(r metrics.Recorder) SealedOption {
+	return func(c *sealedConfig) {
+		if r == nil {
+			c.fail("SealedMetrics", reasonNil)
+			return
+		}
+		c.rec = r
+	}
+}
+
 // Sealed is the AES-256-GCM codec: the state is confidential and the token is bound to the protocol
 // version, method, server, principal and salient params of the request. It is safe for concurrent use.
 type Sealed struct {
@@ -140,6 +154,7 @@ type Sealed struct {
 	server             string
 	ttl, anonTTL, skew int64 // seconds
 	now                func() time.Time
+	rec                metrics.Recorder
 	keys               atomic.Pointer[sealedKeys]
 }
 
@@ -156,7 +171,7 @@ func NewSealed(src keyring.Source, server string, opts ...SealedOption) (*Sealed
 	if server == "" {
 		return nil, &ConfigError{Field: "server", Reason: "is empty: name the server identity every token is bound to"}
 	}
-	c := sealedConfig{ttl: DefaultSealedTTL, skew: DefaultSealedClockSkew, now: time.Now}
+	c := sealedConfig{ttl: DefaultSealedTTL, skew: DefaultSealedClockSkew, now: time.Now, rec: metrics.Nop{}}
 	for _, o := range opts {
 		if o == nil {
 			return nil, &ConfigError{Field: "SealedOption", Reason: reasonNil}
@@ -179,6 +194,7 @@ func NewSealed(src keyring.Source, server string, opts ...SealedOption) (*Sealed
 		anonTTL: int64(c.anonTTL / time.Second),
 		skew:    int64(c.skew / time.Second),
 		now:     c.now,
+		rec:     c.rec,
 	}, nil
 }
 
@@ -270,6 +286,7 @@ func (s *Sealed) Seal(b Binding, state json.RawMessage) (string, error) {
 	enc := sealedB64.AppendEncode(sc.enc[:0], raw)
 	sc.enc = enc
 	out.Write(enc)
+	s.rec.TokenSealed(CodecSealed)
 	return out.String(), nil
 }
 
@@ -283,8 +300,9 @@ func (s *Sealed) Open(b Binding, token string) (json.RawMessage, error) {
 	defer putScratch(sc)
 	r, err := s.open(sc, b, token)
 	if err != nil {
-		return nil, err
+		return nil, err // the server's own mistake, no token's result
 	}
+	s.rec.TokenOpened(CodecSealed, r.check.Result())
 	if r.check != "" {
 		return nil, ErrInvalid
 	}

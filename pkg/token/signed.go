@@ -70,6 +70,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/pkg/metrics"
 	"github.com/mrtr-dev/mrtr-operator/pkg/token/internal/canonical"
 )
 
@@ -98,6 +99,7 @@ type SignedOption func(*signedConfig)
 type signedConfig struct {
 	ttl    time.Duration
 	now    func() time.Time
+	rec    metrics.Recorder
 	errors []error
 }
 
@@ -124,6 +126,19 @@ func SignedClock(now func() time.Time) SignedOption {
 	}
 }
 
+// SignedMetrics sets the Recorder that counts the tokens the codec seals and opens, each open by
+// its result (metrics.Result, from the check that failed first); the default records nothing.
+// Explain is diagnosis, not traffic: it records nothing.
+func SignedMetrics(r metrics.Recorder) SignedOption {
+	return func(c *signedConfig) {
+		if r == nil {
+			c.errors = append(c.errors, &ConfigError{Field: "SignedMetrics", Reason: reasonNil})
+			return
+		}
+		c.rec = r
+	}
+}
+
 // Signed is the Codec of Snodo's signed tokens. It is safe for concurrent use.
 type Signed struct {
 	src   keyring.Source // keys mode; nil in secret mode
@@ -131,6 +146,7 @@ type Signed struct {
 	cache atomic.Pointer[signedKeys]
 	ttl   int64 // seconds
 	now   func() time.Time
+	rec   metrics.Recorder
 }
 
 var _ Codec = (*Signed)(nil)
@@ -170,7 +186,7 @@ func NewSignedSecret(secret []byte, opts ...SignedOption) (*Signed, error) {
 }
 
 func newSigned(opts []SignedOption) (*Signed, error) {
-	c := signedConfig{ttl: DefaultSignedTTL, now: time.Now}
+	c := signedConfig{ttl: DefaultSignedTTL, now: time.Now, rec: metrics.Nop{}}
 	for _, o := range opts {
 		if o == nil {
 			return nil, &ConfigError{Field: "SignedOption", Reason: reasonNil}
@@ -180,7 +196,7 @@ func newSigned(opts []SignedOption) (*Signed, error) {
 	if len(c.errors) > 0 {
 		return nil, c.errors[0]
 	}
-	return &Signed{ttl: int64(c.ttl / time.Second), now: c.now}, nil
+	return &Signed{ttl: int64(c.ttl / time.Second), now: c.now, rec: c.rec}, nil
 }
 
 // String describes the codec without key material.
@@ -392,6 +408,7 @@ func (s *Signed) Seal(b Binding, state json.RawMessage) (string, error) {
 	t.Write(sc.enc)
 	t.WriteByte('.')
 	t.Write(mac[:])
+	s.rec.TokenSealed(CodecSigned)
 	return t.String(), nil
 }
 
@@ -404,8 +421,9 @@ func (s *Signed) Open(b Binding, tok string) (json.RawMessage, error) {
 	defer putSignedScratch(sc)
 	r, err := s.openBound(sc, b, tok)
 	if err != nil {
-		return nil, err
+		return nil, err // the server's own mistake, no token's result
 	}
+	s.rec.TokenOpened(CodecSigned, r.check.Result())
 	if r.check != "" {
 		return nil, ErrInvalid
 	}

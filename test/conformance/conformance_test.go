@@ -78,6 +78,23 @@ func TestGoConsumerLostAnswer(t *testing.T) {
 	}
 }
 
+// TestGoConsumerMetrics: with -metrics, the Go consumer's own counters (pkg/metrics, answered to
+// "metrics?") move by exactly the results of the tokens the check opens through it; a consumer that
+// exports none (brokenconsumer, which knows no "metrics?") fails reports-metrics.
+func TestGoConsumerMetrics(t *testing.T) {
+	rep := runCheck(t, check.Options{Command: []string{build(t, "./goconsumer")}, Metrics: true})
+	if r, ok := rep.Get(check.CheckReportsMetrics); !ok || !r.Pass {
+		t.Errorf("%s: %+v", check.CheckReportsMetrics, r)
+	}
+	if failed := rep.Failed(); len(failed) > 0 || rep.Passed() != 28 {
+		t.Errorf("%d passed; failed: %v", rep.Passed(), failed)
+	}
+	rep = runCheck(t, check.Options{Command: []string{build(t, "./brokenconsumer")}, Metrics: true, Timeout: 5 * time.Second})
+	if r, ok := rep.Get(check.CheckReportsMetrics); !ok || r.Pass {
+		t.Errorf("a consumer without metrics: %s: %+v", check.CheckReportsMetrics, r)
+	}
+}
+
 // TestBrokenConsumer proves the checks can fail: each mistake of brokenconsumer fails the checks
 // that exist to catch it, while the checks it does not touch still pass. Without a flag the same
 // program passes, so each failure is the flag's doing. The mistakes of issue 43 are among them: TLS

@@ -35,6 +35,8 @@ import (
 func main() {
 	lost := flag.Bool("lost-answer", false,
 		"also check that an acknowledgement whose answer was lost is sent again when the keyring returns to the previous one")
+	withMetrics := flag.Bool("metrics", false,
+		"add the check reports-metrics: the consumer answers \"metrics?\" with its metrics and \"open? <token>\" with \"opened ok|rejected\"")
 	timeout := flag.Duration("timeout", 15*time.Second, "how long to wait for the consumer to react to each change")
 	verbose := flag.Bool("v", false, "echo the consumer's output")
 	flag.Usage = func() {
@@ -46,7 +48,7 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	opts := check.Options{Command: flag.Args(), LostAnswer: *lost, Timeout: *timeout, Out: os.Stdout}
+	opts := check.Options{Command: flag.Args(), LostAnswer: *lost, Metrics: *withMetrics, Timeout: *timeout, Out: os.Stdout}
 	if *verbose {
 		opts.Echo = os.Stderr
 	}

@@ -29,7 +29,7 @@ limitations under the License.
 // It is a program of the test platform, not one the project ships: it drives the e2e harness
 // (test/e2e/harness), so it lives under test/ with it (docs/development.md, "The test platform").
 //
-//	make demo     (or: go run ./test/demo [-delivery=Restart] [-reload-trigger=None] [-server=python])
+//	make demo     (or: go run ./test/demo [-delivery=Restart] [-reload-trigger=None] [-server=python|typescript|rust|go,rust])
 package main
 
 import (
@@ -58,8 +58,8 @@ func main() {
 		"Reload delivery: PodAnnotation (the operator tells the kubelet to sync each pod at once) "+
 			"or None (the kubelet's own pace, up to ~2 min a round)")
 	server := flag.String("server", string(harness.ServerGo),
-		"the example servers' SDK, comma-separated for several Deployments behind one Service: go, python, typescript "+
-			"(python and typescript need the real node)")
+		"the example servers' SDK, comma-separated for several Deployments behind one Service: go, python, typescript, rust "+
+			"(python, typescript and rust need the real node; go,typescript and go,rust share one keyring)")
 	flag.Parse()
 	var servers []harness.ServerKind
 	for name := range strings.SplitSeq(*server, ",") {

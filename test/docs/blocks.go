@@ -39,6 +39,8 @@ var NotRun = map[string]string{
 	"benchmarks.md":  "its commands run the token and scale benchmarks on a developer's machine (minutes of CPU each), not against a cluster",
 	"consumers.md":   "the contract for server authors: its commands run the conformance check on a developer's machine",
 	"development.md": "its commands build and test the project on a developer's machine, not against a cluster",
+	// Two clusters, a hub and a member, where the test has one local cluster.
+	"multi-cluster.md": "its commands need a hub and a member cluster; the test's local cluster is one",
 }
 
 // Block is one fenced code block of a Markdown file.

@@ -69,6 +69,10 @@ const buildScript = "hack/build-controlplane.sh"
 // Rollouts controller and copies its CRDs (Options.ArgoRollouts).
 const argoRolloutsBuildScript = "hack/build-argo-rollouts.sh"
 
+// externalSecretsBuildScript is the script, relative to the repository root, that builds the
+// External Secrets Operator's controller and copies its CRDs (Options.ExternalSecrets).
+const externalSecretsBuildScript = "hack/build-external-secrets.sh"
+
 // controllers are the kube-controller-manager controllers the cluster runs: enough to roll out the
 // three workload kinds; node-lifecycle, which lifts the not-ready taint once kwok reports a node
 // Ready; and the garbage collector and the namespace controller, so that deletions behave as in a
@@ -112,6 +116,12 @@ type Options struct {
 	// real cluster: Rollouts then really roll out, step by step, and wait at their pause steps for
 	// a promotion. Both come from ArgoRolloutsDir.
 	ArgoRollouts bool
+	// ExternalSecrets installs the External Secrets Operator's CRDs and runs its controller,
+	// external-secrets, as one of the cluster's processes (log external-secrets.log), as its
+	// Deployment would run in a real cluster: ExternalSecrets then write their Secrets from their
+	// stores, and rewrite them on every refresh. It is built with the fake provider only
+	// (hack/build-external-secrets.sh). Both come from ExternalSecretsDir.
+	ExternalSecrets bool
 }
 
 // Cluster is a running local cluster. Its methods are safe to call from one goroutine at a time.
@@ -181,6 +191,13 @@ func NodeBinDir() (string, error) { return binDir("node") }
 // hack/build-argo-rollouts.sh from the repository root.
 func ArgoRolloutsDir() (string, error) { return runBuild(argoRolloutsBuildScript) }
 
+// ExternalSecretsDir returns the folder with the External Secrets Operator's controller
+// (external-secrets, with the fake provider only) and its CRDs (crds/), at the version
+// hack/external-secrets/go.mod pins, building the controller first if it is missing (minutes of
+// CPU on a cold machine, well under a second when built; docs/development.md has the figures). It
+// runs hack/build-external-secrets.sh from the repository root.
+func ExternalSecretsDir() (string, error) { return runBuild(externalSecretsBuildScript) }
+
 func binDir(target string) (string, error) { return runBuild(buildScript, target) }
 
 // runBuild runs a build script of the repository and returns the absolute folder it prints as its
@@ -243,6 +260,13 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 		}
 		opts.CRDDirectoryPaths = append(slices.Clone(opts.CRDDirectoryPaths), filepath.Join(argoDir, "crds"))
 	}
+	esoDir := ""
+	if opts.ExternalSecrets {
+		if esoDir, err = ExternalSecretsDir(); err != nil {
+			return nil, err
+		}
+		opts.CRDDirectoryPaths = append(slices.Clone(opts.CRDDirectoryPaths), filepath.Join(esoDir, "crds"))
+	}
 
 	workDir, err := os.MkdirTemp("", "localcluster-")
 	if err != nil {
@@ -270,6 +294,11 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	if argoDir != "" {
 		if err := c.startArgoRollouts(argoDir); err != nil {
+			return c, err
+		}
+	}
+	if esoDir != "" {
+		if err := c.startExternalSecrets(esoDir); err != nil {
 			return c, err
 		}
 	}
@@ -411,6 +440,21 @@ func (c *Cluster) startArgoRollouts(dir string) error {
 	cmd := exec.Command(filepath.Join(dir, "rollouts-controller"), "--kubeconfig="+c.kubeconfig,
 		"--leader-elect=false", "--healthzPort=0", "--metricsport=0")
 	_, err := c.StartProcess("argo-rollouts", cmd)
+	return err
+}
+
+// startExternalSecrets runs the External Secrets Operator's controller against the API server as
+// the cluster's system:masters user (its chart's ClusterRole grants it about as much over Secrets),
+// with the chart's defaults but for what cannot hold on a shared machine: its metrics and liveness
+// servers are off (their default ports, 8080 and 8082, may be taken here, and nothing reads them),
+// and it runs alone, without leader election, as the chart's single replica does. It finds the API
+// server through $KUBECONFIG, as controller-runtime's GetConfig does; the controller takes no
+// --kubeconfig flag.
+func (c *Cluster) startExternalSecrets(dir string) error {
+	cmd := exec.Command(filepath.Join(dir, "external-secrets"), "--metrics-addr=0", "--live-addr=0",
+		"--enable-leader-election=false", "--loglevel=info")
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kubeconfig)
+	_, err := c.StartProcess("external-secrets", cmd)
 	return err
 }
 

@@ -22,8 +22,9 @@ from mcp.server.request_state import AESGCMRequestStateCodec, _b64u_decode
 from mcp_types import CallToolResult, ElicitRequestParams, ElicitResult, TextContent
 
 from mrtr_keyring import AckReporter, Key, KeyringError, parse_keyring
-from mrtr_keyring.mcp import KeyringCodec, request_state_security
+from mrtr_keyring.mcp import KeyringCodec, TokenTTLExceeded, request_state_security
 
+from .conftest import REPO
 from .fakeapi import FakeAPIServer
 from .kubelet import SecretVolume, keyring_json
 from .mrtr_replicas import Replica, RoundRobin, make_replica, serving
@@ -172,15 +173,44 @@ def test_security_ttl_never_exceeds_token_ttl() -> None:
     assert sec.audience == "weather"
     ring[0] = replace(ring[0], token_ttl=120)
     assert sec.ttl == 120.0
-    capped = request_state_security(lambda: ring[0], audience="weather", ttl=60)
-    assert capped.ttl == 60.0
+    shorter = request_state_security(lambda: ring[0], audience="weather", ttl=60)
+    assert shorter.ttl == 60.0
     ring[0] = replace(ring[0], token_ttl=30)
-    assert capped.ttl == 30.0 and sec.ttl == 30.0  # followed on every seal, no restart
+    assert sec.ttl == 30.0  # followed on every seal, no restart
+    # A ttl asked for that the keyring no longer allows fails the seal, naming both, rather than
+    # sealing for less than the server promised.
+    with pytest.raises(TokenTTLExceeded, match=r"ttl is 60s, longer than the 30s .*tokenTTL"):
+        _ = shorter.ttl
+    ring[0] = replace(ring[0], token_ttl=60)
+    assert shorter.ttl == 60.0
     with pytest.raises(ValueError, match="audience"):
         request_state_security(lambda: ring[0], audience="")
     with pytest.raises(ValueError, match="ttl"):
         request_state_security(lambda: ring[0], audience="weather", ttl=0)
     assert KeyringError is not None
+
+
+RS2_TOKEN_TTL = REPO / "pkg" / "token" / "testdata" / "rs2" / "token-ttl.json"
+
+
+@pytest.mark.skipif(not RS2_TOKEN_TTL.exists(), reason="runs in the repository, beside pkg/token")
+def test_ttl_against_token_ttl_as_the_shared_cases() -> None:
+    """The cases Go's token.RS2 and the Rust crate run (pkg/token/testdata/rs2/token-ttl.json): a
+    ttl no longer than token-ttl, or under a keyring that declares none, is the tokens' lifetime;
+    a longer one fails the seal, and never gives a shorter lifetime in its place."""
+    from dataclasses import replace
+
+    cases = json.loads(RS2_TOKEN_TTL.read_text())["cases"]
+    assert len(cases) >= 7
+    for case in cases:
+        ring = replace(parse_keyring(keyring_json(A)), token_ttl=case["token_ttl_s"])
+        security = request_state_security(lambda r=ring: r, audience="weather", ttl=case["ttl_s"])
+        if case["seals"]:
+            assert security.ttl == case["ttl_s"], case["name"]
+        else:
+            refusal = f"ttl is {case['ttl_s']}s, longer than the {case['token_ttl_s']}s"
+            with pytest.raises(TokenTTLExceeded, match=refusal):
+                _ = security.ttl
 
 
 def test_a_replica_without_the_key_rejects(tmp_path: Path) -> None:

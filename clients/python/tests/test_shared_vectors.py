@@ -139,7 +139,7 @@ CONFORMANCE = REPO / "test" / "conformance" / "main.go"
 CONSUMER = REPO / "test" / "conformance" / "consumers" / "python" / "consumer.py"
 if CONFORMANCE.exists() and CONSUMER.exists():
 
-    @pytest.mark.parametrize("flags", [[], ["-lost-answer"]], ids=["default", "lost-answer"])
+    @pytest.mark.parametrize("flags", [[], ["-lost-answer", "-metrics"]], ids=["default", "lost-answer-metrics"])
     def test_conformance_check(flags: list[str]) -> None:
         """The Go conformance check passes with this package's consumer (test/conformance/consumers/python)."""
         go = shutil.which("go")
@@ -153,3 +153,5 @@ if CONFORMANCE.exists() and CONSUMER.exists():
         )
         assert out.returncode == 0, out.stdout + out.stderr
         assert " 0 failed" in out.stdout
+        if "-metrics" in flags:
+            assert "PASS reports-metrics" in out.stdout, out.stdout

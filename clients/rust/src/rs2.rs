@@ -38,12 +38,23 @@ pub enum Rs2Error {
     /// from now: no consumer of the keyring seals such a token.
     #[error("invalid or expired request state")]
     Lifetime,
+    /// The codec's TTL is longer than the token-ttl the keyring in service declares: nothing is
+    /// sealed (Go's token.RS2 refuses the same, pkg/token/testdata/rs2/token-ttl.json).
+    #[error(
+        "rs2 TTL is {ttl:?}, longer than the {declared:?} the keyring declares (its token-ttl, the MRTRKeyring's tokenTTL): tokens would outlive the rotation's wait; lower it, or raise spec.tokenTTL"
+    )]
+    BeyondTokenTtl {
+        /// The codec's TTL.
+        ttl: Duration,
+        /// The keyring's token-ttl.
+        declared: Duration,
+    },
 }
 
 struct Current {
     codec: RequestStateCodec,
     fingerprint: String,
-    ttl: Duration,
+    declared: Option<Duration>,
 }
 
 /// The rs2 codec of the current keyring. Cheap to share (`Arc`); `reload` swaps it atomically and a
@@ -58,15 +69,18 @@ impl std::fmt::Debug for Rs2Codec {
         let c = self.current.load();
         f.debug_struct("Rs2Codec")
             .field("fingerprint", &c.fingerprint)
-            .field("ttl", &c.ttl)
+            .field("ttl", &self.ttl)
+            .field("declared", &c.declared)
             .field("keys", &"<redacted>")
             .finish()
     }
 }
 
 impl Rs2Codec {
-    /// A codec over `ring` whose tokens live `ttl` (whole seconds, 1 s to 15 min), or the keyring's
-    /// declared token-ttl when that is shorter: a token never outlives the operator's wait.
+    /// A codec over `ring` whose tokens live `ttl` (whole seconds, 1 s to 15 min). Under a keyring
+    /// that declares a shorter token-ttl, `seal` refuses (as Go's token.RS2 does) rather than seal
+    /// for less than the server promises its clients: a token never outlives the operator's wait,
+    /// and the mismatch is an error that names what to change, not a lifetime silently cut.
     pub fn new(ring: &Keyring, ttl: Duration) -> Result<Self, Rs2Error> {
         if ttl < Duration::from_secs(1)
             || ttl > Duration::from_secs(MAX_TOKEN_TTL_SECONDS)
@@ -74,31 +88,27 @@ impl Rs2Codec {
         {
             return Err(Rs2Error::InvalidTtl(ttl));
         }
-        let current = Self::build(ring, ttl)?;
+        let current = Self::build(ring)?;
         Ok(Self {
             ttl,
             current: ArcSwap::from_pointee(current),
         })
     }
 
-    fn build(ring: &Keyring, ttl: Duration) -> Result<Current, Rs2Error> {
+    fn build(ring: &Keyring) -> Result<Current, Rs2Error> {
         let keys = ring.keys().iter().map(|k| (k.id(), k.secret()));
         let codec = RequestStateCodec::new_with_keyring(ring.primary().id(), keys)
             .map_err(Rs2Error::Keyring)?;
-        let ttl = match ring.token_ttl() {
-            Some(declared) => ttl.min(Duration::from_secs(declared)),
-            None => ttl,
-        };
         Ok(Current {
             codec,
             fingerprint: ring.fingerprint().to_owned(),
-            ttl,
+            declared: ring.token_ttl().map(Duration::from_secs),
         })
     }
 
     /// Swaps in the codec of a new keyring (a watcher's reload). On error the current one stays.
     pub fn reload(&self, ring: &Keyring) -> Result<(), Rs2Error> {
-        let next = Self::build(ring, self.ttl)?;
+        let next = Self::build(ring)?;
         self.current.store(Arc::new(next));
         Ok(())
     }
@@ -108,17 +118,31 @@ impl Rs2Codec {
         self.current.load().fingerprint.clone()
     }
 
-    /// The lifetime of the tokens sealed now.
+    /// The lifetime of the tokens it seals.
     pub fn ttl(&self) -> Duration {
-        self.current.load().ttl
+        self.ttl
+    }
+
+    /// The token-ttl the keyring in service declares, if any.
+    pub fn declared_token_ttl(&self) -> Option<Duration> {
+        self.current.load().declared
     }
 
     /// Seals `payload` bound to `ad` (bind the principal and the request: a token then opens for
-    /// that request only) with keys\[0\], expiring the TTL from now.
-    pub fn seal(&self, payload: &[u8], ad: &[u8]) -> String {
+    /// that request only) with keys\[0\], expiring the TTL from now. Refused when the TTL is
+    /// longer than the token-ttl the keyring in service declares.
+    pub fn seal(&self, payload: &[u8], ad: &[u8]) -> Result<String, Rs2Error> {
         let c = self.current.load();
-        c.codec
-            .seal_with(payload, &SealOptions::new().associated_data(ad).ttl(c.ttl))
+        if let Some(declared) = c.declared.filter(|d| *d < self.ttl) {
+            return Err(Rs2Error::BeyondTokenTtl {
+                ttl: self.ttl,
+                declared,
+            });
+        }
+        Ok(c.codec.seal_with(
+            payload,
+            &SealOptions::new().associated_data(ad).ttl(self.ttl),
+        ))
     }
 
     /// Opens a token that a key of the current keyring sealed for `ad`, if it has not expired and
@@ -137,7 +161,7 @@ impl Rs2Codec {
                     .map(|e| i64::from_be_bytes(e.try_into().unwrap_or([0; 8])))
             })
             .unwrap_or(0);
-        let limit = now_ms().saturating_add((c.ttl + CLOCK_SKEW).as_millis() as i64);
+        let limit = now_ms().saturating_add((self.ttl + CLOCK_SKEW).as_millis() as i64);
         if expiry == 0 || expiry > limit {
             return Err(Rs2Error::Lifetime);
         }

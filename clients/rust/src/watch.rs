@@ -149,6 +149,23 @@ pub fn load_dir(dir: impl AsRef<Path>) -> Result<Keyring, LoadError> {
 
 /// A callback of `on_change`.
 type Listener = Box<dyn Fn(&Keyring) + Send>;
+/// A callback of `on_error`.
+type ErrorListener = Box<dyn Fn(&LoadError) + Send>;
+
+/// What failed last, to report one failure once: the snapshot that did not parse, or the text of
+/// the error that kept a snapshot from being read.
+#[derive(PartialEq, Eq)]
+enum Failure {
+    Invalid(Snapshot),
+    Unread(String),
+}
+
+/// The last reload's failure and its error's text (`last_error`), kept together so that they can
+/// never tell different stories.
+struct LastFailure {
+    what: Failure,
+    error: String,
+}
 
 /// The keyring in service for a mounted directory: `reload` reads a new snapshot and puts it in
 /// service only when it is valid, else keeps the last good one and remembers the error. `start`
@@ -156,8 +173,9 @@ type Listener = Box<dyn Fn(&Keyring) + Send>;
 pub struct KeyringWatcher {
     path: PathBuf,
     current: ArcSwap<Keyring>,
-    last_error: Mutex<Option<String>>,
+    last_failure: Mutex<Option<LastFailure>>,
     listeners: Mutex<Vec<Listener>>,
+    error_listeners: Mutex<Vec<ErrorListener>>,
     stop: Arc<AtomicBool>,
 }
 
@@ -177,8 +195,9 @@ impl KeyringWatcher {
         Ok(Self {
             path: dir.as_ref().join(SECRET_DATA_KEY),
             current: ArcSwap::from_pointee(ring),
-            last_error: Mutex::new(None),
+            last_failure: Mutex::new(None),
             listeners: Mutex::new(Vec::new()),
+            error_listeners: Mutex::new(Vec::new()),
             stop: Arc::new(AtomicBool::new(false)),
         })
     }
@@ -190,7 +209,10 @@ impl KeyringWatcher {
 
     /// The error of the last reload, None when it put its snapshot in service.
     pub fn last_error(&self) -> Option<String> {
-        self.last_error.lock().map(|e| e.clone()).unwrap_or(None)
+        self.last_failure
+            .lock()
+            .map(|last| last.as_ref().map(|f| f.error.clone()))
+            .unwrap_or(None)
     }
 
     /// Calls `f` with every keyring put in service after this (an `Rs2Codec::reload`, an
@@ -201,20 +223,50 @@ impl KeyringWatcher {
         }
     }
 
+    /// Calls `f` once with each failure to put a snapshot in service (log it, count it): a
+    /// snapshot that stays invalid is reported once, not at every poll. The error names the file
+    /// and the entry, never key bytes.
+    pub fn on_error(&self, f: impl Fn(&LoadError) + Send + 'static) {
+        if let Ok(mut l) = self.error_listeners.lock() {
+            l.push(Box::new(f));
+        }
+    }
+
+    fn failed(&self, e: &LoadError, failure: Failure) {
+        let new = match self.last_failure.lock() {
+            Ok(mut last) => {
+                let new = last.as_ref().is_none_or(|l| l.what != failure);
+                *last = Some(LastFailure {
+                    what: failure,
+                    error: e.to_string(),
+                });
+                new
+            }
+            Err(_) => false,
+        };
+        if new && let Ok(l) = self.error_listeners.lock() {
+            l.iter().for_each(|f| f(e));
+        }
+    }
+
     /// Reads the directory again. True when a keyring of another fingerprint (or token-ttl) went in
     /// service: its acknowledgement is due.
     pub fn reload(&self) -> bool {
-        let next = read_settled(&self.path).and_then(|s| parse_snapshot(&self.path, &s));
-        let ring = match next {
-            Ok(ring) => ring,
+        let snap = match read_settled(&self.path) {
+            Ok(snap) => snap,
             Err(e) => {
-                if let Ok(mut last) = self.last_error.lock() {
-                    *last = Some(e.to_string());
-                }
+                self.failed(&e, Failure::Unread(e.to_string()));
                 return false;
             }
         };
-        if let Ok(mut last) = self.last_error.lock() {
+        let ring = match parse_snapshot(&self.path, &snap) {
+            Ok(ring) => ring,
+            Err(e) => {
+                self.failed(&e, Failure::Invalid(snap));
+                return false;
+            }
+        };
+        if let Ok(mut last) = self.last_failure.lock() {
             *last = None;
         }
         if *self.current.load_full() == ring {

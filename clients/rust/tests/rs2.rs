@@ -140,13 +140,13 @@ fn keys(entries: &[&str]) -> mrtr_keyring::Keyring {
 fn rotation_by_reload() {
     let ad = b"user:ada|tools/call|digest";
     let codec = Rs2Codec::new(&keys(&[A]), Duration::from_secs(60)).unwrap();
-    let tok_a = codec.seal(b"a", ad);
+    let tok_a = codec.seal(b"a", ad).unwrap();
     assert!(tok_a.starts_with("rs2.a2V5LWE."), "{tok_a}"); // key-a
 
     codec.reload(&keys(&[A, B])).unwrap(); // b pre-staged: a still seals
-    assert!(codec.seal(b"x", ad).starts_with("rs2.a2V5LWE."));
+    assert!(codec.seal(b"x", ad).unwrap().starts_with("rs2.a2V5LWE."));
     codec.reload(&keys(&[B, A])).unwrap(); // b promoted
-    let tok_b = codec.seal(b"b", ad);
+    let tok_b = codec.seal(b"b", ad).unwrap();
     assert!(tok_b.starts_with("rs2.a2V5LWI."), "{tok_b}"); // key-b
     assert_eq!(codec.open(&tok_a, ad).unwrap(), b"a");
     assert_eq!(codec.open(&tok_b, ad).unwrap(), b"b");
@@ -165,8 +165,9 @@ fn rotation_by_reload() {
     assert!(!format!("{codec:?}").contains("oaGh"));
 }
 
-/// A token never outlives token-ttl: the keyring's declaration caps the TTL, and on open a token
-/// without expiry, or of a longer lifetime, is refused though rmcp would open it.
+/// A token never outlives token-ttl: under a keyring that declares a shorter one, the codec
+/// refuses to seal (never a shorter lifetime in its place), and on open a token without expiry, or
+/// of a longer lifetime, is refused though rmcp would open it.
 #[test]
 fn lifetime_never_beyond_token_ttl() {
     assert!(matches!(
@@ -179,19 +180,22 @@ fn lifetime_never_beyond_token_ttl() {
     ));
     let codec = Rs2Codec::new(&keys(&[A]), Duration::from_secs(600)).unwrap();
     codec.reload(&keys(&[A]).with_token_ttl(Some(120))).unwrap();
-    assert_eq!(codec.ttl(), Duration::from_secs(120));
-    let tok = codec.seal(b"s", b"");
+    assert_eq!(codec.ttl(), Duration::from_secs(600));
+    assert_eq!(codec.declared_token_ttl(), Some(Duration::from_secs(120)));
+    let err = codec.seal(b"s", b"").unwrap_err();
+    assert!(matches!(err, Rs2Error::BeyondTokenTtl { .. }), "{err}");
+    assert!(err.to_string().contains("tokenTTL"), "{err}");
+    codec.reload(&keys(&[A])).unwrap();
+    let tok = codec.seal(b"s", b"").unwrap();
     let body = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(tok.split('.').nth(2).unwrap())
         .unwrap();
     let expiry = i64::from_be_bytes(body[..8].try_into().unwrap());
     assert!(
-        expiry - now_ms() <= 120_000 && expiry - now_ms() > 100_000,
+        expiry - now_ms() <= 600_000 && expiry - now_ms() > 580_000,
         "{}",
         expiry - now_ms()
     );
-    codec.reload(&keys(&[A])).unwrap();
-    assert_eq!(codec.ttl(), Duration::from_secs(600));
 
     let secret = STANDARD
         .decode("oaGhoaGhoaGhoaGhoaGhoaGhoaGhoaGhoaGhoaGhoaE=")
@@ -222,8 +226,45 @@ fn reload_under_load() {
         })
     };
     for i in 0..2000u32 {
-        let tok = codec.seal(&i.to_be_bytes(), b"ad");
+        let tok = codec.seal(&i.to_be_bytes(), b"ad").unwrap();
         assert_eq!(codec.open(&tok, b"ad").unwrap(), i.to_be_bytes());
     }
     reloader.join().unwrap();
+}
+
+/// pkg/token/testdata/rs2/token-ttl.json, which Go's token.RS2 runs too: a TTL within the
+/// keyring's token-ttl seals tokens that live exactly the TTL (rmcp reads the clock itself, so the
+/// expiry is checked between the clock before and after the seal); a longer one is refused, naming
+/// the tokenTTL to change.
+#[test]
+fn declared_ttl_vectors() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../pkg/token/testdata/rs2/token-ttl.json");
+    let doc: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    let cases = doc["cases"].as_array().unwrap();
+    assert!(!cases.is_empty());
+    for c in cases {
+        let name = c["name"].as_str().unwrap();
+        let ttl = c["ttl_s"].as_u64().unwrap();
+        let ring = keys(&[A]).with_token_ttl(c["token_ttl_s"].as_u64());
+        let codec = Rs2Codec::new(&ring, Duration::from_secs(ttl)).unwrap();
+        let before = now_ms();
+        let sealed = codec.seal(b"state", b"ad");
+        let after = now_ms();
+        if !c["seals"].as_bool().unwrap() {
+            let err = sealed.expect_err(name);
+            assert!(err.to_string().contains("tokenTTL"), "{name}: {err}");
+            continue;
+        }
+        let tok = sealed.unwrap_or_else(|e| panic!("{name}: {e}"));
+        let body = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(tok.split('.').nth(2).unwrap())
+            .unwrap();
+        let lives = i64::from_be_bytes(body[..8].try_into().unwrap()) - ttl as i64 * 1000;
+        assert!(
+            before <= lives && lives <= after,
+            "{name}: sealed at {lives}, not within [{before}, {after}]"
+        );
+        assert_eq!(codec.open(&tok, b"ad").unwrap(), b"state", "{name}");
+    }
 }

@@ -156,7 +156,7 @@ fn started_watcher_follows_a_swap() {
     assert_eq!(fp, w.keyring().fingerprint());
     assert_eq!(codec.fingerprint(), fp);
     assert!(
-        codec.seal(b"s", b"").starts_with("rs2.Yg."),
+        codec.seal(b"s", b"").unwrap().starts_with("rs2.Yg."),
         "keys[0], b, seals"
     );
     w.stop();

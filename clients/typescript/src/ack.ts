@@ -22,6 +22,7 @@ import { request as httpsRequest, Agent } from 'node:https';
 import path from 'node:path';
 
 import type { Keyring } from './keyring.js';
+import type { AckState, MetricsRecorder } from './metrics.js';
 
 /** Starts every acknowledgement annotation key. */
 export const ANNOTATION_PREFIX = 'loaded.mrtr.dev/';
@@ -73,6 +74,8 @@ export interface AckConfig {
   maxBackoffMs?: number;
   /** Bounds one request, answer included: default 10 s. */
   timeoutMs?: number;
+  /** Told each change of the acknowledgement's state (docs/consumers.md, "Metrics"). */
+  metrics?: MetricsRecorder;
 }
 
 /**
@@ -92,6 +95,8 @@ export class AckReporter {
   private latest = '';
   private acked = ''; // the last fingerprint the API server accepted
   private onPod = ''; // what the Pod is known to carry: '' after a failure, which may have been applied
+  private readonly metrics: MetricsRecorder | undefined;
+  private state: AckState | '' = '';
   private wake: (() => void) | undefined;
   private woken = false;
   private running = false;
@@ -123,6 +128,7 @@ export class AckReporter {
     if (!ca.toString('latin1').includes('-----BEGIN CERTIFICATE-----')) {
       throw new Error(`ack: API server CA: no PEM certificate in ${caPath}`);
     }
+    this.metrics = c.metrics;
     this.url = `${base}/api/v1/namespaces/${encodeURIComponent(ns)}/pods/${encodeURIComponent(pod)}`;
     this.pod = `${ns}/${pod}`;
     this.key = annotationKey(c.secret);
@@ -152,8 +158,16 @@ export class AckReporter {
       return; // nothing run does not know already; in particular, no retry out of its backoff
     }
     this.latest = fingerprint;
+    this.setState(fingerprint === this.onPod ? 'acknowledged' : 'pending');
     this.woken = true;
     this.wake?.();
+  }
+
+  private setState(s: AckState): void {
+    if (s !== this.state) {
+      this.state = s;
+      this.metrics?.ackStateChanged(s);
+    }
   }
 
   /** The last fingerprint the API server accepted, "" before the first. */
@@ -191,6 +205,7 @@ export class AckReporter {
             await this.publish(fp, signal);
             this.acked = fp;
             this.onPod = fp;
+            this.setState(fp === this.latest ? 'acknowledged' : 'pending');
             failures = 0;
             continue; // a newer fingerprint may have come meanwhile
           } catch (e) {
@@ -200,6 +215,7 @@ export class AckReporter {
             // What the Pod carries is unknown now: the API server may have applied a PATCH whose
             // answer was lost, so a return to the fingerprint acknowledged before must be sent again.
             this.onPod = '';
+            this.setState('retrying');
             failures++;
             try {
               this.onError?.(e as Error);

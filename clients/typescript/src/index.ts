@@ -33,6 +33,7 @@ export {
   InputError,
   DEFAULT_SIGNED_TTL_SECONDS,
   MAX_SIGNED_TOKEN_BYTES,
+  SIGNED_FORMAT,
 } from './signed.js';
 export {
   RequestState,
@@ -53,3 +54,17 @@ export {
   DEFAULT_RESYNC_MS,
 } from './watch.js';
 export { AckReporter, type AckConfig, annotationKey, ANNOTATION_PREFIX, FIELD_MANAGER } from './ack.js';
+export {
+  Metrics,
+  type MetricsRecorder,
+  type OpenResult,
+  type AckState,
+  RESULTS,
+  ACK_STATES,
+  METRICS_CONTENT_TYPE,
+  TOKENS_SEALED_TOTAL,
+  TOKENS_OPENED_TOTAL,
+  KEYRING_INFO,
+  RELOAD_FAILURES_TOTAL,
+  ACK_STATE,
+} from './metrics.js';

@@ -21,6 +21,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 
 import { JSONSyntaxError, Reader, canonical, canonicalFirstWins, canonicalParams, quote } from './canonical.js';
 import { Keyring, MAX_TOKEN_TTL_SECONDS, MIN_SECRET_BYTES, isValidID } from './keyring.js';
+import type { MetricsRecorder, OpenResult } from './metrics.js';
 
 /** Snodo's limits. */
 export const DEFAULT_SIGNED_TTL_SECONDS = 300;
@@ -93,7 +94,12 @@ export interface SignedOptions {
   ttlSeconds?: number;
   /** The clock in milliseconds since 1970, for tests; default Date.now. Only whole seconds are used. */
   now?: () => number;
+  /** Counts every seal and every open by its result (docs/consumers.md, "Metrics"). */
+  metrics?: MetricsRecorder;
 }
+
+/** The format's name in the metrics' format label, as kubectl mrtr inspect names it. */
+export const SIGNED_FORMAT = 'Signed';
 
 interface SigningKey {
   id: string; // "" for the secret of withSecret
@@ -134,6 +140,7 @@ export class SignedCodec {
   private cache: KeySet | undefined;
   readonly ttlSeconds: number;
   private readonly now: () => number;
+  private readonly metrics: MetricsRecorder | undefined;
 
   /** A codec reading its keyring from src (a watcher) on every call, or a fixed keyring. */
   constructor(src: KeyringSource | Keyring, opts: SignedOptions = {}) {
@@ -143,6 +150,7 @@ export class SignedCodec {
     }
     this.ttlSeconds = ttl;
     this.now = opts.now ?? Date.now;
+    this.metrics = opts.metrics;
     if (src instanceof Keyring) {
       const ring = src;
       this.src = { keyring: () => ring };
@@ -233,6 +241,7 @@ export class SignedCodec {
       throw new ConfigError('state', `the token would be ${size} bytes, over the ${MAX_SIGNED_TOKEN_BYTES}-byte limit`);
     }
     const m = v2 ? mac(key, TAG_V2, key.id, '.', enc) : mac(key, TAG_V1, enc);
+    this.metrics?.tokenSealed(SIGNED_FORMAT);
     return prefix + enc + '.' + m;
   }
 
@@ -246,39 +255,50 @@ export class SignedCodec {
     const now = this.unixNow();
     const principal = canonicalPrincipal(b);
     const ks = this.keyset();
-    if (ks === undefined || token.length > MAX_SIGNED_TOKEN_BYTES || !/^[\x21-\x7e]*$/.test(token)) {
-      throw new InvalidRequestStateError();
+    if (ks === undefined) {
+      throw this.reject('unknown_key');
+    }
+    if (token.length > MAX_SIGNED_TOKEN_BYTES) {
+      throw this.reject('too_large');
+    }
+    if (!/^[\x21-\x7e]*$/.test(token)) {
+      throw this.reject('malformed');
     }
     const p = split(token);
     if (p === undefined) {
-      throw new InvalidRequestStateError();
+      throw this.reject('malformed');
     }
     // Every candidate key is tried, so the time taken does not tell which one matched.
     let signer: SigningKey | undefined;
+    let tried = 0;
     for (const k of ks.keys) {
       if (p.version === 2 && k.id !== '' && k.id !== p.kid) {
         continue;
       }
+      tried++;
       const want = p.version === 2 ? mac(k, TAG_V2, p.signed) : mac(k, TAG_V1, p.signed);
       if (equalText(want, p.mac) && signer === undefined) {
         signer = k;
       }
     }
     if (signer === undefined) {
-      throw new InvalidRequestStateError();
+      throw this.reject(tried === 0 ? 'unknown_key' : 'bad_mac');
     }
     const payload = decodeB64(p.enc);
     if (payload === undefined) {
-      throw new InvalidRequestStateError();
+      throw this.reject('malformed');
     }
     const r = readPayload(payload, p.version);
     if (r === undefined) {
-      throw new InvalidRequestStateError();
+      throw this.reject('malformed');
     }
     const { issued, expires } = r;
     const n = BigInt(now);
-    if (issued < 0n || expires <= issued || issued > n || expires <= n || expires - issued > BigInt(this.ttlSeconds)) {
-      throw new InvalidRequestStateError();
+    if (issued < 0n || expires <= issued) {
+      throw this.reject('malformed');
+    }
+    if (issued > n || expires <= n || expires - issued > BigInt(this.ttlSeconds)) {
+      throw this.reject('expired');
     }
     // Only now, with the token authentic and current, is the request's binding worth its cost.
     let binding: string;
@@ -286,18 +306,27 @@ export class SignedCodec {
       binding = bindingOf(b, principal);
     } catch (e) {
       if (e instanceof InputError) {
-        throw new InvalidRequestStateError();
+        throw this.reject('binding_mismatch');
       }
       throw e;
     }
     if (!equalText(scopeOf(signer, binding), r.scope)) {
-      throw new InvalidRequestStateError();
+      throw this.reject('binding_mismatch');
     }
+    let state: string;
     try {
-      return canonicalFirstWins(r.data);
+      state = canonicalFirstWins(r.data);
     } catch {
-      throw new InvalidRequestStateError();
+      throw this.reject('malformed');
     }
+    this.metrics?.tokenOpened(SIGNED_FORMAT, 'ok');
+    return state;
+  }
+
+  /** Counts a rejected open under its result and returns the error to throw. */
+  private reject(result: OpenResult): InvalidRequestStateError {
+    this.metrics?.tokenOpened(SIGNED_FORMAT, result);
+    return new InvalidRequestStateError();
   }
 }
 

@@ -23,6 +23,7 @@ import { lstat, open, readlink } from 'node:fs/promises';
 import path from 'node:path';
 
 import { KEYRING_FILE, Keyring, MAX_DOCUMENT_BYTES, TOKEN_TTL_FILE, parseKeyring, parseTokenTTL } from './keyring.js';
+import type { MetricsRecorder } from './metrics.js';
 import type { KeyringSource } from './signed.js';
 
 /** How long the watcher waits after the last file-system event before it re-reads (ms). */
@@ -46,6 +47,8 @@ export interface WatcherOptions {
    * the process exit. false leaves that to the server's own handles.
    */
   persistent?: boolean;
+  /** Told of every keyring put in service (the first too) and every failed reload (docs/consumers.md, "Metrics"). */
+  metrics?: MetricsRecorder;
 }
 
 /** A snapshot of the volume: keyring.json's bytes and token-ttl's, if there is one. */
@@ -190,6 +193,7 @@ export class KeyringWatcher implements KeyringSource {
   private current: Keyring;
   private readonly listeners = new Set<(r: Keyring) => void>();
   private readonly onError: ((err: Error) => void) | undefined;
+  private readonly metrics: MetricsRecorder | undefined;
   private readonly debounceMs: number;
   private fsWatcher: FSWatcher | undefined;
   private resync: NodeJS.Timeout | undefined;
@@ -206,6 +210,8 @@ export class KeyringWatcher implements KeyringSource {
     this.current = first;
     this.lastSum = sum;
     this.onError = opts.onError;
+    this.metrics = opts.metrics;
+    this.metrics?.keyringInService(first.fingerprint);
     this.debounceMs = opts.debounceMs ?? DEFAULT_DEBOUNCE_MS;
     const dir = path.dirname(file);
     try {
@@ -339,6 +345,7 @@ export class KeyringWatcher implements KeyringSource {
       lastErr = new Error(`keyring: ${this.file} kept changing while it was read`);
     }
     this.lastSum = undefined;
+    this.metrics?.reloadFailed();
     this.report(lastErr instanceof Error ? lastErr : new Error(String(lastErr)));
   }
 
@@ -351,6 +358,7 @@ export class KeyringWatcher implements KeyringSource {
     try {
       r = parseSnapshot(this.file, snap);
     } catch (e) {
+      this.metrics?.reloadFailed();
       this.report(e as Error);
       return;
     }
@@ -360,6 +368,7 @@ export class KeyringWatcher implements KeyringSource {
     }
     this.current = r;
     this.stats.changes++;
+    this.metrics?.keyringInService(r.fingerprint);
     for (const fn of this.listeners) {
       try {
         fn(r);

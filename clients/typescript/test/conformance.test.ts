@@ -21,11 +21,11 @@ const consumer = path.join(root, 'test', 'conformance', 'consumers', 'typescript
 const present = existsSync(path.join(root, 'test', 'conformance', 'main.go')) && existsSync(consumer);
 
 describe('the conformance check', { skip: present ? false : `no conformance check in ${root}/test/conformance` }, () => {
-  it('passes every check, the lost answer included', async () => {
+  it('passes every check, the lost answer and the metrics included', async () => {
     const entry = path.join(packageRoot, 'build', 'src', 'index.js');
     const { stdout } = await promisify(execFile)(
       'go',
-      ['run', './test/conformance', '-lost-answer', '--', process.execPath, consumer, entry],
+      ['run', './test/conformance', '-lost-answer', '-metrics', '--', process.execPath, consumer, entry],
       { cwd: root, maxBuffer: 16 << 20 },
     ).catch((e: unknown) => {
       const err = e as { stdout?: string; stderr?: string };
@@ -33,5 +33,6 @@ describe('the conformance check', { skip: present ? false : `no conformance chec
     });
     assert.match(stdout, /^\d+ passed, 0 failed$/m, stdout);
     assert.doesNotMatch(stdout, /^FAIL/m, stdout);
+    assert.match(stdout, /^PASS reports-metrics/m, stdout);
   });
 });

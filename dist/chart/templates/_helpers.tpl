@@ -133,3 +133,17 @@ The one object of an embedded file, checked to be the kind and name the chart ex
 {{- fail (printf "%s holds %s, not %s %s" .path (join ", " $kinds) .kind .name) }}
 {{- end }}
 {{- end }}
+
+{{/*
+What this install is (mode): "operator", the manager with its CRDs and rules; or "member", only
+what a hub's manager needs on a member cluster of a ClusterMRTRKeyring (templates/member). Every
+operator-only template is wrapped in a check of it; the admission policies and the consumer role
+are installed in both.
+*/}}
+{{- define "mrtr-operator.mode" -}}
+{{- $mode := .Values.mode | default "operator" }}
+{{- if not (has $mode (list "operator" "member")) }}
+{{- fail (printf "mode must be operator or member, not %q" $mode) }}
+{{- end }}
+{{- $mode }}
+{{- end }}

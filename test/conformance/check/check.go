@@ -73,6 +73,7 @@ const (
 	CheckNoTornRead           = "no-torn-read"
 	CheckAcksOnlyGood         = "acks-only-good-keyrings"
 	CheckNoSecretInOutput     = "no-secret-in-output"
+	CheckReportsMetrics       = "reports-metrics"
 	CheckKeepsRunning         = "keeps-running"
 )
 
@@ -82,6 +83,9 @@ type Options struct {
 	Command []string
 	// LostAnswer adds the check resends-after-lost-answer.
 	LostAnswer bool
+	// Metrics adds the check reports-metrics: the consumer answers "metrics?" and "open? <token>"
+	// (docs/consumers.md, "Metrics").
+	Metrics bool
 	// Timeout bounds each wait for the consumer to react: default 15s.
 	Timeout time.Duration
 	// Hold is how long the fake API server holds a request it will not answer before it drops the
@@ -171,7 +175,7 @@ type run struct {
 	proxy   *proxyServer
 	tmpDir  string // the consumer's $TMPDIR, scanned for leaks
 	seals   []sealOutcome
-	vol     *volume
+	vol     *Volume
 	saDir   string
 	c       *consumer
 	report  Report
@@ -198,7 +202,7 @@ func Run(opts Options) (Report, error) {
 		return Report{}, err
 	}
 	defer func() { _ = os.RemoveAll(root) }()
-	r := &run{opts: opts, rec: newRecorder(), vol: &volume{dir: filepath.Join(root, "keyring")}, saDir: filepath.Join(root, "serviceaccount"),
+	r := &run{opts: opts, rec: newRecorder(), vol: NewVolume(filepath.Join(root, "keyring")), saDir: filepath.Join(root, "serviceaccount"),
 		tmpDir: filepath.Join(root, "tmp")}
 	r.traps = &traps{rec: r.rec}
 	for _, d := range []string{r.vol.dir, r.saDir, r.tmpDir} {
@@ -322,7 +326,7 @@ func (r *run) write(s snapshot, afterSwitch func()) error {
 	if s.fingerprint != "" {
 		r.good = append(r.good, s)
 	}
-	return r.vol.write(s.files(), afterSwitch)
+	return r.vol.Write(s.files(), afterSwitch)
 }
 
 // loadedAfter reports whether the consumer printed loaded for fp (and ttl, unless "") after mark.
@@ -420,6 +424,9 @@ func (r *run) scenario() error {
 	}
 	if r.opts.LostAnswer {
 		r.lostAnswer(lastKey, last)
+	}
+	if r.opts.Metrics {
+		r.reportsMetrics()
 	}
 	r.final()
 	return nil

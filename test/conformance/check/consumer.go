@@ -27,6 +27,9 @@ import (
 	"time"
 )
 
+// streamStdout names the consumer's standard output, where the probe protocol's lines are.
+const streamStdout = "stdout"
+
 // line is one line the consumer wrote.
 type line struct {
 	at     int    // event number
@@ -91,7 +94,7 @@ func startConsumer(rec *recorder, argv, env []string, echo io.Writer) (*consumer
 		return nil, fmt.Errorf("start %q: %w", argv, err)
 	}
 	c.readers.Add(2)
-	go c.read("stdout", stdout)
+	go c.read(streamStdout, stdout)
 	go c.read("stderr", stderr)
 	go func() {
 		c.readers.Wait() // Wait closes the pipes: read them to the end first
@@ -135,7 +138,7 @@ func (c *consumer) read(stream string, r io.Reader) {
 			defer c.mu.Unlock()
 			at := c.rec.n
 			c.lines = append(c.lines, line{at: at, stream: stream, text: text})
-			if stream != "stdout" {
+			if stream != streamStdout {
 				return
 			}
 			f := strings.Fields(text)

@@ -36,8 +36,14 @@ import (
 // The seal probe (docs/consumers.md, "Conformance"): the check writes "seal?", the consumer seals
 // a token with the codec a server of its own would use, with the keyring in service, and answers
 // "sealed <token>". A Signed token (Snodo's mrtr2, which pkg/token, the TypeScript package and
-// Snodo write) is sealed for this binding, with any state; a python-sdk token for any binding.
+// Snodo write) is sealed for this binding, with any state; a python-sdk token for any binding; an
+// rs2 token (rmcp's, which pkg/token and the Rust crate write) for the associated data ProbeRS2AD,
+// with any payload.
 var probeBinding = token.Binding{Method: "tools/call", Params: json.RawMessage(`{"name":"conformance"}`), Principal: token.Anonymous}
+
+// ProbeRS2AD is the associated data an rs2 token answering "seal?" is bound to. The tag binds it
+// and the token does not carry it, so the check must know it to verify the token.
+const ProbeRS2AD = "mrtr-conformance"
 
 // sealOutcome is what one seal probe found.
 type sealOutcome struct {
@@ -47,8 +53,10 @@ type sealOutcome struct {
 }
 
 // openProbe opens tok with the keys of the keyring in service, want, and says which key sealed it
-// and for how long. The error says why the token is none of want's.
-func openProbe(tok string, want []keyring.Key) (kid string, lifetime time.Duration, err error) {
+// and for how long. An rs2 token carries its expiry and no issue time: its lifetime is counted
+// from received, when its answer arrived, which the seal preceded. The error says why the token is
+// none of want's.
+func openProbe(tok string, want []keyring.Key, received time.Time) (kid string, lifetime time.Duration, err error) {
 	ring, err := keyring.New(want...) // without a token-ttl: the lifetime is checked here, not by Open
 	if err != nil {
 		return "", 0, err
@@ -69,8 +77,19 @@ func openProbe(tok string, want []keyring.Key) (kid string, lifetime time.Durati
 		return info.KeyID, info.Expires.Sub(info.Issued), nil
 	case strings.HasPrefix(tok, keyring.PythonTokenPrefix):
 		return openPython(tok, want)
+	case token.IsRS2(tok):
+		// The longest TTL, so that Explain refuses nothing for its lifetime: that is checked here.
+		codec, err := token.NewRS2(keyring.Static(ring), token.RS2TTL(keyring.MaxTokenTTL))
+		if err != nil {
+			return "", 0, err
+		}
+		info, err := codec.Explain(tok, []byte(ProbeRS2AD))
+		if err != nil {
+			return info.KeyID, 0, err
+		}
+		return info.KeyID, info.Expires.Sub(received), nil
 	}
-	return "", 0, fmt.Errorf("a token of no format the check opens (Signed mrtr2, python-sdk v1.): %.12q…", tok)
+	return "", 0, fmt.Errorf("a token of no format the check opens (Signed mrtr2, python-sdk v1., rs2): %.12q…", tok)
 }
 
 // openPython opens a python-sdk (mcp 2.3.0) token: "v1." and the unpadded base64url of kid (4),
@@ -124,11 +143,12 @@ func (r *run) sealProbe(stage string, want snapshot) {
 	mark := r.rec.now()
 	r.c.ask("seal?")
 	var tok string
+	var received time.Time
 	answered := r.rec.await(r.opts.Timeout, func() bool {
 		_, seals := r.c.output()
 		for _, s := range seals {
 			if s.at > mark {
-				tok = s.token
+				tok, received = s.token, time.Now()
 				return true
 			}
 		}
@@ -144,7 +164,7 @@ func (r *run) sealProbe(stage string, want snapshot) {
 		r.seals = append(r.seals, o)
 		return
 	}
-	kid, lifetime, err := openProbe(tok, keys)
+	kid, lifetime, err := openProbe(tok, keys, received)
 	switch {
 	case err != nil:
 		o.primaryWhy = fmt.Sprintf("the token does not open with the keyring in service %s: %v", want.fingerprint, err)

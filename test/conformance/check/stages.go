@@ -184,7 +184,7 @@ func (r *run) leaks() []string {
 		}
 	}
 	raw, _ := r.c.output()
-	for _, stream := range []string{"stdout", "stderr"} {
+	for _, stream := range []string{streamStdout, "stderr"} {
 		report(stream, raw[stream])
 	}
 	budget := int64(64 << 20)

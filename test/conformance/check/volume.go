@@ -24,22 +24,22 @@ import (
 	"time"
 )
 
-// volume is a Secret volume written the way the kubelet's atomic writer writes one: each content
+// Volume is a Secret volume written the way the kubelet's atomic writer writes one: each content
 // goes into a new timestamped directory, the ..data link is switched to it in one rename, the
 // user-visible links to ..data/<file> are created and the stale ones removed, and only then is the
 // old timestamped directory removed. A timestamped directory never changes while ..data names it.
-type volume struct {
+type Volume struct {
 	dir     string
 	n       int
 	ts      string
 	visible []string
 }
 
-// write replaces the volume's content by files (name to bytes). If afterSwitch is not nil, it runs
+// Write replaces the volume's content by files (name to bytes). If afterSwitch is not nil, it runs
 // right after the ..data switch, before the links are made and the old directory removed: the
 // moment where a reader that goes through the user-visible links rather than ..data finds a link
 // missing or dangling.
-func (v *volume) write(files map[string][]byte, afterSwitch func()) error {
+func (v *Volume) Write(files map[string][]byte, afterSwitch func()) error {
 	v.n++
 	ts := time.Now().UTC().Format("..2006_01_02_15_04_05.") + fmt.Sprintf("%09d", v.n)
 	if err := os.Mkdir(filepath.Join(v.dir, ts), 0o755); err != nil {
@@ -85,3 +85,9 @@ func (v *volume) write(files map[string][]byte, afterSwitch func()) error {
 	v.ts, v.visible = ts, names
 	return nil
 }
+
+// NewVolume returns the volume at dir, an existing empty directory, which its first Write fills.
+func NewVolume(dir string) *Volume { return &Volume{dir: dir} }
+
+// Dir is the volume's directory, where a consumer finds keyring.json.
+func (v *Volume) Dir() string { return v.dir }

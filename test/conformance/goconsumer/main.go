@@ -32,12 +32,14 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/mrtr-dev/mrtr-operator/pkg/ack"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/pkg/metrics"
 	"github.com/mrtr-dev/mrtr-operator/pkg/token"
 )
 
@@ -66,12 +68,14 @@ func run() error {
 	defer stop()
 
 	logErr := func(err error) { fmt.Fprintln(os.Stderr, err) }
+	// The consumer metrics (docs/consumers.md, "Metrics"), answered to "metrics?".
+	rec := &metrics.Text{}
 	src, err := keyring.NewFileSource(filepath.Join(os.Getenv("MRTR_KEYRING_DIR"), keyring.SecretDataKey),
-		keyring.WithErrorHandler(logErr))
+		keyring.WithErrorHandler(logErr), keyring.WithMetrics(rec))
 	if err != nil {
 		return err // no valid keyring: do not start
 	}
-	rep, err := ack.New(ack.Config{Secret: os.Getenv("MRTR_SECRET_NAME"), OnError: logErr})
+	rep, err := ack.New(ack.Config{Secret: os.Getenv("MRTR_SECRET_NAME"), OnError: logErr, Metrics: rec})
 	if err != nil {
 		return err
 	}
@@ -80,20 +84,39 @@ func run() error {
 	say("loaded", src.Keyring())
 	rep.Follow(src)
 	// The codec reads the source's keyring on every seal: keys[0] of the keyring in service.
-	codec, err := token.NewSigned(src, token.SignedTTL(60*time.Second))
+	codec, err := token.NewSigned(src, token.SignedTTL(60*time.Second), token.SignedMetrics(rec))
 	if err != nil {
 		return err
 	}
 
 	go func() {
 		sc := bufio.NewScanner(os.Stdin)
+		probe := token.Binding{Method: "tools/call", Params: []byte(`{"name":"conformance"}`), Principal: token.Anonymous}
 		for sc.Scan() {
+			if tok, ok := strings.CutPrefix(sc.Text(), "open? "); ok {
+				result := "ok"
+				if _, err := codec.Open(probe, tok); err != nil {
+					result = "rejected"
+				}
+				out.Lock()
+				fmt.Printf("opened %s\n", result)
+				out.Unlock()
+				continue
+			}
 			switch sc.Text() {
+			case "metrics?":
+				var b strings.Builder
+				_, _ = rec.WriteTo(&b)
+				out.Lock()
+				for l := range strings.Lines(b.String()) {
+					fmt.Printf("metric %s", l)
+				}
+				fmt.Println("metrics end")
+				out.Unlock()
 			case "serving?":
 				say("serving", src.Keyring())
 			case "seal?":
-				tok, err := codec.Seal(token.Binding{Method: "tools/call", Params: []byte(`{"name":"conformance"}`),
-					Principal: token.Anonymous}, []byte(`{"probe":true}`))
+				tok, err := codec.Seal(probe, []byte(`{"probe":true}`))
 				if err != nil {
 					logErr(err)
 					continue

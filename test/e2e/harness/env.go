@@ -109,6 +109,16 @@ type Options struct {
 	// Namespaces, with ClusterKeyring, are the namespaces selected from the start: [Namespace]
 	// when empty.
 	Namespaces []string
+	// ExternalSecrets runs the External Secrets Operator's controller on the cluster, with its
+	// CRDs (localcluster.Options.ExternalSecrets).
+	ExternalSecrets bool
+	// BeforeKeyring, when set, runs once the servers' namespaces and Deployments exist and before
+	// the keyring is created: where a test creates what the keyring's spec names, such as the
+	// ExternalSecret that writes its key source.
+	BeforeKeyring func(ctx context.Context, c client.Client) error
+	// KeyringSpec, when set, changes the keyring's spec before it is created (of a cluster keyring,
+	// the spec it shares with an MRTRKeyring).
+	KeyringSpec func(*mrtrv1alpha1.MRTRKeyringSpec)
 }
 
 // SelectorLabel is the namespace label a cluster keyring's namespaceSelector matches (its value
@@ -184,6 +194,8 @@ type Env struct {
 	cancel    context.CancelFunc
 	cacheDone chan struct{}
 	lbServer  *http.Server
+	// stops stop what was added after Start (DeployUnmanaged), in reverse order, before the cluster.
+	stops []func() error
 }
 
 // Scheme knows the core types and MRTRKeyring.
@@ -254,8 +266,11 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 		opts.Logf("the cluster runs the Argo Rollouts controller (hack/build-argo-rollouts.sh builds it once per machine)")
 	}
 	opts.Logf("starting the local cluster (apiserver, etcd, controller-manager, scheduler) and its node: %s", reason)
+	if opts.ExternalSecrets {
+		opts.Logf("the cluster runs the External Secrets Operator's controller (hack/build-external-secrets.sh builds it once per machine)")
+	}
 	e.Cluster, err = localcluster.Start(ctx, localcluster.Options{LogDir: opts.LogDir, Audit: true, Node: node, Images: images,
-		ArgoRollouts: opts.ArgoRollout})
+		ArgoRollouts: opts.ArgoRollout, ExternalSecrets: opts.ExternalSecrets})
 	if err != nil {
 		return nil, err
 	}
@@ -326,6 +341,10 @@ func (e *Env) serverImages(ctx context.Context, root, serverBin string, node loc
 	if len(opts.Servers) > 1 && slices.Contains(opts.Servers, ServerPython) {
 		// The python-sdk seals in a format of its own, which no other SDK opens.
 		return nil, fmt.Errorf("servers %v: the Python server shares its request state with Python servers only", opts.Servers)
+	}
+	if slices.Contains(opts.Servers, ServerRust) && slices.Contains(opts.Servers, ServerTypeScript) {
+		// rmcp seals rs2, which the Go server seals too (--codec=rs2); the TypeScript package seals mrtr2.
+		return nil, fmt.Errorf("servers %v: the Rust server shares its request state (rs2) with Go and Rust servers only", opts.Servers)
 	}
 	if node != localcluster.NodeReal {
 		if opts.ClusterKeyring {
@@ -442,6 +461,9 @@ func (e *Env) keyringObject() client.Object {
 			Workloads:              e.workloads(),
 		},
 	}
+	if o.KeyringSpec != nil {
+		o.KeyringSpec(&k.Spec)
+	}
 	if !o.ClusterKeyring {
 		return k
 	}
@@ -523,10 +545,15 @@ func (e *Env) deploymentObjects(ns string) []*appsv1.Deployment {
 		d := e.kwokDeploymentObject(ns, labels)
 		d.Name = deploymentName(o.Name, o.Servers, i)
 		if kind == ServerGo && len(o.Servers) > 1 {
-			// Beside another SDK's replicas, the Go server seals in the format they share: Snodo's
-			// (token.Signed over the whole params), which the TypeScript package writes too.
+			// Beside another SDK's replicas, the Go server seals in the format they share: rmcp's rs2
+			// beside Rust replicas, else Snodo's (token.Signed over the whole params), which the
+			// TypeScript package writes too.
 			c := &d.Spec.Template.Spec.Containers[0]
-			c.Args = append(c.Args, "--codec=signed")
+			if slices.Contains(o.Servers, ServerRust) {
+				c.Args = append(c.Args, "--codec=rs2")
+			} else {
+				c.Args = append(c.Args, "--codec=signed")
+			}
 		}
 		if e.Real() {
 			e.realContainer(&d.Spec.Template.Spec.Containers[0], kind)
@@ -653,6 +680,11 @@ func (e *Env) deploy(ctx context.Context) error {
 			return err
 		}
 	}
+	if o.BeforeKeyring != nil {
+		if err := o.BeforeKeyring(ctx, e.Client); err != nil {
+			return fmt.Errorf("before the keyring: %w", err)
+		}
+	}
 	return e.create(ctx, e.keyringObject())
 }
 
@@ -664,7 +696,17 @@ func (e *Env) deployServers(ctx context.Context, ns string, selected bool) error
 	if selected {
 		nsObj.Labels = map[string]string{SelectorLabel: e.Opts.Name}
 	}
-	objs := append([]client.Object{nsObj}, e.consumerObjects(ns)...)
+	objs, err := e.serverObjects(ns)
+	if err != nil {
+		return err
+	}
+	return e.create(ctx, append([]client.Object{nsObj}, objs...)...)
+}
+
+// serverObjects are the servers of namespace ns: their ServiceAccount and RoleBinding, their
+// Deployments (or Rollout) and, on the real node, their Service.
+func (e *Env) serverObjects(ns string) ([]client.Object, error) {
+	objs := e.consumerObjects(ns)
 	for _, d := range e.deploymentObjects(ns) {
 		if !e.Opts.ArgoRollout {
 			objs = append(objs, d)
@@ -672,14 +714,14 @@ func (e *Env) deployServers(ctx context.Context, ns string, selected bool) error
 		}
 		ro, err := rolloutObject(d)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		objs = append(objs, ro)
 	}
 	if e.Real() {
 		objs = append(objs, e.serviceObject(ns))
 	}
-	return e.create(ctx, objs...)
+	return objs, nil
 }
 
 func (e *Env) create(ctx context.Context, objs ...client.Object) error {
@@ -830,8 +872,6 @@ func (e *Env) secretKeyring(ctx context.Context, key client.ObjectKey) ([]string
 
 // ReplicaKeyrings asks every serving replica which keyring it has loaded, sorted by pod name.
 func (e *Env) ReplicaKeyrings() []ReplicaKeyring {
-	var out []ReplicaKeyring
-	c := &http.Client{Timeout: 2 * time.Second}
 	var addrs []string
 	if e.Pods != nil {
 		for _, a := range e.Pods.Serving() {
@@ -842,6 +882,14 @@ func (e *Env) ReplicaKeyrings() []ReplicaKeyring {
 			addrs = append(addrs, r.Addr)
 		}
 	}
+	return replicaKeyrings(addrs)
+}
+
+// replicaKeyrings asks the replicas at addrs which keyring they have loaded, sorted by pod name;
+// those that do not answer (stopping) are left out.
+func replicaKeyrings(addrs []string) []ReplicaKeyring {
+	var out []ReplicaKeyring
+	c := &http.Client{Timeout: 2 * time.Second}
 	for _, addr := range addrs {
 		resp, err := c.Get("http://" + addr + "/debug/keyring")
 		if err != nil {
@@ -1031,6 +1079,9 @@ func (e *Env) Stop() error {
 	if e.lbServer != nil {
 		errs = append(errs, e.lbServer.Close())
 		e.Balancer.Close()
+	}
+	for _, stop := range slices.Backward(e.stops) {
+		errs = append(errs, stop())
 	}
 	if e.cancel != nil {
 		e.cancel()

@@ -47,10 +47,13 @@ const (
 	// ServerTypeScript is examples/typescript-server, on the official TypeScript SDK
 	// (@modelcontextprotocol/server on npm) with clients/typescript.
 	ServerTypeScript ServerKind = "typescript"
+	// ServerRust is examples/rust-server, on rmcp (the official Rust SDK, crates.io) with
+	// clients/rust.
+	ServerRust ServerKind = "rust"
 )
 
 // ServerKinds are the kinds there are, for flags.
-var ServerKinds = []ServerKind{ServerGo, ServerPython, ServerTypeScript}
+var ServerKinds = []ServerKind{ServerGo, ServerPython, ServerTypeScript, ServerRust}
 
 // ParseServerKind reads a kind's name.
 func ParseServerKind(s string) (ServerKind, error) {
@@ -110,6 +113,9 @@ func buildServerImage(ctx context.Context, root string, kind ServerKind, goServe
 	case ServerTypeScript:
 		cmd = []string{"/usr/local/bin/node", "/app/server.mjs"}
 		err = stageTypeScript(ctx, root, app)
+	case ServerRust:
+		cmd = []string{"/usr/local/bin/mrtr-example-rust-server"}
+		err = stageRust(ctx, root, app)
 	default:
 		err = fmt.Errorf("no image for server kind %q", kind)
 	}
@@ -175,6 +181,35 @@ func stageTypeScript(ctx context.Context, root, app string) error {
 	return copyFile(node, filepath.Join(app, "usr", "local", "bin", "node"), 0o755)
 }
 
+// rustTarget is where cargo builds the crate's workspace (clients/rust), the example server and
+// its client included.
+func rustTarget(root string) string {
+	return filepath.Join(root, "clients", "rust", "target", "release")
+}
+
+// buildRust builds examples/rust-server's server and client (release, at the versions
+// clients/rust/Cargo.lock pins), into the workspace's target directory, which keeps the build
+// cached; one job at low priority, as make test-rust.
+func buildRust(ctx context.Context, root string) error {
+	c := exec.CommandContext(ctx, "nice", "-n", "10", "cargo", "build", "--locked", "--release", "-p", "mrtr-example-rust-server")
+	c.Dir = filepath.Join(root, "clients", "rust")
+	c.Env = append(os.Environ(), "CARGO_BUILD_JOBS=1")
+	if out, err := c.CombinedOutput(); err != nil {
+		return fmt.Errorf("cargo build -p mrtr-example-rust-server: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// stageRust puts the Rust server's binary into app. Built on this machine, it links this machine's
+// glibc, which must be no newer than the image's (Debian bookworm's 2.36).
+func stageRust(ctx context.Context, root, app string) error {
+	if err := buildRust(ctx, root); err != nil {
+		return err
+	}
+	return copyFile(filepath.Join(rustTarget(root), "mrtr-example-rust-server"),
+		filepath.Join(app, "usr", "local", "bin", "mrtr-example-rust-server"), 0o755)
+}
+
 func run(ctx context.Context, dir, name string, args ...string) error {
 	c := exec.CommandContext(ctx, name, args...)
 	c.Dir = dir
@@ -205,8 +240,8 @@ func stderr(err error) string {
 
 // ClientLoad runs MRTR round trips against an MCP endpoint with another SDK's own client: the
 // example's client program (examples/python-server/client.py, examples/typescript-server/
-// client.mjs), which runs until SIGTERM and then prints its counts as one JSON line. The Go SDK's
-// client is Load.
+// client.mjs, examples/rust-server's mrtr-example-rust-client on rmcp), which runs until SIGTERM
+// and then prints its counts as one JSON line. The Go SDK's client is Load.
 type ClientLoad struct {
 	Kind ServerKind
 	cmd  *exec.Cmd
@@ -231,6 +266,10 @@ func (e *Env) StartClientLoad(ctx context.Context, kind ServerKind, url string, 
 		c.Env = append(os.Environ(), "PYTHONPATH="+pythonLib(e.serverImageDir(ServerPython)))
 	case ServerTypeScript:
 		c = exec.CommandContext(ctx, "node", filepath.Join(root, "examples", "typescript-server", "client.mjs"),
+			"--url", url, "--workers", fmt.Sprint(workers))
+	case ServerRust:
+		// rmcp's own client, built with the server's image.
+		c = exec.CommandContext(ctx, filepath.Join(rustTarget(root), "mrtr-example-rust-client"),
 			"--url", url, "--workers", fmt.Sprint(workers))
 	default:
 		return nil, fmt.Errorf("no client program for %s (the Go SDK's client is Load)", kind)

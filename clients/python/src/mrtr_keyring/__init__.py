@@ -7,6 +7,8 @@
 - KeyringWatcher follows the mounted Secret directory through the kubelet's ..data swaps.
 - AckReporter acknowledges each keyring the process loads on its own Pod, as pkg/ack does.
 - mrtr_keyring.mcp (extra "mcp") seals the SDK's request state with the current keyring.
+- Metrics counts what the watcher, the reporter and the codec do, under the contract's metric
+  names, and writes them in the Prometheus text format (no dependency).
 """
 
 from ._ack import FIELD_MANAGER, AckReporter, annotation_key
@@ -26,9 +28,11 @@ from ._keyring import (
     parse_token_ttl,
     validate_id,
 )
+from ._metrics import CONTENT_TYPE, Metrics
 from ._watch import KeyringWatcher, load_dir
 
 __all__ = [
+    "CONTENT_TYPE",
     "FIELD_MANAGER",
     "MAX_DOCUMENT_BYTES",
     "MAX_ID_LENGTH",
@@ -42,6 +46,7 @@ __all__ = [
     "Keyring",
     "KeyringError",
     "KeyringWatcher",
+    "Metrics",
     "annotation_key",
     "fingerprint",
     "load_dir",

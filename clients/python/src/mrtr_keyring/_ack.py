@@ -34,6 +34,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ._metrics import Metrics
     from ._watch import KeyringWatcher
 
 ANNOTATION_PREFIX = "loaded.mrtr.dev/"
@@ -182,6 +183,7 @@ class AckReporter:
         min_backoff: float = DEFAULT_MIN_BACKOFF,
         max_backoff: float = DEFAULT_MAX_BACKOFF,
         timeout: float = DEFAULT_TIMEOUT,
+        metrics: Metrics | None = None,
     ) -> None:
         if not secret:
             raise ValueError("ack: no secret: pass the name of the keyring Secret the pod mounts")
@@ -227,6 +229,8 @@ class AckReporter:
         self.key = annotation_key(secret)
         self._token_path = os.path.join(sa_dir, "token")
         self._on_error = on_error
+        self._metrics = metrics
+        self._state = ""
         self._min, self._max, self._timeout = min_backoff, max_backoff, timeout
         self._cond = threading.Condition()
         self._latest = ""
@@ -290,7 +294,14 @@ class AckReporter:
             if fingerprint == self._latest:
                 return  # nothing new, and no retry out of the backoff
             self._latest = fingerprint
+            self._set_state("acknowledged" if fingerprint == self._on_pod else "pending")
             self._cond.notify_all()
+
+    def _set_state(self, state: str) -> None:
+        # Called with self._cond held, so that the metrics see the states in their order.
+        if self._metrics is not None and state != self._state:
+            self._state = state
+            self._metrics.ack_state_changed(state)
 
     @property
     def acknowledged(self) -> str:
@@ -373,6 +384,7 @@ class AckReporter:
             except Exception as e:
                 with self._cond:
                     self._on_pod = ""
+                    self._set_state("retrying")
                 failures += 1
                 failed, retry_at = fp, time.monotonic() + self.backoff(failures)
                 if self._on_error is not None:
@@ -384,6 +396,7 @@ class AckReporter:
             failures, failed = 0, ""
             with self._cond:
                 self._acked = self._on_pod = fp
+                self._set_state("acknowledged" if fp == self._latest else "pending")
 
     def _token(self) -> str:
         try:

@@ -37,6 +37,7 @@ from ._keyring import (
     parse_keyring,
     parse_token_ttl,
 )
+from ._metrics import Metrics
 
 log = logging.getLogger("mrtr_keyring")
 
@@ -192,6 +193,7 @@ class KeyringWatcher:
         resync_interval: float = DEFAULT_RESYNC_INTERVAL,
         on_error: Callable[[Exception], None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        metrics: Metrics | None = None,
     ) -> None:
         if not poll_interval > 0 or not resync_interval > 0:
             raise ValueError(f"poll interval {poll_interval} and resync interval {resync_interval} must be positive")
@@ -201,6 +203,7 @@ class KeyringWatcher:
         self._resync = resync_interval
         self._on_error = on_error
         self._sleep = sleep
+        self._metrics = metrics
         self._reload_lock = threading.Lock()
         self._lock = threading.Lock()
         self._listeners: list[Callable[[Keyring], None]] = []
@@ -213,6 +216,8 @@ class KeyringWatcher:
         snap = _read_settled(self.path, sleep)
         self._current = _parse_snapshot(self.path, snap)
         self._last_sum: bytes | None = self._sum(snap)
+        if metrics is not None:
+            metrics.keyring_in_service(self._current.fingerprint)
 
     @staticmethod
     def _sum(snap: _Snapshot) -> bytes:
@@ -274,6 +279,8 @@ class KeyringWatcher:
             if ring == self._current:  # same keys, other spelling
                 return False
             self._current = ring
+            if self._metrics is not None:
+                self._metrics.keyring_in_service(ring.fingerprint)
             with self._lock:
                 self._changes += 1
                 listeners = list(self._listeners)
@@ -285,6 +292,8 @@ class KeyringWatcher:
             return True
 
     def _failed(self, err: Exception) -> None:
+        if self._metrics is not None:
+            self._metrics.reload_failed()
         with self._lock:
             self._last_error = err
             self._errors += 1

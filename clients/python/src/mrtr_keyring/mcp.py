@@ -14,7 +14,9 @@ round, so a rotated keyring or token-ttl takes effect on the next round with no 
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +29,7 @@ from mcp.server.request_state import (
 )
 
 from ._keyring import Keyring
+from ._metrics import FORMAT_PYTHON_SDK, Metrics
 from ._watch import KeyringWatcher
 
 __all__ = [
@@ -34,6 +37,7 @@ __all__ = [
     "InvalidRequestState",
     "KeyringCodec",
     "KeyringRequestStateSecurity",
+    "TokenTTLExceeded",
     "request_state_security",
 ]
 
@@ -57,7 +61,8 @@ class KeyringCodec:
     """The SDK's RequestStateCodec over the current keyring of source (a KeyringWatcher, a fixed
     Keyring, or a function returning the keyring in service)."""
 
-    def __init__(self, source: KeyringSource) -> None:
+    def __init__(self, source: KeyringSource, *, metrics: Metrics | None = None) -> None:
+        self._metrics = metrics
         # A watcher's keyring is read straight from it on every seal and open: the hot path is
         # one attribute read and one identity check in front of the SDK's own codec.
         self._watcher: KeyringWatcher | None = None
@@ -102,18 +107,67 @@ class KeyringCodec:
         w = self._watcher
         ring = w._current if w is not None else self._get()
         built = self._built
-        return (built[1] if built[0] is ring else self._build(ring)).seal(payload)
+        token = (built[1] if built[0] is ring else self._build(ring)).seal(payload)
+        if self._metrics is not None:
+            self._metrics.token_sealed(FORMAT_PYTHON_SDK)
+        return token
 
     def unseal(self, token: str) -> bytes:
         w = self._watcher
         ring = w._current if w is not None else self._get()
         built = self._built
-        return (built[1] if built[0] is ring else self._build(ring)).unseal(token)
+        if self._metrics is None:
+            return (built[1] if built[0] is ring else self._build(ring)).unseal(token)
+        try:
+            payload = (built[1] if built[0] is ring else self._build(ring)).unseal(token)
+        except InvalidRequestState as e:
+            self._metrics.token_opened(FORMAT_PYTHON_SDK, _UNSEAL_RESULTS.get(str(e), "malformed"))
+            raise
+        self._metrics.token_opened(FORMAT_PYTHON_SDK, _claims_result(payload))
+        return payload
+
+
+# The python-sdk codec's reasons (mcp 2.3's AESGCMRequestStateCodec.unseal) as the contract's
+# results: the AES-GCM tag covers the whole claims envelope, so a token of another binding is bad_mac.
+_UNSEAL_RESULTS = {"malformed": "malformed", "unknown key": "unknown_key", "seal": "bad_mac"}
+
+
+def _claims_result(payload: bytes) -> str:
+    """ok, or expired when the SDK's claims envelope says so by the clock the SDK's boundary reads
+    next. The boundary's other checks (the request, the audience, the principal) are its own: a
+    token it refuses for them counts as ok here, as the codec opened it."""
+    try:
+        exp = json.loads(payload).get("exp")
+    except (ValueError, AttributeError):
+        return "malformed"
+    if isinstance(exp, int | float) and not time.time() < exp:
+        return "expired"
+    return "ok"
+
+
+class TokenTTLExceeded(ValueError):
+    """The ttl a server asked for is longer than the token-ttl of the keyring in service: its tokens
+    would outlive the operator's wait before it removes a key. The SDK answers the round with an
+    internal error; the message names both numbers and what to change."""
+
+    def __init__(self, ttl: float, token_ttl: int) -> None:
+        super().__init__(
+            f"request_state_security: ttl is {ttl:g}s, longer than the {token_ttl}s the keyring declares "
+            "(its token-ttl, the MRTRKeyring's tokenTTL): tokens would outlive the rotation's wait; "
+            "lower ttl, or raise spec.tokenTTL"
+        )
+        self.ttl = ttl
+        self.token_ttl = token_ttl
 
 
 class KeyringRequestStateSecurity(RequestStateSecurity):
     """RequestStateSecurity whose ttl is never longer than the keyring's token-ttl, read on every
-    seal: the operator drops a key only token-ttl after the last pod sealed with it."""
+    seal: the operator drops a key only token-ttl after the last pod sealed with it.
+
+    With no ttl given, the ttl is the token-ttl. A ttl given that is longer than the token-ttl of the
+    keyring in service fails every seal (TokenTTLExceeded), as Go's pkg/token, the TypeScript
+    package and the Rust crate do, rather than seal for less than the server promises its clients
+    without a word (docs/consumers.md, "token-ttl")."""
 
     codec: KeyringCodec
 
@@ -145,7 +199,11 @@ class KeyringRequestStateSecurity(RequestStateSecurity):
         wanted = self._max_ttl
         if declared is None:
             return DEFAULT_TTL_SECONDS if wanted is None else wanted
-        return float(declared) if wanted is None else min(wanted, float(declared))
+        if wanted is None:
+            return float(declared)
+        if wanted > declared:
+            raise TokenTTLExceeded(wanted, declared)
+        return wanted
 
     @ttl.setter
     def ttl(self, value: float) -> None:
@@ -159,12 +217,15 @@ def request_state_security(
     audience: str,
     ttl: float | None = None,
     bind_principal: Callable[[ServerRequestContext[Any, Any]], str | None] | None = authenticated_principal,
+    metrics: Metrics | None = None,
 ) -> KeyringRequestStateSecurity:
     """The SDK's RequestStateSecurity over the keyring of source, for MCPServer(request_state_security=).
 
     audience is required and must be the same on every replica (a retry may land on any of them).
-    ttl is the longest token lifetime wanted, in seconds; the one used is never longer than the
-    Secret's token-ttl, and is that token-ttl when ttl is None (300 s when neither says).
+    ttl is the token lifetime, in seconds: the Secret's token-ttl when ttl is None (300 s when neither
+    says); a ttl longer than the token-ttl of the keyring in service fails every seal with
+    TokenTTLExceeded until one of the two changes. metrics,
+    if given, counts every seal and open (mrtr_keyring.Metrics; a KeyringCodec source keeps its own).
     """
-    codec = source if isinstance(source, KeyringCodec) else KeyringCodec(source)
+    codec = source if isinstance(source, KeyringCodec) else KeyringCodec(source, metrics=metrics)
     return KeyringRequestStateSecurity(codec, audience=audience, ttl=ttl, bind_principal=bind_principal)

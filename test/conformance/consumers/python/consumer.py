@@ -24,9 +24,9 @@ import threading
 from types import FrameType, SimpleNamespace
 from typing import Any, cast
 
-from mcp.server.request_state import RequestStateBoundary
+from mcp.server.request_state import InvalidRequestState, RequestStateBoundary
 
-from mrtr_keyring import AckReporter, Keyring, KeyringWatcher
+from mrtr_keyring import AckReporter, Keyring, KeyringWatcher, Metrics
 from mrtr_keyring.mcp import request_state_security
 
 _out = threading.Lock()
@@ -62,15 +62,17 @@ def main() -> int:
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     try:
-        watcher = KeyringWatcher(directory, on_error=_error)  # no valid keyring: do not start
-        reporter = AckReporter(os.environ.get("MRTR_SECRET_NAME", ""), on_error=_error)
+        # The consumer metrics (docs/consumers.md, "Metrics"), answered to "metrics?".
+        metrics = Metrics()
+        watcher = KeyringWatcher(directory, on_error=_error, metrics=metrics)  # no valid keyring: do not start
+        reporter = AckReporter(os.environ.get("MRTR_SECRET_NAME", ""), on_error=_error, metrics=metrics)
     except Exception as e:
         _error(e)
         return 1
     # The server's own sealing: the SDK's envelope and codec over the keyring in service, with the
     # ttl that follows token-ttl. The boundary is what MCPServer runs around every handler; the
     # probe calls its seal directly, as a tools/call round that asks for input would.
-    security = request_state_security(watcher, audience="conformance")
+    security = request_state_security(watcher, audience="conformance", metrics=metrics)
     boundary = RequestStateBoundary(security, default_audience=None)
     # Listeners run in registration order: "loaded" is printed before follow's listener reports it.
     watcher.on_change(lambda ring: _said("loaded", ring))
@@ -87,6 +89,14 @@ def main() -> int:
         for line in sys.stdin:
             if line.strip() == "serving?":
                 _said("serving", watcher.keyring)
+            elif line.startswith("open? "):
+                try:
+                    security.codec.unseal(line[len("open? ") :].strip())
+                    _say("opened ok")
+                except InvalidRequestState:
+                    _say("opened rejected")
+            elif line.strip() == "metrics?":
+                _say("".join("metric " + m + "\n" for m in metrics.exposition().splitlines()) + "metrics end")
             elif line.strip() == "seal?":
                 try:
                     _say("sealed " + seal())

@@ -24,7 +24,7 @@ if (entry === undefined) {
   process.stderr.write('usage: consumer.mjs <the package\'s built index.js>\n');
   process.exit(2);
 }
-const { AckReporter, KeyringWatcher, SignedCodec, ANONYMOUS } = await import(pathToFileURL(path.resolve(entry)).href);
+const { AckReporter, KeyringWatcher, Metrics, SignedCodec, ANONYMOUS } = await import(pathToFileURL(path.resolve(entry)).href);
 
 // The lifetime of the tokens it seals: at most the token-ttl of every keyring the check mounts
 // (the codec refuses to seal longer than the keyring in service declares).
@@ -40,12 +40,16 @@ const logErr = (e) => {
 
 async function main() {
   const ac = new AbortController();
+  // The consumer metrics (docs/consumers.md, "Metrics"), answered to "metrics?".
+  const metrics = new Metrics();
   const watcher = await KeyringWatcher.open(path.join(process.env.MRTR_KEYRING_DIR ?? '', 'keyring.json'), {
     onError: logErr,
+    metrics,
   });
-  const reporter = new AckReporter({ secret: process.env.MRTR_SECRET_NAME ?? '', onError: logErr });
+  const reporter = new AckReporter({ secret: process.env.MRTR_SECRET_NAME ?? '', onError: logErr, metrics });
   // The codec reads the watcher's keyring on every seal: keys[0] of the keyring in service.
-  const codec = new SignedCodec(watcher, { ttlSeconds: TTL_SECONDS });
+  const codec = new SignedCodec(watcher, { ttlSeconds: TTL_SECONDS, metrics });
+  const binding = { method: 'tools/call', params: '{"name":"conformance"}', principal: ANONYMOUS };
   // Listeners run in the order they were added: "loaded" is printed before the reporter hears of it.
   watcher.onChange((k) => {
     say('loaded', k);
@@ -55,9 +59,20 @@ async function main() {
   createInterface({ input: process.stdin }).on('line', (line) => {
     if (line === 'serving?') {
       say('serving', watcher.keyring());
+    } else if (line.startsWith('open? ')) {
+      let result = 'ok';
+      try {
+        codec.open(binding, line.slice('open? '.length));
+      } catch {
+        result = 'rejected';
+      }
+      process.stdout.write(`opened ${result}\n`);
+    } else if (line === 'metrics?') {
+      const text = metrics.exposition().split('\n').filter((l) => l !== '').map((l) => `metric ${l}\n`).join('');
+      process.stdout.write(`${text}metrics end\n`);
     } else if (line === 'seal?') {
       try {
-        const tok = codec.seal({ method: 'tools/call', params: '{"name":"conformance"}', principal: ANONYMOUS }, '{"probe":true}');
+        const tok = codec.seal(binding, '{"probe":true}');
         process.stdout.write(`sealed ${tok}\n`);
       } catch (e) {
         logErr(e);

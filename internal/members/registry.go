@@ -1,0 +1,266 @@
+/*
+Copyright 2026 The mrtr-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+// Package members reaches the member clusters of ClusterMRTRKeyrings: one controller-runtime
+// cluster (a client and a cache scoped as the operator's own) per kubeconfig Secret, and whether
+// it can be reached. It decides nothing about rotation: an unreachable member is a fact the
+// controller hands to internal/rotation, which holds the phases for it.
+package members
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+)
+
+// State is whether a member can be reached, and why not.
+type State struct {
+	Reachable bool
+	// Message says why it is not (never a credential): the kubeconfig's fault as RESTConfig names
+	// it, a cache that did not sync, or a health check that failed.
+	Message string
+	// Since is when Reachable last changed.
+	Since time.Time
+}
+
+// Registry runs one cluster per member kubeconfig Secret that some keyring names, and knows
+// whether each can be reached. Ensure is cheap and never blocks on a member: a member starts
+// unreachable ("connecting") and Changed is called when its state changes, so that the keyrings
+// naming it are reconciled again.
+type Registry struct {
+	// Reader reads the kubeconfig Secrets in Namespace, uncached: the manager's cache holds keyring
+	// Secrets only, and must not hold every Secret of the operator's namespace.
+	Reader    client.Reader
+	Namespace string
+	Scheme    *runtime.Scheme
+	// CacheOptions are the member cache's options: the operator's own (keyring Secrets by type,
+	// stripped pods and workloads), so a member's cache never holds its other Secrets.
+	CacheOptions func() cache.Options
+	// SyncTimeout bounds the wait for a new member's cache; HealthEvery and HealthTimeout pace the
+	// live /readyz check that notices a member lost after its cache synced.
+	SyncTimeout, HealthEvery, HealthTimeout time.Duration
+	// Changed is called (from another goroutine) with the Secret name of a member whose state
+	// changed, or whose cache saw a change.
+	Changed func(secret string)
+	// Now is the clock (tests use a fake one).
+	Now func() time.Time
+
+	mu      sync.Mutex
+	members map[string]*member
+}
+
+type member struct {
+	version string // the resourceVersion of the Secret the cluster was built from
+	cl      cluster.Cluster
+	cancel  context.CancelFunc
+	state   State
+}
+
+// Ensure returns the client of the member whose kubeconfig is in Secret name, and its state; a
+// nil client while it is unreachable. A changed Secret replaces the member's cluster.
+func (r *Registry) Ensure(ctx context.Context, name string) (client.Client, State) {
+	var sec corev1.Secret
+	err := r.Reader.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: name}, &sec)
+	version := sec.ResourceVersion
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.members == nil {
+		r.members = map[string]*member{}
+	}
+	m := r.members[name]
+	if m != nil && (err != nil || m.version != version) {
+		m.cancel()
+		delete(r.members, name)
+		m = nil
+	}
+	if err != nil {
+		// The error of a Get names the Secret and the API server's reason, never its data.
+		return nil, State{Message: fmt.Sprintf("kubeconfig Secret %s/%s cannot be read: %v", r.Namespace, name, err), Since: r.Now()}
+	}
+	if m == nil {
+		m = r.start(name, &sec)
+		r.members[name] = m
+	}
+	if !m.state.Reachable {
+		return nil, m.state
+	}
+	return m.cl.GetClient(), m.state
+}
+
+// Retain stops the members whose Secret is not in names: no keyring names them any more.
+func (r *Registry) Retain(names map[string]bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for name, m := range r.members {
+		if !names[name] {
+			m.cancel()
+			delete(r.members, name)
+		}
+	}
+}
+
+// start builds and runs the member's cluster; its state is settled asynchronously.
+func (r *Registry) start(name string, sec *corev1.Secret) *member {
+	m := &member{version: sec.ResourceVersion, state: State{Message: "connecting", Since: r.Now()}}
+	m.cancel = func() {}
+	cfg, err := RESTConfig(sec.Data[mrtrv1alpha1.MemberKubeconfigKey])
+	if err != nil {
+		m.state.Message = fmt.Sprintf("kubeconfig Secret %s/%s (key %s): %v", r.Namespace, name, mrtrv1alpha1.MemberKubeconfigKey, err)
+		return m
+	}
+	cfg.Timeout = r.HealthTimeout
+	cl, err := cluster.New(cfg, func(o *cluster.Options) {
+		o.Scheme = r.Scheme
+		o.Cache = r.CacheOptions()
+	})
+	if err != nil {
+		m.state.Message = fmt.Sprintf("member of kubeconfig Secret %s: %v", name, err)
+		return m
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cl, m.cancel = cl, cancel
+	go func() {
+		// A cluster that cannot start (its API server gone) must not stop the manager: its error
+		// is the member's state.
+		if err := cl.Start(ctx); err != nil && ctx.Err() == nil {
+			r.set(name, m, false, "the member's cache stopped: "+err.Error())
+		}
+	}()
+	go r.watch(ctx, name, m)
+	return m
+}
+
+// watch waits for the member's cache to sync, then checks its API server's /readyz until the
+// member is stopped.
+func (r *Registry) watch(ctx context.Context, name string, m *member) {
+	// The kinds every pass reads are informed from the start, so that "synced" means the member
+	// answered, and each change there reaches the keyrings that name the member. A member down
+	// when it is added is retried at the health check's pace.
+	for err := r.inform(ctx, name, m); err != nil; err = r.inform(ctx, name, m) {
+		r.set(name, m, false, err.Error())
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(r.HealthEvery):
+		}
+	}
+	syncCtx, cancel := context.WithTimeout(ctx, r.SyncTimeout)
+	synced := m.cl.GetCache().WaitForCacheSync(syncCtx)
+	cancel()
+	if ctx.Err() != nil {
+		return
+	}
+	if !synced {
+		r.set(name, m, false, fmt.Sprintf("its cache did not sync within %s", r.SyncTimeout))
+	}
+	tick := time.NewTicker(r.HealthEvery)
+	defer tick.Stop()
+	for {
+		r.check(ctx, name, m, synced)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if !synced {
+			syncCtx, cancel := context.WithTimeout(ctx, r.SyncTimeout)
+			synced = m.cl.GetCache().WaitForCacheSync(syncCtx)
+			cancel()
+		}
+	}
+}
+
+// check asks the member's API server whether it is ready, with a short timeout: a cache that
+// synced once keeps serving what it last saw when the member is lost, so only a live request
+// tells.
+func (r *Registry) check(ctx context.Context, name string, m *member, synced bool) {
+	if !synced {
+		return
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(m.cl.GetConfig())
+	if err == nil {
+		cctx, cancel := context.WithTimeout(ctx, r.HealthTimeout)
+		_, err = dc.RESTClient().Get().AbsPath("/readyz").DoRaw(cctx)
+		cancel()
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	if err != nil {
+		r.set(name, m, false, "its API server does not answer /readyz: "+err.Error())
+		return
+	}
+	r.set(name, m, true, "")
+}
+
+// inform makes the member's cache watch the kinds every pass reads, each change notifying.
+func (r *Registry) inform(ctx context.Context, name string, m *member) error {
+	for _, obj := range []client.Object{&corev1.Namespace{}, &corev1.Secret{}, &corev1.Pod{}} {
+		inf, err := m.cl.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+		if err != nil {
+			return fmt.Errorf("its %T cannot be watched: %w", obj, err)
+		}
+		notify := func(any) { r.notify(name, m) }
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: notify, UpdateFunc: func(_, o any) { notify(o) }, DeleteFunc: notify,
+		}); err != nil {
+			return fmt.Errorf("its %T cannot be watched: %w", obj, err)
+		}
+	}
+	return nil
+}
+
+// notify reports a change seen in the member's cache, while it is the member of that name.
+func (r *Registry) notify(name string, m *member) {
+	r.mu.Lock()
+	current := r.members[name] == m
+	r.mu.Unlock()
+	if current && r.Changed != nil {
+		r.Changed(name)
+	}
+}
+
+// set records the member's state, and reports a change.
+func (r *Registry) set(name string, m *member, reachable bool, message string) {
+	r.mu.Lock()
+	changed := m.state.Reachable != reachable || m.state.Message != message
+	if changed {
+		since := m.state.Since
+		if m.state.Reachable != reachable {
+			since = r.Now()
+		}
+		m.state = State{Reachable: reachable, Message: message, Since: since}
+	}
+	current := r.members[name] == m
+	r.mu.Unlock()
+	if changed && current && r.Changed != nil {
+		logf.Log.WithName("members").Info("member state changed", "kubeconfigSecret", name, "reachable", reachable, "message", message)
+		r.Changed(name)
+	}
+}

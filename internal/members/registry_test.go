@@ -1,0 +1,135 @@
+/*
+Copyright 2026 The mrtr-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package members
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+)
+
+// kubeconfigFor is a kubeconfig reaching cfg's API server at server, credentials inline.
+func kubeconfigFor(t *testing.T, cfg *rest.Config, server string) []byte {
+	t.Helper()
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["m"] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["m"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["m"] = &clientcmdapi.Context{Cluster: "m", AuthInfo: "m"}
+	kc.CurrentContext = "m"
+	b, err := clientcmd.Write(*kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// TestRegistryReachesAMember runs a real API server as both the hub (where the kubeconfig
+// Secrets are) and the member, and checks that a good kubeconfig reaches it, and that a bad one,
+// or one whose server does not answer, is unreachable with a message naming the Secret and never
+// its bytes.
+func TestRegistryReachesAMember(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Skip("KUBEBUILDER_ASSETS is not set: make envtest-assets")
+	}
+	env := &envtest.Environment{}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	hub, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const ns = "mrtr-system"
+	if err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	secret := func(name string, kubeconfig []byte) {
+		t.Helper()
+		if err := hub.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Data: map[string][]byte{mrtrv1alpha1.MemberKubeconfigKey: kubeconfig}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret("west-kubeconfig", kubeconfigFor(t, cfg, cfg.Host))
+	secret("garbage-kubeconfig", []byte("not: [a kubeconfig"))
+	secret("closed-kubeconfig", kubeconfigFor(t, cfg, "https://127.0.0.1:1"))
+
+	var mu sync.Mutex
+	changed := map[string]int{}
+	r := &Registry{Reader: hub, Namespace: ns, Scheme: scheme.Scheme, CacheOptions: func() cache.Options { return cache.Options{} },
+		SyncTimeout: 2 * time.Second, HealthEvery: 500 * time.Millisecond, HealthTimeout: time.Second, Now: time.Now,
+		Changed: func(s string) { mu.Lock(); changed[s]++; mu.Unlock() }}
+	t.Cleanup(func() { r.Retain(nil) })
+
+	eventually := func(what string, f func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !f(); {
+			if time.Now().After(deadline) {
+				t.Fatalf("never %s", what)
+			}
+			time.Sleep(100 * time.Millisecond) // polling a state another goroutine settles
+		}
+	}
+	var c client.Client
+	eventually("reached west", func() bool {
+		var st State
+		c, st = r.Ensure(ctx, "west-kubeconfig")
+		return st.Reachable
+	})
+	var nss corev1.NamespaceList
+	if err := c.List(ctx, &nss); err != nil || len(nss.Items) == 0 {
+		t.Fatalf("listing the member's namespaces through its client: %v, %d", err, len(nss.Items))
+	}
+
+	c, st := r.Ensure(ctx, "garbage-kubeconfig")
+	if c != nil || st.Reachable || !strings.Contains(st.Message, "garbage-kubeconfig") || strings.Contains(st.Message, "not: [a") {
+		t.Fatalf("garbage: client %v, state %+v: want unreachable naming the Secret, without its bytes", c, st)
+	}
+	eventually("found the closed port unreachable", func() bool {
+		_, st = r.Ensure(ctx, "closed-kubeconfig")
+		return !st.Reachable && st.Message != "connecting"
+	})
+	if !strings.Contains(st.Message, "connection refused") && !strings.Contains(st.Message, "did not sync") {
+		t.Fatalf("closed: %+v: want the refused connection, or a cache that did not sync", st)
+	}
+	if _, st := r.Ensure(ctx, "absent-kubeconfig"); st.Reachable || !strings.Contains(st.Message, "absent-kubeconfig") {
+		t.Fatalf("absent: %+v", st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if changed["west-kubeconfig"] == 0 {
+		t.Fatalf("no change was reported for west: %v", changed)
+	}
+}

@@ -1,0 +1,65 @@
+/*
+Copyright 2026 The mrtr-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package keyring
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mrtr-dev/mrtr-operator/pkg/metrics"
+)
+
+// A FileSource tells its Recorder of the keyring it starts with, of each keyring it puts in
+// service, and of each reload it refuses: once per invalid snapshot, as Stats counts them.
+func TestFileSourceRecordsMetrics(t *testing.T) {
+	first, data := testKeyring(t, "a")
+	v := newSecretVolume(t, data)
+	rec := &metrics.Text{}
+	s, err := NewFileSource(v.path(), WithMetrics(rec), WithResyncInterval(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.Fingerprint(); got != first.Fingerprint() {
+		t.Fatalf("fingerprint at start = %q, want %q", got, first.Fingerprint())
+	}
+
+	v.write([]byte(`{"keys":[]}`))
+	if err := s.Reload(); err == nil {
+		t.Fatal("Reload of an empty keyring succeeded")
+	}
+	if err := s.Reload(); err == nil {
+		t.Fatal("Reload of the same empty keyring succeeded")
+	}
+	if got := rec.ReloadFailures(); got != 1 {
+		t.Errorf("reload failures = %d after one invalid snapshot read twice, want 1", got)
+	}
+	if got := rec.Fingerprint(); got != first.Fingerprint() {
+		t.Errorf("fingerprint after a refused reload = %q, want the last good %q", got, first.Fingerprint())
+	}
+
+	next, data := testKeyring(t, "b", "a")
+	v.write(data)
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.Fingerprint(); got != next.Fingerprint() {
+		t.Errorf("fingerprint after a rotation = %q, want %q", got, next.Fingerprint())
+	}
+	if got := rec.ReloadFailures(); got != 1 {
+		t.Errorf("reload failures = %d after a good reload, want still 1", got)
+	}
+}
