@@ -17,6 +17,7 @@ limitations under the License.
 package controller
 
 import (
+	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -27,6 +28,7 @@ import (
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
+	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 )
 
 // The API server itself refuses invalid keyrings (OpenAPI schema and CEL rules in the CRD), with a
@@ -212,3 +214,24 @@ var _ = Describe("MRTRKeyring validation", func() {
 func secretSource(name string) *mrtrv1alpha1.KeySource {
 	return &mrtrv1alpha1.KeySource{Type: mrtrv1alpha1.KeySourceSecret, Secret: &mrtrv1alpha1.SecretKeySource{Name: name}}
 }
+
+// Every sample that config/samples/kustomization.yaml lists is a valid keyring: the API server
+// (schema and CEL rules) takes it, in a dry run, as users apply it. A sample that drifts from the
+// API fails here instead of in a user's first kubectl apply.
+var _ = Describe("config/samples", func() {
+	It("holds only keyrings the API server takes", func() {
+		root, err := testenv.RepoRoot()
+		Expect(err).NotTo(HaveOccurred())
+		// Cluster keyrings are cluster-scoped: the namespaced client sets the namespace only on the
+		// namespaced MRTRKeyrings.
+		c := client.NewNamespacedClient(k8sClient, newNamespace())
+		objs, err := testenv.ApplyKustomization(ctx, c, filepath.Join(root, "config", "samples"), client.DryRunAll)
+		Expect(err).NotTo(HaveOccurred())
+		kinds := map[string]int{}
+		for _, o := range objs {
+			kinds[o.GetKind()]++
+		}
+		// The kustomization lists a generated-key keyring, a key-source keyring and a cluster keyring.
+		Expect(kinds).To(Equal(map[string]int{"MRTRKeyring": 2, "ClusterMRTRKeyring": 1}))
+	})
+})

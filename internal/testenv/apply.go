@@ -32,8 +32,9 @@ import (
 // ApplyKustomization creates every object of every file that dir/kustomization.yaml lists as a
 // resource, in order, and returns them. It reads plain resource files only (no patches,
 // generators or prefixes), which is all a folder such as config/consumer holds, so that a file left
-// out of the kustomization is left out here too.
-func ApplyKustomization(ctx context.Context, c client.Client, dir string) ([]*unstructured.Unstructured, error) {
+// out of the kustomization is left out here too. opts go to every Create (client.DryRunAll checks
+// the objects against the API server's schema and CEL rules without keeping them).
+func ApplyKustomization(ctx context.Context, c client.Client, dir string, opts ...client.CreateOption) ([]*unstructured.Unstructured, error) {
 	var kustomization struct {
 		Resources []string `json:"resources"`
 	}
@@ -44,7 +45,7 @@ func ApplyKustomization(ctx context.Context, c client.Client, dir string) ([]*un
 	}
 	var created []*unstructured.Unstructured
 	for _, resource := range kustomization.Resources {
-		objs, err := ApplyFile(ctx, c, filepath.Join(dir, resource))
+		objs, err := ApplyFile(ctx, c, filepath.Join(dir, resource), opts...)
 		created = append(created, objs...)
 		if err != nil {
 			return created, err
@@ -54,7 +55,7 @@ func ApplyKustomization(ctx context.Context, c client.Client, dir string) ([]*un
 }
 
 // ApplyFile creates every object of the YAML (or JSON) file at path, in order, and returns them.
-func ApplyFile(ctx context.Context, c client.Client, path string) ([]*unstructured.Unstructured, error) {
+func ApplyFile(ctx context.Context, c client.Client, path string, opts ...client.CreateOption) ([]*unstructured.Unstructured, error) {
 	var created []*unstructured.Unstructured
 	err := decodeFile(path, func(d *yaml.YAMLOrJSONDecoder) error {
 		for {
@@ -68,7 +69,7 @@ func ApplyFile(ctx context.Context, c client.Client, path string) ([]*unstructur
 			if len(obj.Object) == 0 {
 				continue // an empty document, e.g. after a trailing ---
 			}
-			if err := c.Create(ctx, obj); err != nil {
+			if err := c.Create(ctx, obj, opts...); err != nil {
 				return fmt.Errorf("create %s %s: %w", obj.GetKind(), obj.GetName(), err)
 			}
 			created = append(created, obj)
