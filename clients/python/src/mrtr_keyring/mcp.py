@@ -139,7 +139,8 @@ class KeyringCodec:
 
 
 # The python-sdk codec's reasons (mcp 2.3's AESGCMRequestStateCodec.unseal) as the contract's
-# results: the AES-GCM tag covers the whole claims envelope, so a token of another binding is bad_mac.
+# results. The AES-GCM tag covers the claims envelope, so an altered token is bad_mac; a token of
+# another binding is authentic, and only the SDK's boundary refuses it (meter_boundary).
 _UNSEAL_RESULTS = {"malformed": "malformed", "unknown key": "unknown_key", "seal": "bad_mac"}
 
 
