@@ -168,8 +168,8 @@ def _claims_result(payload: bytes) -> tuple[str, float]:
     now = time.time()
     # Stated positively, as the boundary states them: a NaN fails the comparison and is refused.
     if not (iat <= now + _FUTURE_SKEW_SECONDS) or not (now < exp):
-        return "expired", float(exp)
-    return "ok", float(exp)
+        return "expired", exp
+    return "ok", exp
 
 
 # The SDK's claims envelope (mcp 2.3, mcp.server.request_state): its version and how far in the
