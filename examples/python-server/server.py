@@ -39,7 +39,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 
 from mrtr_keyring import CONTENT_TYPE, AckReporter, KeyringWatcher, Metrics
-from mrtr_keyring.mcp import KeyringCodec, request_state_security
+from mrtr_keyring.mcp import KeyringCodec, meter_boundary, request_state_security
 
 log = logging.getLogger("mrtr-example")
 
@@ -118,6 +118,9 @@ def main() -> None:
     codec = CountingCodec(watcher, metrics=metrics)
     security = request_state_security(codec, audience=a.server, ttl=a.token_ttl)
     mcp = MCPServer("mrtr-example", version="0.1.0", request_state_security=security)
+    # The SDK checks a token's request, audience and principal after the codec opened it: with the
+    # boundary metered, a token it refuses for them counts binding_mismatch on /metrics, not ok.
+    meter_boundary(mcp)
 
     @mcp.tool(description="Weather for a location. Asks for your GitHub login first (an elicitation), then answers.")
     def get_weather(location: str, ctx: Context) -> CallToolResult | InputRequiredResult:

@@ -17,10 +17,12 @@ limitations under the License.
 // Command consumervectors writes testdata/consumers/, the vectors every keyring consumer, in every
 // language, must agree with (docs/consumers.md): keyrings.json (keyring files with their
 // fingerprints and Python kids, and invalid files with what is wrong), token-ttl.json (token-ttl
-// contents and what they declare) and swaps.json (kubelet ..data swap sequences, with what a
-// consumer serves after each step). Every answer in them is computed by pkg/keyring itself: Parse,
-// Fingerprint, PythonKid, ParseTokenTTL, and a FileSource reloading a real directory after each step
-// of a swap. The output is deterministic; TestFresh fails when the committed files are stale.
+// contents and what they declare), swaps.json (kubelet ..data swap sequences, with what a
+// consumer serves after each step) and bindings.json (a token sealed for one request and opened for
+// another, with the result each format counts). Every answer in them is computed by pkg/keyring and
+// pkg/token themselves: Parse, Fingerprint, PythonKid, ParseTokenTTL, a FileSource reloading a real
+// directory after each step of a swap, and the Signed, Sealed and RS2 codecs' own metrics. The
+// output is deterministic; TestFresh fails when the committed files are stale.
 //
 //	go run ./hack/consumervectors            # rewrite testdata/consumers/
 //	go run ./hack/consumervectors -out DIR   # write elsewhere
@@ -56,7 +58,7 @@ func main() {
 }
 
 // Names are the files Generate makes, in the order they are written.
-var Names = []string{"keyrings.json", "token-ttl.json", "swaps.json"}
+var Names = []string{"keyrings.json", "token-ttl.json", "swaps.json", "bindings.json"}
 
 // Generate returns the content of every vector file, by name.
 func Generate() (map[string][]byte, error) {
@@ -72,8 +74,12 @@ func Generate() (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	bd, err := bindingVectors()
+	if err != nil {
+		return nil, err
+	}
 	out := map[string][]byte{}
-	for name, v := range map[string]any{"keyrings.json": kr, "token-ttl.json": ttl, "swaps.json": sw} {
+	for name, v := range map[string]any{"keyrings.json": kr, "token-ttl.json": ttl, "swaps.json": sw, "bindings.json": bd} {
 		b, err := encode(v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)

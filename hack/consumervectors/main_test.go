@@ -22,8 +22,11 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
+	"github.com/mrtr-dev/mrtr-operator/pkg/metrics"
+	"github.com/mrtr-dev/mrtr-operator/pkg/token"
 )
 
 // repoVectors is testdata/consumers/ at the repository's root, seen from this package.
@@ -98,5 +101,66 @@ func TestKeyringVectorsRoundTrip(t *testing.T) {
 		if _, err := keyring.Parse(c.bytesOf()); err == nil || err.Error() != c.Error {
 			t.Errorf("invalid %q: Parse error %v; the file says %q", c.Name, err, c.Error)
 		}
+	}
+}
+
+// TestBindingVectors runs bindings.json as a Go consumer would, in all three of Go's formats: each
+// case's Signed and rs2 tokens are what the codecs seal at the file's clock, and opening each for
+// the case's other request counts the file's result. It also holds the file to what docs/consumers.md
+// says of it: the same request opens everywhere; any other is binding_mismatch, but bad_mac in
+// rs2, whose tag covers the binding.
+func TestBindingVectors(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoVectors, "bindings.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v bindingsFile
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Cases) != 6 {
+		t.Fatalf("%d cases, want 6", len(v.Cases))
+	}
+	ring, err := keyring.Parse(v.Keyring.Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	codecs, err := newBindingCodecs(ring, time.Unix(v.NowUnix, 0), time.Duration(v.TTLSeconds)*time.Second, v.Server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range v.Cases {
+		t.Run(c.Name, func(t *testing.T) {
+			results, tokens, err := codecs.run(c.Seal, c.Open, v.State)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, format := range []string{token.CodecSigned, token.CodecSealed, token.CodecRS2} {
+				if results[format] != c.Results[format] {
+					t.Errorf("%s counted %q; the file says %q", format, results[format], c.Results[format])
+				}
+			}
+			for format, tok := range c.Tokens {
+				if tokens[format] != tok {
+					t.Errorf("%s sealed %s; the file says %s", format, tokens[format], tok)
+				}
+			}
+			same := c.Name == "the same request"
+			for format, got := range c.Results {
+				want := metrics.BindingMismatch
+				switch {
+				case same:
+					want = metrics.OK
+				case format == token.CodecRS2:
+					want = metrics.BadMAC
+				}
+				if got != want {
+					t.Errorf("the file says %s counts %q, want %q", format, got, want)
+				}
+			}
+			if len(c.Results) != len(v.Formats) {
+				t.Errorf("results for %d formats, %d described", len(c.Results), len(v.Formats))
+			}
+		})
 	}
 }

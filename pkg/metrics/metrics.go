@@ -74,7 +74,8 @@ const (
 	// BindingMismatch: an authentic token sealed for another request or principal, checked after
 	// the MAC (Signed, Sealed's params and principal), or params no token can be sealed for.
 	// python-sdk checks its request binding, audience and principal in its own boundary, after the
-	// codec has counted the token: Python cannot count this result yet (docs/consumers.md).
+	// codec opened the token: Python counts it with mrtr_keyring.mcp.meter_boundary around that
+	// boundary (docs/consumers.md). rs2, whose tag covers the binding, never reports it: BadMAC.
 	BindingMismatch Result = "binding_mismatch"
 	// Malformed: the text is not laid out as the format writes it, or its authentic payload is not.
 	Malformed Result = "malformed"

@@ -25,7 +25,7 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_types import ElicitRequestParams, ElicitResult, TextContent
+from mcp_types import ElicitRequestParams, ElicitResult, InputRequiredResult, TextContent
 
 from mrtr_keyring import parse_keyring
 
@@ -121,11 +121,26 @@ def test_example_server(served: tuple[str, SecretVolume, FakeAPIServer]) -> None
                 await client.session.call_tool(
                     "get_weather", {"location": "Paris"}, request_state="v1.AAAA", allow_input_required=True
                 )
+            # A token of Paris sent back for Rome: the codec opens it, the SDK's boundary refuses it.
+            first = await client.session.call_tool("get_weather", {"location": "Paris"}, allow_input_required=True)
+            assert isinstance(first, InputRequiredResult) and first.request_state is not None
+            with pytest.raises(MCPError, match="Invalid or expired requestState"):
+                await client.session.call_tool(
+                    "get_weather",
+                    {"location": "Rome"},
+                    request_state=first.request_state,
+                    input_responses={"github_login": ElicitResult(action="accept", content={"name": "octocat"})},
+                    allow_input_required=True,
+                )
             return text.text
 
     assert asyncio.run(call()) == "Sunny in Paris for octocat"
     d = debug(base)
-    assert d["completed"] == 1 and d["rejected"] == 1
+    assert d["completed"] == 1 and d["rejected"] == 1  # what the codec refused
+    opened = 'mrtr_consumer_tokens_opened_total{format="python-sdk",result="%s"} %d\n'
+    text = get(base + "/metrics")[1].decode()
+    for result, n in [("ok", 1), ("malformed", 1), ("binding_mismatch", 1), ("expired", 0)]:
+        assert opened % (result, n) in text, text
     assert d["keyIds"] == ["key-a"] and d["sealKey"] == "key-a"
 
     volume.update({"keyring.json": keyring_json(B, A), "token-ttl": b"120"})

@@ -23,7 +23,7 @@ FOREIGN = ("z", bytes(range(7, 39)))
 
 
 def claims(exp: float) -> bytes:
-    return json.dumps({"v": 1, "iat": 0, "exp": exp, "s": None}).encode()
+    return json.dumps({"v": 1, "iat": 0, "exp": exp, "s": ""}).encode()
 
 
 def test_codec_counts_seals_and_opens_by_result() -> None:

@@ -18,10 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client
 
-from mrtr_keyring import KeyringError, KeyringWatcher, parse_keyring, parse_token_ttl
+from mrtr_keyring import KeyringError, KeyringWatcher, Metrics, parse_keyring, parse_token_ttl
 
 from .conftest import REPO, SHARED_VECTORS
+from .metered import Call, make_server, opened, round_trip, run
 
 VECTORS = Path(os.environ.get("MRTR_CONSUMER_VECTORS") or SHARED_VECTORS)
 
@@ -133,6 +135,37 @@ if (VECTORS / "swaps.json").exists():
             assert rejected == step["expect"]["rejected"], where
             check(step["expect"], where)
             assert (w.keyring.fingerprint != before) == step["expect"]["acknowledge"], where
+
+
+if (VECTORS / "bindings.json").exists():
+    BINDINGS = _load("bindings.json")
+
+    def _call(request: dict[str, Any]) -> Call:
+        # The SDK's binding of a tools/call: the tool, its arguments, and bind_principal's answer
+        # (None for an anonymous caller, the principal's JSON text otherwise).
+        p = request["principal"]
+        return Call(
+            tool=request["params"]["name"],
+            arguments=request["params"]["arguments"],
+            principal=None if p is None else json.dumps(p, separators=(",", ":")),
+        )
+
+    @pytest.mark.parametrize("case", BINDINGS["cases"], ids=[c["name"] for c in BINDINGS["cases"]])
+    def test_bindings(case: dict[str, Any]) -> None:
+        # Through the SDK's own boundary (an in-process MCPServer and its Client, metered with
+        # meter_boundary), sealed and opened now rather than at the file's clock: python-sdk's tokens
+        # carry a fresh nonce, so only the result is shared.
+        assert case["seal"]["method"] == case["open"]["method"] == "tools/call"
+        ring = parse_keyring(_bytes(BINDINGS["keyring"]))
+        m = Metrics()
+
+        async def go() -> bool:
+            async with Client(make_server(ring, m, audience=BINDINGS["server"])) as c:
+                return await round_trip(c, _call(case["seal"]), _call(case["open"]))
+
+        want = case["results"]["python-sdk"]
+        assert run(go()) == (want == "ok")
+        assert opened(m) == {want: 1}
 
 
 CONFORMANCE = REPO / "test" / "conformance" / "main.go"

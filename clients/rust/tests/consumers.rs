@@ -1,11 +1,17 @@
 //! The consumer contract's shared vectors (testdata/consumers at the repository's root, made by the
 //! Go library): every valid keyring parses to the same keys and fingerprint, every invalid one is
-//! refused as a whole, naming the same entry and, but for JSON syntax, with Go's message.
+//! refused as a whole, naming the same entry and, but for JSON syntax, with Go's message; a token
+//! sealed for one request and opened for another counts what Go counts.
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use mrtr_keyring::Rs2Codec;
+use mrtr_keyring::metrics::{FORMAT_RS2, MeteredRs2, Metrics, OpenResult};
+use rmcp::model::{RequestStateCodec, RequestStateError};
 use serde_json::Value;
 
 fn root() -> PathBuf {
@@ -98,5 +104,52 @@ fn token_ttl_as_go_reads_it() {
     for case in v["invalid"].as_array().unwrap() {
         let err = mrtr_keyring::parse_token_ttl(&data(case)).expect_err("refused");
         assert_eq!(err.to_string(), case["error"].as_str().unwrap(), "{case}");
+    }
+}
+
+/// bindings.json: a token sealed for one request and opened for another. rs2's tag covers the
+/// associated data, so a token of another binding counts `bad_mac`, never `binding_mismatch`.
+#[test]
+fn bindings_count_as_go_says() {
+    let v = load("bindings.json");
+    let cases = v["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 6);
+    let ring = mrtr_keyring::parse(&data(&v["keyring"])).unwrap();
+    let ttl = Duration::from_secs(v["ttlSeconds"].as_u64().unwrap());
+    let state = v["state"].as_str().unwrap().as_bytes();
+    let rmcp = RequestStateCodec::new_with_keyring(
+        ring.primary().id(),
+        ring.keys().iter().map(|k| (k.id(), k.secret())),
+    )
+    .unwrap();
+    for case in cases {
+        let name = case["name"].as_str().unwrap();
+        let seal_ad = case["seal"]["rs2Ad"].as_str().unwrap().as_bytes();
+        let open_ad = case["open"]["rs2Ad"].as_str().unwrap().as_bytes();
+        let want = case["results"][FORMAT_RS2].as_str().unwrap();
+        assert_ne!(want, "binding_mismatch", "{name}");
+
+        // Sealed and opened now by the crate's codec: the file's result, once.
+        let m = Metrics::new();
+        let c = MeteredRs2::new(Arc::new(Rs2Codec::new(&ring, ttl).unwrap()), Arc::clone(&m));
+        let tok = c.seal(state, seal_ad).unwrap();
+        assert_eq!(c.open(&tok, open_ad).is_ok(), want == "ok", "{name}");
+        for r in OpenResult::ALL {
+            let n = u64::from(r.as_str() == want);
+            assert_eq!(m.opened(FORMAT_RS2, r), n, "{name}: {}", r.as_str());
+        }
+
+        // Go's token, opened by rmcp itself long after the file's clock: rmcp checks the tag before
+        // the expiry, so the same binding verifies (and is expired) and any other fails the tag.
+        let go = case["tokens"][FORMAT_RS2].as_str().unwrap();
+        let err = rmcp.open_with(go, open_ad).unwrap_err();
+        if want == "ok" {
+            assert!(matches!(err, RequestStateError::Expired), "{name}: {err:?}");
+        } else {
+            assert!(
+                matches!(err, RequestStateError::IntegrityCheckFailed),
+                "{name}: {err:?}"
+            );
+        }
     }
 }

@@ -4,8 +4,8 @@
 // The consumer contract's shared vectors (docs/consumers.md), made by the Go library
 // (hack/consumervectors) and read in place from testdata/consumers at the repository's root (or
 // the folder MRTR_CONSUMER_VECTORS names): keyring files with their fingerprints, invalid ones with
-// Go's error, token-ttl files, and directory swap sequences replayed on a real directory against
-// the watcher.
+// Go's error, token-ttl files, directory swap sequences replayed on a real directory against
+// the watcher, and tokens sealed for one request and opened for another (bindings.json).
 
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,16 @@ import path from 'node:path';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { KeyringWatcher, parseKeyring, parseTokenTTL } from '../src/index.js';
+import {
+  InvalidRequestStateError,
+  KeyringWatcher,
+  Metrics,
+  parseKeyring,
+  parseTokenTTL,
+  RESULTS,
+  SIGNED_FORMAT,
+  SignedCodec,
+} from '../src/index.js';
 import { repoRoot } from './paths.js';
 
 const dir = process.env.MRTR_CONSUMER_VECTORS ?? path.join(repoRoot, 'testdata', 'consumers');
@@ -23,6 +32,7 @@ const skip = present ? false : `no consumer vectors in ${dir}`;
 function load(name: 'keyrings.json'): KeyringVectors;
 function load(name: 'token-ttl.json'): TTLVectors;
 function load(name: 'swaps.json'): SwapVectors;
+function load(name: 'bindings.json'): BindingVectors;
 function load(name: string): unknown {
   return JSON.parse(readFileSync(path.join(dir, name), 'utf8')) as unknown;
 }
@@ -64,6 +74,30 @@ interface Op {
 
 interface SwapVectors {
   sequences: { name: string; setup: Op[]; start: Expect; steps: Op[] }[];
+}
+
+interface BindingRequest {
+  method: string;
+  params: unknown;
+  principal: unknown;
+}
+
+interface BindingVectors {
+  keyring: { data: string };
+  nowUnix: number;
+  ttlSeconds: number;
+  state: string;
+  cases: {
+    name: string;
+    seal: BindingRequest;
+    open: BindingRequest;
+    results: Record<string, string>;
+    tokens: Record<string, string>;
+  }[];
+}
+
+function binding(r: BindingRequest): { method: string; params: string; principal: string } {
+  return { method: r.method, params: JSON.stringify(r.params), principal: JSON.stringify(r.principal) };
 }
 
 function apply(root: string, o: Op): void {
@@ -112,6 +146,30 @@ describe('the consumer contract\'s vectors', { skip }, () => {
         }
         return true;
       });
+    }
+  });
+
+  it('bindings.json: Go\'s Signed tokens sealed byte for byte; each open counts the file\'s result', () => {
+    const v = load('bindings.json');
+    assert.equal(v.cases.length, 6);
+    for (const c of v.cases) {
+      const metrics = new Metrics();
+      const codec = new SignedCodec(parseKeyring(Buffer.from(v.keyring.data, 'base64')), {
+        ttlSeconds: v.ttlSeconds,
+        now: () => v.nowUnix * 1000,
+        metrics,
+      });
+      const token = codec.seal(binding(c.seal), v.state);
+      assert.equal(token, c.tokens[SIGNED_FORMAT], c.name);
+      const want = c.results[SIGNED_FORMAT];
+      if (want === 'ok') {
+        assert.deepEqual(JSON.parse(codec.open(binding(c.open), token)), JSON.parse(v.state), c.name);
+      } else {
+        assert.throws(() => codec.open(binding(c.open), token), InvalidRequestStateError, c.name);
+      }
+      for (const r of RESULTS) {
+        assert.equal(metrics.opened(SIGNED_FORMAT, r), r === want ? 1 : 0, `${c.name}: ${r}`);
+      }
     }
   });
 

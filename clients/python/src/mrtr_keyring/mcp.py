@@ -10,6 +10,11 @@ KeyringCodec is the SDK's RequestStateCodec over the keyring in service: it hand
 unseal to the SDK's own AESGCMRequestStateCodec built from the keyring's secrets, keys[0] sealing,
 so tokens are exactly the SDK's. The SDK's boundary reads security.codec and security.ttl on every
 round, so a rotated keyring or token-ttl takes effect on the next round with no restart.
+
+With metrics, meter_boundary(server) makes the count exact: the SDK checks a token's request,
+audience and principal after the codec opened it, and only the two middlewares it puts around the
+SDK's boundary can tell an opened token the boundary then refused (binding_mismatch) from one it
+accepted (ok).
 """
 
 from __future__ import annotations
@@ -18,12 +23,14 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from contextvars import ContextVar
+from typing import Any, Protocol
 
-from mcp.server.context import ServerRequestContext
+from mcp.server.context import CallNext, HandlerResult, ServerMiddleware, ServerRequestContext
 from mcp.server.request_state import (
     AESGCMRequestStateCodec,
     InvalidRequestState,
+    RequestStateBoundary,
     RequestStateSecurity,
     authenticated_principal,
 )
@@ -38,6 +45,7 @@ __all__ = [
     "KeyringCodec",
     "KeyringRequestStateSecurity",
     "TokenTTLExceeded",
+    "meter_boundary",
     "request_state_security",
 ]
 
@@ -123,26 +131,51 @@ class KeyringCodec:
         except InvalidRequestState as e:
             self._metrics.token_opened(FORMAT_PYTHON_SDK, _UNSEAL_RESULTS.get(str(e), "malformed"))
             raise
-        self._metrics.token_opened(FORMAT_PYTHON_SDK, _claims_result(payload))
+        result, exp = _claims_result(payload)
+        held = _round.get()
+        if result != "ok" or held is None or not held.hold(self._metrics, exp):
+            self._metrics.token_opened(FORMAT_PYTHON_SDK, result)
         return payload
 
 
 # The python-sdk codec's reasons (mcp 2.3's AESGCMRequestStateCodec.unseal) as the contract's
-# results: the AES-GCM tag covers the whole claims envelope, so a token of another binding is bad_mac.
+# results. The AES-GCM tag covers the claims envelope, so an altered token is bad_mac; a token of
+# another binding is authentic, and only the SDK's boundary refuses it (meter_boundary).
 _UNSEAL_RESULTS = {"malformed": "malformed", "unknown key": "unknown_key", "seal": "bad_mac"}
 
 
-def _claims_result(payload: bytes) -> str:
-    """ok, or expired when the SDK's claims envelope says so by the clock the SDK's boundary reads
-    next. The boundary's other checks (the request, the audience, the principal) are its own: a
-    token it refuses for them counts as ok here, as the codec opened it."""
+def _claims_result(payload: bytes) -> tuple[str, float]:
+    """The result of an opened token's claims envelope, and its expiry: the checks the SDK's boundary
+    runs on the envelope (mcp 2.3's RequestStateBoundary._unseal), by the clock it reads next.
+
+    A payload that is not the envelope (no JSON object with v, iat, exp and s; another version; an
+    s that is not a string; a time that is not a number) is malformed. Issued beyond the boundary's
+    60 s future skew, or expired, is expired. What the boundary checks after that, the request, the
+    audience and the principal, is its own: without meter_boundary a token it refuses for them
+    counts ok here, as the codec opened it."""
     try:
-        exp = json.loads(payload).get("exp")
-    except (ValueError, AttributeError):
-        return "malformed"
-    if isinstance(exp, int | float) and not time.time() < exp:
-        return "expired"
-    return "ok"
+        claims = json.loads(payload)
+        version, iat, exp, inner = claims["v"], claims["iat"], claims["exp"], claims["s"]
+    except (ValueError, KeyError, TypeError):
+        return "malformed", 0.0
+    if (
+        version != _ENVELOPE_VERSION
+        or not isinstance(inner, str)
+        or not isinstance(iat, int | float)
+        or not isinstance(exp, int | float)
+    ):
+        return "malformed", 0.0
+    now = time.time()
+    # Stated positively, as the boundary states them: a NaN fails the comparison and is refused.
+    if not (iat <= now + _FUTURE_SKEW_SECONDS) or not (now < exp):
+        return "expired", exp
+    return "ok", exp
+
+
+# The SDK's claims envelope (mcp 2.3, mcp.server.request_state): its version and how far in the
+# future a token's issue time may be.
+_ENVELOPE_VERSION = 1
+_FUTURE_SKEW_SECONDS = 60.0
 
 
 class TokenTTLExceeded(ValueError):
@@ -185,6 +218,7 @@ class KeyringRequestStateSecurity(RequestStateSecurity):
                 "(tokens are bound to it; the SDK's default, the server name, would differ between servers)"
             )
         self._max_ttl: float | None = None
+        self._bind_principal: Callable[[ServerRequestContext[Any, Any]], str | None] | None = None
         super().__init__(
             codec=codec,
             ttl=DEFAULT_TTL_SECONDS if ttl is None else ttl,
@@ -192,6 +226,30 @@ class KeyringRequestStateSecurity(RequestStateSecurity):
             audience=audience,
         )
         self._max_ttl = ttl
+
+    @property
+    def bind_principal(self) -> Callable[[ServerRequestContext[Any, Any]], str | None] | None:
+        # The boundary reads it on every round: a failure of the server's own binding is then told
+        # apart, by meter_boundary, from a token bound to another principal (the boundary refuses
+        # both with one frozen error).
+        return None if self._bind_principal is None else self._metered_principal
+
+    @bind_principal.setter
+    def bind_principal(self, value: Callable[[ServerRequestContext[Any, Any]], str | None] | None) -> None:
+        self._bind_principal = value
+
+    def _metered_principal(self, ctx: ServerRequestContext[Any, Any]) -> str | None:
+        bind = self._bind_principal
+        assert bind is not None
+        try:
+            principal = bind(ctx)
+        except Exception:
+            _principal_failed()
+            raise
+        # The boundary refuses anything but a str or None as the server's mistake too.
+        if principal is not None and not isinstance(principal, str):
+            _principal_failed()
+        return principal
 
     @property
     def ttl(self) -> float:
@@ -229,3 +287,122 @@ def request_state_security(
     """
     codec = source if isinstance(source, KeyringCodec) else KeyringCodec(source, metrics=metrics)
     return KeyringRequestStateSecurity(codec, audience=audience, ttl=ttl, bind_principal=bind_principal)
+
+
+# Counting what the SDK's boundary refuses (meter_boundary).
+#
+# mcp 2.3's RequestStateBoundary opens a token with the codec, then checks the claims: the request,
+# the audience and the principal. A refusal surfaces only as its frozen error (-32602 "Invalid or
+# expired requestState"), so the codec alone cannot count it. meter_boundary puts one middleware on
+# each side of the boundary in server.middleware (outermost first, composed on every request): the
+# outer one gives the round a _Round, in which the codec holds the count of a token it opened; the
+# inner one runs only when the boundary accepted the round (the boundary calls the rest of the
+# chain then, and only then), and counts it ok; when the outer one sees the round end without that,
+# the boundary refused an opened token for its binding: binding_mismatch, or expired if the token
+# expired between the codec's clock and the boundary's. The boundary's checks run without an await
+# between the codec and its decision, so no cancellation falls in between.
+
+
+class _Round:
+    """One request's opened token, held between the codec and the SDK's boundary."""
+
+    __slots__ = ("accepted", "exp", "metrics", "principal_failed")
+
+    def __init__(self) -> None:
+        self.metrics: Metrics | None = None
+        self.exp = 0.0
+        self.accepted = False
+        self.principal_failed = False
+
+    def hold(self, metrics: Metrics, exp: float) -> bool:
+        """Holds the count of an opened token; False if the round holds one already (the SDK
+        opens one token per round: a second one is counted at once)."""
+        if self.metrics is not None:
+            return False
+        self.metrics, self.exp = metrics, exp
+        return True
+
+    def settle(self) -> None:
+        """Counts the held token once the round is over: the inner middleware counted it ok if the
+        boundary accepted it; a failure of the server's own bind_principal is no token's result."""
+        m = self.metrics
+        if m is None or self.accepted or self.principal_failed:
+            return
+        m.token_opened(FORMAT_PYTHON_SDK, "binding_mismatch" if time.time() < self.exp else "expired")
+
+
+_round: ContextVar[_Round | None] = ContextVar("mrtr_keyring_round", default=None)
+
+
+def _principal_failed() -> None:
+    held = _round.get()
+    if held is not None:
+        held.principal_failed = True
+
+
+class _OuterMeter:
+    """Outside the SDK's boundary: gives each round carrying a token a _Round, and settles it."""
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        # The boundary opens a token only where requestState is present and not null.
+        if ctx.params is None or ctx.params.get("requestState") is None:
+            return await call_next(ctx)
+        held = _Round()
+        reset = _round.set(held)
+        try:
+            return await call_next(ctx)
+        finally:
+            _round.reset(reset)
+            held.settle()
+
+
+class _InnerMeter:
+    """Inside the SDK's boundary: reached only when it accepted the round; counts its token ok."""
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        held = _round.get()
+        if held is not None and not held.accepted:
+            held.accepted = True
+            if held.metrics is not None:
+                held.metrics.token_opened(FORMAT_PYTHON_SDK, "ok")
+        return await call_next(ctx)
+
+
+class _Server(Protocol):
+    """MCPServer or the low-level Server: their middleware chain, outermost first."""
+
+    @property
+    def middleware(self) -> list[ServerMiddleware[Any]]: ...
+
+
+def meter_boundary(server: _Server) -> None:
+    """Counts what the SDK's request-state boundary refuses: a token the codec opened counts ok only
+    once the boundary accepted it, and binding_mismatch when the boundary refused it for its request,
+    audience or principal (expired if it expired in between). A failure of the server's own
+    bind_principal counts nothing: it is the server's mistake, not a token's result.
+
+    server is an MCPServer (or a low-level Server) whose request_state_security is
+    request_state_security(..., metrics=...): the one boundary in server.middleware gets a middleware
+    on each side. Call it once, before serving; a second call changes nothing. Without it, a token the
+    boundary refuses for its binding counts ok, as the codec opened it."""
+    chain = server.middleware
+    if any(isinstance(m, _OuterMeter) for m in chain):
+        return
+    at = [i for i, m in enumerate(chain) if isinstance(m, RequestStateBoundary)]
+    if len(at) != 1:
+        raise ValueError(
+            f"meter_boundary: the server's middleware holds {len(at)} RequestStateBoundary, not one: "
+            "give MCPServer request_state_security=request_state_security(...)"
+        )
+    # The boundary's policy is private to the SDK: read only to refuse a server that would count
+    # nothing, where this SDK version keeps it where 2.3 does.
+    security = getattr(chain[at[0]], "_security", None)
+    if security is not None and not (
+        isinstance(security, KeyringRequestStateSecurity) and security.codec._metrics is not None
+    ):
+        raise ValueError(
+            "meter_boundary: the server's request_state_security counts nothing: "
+            "give it request_state_security(..., metrics=Metrics()) or a KeyringCodec with metrics"
+        )
+    chain.insert(at[0] + 1, _InnerMeter())
+    chain.insert(at[0], _OuterMeter())
