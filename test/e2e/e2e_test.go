@@ -333,6 +333,82 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 			revoked, staged, c, revoked))
 	})
 
+	It("counts, on the servers' own /metrics, the unknown_key rejections of a stray Deployment that no keyring manages "+
+		"behind the managed replicas' balancer, on both sides, and fires MRTRConsumerUnknownKeyRejections for its pods", func() {
+		Expect(env.WaitSettled(ctx, time.Minute)).To(Succeed())
+		st, err := env.Observe(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		before, err := env.PodUIDs(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		opensBefore, err := env.ReplicaOpenCounts()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(harness.UnknownKeyAlertFiring(opensBefore, opensBefore)).To(BeEmpty())
+		load = startLoad()
+		Eventually(func() uint64 { return load.Counts().Completed }).Should(BeNumerically(">=", 20))
+		from := len(env.Timeline.Events())
+
+		const strayReplicas = 2
+		By(fmt.Sprintf("starting a stray Deployment of %d pods beside the managed ones, with a Secret of its own and a key no keyring holds",
+			strayReplicas))
+		stray, err := env.StartStray(ctx, env.Opts.Name+"-stray", strayReplicas)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(stray.Remove, ctx) // a no-op once the spec removed it
+		Expect(st.SecretKeyIDs).NotTo(ContainElement(stray.KeyID))
+		var strayPods []string
+		Eventually(func(g Gomega) {
+			strayPods, err = stray.Serving(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(strayPods).To(HaveLen(strayReplicas), "the stray's pods serve behind the balancer")
+		}).WithTimeout(time.Minute).Should(Succeed())
+		managed := slices.Sorted(maps.Keys(before))
+
+		By("the stray's pods count unknown_key on their own /metrics, and the alert evaluated on the scrapes fires for both")
+		Eventually(func(g Gomega) {
+			opens, err := env.ReplicaOpenCounts()
+			g.Expect(err).NotTo(HaveOccurred())
+			for _, p := range strayPods {
+				g.Expect(opens).To(HaveKey(p), "pod %s does not serve /metrics", p)
+				g.Expect(opens[p][metrics.UnknownKey]).To(BeNumerically(">", 0), "stray pod %s counts no unknown_key", p)
+			}
+			g.Expect(harness.UnknownKeyAlertFiring(opensBefore, opens)).To(ContainElements(strayPods))
+			g.Expect(load.Counts().Rejected).To(BeNumerically(">", 0))
+		}).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed()) // each poll scrapes every pod
+		endLoad()
+		c := load.Counts()
+		Expect(c.Failed).To(BeZero(), "failed round trips: %s", load.Errors())
+
+		By("every rejection any pod counts is unknown_key, and the pods count at least the rejections the load saw")
+		opensAfter, err := env.ReplicaOpenCounts()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(opensAfter).To(HaveLen(len(managed)+strayReplicas), "a pod stopped serving /metrics: %v", slices.Sorted(maps.Keys(opensAfter)))
+		var unknownKey uint64
+		for pod, after := range opensAfter {
+			d := after.Sub(opensBefore[pod])
+			GinkgoWriter.Printf("stray: %s's %s: %v\n", pod, metrics.TokensOpenedTotal, d)
+			Expect(d.Rejected()).To(Equal(d[metrics.UnknownKey]), "pod %s refused tokens for another reason than unknown_key", pod)
+			unknownKey += d[metrics.UnknownKey]
+		}
+		// At least, not equal: an open a pod refused while endLoad cut the call is counted by the pod
+		// and not by the load.
+		Expect(unknownKey).To(BeNumerically(">=", c.Rejected), "the servers' unknown_key counters miss rejections the load saw")
+		firing := harness.UnknownKeyAlertFiring(opensBefore, opensAfter)
+		Expect(firing).To(ContainElements(strayPods), "MRTRConsumerUnknownKeyRejections does not fire for the stray's pods")
+		firingManaged := slices.DeleteFunc(slices.Clone(firing), func(p string) bool { return slices.Contains(strayPods, p) })
+
+		By("removing the stray: the keyring, which never moved, settles, and no managed pod got a new UID")
+		Expect(stray.Remove(ctx)).To(Succeed())
+		Eventually(func() ([]string, error) { return stray.Pods(ctx) }).WithTimeout(time.Minute).Should(BeEmpty())
+		Expect(env.WaitSettled(ctx, time.Minute)).To(Succeed())
+		Expect(phasesSince(env.Timeline.Events(), from)).To(BeEmpty(), "the stray moved the keyring")
+		after, err := env.PodUIDs(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(after).To(Equal(before))
+		AddReportEntry("a stray Deployment behind the balancer", fmt.Sprintf(
+			"round trips: %s\n%d unknown_key opens counted by the pods\n"+
+				"MRTRConsumerUnknownKeyRejections fires for the stray's %v and the managed %v (which opened its tokens)",
+			c, unknownKey, strayPods, firingManaged))
+	})
+
 	It("rotates in Restart delivery, restarting the pods once per round, with zero rejected", func() {
 		Expect(env.SetDelivery(ctx, mrtrv1alpha1.DeliveryRestart)).To(Succeed())
 		Expect(env.WaitSettled(ctx, 2*time.Minute)).To(Succeed()) // the template is stamped once: a rollout

@@ -60,17 +60,9 @@ func (c OpenCounts) Sub(before OpenCounts) OpenCounts {
 // token, so a replica that has opened none has no series and counts 0: the specs assert the ok
 // count rose with the traffic, which a consumer that reports nothing fails.
 func (e *Env) ReplicaOpenCounts() (map[string]OpenCounts, error) {
-	addrs := map[string]string{}
-	if e.Pods != nil {
-		addrs = e.Pods.Serving()
-	} else {
-		for _, r := range e.Kubelet.Replicas() {
-			addrs[r.Pod] = r.Addr
-		}
-	}
 	out := map[string]OpenCounts{}
 	c := &http.Client{Timeout: 2 * time.Second}
-	for name, addr := range addrs {
+	for name, addr := range e.serving() {
 		resp, err := c.Get("http://" + addr + "/metrics")
 		if err != nil {
 			continue // stopping
@@ -83,6 +75,19 @@ func (e *Env) ReplicaOpenCounts() (map[string]OpenCounts, error) {
 		out[name] = counts
 	}
 	return out, nil
+}
+
+// serving is the address of every replica behind the balancer, by pod name: those the Kubelet
+// runs on kwok, those the PodNetwork follows on the real node.
+func (e *Env) serving() map[string]string {
+	if e.Pods != nil {
+		return e.Pods.Serving()
+	}
+	addrs := map[string]string{}
+	for _, r := range e.Kubelet.Replicas() {
+		addrs[r.Pod] = r.Addr
+	}
+	return addrs
 }
 
 // parseOpenCounts reads mrtr_consumer_tokens_opened_total out of a text exposition with

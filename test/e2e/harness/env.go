@@ -28,6 +28,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -872,17 +873,7 @@ func (e *Env) secretKeyring(ctx context.Context, key client.ObjectKey) ([]string
 
 // ReplicaKeyrings asks every serving replica which keyring it has loaded, sorted by pod name.
 func (e *Env) ReplicaKeyrings() []ReplicaKeyring {
-	var addrs []string
-	if e.Pods != nil {
-		for _, a := range e.Pods.Serving() {
-			addrs = append(addrs, a)
-		}
-	} else {
-		for _, r := range e.Kubelet.Replicas() {
-			addrs = append(addrs, r.Addr)
-		}
-	}
-	return replicaKeyrings(addrs)
+	return replicaKeyrings(slices.Collect(maps.Values(e.serving())))
 }
 
 // replicaKeyrings asks the replicas at addrs which keyring they have loaded, sorted by pod name;
