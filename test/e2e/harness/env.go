@@ -1008,6 +1008,9 @@ func (e *Env) ServiceURL(ctx context.Context) (string, error) {
 
 // Restarts is the number of container restarts of the selected namespaces' pods (their
 // restartCount), and their UIDs by name: together, whatever restarted, a container or a pod.
+// Pods being deleted are left out: one still draining from an earlier step (a rollout's old pod
+// within its grace period) is not part of the step measured, and a pod deleted during the step is
+// then missing from the snapshot after it, as a replaced pod should be.
 func (e *Env) Restarts(ctx context.Context) (int32, map[string]types.UID, error) {
 	var n int32
 	uids := map[string]types.UID{}
@@ -1017,6 +1020,9 @@ func (e *Env) Restarts(ctx context.Context) (int32, map[string]types.UID, error)
 			return 0, nil, err
 		}
 		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				continue
+			}
 			uids[p.Name] = p.UID
 			for _, c := range p.Status.ContainerStatuses {
 				n += c.RestartCount
