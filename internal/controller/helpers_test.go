@@ -105,9 +105,16 @@ func rollOut(obj client.Object, updated int32) {
 }
 
 // stallDeployment plays a Deployment whose new pods never become ready, past its progress deadline.
-func stallDeployment(d *appsv1.Deployment) {
+func stallDeployment(kr *mrtrv1alpha1.MRTRKeyring, d *appsv1.Deployment) {
 	GinkgoHelper()
-	Eventually(func() error { return testworld.Stall(ctx, k8sClient, d) }).Should(Succeed())
+	// Only once the template carries the stamp of the keyring's current Secret: a stall written
+	// before the operator's stamp would describe the template the stamp replaces, and the stamp's
+	// new rollout would then be in progress, not stalled (seen under load).
+	Eventually(func(g Gomega) {
+		stamp, _ := stampOf(g, d)
+		g.Expect(stamp).To(Equal(secretKeyring(g, kr.Namespace, kr.EffectiveSecretName()).Fingerprint()))
+		g.Expect(testworld.Stall(ctx, k8sClient, d)).To(Succeed())
+	}).Should(Succeed())
 }
 
 // stampOf returns the keyring fingerprint on the workload's pod template and its generation, which counts

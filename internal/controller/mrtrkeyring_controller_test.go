@@ -508,7 +508,7 @@ var _ = Describe("MRTRKeyring controller", func() {
 
 		requestRotation(kr, "go")
 		eventuallyInPhase(kr, mrtrv1alpha1.PhaseAccepting)
-		stallDeployment(web.(*appsv1.Deployment))
+		stallDeployment(kr, web.(*appsv1.Deployment))
 
 		By("past spec.rolloutDeadline the keyring is Stalled and does not advance")
 		advance(kr, testRolloutWait+time.Second)

@@ -109,7 +109,7 @@ var _ = Describe("Rotation windows", func() {
 		})
 		settle(kr, []client.Object{web})
 		// The target stops rolling out: the staged key may not seal, so the rotation cannot start.
-		stallDeployment(web.(*appsv1.Deployment))
+		stallDeployment(kr, web.(*appsv1.Deployment))
 		firstDue := opening.UTC().Format(time.RFC3339)
 
 		By("inside the window it fell due in, within rolloutDeadline: held back, not stalled")
