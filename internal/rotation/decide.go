@@ -160,7 +160,28 @@ func deadlines(f facts, o outcome) []time.Time {
 		at = append(at, in.Now.Add(HeldRestartRecheck))
 	}
 	// So may the end of a stamp's back-off.
-	return append(at, o.heldUntil())
+	at = append(at, o.heldUntil())
+	if nextRotationWaits(f, o) {
+		at = append(at, in.Now.Add(NextRotationDelay))
+	}
+	return at
+}
+
+// NextRotationDelay is how soon a pass that ended a rotation or a revocation looks again when the
+// next rotation is already due. A move makes one transition, and nothing else may wake the keyring:
+// its own status write does not, and a source Secret holding a newer key has sent its event.
+const NextRotationDelay = time.Second
+
+// nextRotationWaits reports whether this pass entered Stable with a rotation already due: a
+// source's newer key (which changed mid-rotation), or a rekey owed to namespaces that left.
+func nextRotationWaits(f facts, o outcome) bool {
+	if o.status.Phase != mrtrv1alpha1.PhaseStable || f.status.Phase == mrtrv1alpha1.PhaseStable || f.in.Settings.Suspend {
+		return false
+	}
+	if f.in.Settings.Source {
+		return o.rotation != nil && o.rotation.pass
+	}
+	return f.rekey != "" || o.rotation != nil && o.rotation.pass
 }
 
 // move makes at most one transition, and at most one Secret write: the Secret settled against

@@ -462,3 +462,37 @@ func TestRetiredAnnotationRoundTrip(t *testing.T) {
 		t.Fatalf("malformed items kept: %+v", got)
 	}
 }
+
+// The pass that ends the rotation under way, with a newer source key waiting, looks again soon:
+// nothing else wakes the keyring (its own status write does not, and the source sent its event
+// long before), so without the requeue the next rotation would wait for an unrelated event.
+func TestSourceNextRotationStartsByItself(t *testing.T) {
+	w := newSourceWorld(t)
+	a, b, d := keyBytes('A', 32), keyBytes('B', 32), keyBytes('D', 32)
+	w.set(a, "")
+	w.settle(10)
+	w.set(b, "")
+	w.pass() // Accepting [A, B]
+	w.set(d, "")
+	for range 40 {
+		dec := w.pass()
+		if w.status.Phase == mrtrv1alpha1.PhaseStable {
+			if dec.RequeueAfter <= 0 || dec.RequeueAfter > NextRotationDelay {
+				t.Fatalf("the rotation to B ended with D waiting, and the next pass is due in %v, want within %v", dec.RequeueAfter, NextRotationDelay)
+			}
+			w.now = w.now.Add(dec.RequeueAfter)
+			w.pass()
+			if w.status.Phase != mrtrv1alpha1.PhaseAccepting || !slices.Contains(w.ids(), idOf(d)) {
+				t.Fatalf("the requeued pass did not start the rotation to D: %s %v", w.status.Phase, w.ids())
+			}
+			// Stable with nothing due asks for no such pass.
+			w.settle(40)
+			if dec := w.pass(); dec.RequeueAfter != 0 {
+				t.Fatalf("a settled keyring with a source looks again in %v", dec.RequeueAfter)
+			}
+			return
+		}
+		w.now = w.now.Add(max64(dec.RequeueAfter, time.Second))
+	}
+	t.Fatalf("the rotation to B never ended: %s", w.status.Phase)
+}
