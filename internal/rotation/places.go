@@ -292,11 +292,12 @@ func pendingRekey(in Input) string {
 	return truncate(s, 1024)
 }
 
-// listed is status.namespaces.items as last written, by name.
+// listed is status.namespaces.items as last written, by place name (MEMBER/NAMESPACE with
+// members).
 func listed(in Input) map[string]mrtrv1alpha1.NamespaceStatus {
 	was := make(map[string]mrtrv1alpha1.NamespaceStatus, len(in.Namespaces.Items))
 	for _, n := range in.Namespaces.Items {
-		was[n.Name] = n
+		was[placeName(n.Cluster, n.Name)] = n
 	}
 	return was
 }
@@ -401,7 +402,7 @@ func namespacesStatus(f facts, o outcome) mrtrv1alpha1.NamespacesStatus {
 	groups := map[mrtrv1alpha1.NamespaceState][]mrtrv1alpha1.NamespaceStatus{}
 	add := func(s mrtrv1alpha1.NamespaceStatus) { groups[s.State] = append(groups[s.State], s) }
 	for _, p := range in.Places {
-		item := mrtrv1alpha1.NamespaceStatus{Name: p.Name, UID: p.UID}
+		item := namespaceItem(p)
 		switch c := p.conflict(in.Name); {
 		case p.Terminating:
 			continue
@@ -424,19 +425,32 @@ func namespacesStatus(f facts, o outcome) mrtrv1alpha1.NamespacesStatus {
 	}
 	for _, p := range leftPlaces(in) {
 		ns.Left++
-		add(mrtrv1alpha1.NamespaceStatus{Name: p.Name, UID: p.UID, State: mrtrv1alpha1.NamespaceLeft,
-			Message: "no longer selected: not rotated, and no revocation reaches it; its Secret stays"})
+		item := namespaceItem(p)
+		item.State, item.Message = mrtrv1alpha1.NamespaceLeft, "no longer selected: not rotated, and no revocation reaches it; its Secret stays"
+		add(item)
 	}
 	for _, s := range []mrtrv1alpha1.NamespaceState{mrtrv1alpha1.NamespaceUnreachable, mrtrv1alpha1.NamespaceBehind, mrtrv1alpha1.NamespaceWriteRefused, mrtrv1alpha1.NamespaceConflict,
 		mrtrv1alpha1.NamespaceLeft, mrtrv1alpha1.NamespaceUpToDate} {
 		g := groups[s]
-		slices.SortFunc(g, func(a, b mrtrv1alpha1.NamespaceStatus) int { return cmp.Compare(a.Name, b.Name) })
+		slices.SortFunc(g, func(a, b mrtrv1alpha1.NamespaceStatus) int {
+			return cmp.Or(cmp.Compare(a.Cluster, b.Cluster), cmp.Compare(a.Name, b.Name))
+		})
 		ns.Items = append(ns.Items, g[:min(len(g), mrtrv1alpha1.MaxNamespacesListed-len(ns.Items))]...)
 	}
 	if len(ns.Items) == 0 {
 		ns.Items = nil
 	}
 	return ns
+}
+
+// namespaceItem is p as status.namespaces.items names it: a place of a member (MEMBER/NAMESPACE)
+// is its namespace, with the member as its cluster.
+func namespaceItem(p Place) mrtrv1alpha1.NamespaceStatus {
+	cluster, ns, ok := strings.Cut(p.Name, "/")
+	if !ok {
+		cluster, ns = "", p.Name
+	}
+	return mrtrv1alpha1.NamespaceStatus{Name: ns, Cluster: cluster, UID: p.UID}
 }
 
 // truncate cuts s to at most n bytes.

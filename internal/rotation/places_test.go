@@ -87,7 +87,7 @@ func TestPlacesStep(t *testing.T) {
 		phase  mrtrv1alpha1.Phase
 		copyTo []string
 		events []string
-		// items are status.namespaces.items as "name=State".
+		// items are status.namespaces.items as "name=State", "cluster:name=State" in a member.
 		items []string
 	}{
 		"every copy holds the keyring and every pod acknowledged it: the phase ends, and every copy is written after the Secret": {
@@ -217,6 +217,21 @@ func TestPlacesStep(t *testing.T) {
 			},
 			phase: mrtrv1alpha1.PhaseAccepting, copyTo: []string{"t2"}, items: []string{"t2=Behind", "t1=UpToDate"},
 		},
+		"a member's place is listed as its namespace in its cluster, and known by both: listed unreachable, it is not announced again": {
+			edit: func(in *Input) {
+				in.Places = append(in.Places, Place{Name: "west/t3", UID: "uid-t3", Unreachable: "Get https://west:6443/readyz: connection refused"})
+				in.Namespaces.Items = []mrtrv1alpha1.NamespaceStatus{{Name: "t3", Cluster: "west", UID: "uid-t3", State: mrtrv1alpha1.NamespaceUnreachable}}
+			},
+			phase: mrtrv1alpha1.PhaseAccepting, items: []string{"west:t3=Unreachable", "t1=UpToDate", "t2=UpToDate"},
+		},
+		"a member's place that left is listed in its cluster, and announced once": {
+			edit: func(in *Input) {
+				in.Left = []Place{leftPlace(t, "west/t0", ourCopy, a, b)}
+				in.Namespaces.Items = []mrtrv1alpha1.NamespaceStatus{{Name: "t0", Cluster: "west", State: mrtrv1alpha1.NamespaceUpToDate}}
+			},
+			phase: mrtrv1alpha1.PhaseSealingWithNew, copyTo: []string{"t1", "t2"}, events: []string{"KeySealing", mrtrv1alpha1.EventNamespaceLeft},
+			items: []string{"t1=Behind", "t2=Behind", "west:t0=Left"},
+		},
 		"a namespace already reported as left is not announced again": {
 			edit: func(in *Input) {
 				in.Left = []Place{leftPlace(t, "t0", ourCopy, a, b)}
@@ -248,7 +263,11 @@ func TestPlacesStep(t *testing.T) {
 			}
 			items := make([]string, 0, len(d.Namespaces.Items))
 			for _, n := range d.Namespaces.Items {
-				items = append(items, n.Name+"="+string(n.State))
+				name := n.Name
+				if n.Cluster != "" {
+					name = n.Cluster + ":" + n.Name
+				}
+				items = append(items, name+"="+string(n.State))
 			}
 			if !slices.Equal(items, c.items) {
 				t.Errorf("namespaces %v, want %v", items, c.items)
