@@ -38,6 +38,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -45,6 +46,7 @@ import (
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/controller"
 	"github.com/mrtr-dev/mrtr-operator/internal/leaderguard"
+	"github.com/mrtr-dev/mrtr-operator/internal/members"
 	"github.com/mrtr-dev/mrtr-operator/internal/memlimit"
 	"github.com/mrtr-dev/mrtr-operator/internal/metricsauth"
 	"github.com/mrtr-dev/mrtr-operator/internal/supervise"
@@ -209,6 +211,15 @@ const leaderElectionID = "4710c0f2.dev"
 // lease guard.
 const renewDeadline = 10 * time.Second
 
+// How members are reached: a new member's cache has memberSyncTimeout to sync; its API server's
+// /readyz is asked every memberHealthEvery, and each request (not a watch) to it may take
+// memberRequestTimeout.
+const (
+	memberSyncTimeout    = 30 * time.Second
+	memberHealthEvery    = 5 * time.Second
+	memberRequestTimeout = 5 * time.Second
+)
+
 // newManager makes one run's manager with the reconciler, its writes guarded by lease (nil: no
 // leader election, nothing to guard). readNodes: the install is cluster-wide, and its ClusterRole
 // lets it read Nodes (a namespace-scoped install's Roles cannot).
@@ -228,8 +239,13 @@ func newManager(config *rest.Config, opts ctrl.Options, lease *leaderguard.Lease
 		return nil, fmt.Errorf("create the manager: %w", err)
 	}
 	c := mgr.GetClient()
+	// One lease session per manager run, shared by the hub's client and every member's: a second
+	// session would end this one, and every write would be refused.
+	var guard func(client.Client) client.Client
 	if lease != nil {
-		c = leaderguard.NewClient(c, lease.Session())
+		session := lease.Session()
+		guard = func(c client.Client) client.Client { return leaderguard.NewClient(c, session) }
+		c = guard(c)
 	}
 	// Wired here, where a reader sees them: the cached client behind the lease guard, the live
 	// reader for the few reads the cache cannot answer (see Shared.APIReader). Both controllers
@@ -246,7 +262,9 @@ func newManager(config *rest.Config, opts ctrl.Options, lease *leaderguard.Lease
 		return nil, fmt.Errorf("create the mrtrkeyring controller: %w", err)
 	}
 	if clusterKeyrings != "" {
-		cr := &controller.ClusterMRTRKeyringReconciler{Shared: shared, MaxConcurrentReconciles: concurrency}
+		cr := &controller.ClusterMRTRKeyringReconciler{Shared: shared, MaxConcurrentReconciles: concurrency,
+			Members: &members.Registry{SyncTimeout: memberSyncTimeout, HealthEvery: memberHealthEvery, HealthTimeout: memberRequestTimeout,
+				WrapClient: guard}}
 		if err := cr.SetupWithManager(mgr); err != nil {
 			return nil, fmt.Errorf("create the clustermrtrkeyring controller: %w", err)
 		}

@@ -133,6 +133,9 @@ const (
 	// EventNamespaceLeft: a namespace that held a ClusterMRTRKeyring's Secret is no longer selected;
 	// it is not rotated any more, and its Secret stays.
 	EventNamespaceLeft = "NamespaceLeft"
+	// EventMemberRemoved (Warning): a member was removed from a ClusterMRTRKeyring's spec.members:
+	// its namespaces are reported as left (spec.onLeave applies), and its copies stay.
+	EventMemberRemoved = "MemberRemoved"
 	// EventNamespaceJoined: a selected namespace with no copy of a ClusterMRTRKeyring's Secret
 	// receives one: newly selected, or deleted and created again under a selected name.
 	EventNamespaceJoined = "NamespaceJoined"

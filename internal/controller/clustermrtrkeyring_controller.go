@@ -17,12 +17,14 @@ limitations under the License.
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,11 +34,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/members"
 	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
 )
 
@@ -56,8 +61,14 @@ type ClusterMRTRKeyringReconciler struct {
 	// MaxConcurrentReconciles is how many cluster keyrings are reconciled at once; 0 means
 	// DefaultConcurrency.
 	MaxConcurrentReconciles int
+	// Members reaches the member clusters of the keyrings that set spec.members; nil: such a
+	// keyring is left alone (Ready=False, MembersNotServed), never rotated in this cluster only.
+	Members *members.Registry
 
-	refusals refusals
+	refusals    refusals
+	views       memberViews
+	memberKinds memberKinds
+	queue       atomic.Pointer[workqueue.TypedRateLimitingInterface[reconcile.Request]]
 }
 
 // leadPlace is ck where its keyring lives: its lead Secret in the operator's namespace
@@ -138,18 +149,23 @@ func (r *ClusterMRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.R
 	if r.written.behind(&ck) {
 		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
 	}
-	if len(ck.Spec.Members) > 0 {
-		// The API takes spec.members ahead of the controller that reaches member clusters (issue
-		// 40): until then such a keyring is left alone, rather than rotated in the operator's own
-		// cluster only, which its members list may not even name.
+	if len(ck.Spec.Members) > 0 && r.Members == nil {
+		// A manager built without a member registry cannot reach member clusters: such a keyring
+		// is left alone, rather than rotated in the operator's own cluster only, which its
+		// members list may not even name.
 		return ctrl.Result{}, r.refuseMembers(ctx, &ck)
+	}
+	if r.Members != nil {
+		if err := r.retainMembers(ctx); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	in, obs, err := r.gatherCluster(ctx, &ck)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	for _, p := range obs.places {
-		if r.written.behind(p.stampable...) {
+		if p.shared.written.behind(p.stampable...) {
 			return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
 		}
 	}
@@ -159,9 +175,10 @@ func (r *ClusterMRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.R
 			return retryOnConflict(ctx, err)
 		}
 	}
-	if !equality.Semantic.DeepEqual(ck.Status.MRTRKeyringStatus, d.Status) || !equality.Semantic.DeepEqual(ck.Status.Namespaces, d.Namespaces) {
+	if !equality.Semantic.DeepEqual(ck.Status.MRTRKeyringStatus, d.Status) || !equality.Semantic.DeepEqual(ck.Status.Namespaces, d.Namespaces) ||
+		!equality.Semantic.DeepEqual(ck.Status.Members, obs.members) {
 		previous := ck.Status.MRTRKeyringStatus
-		ck.Status.MRTRKeyringStatus, ck.Status.Namespaces = d.Status, d.Namespaces
+		ck.Status.MRTRKeyringStatus, ck.Status.Namespaces, ck.Status.Members = d.Status, d.Namespaces, obs.members
 		if err := r.Status().Update(ctx, &ck, client.FieldOwner(mrtrv1alpha1.FieldManager)); err != nil {
 			return retryOnConflict(ctx, err)
 		}
@@ -179,17 +196,22 @@ func (r *ClusterMRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.R
 			requeue = soonest(requeue, retry)
 		}
 	}
+	for _, name := range obs.removed {
+		r.Recorder.Eventf(&ck, nil, corev1.EventTypeWarning, mrtrv1alpha1.EventMemberRemoved, "Rotate",
+			"member %s was removed from spec.members: it is not rotated any more, its copies stay, and its namespaces are reported as left (spec.onLeave: %s)",
+			name, cmp.Or(ck.Spec.OnLeave, mrtrv1alpha1.OnLeaveKeep))
+	}
 	for _, e := range d.Events {
 		r.Recorder.Eventf(&ck, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
 	}
 	for _, p := range obs.places {
 		stamp := d.Stamp
-		if failed[p.namespace] {
+		if failed[p.name] {
 			stamp = "" // its copy does not hold the keyring: a rollout now would restart its pods onto the old one
 		}
-		retry, placeErrs := r.stampAndEvict(ctx, r.placeOf(&ck, p.namespace), stamp,
-			func(ref string) bool { return slices.Contains(d.StampTargets, rotation.PlacedRef(p.namespace, ref)) },
-			p.stampable, placed(d.Evict, p.namespace), p.pods)
+		retry, placeErrs := p.shared.stampAndEvict(ctx, r.placeOf(&ck, p.namespace), stamp,
+			func(ref string) bool { return slices.Contains(d.StampTargets, rotation.PlacedRef(p.name, ref)) },
+			p.stampable, placed(d.Evict, p.name), p.pods)
 		if retry > 0 {
 			requeue = soonest(requeue, retry)
 		}
@@ -205,11 +227,19 @@ type clusterObserved struct {
 	// secret is the lead Secret as read, nil when it does not exist.
 	secret *corev1.Secret
 	places []placeObserved
+	// members is status.members as this pass found them; removed the members status knew that
+	// spec.members no longer names.
+	members []mrtrv1alpha1.MemberStatus
+	removed []string
 }
 
 // placeObserved is what was read in one selected namespace.
 type placeObserved struct {
+	// name is the place's name (MEMBER/NAMESPACE with members), namespace its namespace, and
+	// shared does its steps through its cluster.
+	name      string
 	namespace string
+	shared    *Shared
 	// copy is the Secret of spec.secretName there, nil when there is none.
 	copy      *corev1.Secret
 	stampable []client.Object
@@ -235,10 +265,6 @@ func (r *ClusterMRTRKeyringReconciler) gatherCluster(ctx context.Context, ck *mr
 	if err != nil {
 		return rotation.Input{}, clusterObserved{}, fmt.Errorf("generate a key for ClusterMRTRKeyring %s: %w", ck.Name, err)
 	}
-	selected, err := r.selectedNamespaces(ctx, ck)
-	if err != nil {
-		return rotation.Input{}, clusterObserved{}, err
-	}
 	// A cluster keyring's source lives beside its lead Secret, in the operator's namespace: the
 	// selected namespaces are its tenants', whose Secrets are never read as the truth.
 	src, err := r.observeSource(ctx, r.ClusterKeyrings, &ck.Spec.MRTRKeyringSpec)
@@ -253,19 +279,67 @@ func (r *ClusterMRTRKeyringReconciler) gatherCluster(ctx context.Context, ck *mr
 		NodesUnreadable: !r.ReadNodes, Name: ck.Name, UID: string(ck.UID), OnLeave: ck.Spec.OnLeave,
 	}
 	obs := clusterObserved{secret: secret}
-	for _, ns := range selected {
-		place, po, err := r.gatherPlace(ctx, ck, ns, settings)
-		if err != nil {
+	clusters := r.clusters(ctx, ck)
+	for _, c := range clusters {
+		places, pos, left, err := r.gatherIn(ctx, c, ck, settings)
+		if err != nil && c.name == "" || err != nil && c.local {
 			return rotation.Input{}, clusterObserved{}, err
 		}
-		in.Places = append(in.Places, place.Place)
-		in.Workloads = append(in.Workloads, place.workloads...)
-		obs.places = append(obs.places, po)
+		if err != nil {
+			// A member that fails a read mid-pass is as good as unreachable for this pass: what
+			// was read there is dropped, and its places hold the phase.
+			c.unreachable = err.Error()
+			c.status.Reachable, c.status.Message = false, cut(c.unreachable, 1024)
+			c.status.LastTransitionTime = r.memberSince(ck, c.name, false)
+		}
+		if c.unreachable != "" {
+			unreached, held := unreachablePlaces(ck, c)
+			in.Places = append(in.Places, unreached...)
+			in.Left = append(in.Left, held...)
+			continue
+		}
+		for _, p := range places {
+			in.Places = append(in.Places, p.Place)
+			in.Workloads = append(in.Workloads, p.workloads...)
+		}
+		obs.places = append(obs.places, pos...)
+		in.Left = append(in.Left, left...)
 	}
-	if in.Left, err = r.leftNamespaces(ctx, ck, selected); err != nil {
-		return rotation.Input{}, clusterObserved{}, err
-	}
+	obs.members = membersStatus(clusters)
+	var removedLeft []rotation.Place
+	obs.removed, removedLeft = removedMembers(ck)
+	in.Left = append(in.Left, removedLeft...)
+	slices.SortFunc(in.Left, func(a, b rotation.Place) int { return strings.Compare(a.Name, b.Name) })
 	return in, obs, nil
+}
+
+// gatherIn reads the places of ck in cluster c: its selected namespaces, with their copies and
+// consumers, and those that hold a copy but are no longer selected. An unreachable member has
+// none it can read.
+func (r *ClusterMRTRKeyringReconciler) gatherIn(ctx context.Context, c *memberCluster, ck *mrtrv1alpha1.ClusterMRTRKeyring,
+	settings rotation.Settings) ([]gatheredPlace, []placeObserved, []rotation.Place, error) {
+	if c.unreachable != "" {
+		return nil, nil, nil, nil
+	}
+	selected, err := c.shared.selectedNamespaces(ctx, ck)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	places := make([]gatheredPlace, 0, len(selected))
+	pos := make([]placeObserved, 0, len(selected))
+	for _, ns := range selected {
+		place, po, err := r.gatherPlace(ctx, c, ck, ns, settings)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		places = append(places, place)
+		pos = append(pos, po)
+	}
+	left, err := r.leftNamespaces(ctx, c, ck, selected)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return places, pos, left, nil
 }
 
 // gatheredPlace is a place as observed, with its consumers.
@@ -277,14 +351,15 @@ type gatheredPlace struct {
 // gatherPlace reads one selected namespace: its copy (the cache, else live: the cache holds keyring
 // Secrets only, and a Secret of another type there is a conflict, not an absence), who owns it, and
 // its consumers, when the namespace takes part (not being deleted, the copy ours).
-func (r *ClusterMRTRKeyringReconciler) gatherPlace(ctx context.Context, ck *mrtrv1alpha1.ClusterMRTRKeyring, ns *corev1.Namespace,
+func (r *ClusterMRTRKeyringReconciler) gatherPlace(ctx context.Context, c *memberCluster, ck *mrtrv1alpha1.ClusterMRTRKeyring, ns *corev1.Namespace,
 	settings rotation.Settings) (gatheredPlace, placeObserved, error) {
 	key := types.NamespacedName{Namespace: ns.Name, Name: ck.EffectiveSecretName()}
+	name := c.qualify(ns.Name)
 	var s corev1.Secret
-	err := r.Get(ctx, key, &s)
+	err := c.shared.Get(ctx, key, &s)
 	if apierrors.IsNotFound(err) {
 		s = corev1.Secret{}
-		err = r.APIReader.Get(ctx, key, &s)
+		err = c.shared.APIReader.Get(ctx, key, &s)
 	}
 	var copySecret *corev1.Secret
 	switch {
@@ -293,37 +368,42 @@ func (r *ClusterMRTRKeyringReconciler) gatherPlace(ctx context.Context, ck *mrtr
 	case !apierrors.IsNotFound(err):
 		return gatheredPlace{}, placeObserved{}, fmt.Errorf("read Secret %s: %w", key, err)
 	}
-	p := gatheredPlace{Place: rotation.Place{Name: ns.Name, UID: string(ns.UID), Copy: observeSecret(copySecret),
-		Terminating: ns.DeletionTimestamp != nil, WriteRefused: r.refusals.get(ck.UID, ns.Name)}}
-	po := placeObserved{namespace: ns.Name, copy: copySecret}
-	if p.Ownership, err = r.ownership(ctx, ck, copySecret); err != nil || p.Terminating {
+	p := gatheredPlace{Place: rotation.Place{Name: name, UID: string(ns.UID), Copy: observeSecret(copySecret),
+		Terminating: ns.DeletionTimestamp != nil, WriteRefused: r.refusals.get(ck.UID, name)}}
+	po := placeObserved{name: name, namespace: ns.Name, shared: c.shared, copy: copySecret}
+	if p.Ownership, err = r.ownership(ctx, c, ck, copySecret); err != nil || p.Terminating {
 		return p, po, err
 	}
-	c, err := r.consumers(ctx, r.placeOf(ck, ns.Name), settings)
+	cons, err := c.shared.consumers(ctx, r.placeOf(ck, ns.Name), settings)
 	if err != nil {
 		return gatheredPlace{}, placeObserved{}, err
 	}
-	for i := range c.workloads {
-		w := &c.workloads[i]
-		w.Place = ns.Name
+	for i := range cons.workloads {
+		w := &cons.workloads[i]
+		w.Place = name
 		for j := range w.Pods {
-			w.Pods[j].Place = ns.Name
+			w.Pods[j].Place = name
 		}
 	}
-	p.workloads, po.stampable, po.pods = c.workloads, c.stampable, c.pods
+	p.workloads, po.stampable, po.pods = cons.workloads, cons.stampable, cons.pods
 	return p, po, nil
 }
 
 // ownership reads what s says of whose it is, and looks up the keyrings its labels name: the raw
-// facts from which rotation decides whether it is ck's copy. Empty for no Secret.
-func (r *ClusterMRTRKeyringReconciler) ownership(ctx context.Context, ck *mrtrv1alpha1.ClusterMRTRKeyring, s *corev1.Secret) (rotation.Ownership, error) {
+// facts from which rotation decides whether it is ck's copy. Empty for no Secret. An MRTRKeyring
+// that a Secret in a member names is taken to hold it: the operator does not read the member's
+// keyrings, and never takes what may be another's.
+func (r *ClusterMRTRKeyringReconciler) ownership(ctx context.Context, c *memberCluster, ck *mrtrv1alpha1.ClusterMRTRKeyring,
+	s *corev1.Secret) (rotation.Ownership, error) {
 	if s == nil {
 		return rotation.Ownership{}, nil
 	}
 	o := rotation.Ownership{Keyring: s.Labels[mrtrv1alpha1.KeyringLabel], ClusterKeyring: s.Labels[mrtrv1alpha1.ClusterKeyringLabel],
 		WriterUID: s.Annotations[mrtrv1alpha1.ClusterKeyringUIDAnnotation], Immutable: s.Immutable != nil && *s.Immutable}
 	var err error
-	if o.Keyring != "" {
+	if o.Keyring != "" && c.shared != r.Shared {
+		o.KeyringClaim = rotation.Claim{Exists: true}
+	} else if o.Keyring != "" {
 		var kr mrtrv1alpha1.MRTRKeyring
 		if o.KeyringClaim, err = r.claim(ctx, types.NamespacedName{Namespace: s.Namespace, Name: o.Keyring}, &kr); err != nil {
 			return o, err
@@ -350,8 +430,8 @@ func (r *ClusterMRTRKeyringReconciler) claim(ctx context.Context, key types.Name
 	return rotation.Claim{Exists: true, Deleting: obj.GetDeletionTimestamp() != nil}, nil
 }
 
-// selectedNamespaces lists the namespaces ck's selector selects, sorted by name.
-func (r *ClusterMRTRKeyringReconciler) selectedNamespaces(ctx context.Context, ck *mrtrv1alpha1.ClusterMRTRKeyring) ([]*corev1.Namespace, error) {
+// selectedNamespaces lists the namespaces of r's cluster that ck's selector selects, sorted by name.
+func (r *Shared) selectedNamespaces(ctx context.Context, ck *mrtrv1alpha1.ClusterMRTRKeyring) ([]*corev1.Namespace, error) {
 	sel, err := metav1.LabelSelectorAsSelector(ck.Spec.NamespaceSelector)
 	if err != nil {
 		return nil, fmt.Errorf("spec.namespaceSelector: %w", err)
@@ -370,23 +450,24 @@ func (r *ClusterMRTRKeyringReconciler) selectedNamespaces(ctx context.Context, c
 
 // leftNamespaces lists, sorted by name, the Secrets labelled as ck's copies in namespaces it does
 // not select, with their raw facts: rotation keeps those ck wrote (its uid on them).
-func (r *ClusterMRTRKeyringReconciler) leftNamespaces(ctx context.Context, ck *mrtrv1alpha1.ClusterMRTRKeyring, selected []*corev1.Namespace) ([]rotation.Place, error) {
+func (r *ClusterMRTRKeyringReconciler) leftNamespaces(ctx context.Context, c *memberCluster, ck *mrtrv1alpha1.ClusterMRTRKeyring,
+	selected []*corev1.Namespace) ([]rotation.Place, error) {
 	var copies corev1.SecretList
-	if err := r.List(ctx, &copies, client.MatchingLabels{mrtrv1alpha1.ClusterKeyringLabel: ck.Name}); err != nil {
+	if err := c.shared.List(ctx, &copies, client.MatchingLabels{mrtrv1alpha1.ClusterKeyringLabel: ck.Name}); err != nil {
 		return nil, fmt.Errorf("list the copies of ClusterMRTRKeyring %s: %w", ck.Name, err)
 	}
 	var left []rotation.Place
 	for i := range copies.Items {
 		s := &copies.Items[i]
-		if s.Name != ck.EffectiveSecretName() || s.Namespace == r.ClusterKeyrings && s.Labels[mrtrv1alpha1.KeyringLabel] != "" ||
+		if s.Name != ck.EffectiveSecretName() || c.shared == r.Shared && s.Namespace == r.ClusterKeyrings && s.Labels[mrtrv1alpha1.KeyringLabel] != "" ||
 			slices.ContainsFunc(selected, func(ns *corev1.Namespace) bool { return ns.Name == s.Namespace }) {
 			continue
 		}
-		o, err := r.ownership(ctx, ck, s)
+		o, err := r.ownership(ctx, c, ck, s)
 		if err != nil {
 			return nil, err
 		}
-		left = append(left, rotation.Place{Name: s.Namespace, Copy: observeSecret(s), Ownership: o})
+		left = append(left, rotation.Place{Name: c.qualify(s.Namespace), Copy: observeSecret(s), Ownership: o})
 	}
 	slices.SortFunc(left, func(a, b rotation.Place) int { return strings.Compare(a.Name, b.Name) })
 	return left, nil
@@ -406,15 +487,15 @@ func (r *ClusterMRTRKeyringReconciler) writeCopies(ctx context.Context, ck *mrtr
 	c := rotation.Decision{Secret: kr, SecretPhase: phase}
 	failed = map[string]bool{}
 	for _, name := range d.CopyTo {
-		i := slices.IndexFunc(obs.places, func(p placeObserved) bool { return p.namespace == name })
+		i := slices.IndexFunc(obs.places, func(p placeObserved) bool { return p.name == name })
 		if i < 0 {
 			continue // Step names only the places it was given
 		}
 		p := obs.places[i]
-		err := r.writeKeyringSecret(ctx, copyTarget(ck, name), p.copy, c, rotation.SettingsFrom(ck.Spec.MRTRKeyringSpec).TokenTTL, copyAnnotations(ck, c))
+		err := p.shared.writeKeyringSecret(ctx, copyTarget(ck, p.namespace), p.copy, c, rotation.SettingsFrom(ck.Spec.MRTRKeyringSpec).TokenTTL, copyAnnotations(ck, c))
 		if err == nil {
 			r.refusals.clear(ck.UID, name)
-			r.syncPods(ctx, r.placeOf(ck, name), kr.Fingerprint(), placed(d.Nudge, name), p.pods)
+			p.shared.syncPods(ctx, r.placeOf(ck, p.namespace), kr.Fingerprint(), placed(d.Nudge, name), p.pods)
 			continue
 		}
 		failed[name] = true
@@ -424,7 +505,7 @@ func (r *ClusterMRTRKeyringReconciler) writeCopies(ctx context.Context, ck *mrtr
 			continue
 		}
 		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
-			logf.FromContext(ctx).Error(err, "write a copy of the keyring", "namespace", name)
+			logf.FromContext(ctx).Error(err, "write a copy of the keyring", "place", name)
 		}
 		retry = soonest(retry, conflictRetry)
 	}

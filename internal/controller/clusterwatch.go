@@ -41,7 +41,8 @@ import (
 // SetupWithManager builds the ClusterMRTRKeyring controller beside the namespaced one, over the
 // same Shared: the keyrings themselves, namespaces (a selector that starts or stops matching, a
 // deletion), Secrets (the lead and the copies, and a Secret of the keyring's name that appears in a
-// selected namespace), and pods and workloads of the selected namespaces.
+// selected namespace), and pods and workloads of the selected namespaces; with a member registry,
+// each member's state and each change its cache sees (setupMembers).
 func (r *ClusterMRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.ClusterKeyrings == "" {
 		return errors.New("cluster keyrings need the namespace of their lead Secrets (Shared.ClusterKeyrings)")
@@ -53,8 +54,14 @@ func (r *ClusterMRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	if err != nil {
 		return err
 	}
-	c, err := ctrl.NewControllerManagedBy(mgr).
-		WatchesRawSource(sources).
+	b := ctrl.NewControllerManagedBy(mgr).WatchesRawSource(sources)
+	if r.Members != nil {
+		if err := r.setupMembers(mgr); err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(r.memberSource())
+	}
+	c, err := b.
 		For(&mrtrv1alpha1.ClusterMRTRKeyring{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.allClusterKeyrings),

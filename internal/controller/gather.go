@@ -272,6 +272,14 @@ func (r *Shared) otherOwner(ctx context.Context, kr keyringPlace, claimant strin
 	if claimant == "" || claimant == kr.Name {
 		return "", nil
 	}
+	if r.hub != nil {
+		// In a member cluster: a cluster keyring's claim is judged where cluster keyrings live;
+		// an MRTRKeyring there is none the operator reads, and what it claims is never taken.
+		if strings.HasPrefix(claimant, mrtrv1alpha1.ClusterKeyringClaimPrefix) {
+			return r.hub.otherOwner(ctx, kr, claimant)
+		}
+		return claimant, nil
+	}
 	if name, ok := strings.CutPrefix(claimant, mrtrv1alpha1.ClusterKeyringClaimPrefix); ok {
 		if r.ClusterKeyrings == "" {
 			// Without cluster keyrings the operator may not read them: a copy one left behind is
@@ -359,8 +367,11 @@ func (r *Shared) targets(ctx context.Context, kr keyringPlace) (workload.Targets
 		_, err = r.RESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 		return err == nil
 	})
-	if r.kinds != nil {
+	switch {
+	case r.kinds != nil:
 		served = r.kinds.Served
+	case r.served != nil:
+		served = r.served
 	}
 	return workload.Resolve(ctx, r.Client, served, kr.Namespace, specRefs(kr.Spec), kr.Spec.WorkloadSelector, kr.EffectiveSecretName())
 }

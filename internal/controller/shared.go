@@ -83,6 +83,13 @@ type Shared struct {
 	sources     cache.Cache
 	sourcesErr  error
 
+	// hub, set on the Shared of a member cluster (ClusterMRTRKeyringReconciler.memberShared), is
+	// the operator's own: the keyrings live there, not in the member.
+	hub *Shared
+	// served, set on the Shared of a member cluster, is which workload kinds the member serves
+	// (and its cache indexes).
+	served func(workload.Kind) bool
+
 	once      sync.Once
 	setupErr  error
 	kinds     *servedKinds

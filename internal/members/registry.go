@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -70,14 +71,48 @@ type Registry struct {
 	Changed func(secret string)
 	// Now is the clock (tests use a fake one).
 	Now func() time.Time
+	// Prepare, when set, readies a member's cluster before it starts (the field indexes its cache
+	// must have before its informers run).
+	Prepare func(ctx context.Context, c cluster.Cluster) error
+	// WrapClient, when set, wraps each member's client: the manager guards every member's writes
+	// with its own leader-lease session, never a session of the member's (a second session would
+	// end the manager's).
+	WrapClient func(client.Client) client.Client
 
 	mu      sync.Mutex
 	members map[string]*member
+	// base is the context members run under: the manager's, once Start runs.
+	base context.Context
+}
+
+// Start runs the registry as the manager's: every member runs under ctx, and stops with it.
+func (r *Registry) Start(ctx context.Context) error {
+	r.mu.Lock()
+	r.base = ctx
+	r.mu.Unlock()
+	<-ctx.Done()
+	r.Retain(nil)
+	return nil
+}
+
+// NeedLeaderElection: members are reached only by the leader, whose writes they serve.
+func (r *Registry) NeedLeaderElection() bool { return true }
+
+// States returns the state of each member running, by the name of its kubeconfig Secret.
+func (r *Registry) States() map[string]State {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]State, len(r.members))
+	for name, m := range r.members {
+		out[name] = m.state
+	}
+	return out
 }
 
 type member struct {
 	version string // the resourceVersion of the Secret the cluster was built from
 	cl      cluster.Cluster
+	client  client.Client // cl's, wrapped (WrapClient)
 	cancel  context.CancelFunc
 	state   State
 }
@@ -110,7 +145,18 @@ func (r *Registry) Ensure(ctx context.Context, name string) (client.Client, Stat
 	if !m.state.Reachable {
 		return nil, m.state
 	}
-	return m.cl.GetClient(), m.state
+	return m.client, m.state
+}
+
+// Cluster is the cluster of the member whose kubeconfig is in Secret name, nil when it is not
+// running: its uncached reader, and what Prepare made of it.
+func (r *Registry) Cluster(name string) cluster.Cluster {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m := r.members[name]; m != nil && m.cl != nil {
+		return m.cl
+	}
+	return nil
 }
 
 // Retain stops the members whose Secret is not in names: no keyring names them any more.
@@ -134,17 +180,46 @@ func (r *Registry) start(name string, sec *corev1.Secret) *member {
 		m.state.Message = fmt.Sprintf("kubeconfig Secret %s/%s (key %s): %v", r.Namespace, name, mrtrv1alpha1.MemberKubeconfigKey, err)
 		return m
 	}
-	cfg.Timeout = r.HealthTimeout
+	// client-go's default of 5 requests/s would pace a rotation over a member of many namespaces
+	// by the client, not by the member: the manager's own client is not limited either.
+	cfg.QPS, cfg.Burst = -1, 0
 	cl, err := cluster.New(cfg, func(o *cluster.Options) {
 		o.Scheme = r.Scheme
 		o.Cache = r.CacheOptions()
+		// The cache's watches run without a request timeout (one would end every watch after it,
+		// and list the member again); the client's requests (reads past the cache, and every
+		// write) keep one, so that a member gone mid-pass does not hold a worker.
+		o.NewClient = func(config *rest.Config, options client.Options) (client.Client, error) {
+			config = rest.CopyConfig(config)
+			config.Timeout = r.HealthTimeout
+			hc, err := rest.HTTPClientFor(config)
+			if err != nil {
+				return nil, err
+			}
+			options.HTTPClient = hc
+			return client.New(config, options)
+		}
 	})
 	if err != nil {
 		m.state.Message = fmt.Sprintf("member of kubeconfig Secret %s: %v", name, err)
 		return m
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m.cl, m.cancel = cl, cancel
+	base := r.base
+	if base == nil {
+		base = context.Background()
+	}
+	ctx, cancel := context.WithCancel(base)
+	if r.Prepare != nil {
+		if err := r.Prepare(ctx, cl); err != nil {
+			cancel()
+			m.state.Message = fmt.Sprintf("member of kubeconfig Secret %s: %v", name, err)
+			return m
+		}
+	}
+	m.cl, m.cancel, m.client = cl, cancel, cl.GetClient()
+	if r.WrapClient != nil {
+		m.client = r.WrapClient(m.client)
+	}
 	go func() {
 		// A cluster that cannot start (its API server gone) must not stop the manager: its error
 		// is the member's state.

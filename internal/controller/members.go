@@ -1,0 +1,304 @@
+/*
+Copyright 2026 The mrtr-operator Authors.
+
+Licensed under the Apache License, Version 2.0 (the "License");
+you may not use this file except in compliance with the License.
+You may obtain a copy of the License at
+
+    http://www.apache.org/licenses/LICENSE-2.0
+
+Unless required by applicable law or agreed to in writing, software
+distributed under the License is distributed on an "AS IS" BASIS,
+WITHOUT WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied.
+See the License for the specific language governing permissions and
+limitations under the License.
+*/
+
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
+	"github.com/mrtr-dev/mrtr-operator/internal/workload"
+)
+
+// A ClusterMRTRKeyring with spec.members reaches the namespaces of each member cluster. Its pass
+// gathers every member it can reach through that member's own cluster (internal/members: a
+// client and a cache per kubeconfig Secret), names each place MEMBER/NAMESPACE, and does every
+// step of a place (its copy, the nudges, the stamps, the evictions) through the place's cluster.
+// A member it cannot reach is handed to rotation as places it cannot see (rotation.Place.
+// Unreachable), which hold every phase: the namespaces status listed for it, or, when none, one
+// place MEMBER/* for all of them.
+
+// memberCluster is one cluster a pass reaches: the operator's own (name "" without spec.members,
+// or the local member), or a member reached through its kubeconfig Secret.
+type memberCluster struct {
+	name  string
+	local bool
+	// shared does the pass's steps in the cluster; nil while it cannot be reached.
+	shared *Shared
+	// unreachable says why it cannot be reached ("" when it can).
+	unreachable string
+	status      mrtrv1alpha1.MemberStatus
+}
+
+// qualify is the place name of namespace ns in c: MEMBER/NAMESPACE with members.
+func (c *memberCluster) qualify(ns string) string {
+	if c.name == "" {
+		return ns
+	}
+	return c.name + "/" + ns
+}
+
+// memberViews remembers, per member kubeconfig Secret, the Shared that does the steps through
+// its client, so that what a Shared remembers (its own writes, the evictions under way) lasts
+// from one pass to the next; a member rebuilt (its Secret changed) gets a new one.
+type memberViews struct{ m sync.Map }
+
+// clusters are the clusters of ck's pass, in spec.members order; the operator's own alone without
+// members.
+func (r *ClusterMRTRKeyringReconciler) clusters(ctx context.Context, ck *mrtrv1alpha1.ClusterMRTRKeyring) []*memberCluster {
+	if len(ck.Spec.Members) == 0 {
+		return []*memberCluster{{shared: r.Shared}}
+	}
+	out := make([]*memberCluster, 0, len(ck.Spec.Members))
+	for _, m := range ck.Spec.Members {
+		c := &memberCluster{name: m.Name, local: m.Local}
+		if m.Local {
+			c.shared = r.Shared
+			c.status = mrtrv1alpha1.MemberStatus{Name: m.Name, Reachable: true, LastTransitionTime: r.memberSince(ck, m.Name, true)}
+			out = append(out, c)
+			continue
+		}
+		cl, st := r.Members.Ensure(ctx, m.KubeconfigSecret)
+		c.status = mrtrv1alpha1.MemberStatus{Name: m.Name, Reachable: st.Reachable && cl != nil, Message: cut(st.Message, 1024),
+			LastTransitionTime: metav1.NewTime(st.Since.UTC().Truncate(1e9))}
+		if cl == nil {
+			c.unreachable = st.Message
+			if c.unreachable == "" {
+				c.unreachable = "not reached yet"
+			}
+		} else {
+			c.shared = r.memberShared(m.KubeconfigSecret, cl)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// memberSince is when the local member became reachable: as status said, else now.
+func (r *ClusterMRTRKeyringReconciler) memberSince(ck *mrtrv1alpha1.ClusterMRTRKeyring, name string, reachable bool) metav1.Time {
+	for _, s := range ck.Status.Members {
+		if s.Name == name && s.Reachable == reachable && !s.LastTransitionTime.IsZero() {
+			return s.LastTransitionTime
+		}
+	}
+	return metav1.NewTime(r.now().Now().UTC().Truncate(1e9))
+}
+
+// memberShared is the Shared that does the steps of the member of kubeconfig Secret secret through
+// c: the hub's recorder, clock and metrics, the member's client and reader.
+func (r *ClusterMRTRKeyringReconciler) memberShared(secret string, c client.Client) *Shared {
+	if v, ok := r.views.m.Load(secret); ok {
+		if s := v.(*Shared); s.Client == c { //nolint:forcetypeassert // only *Shared is stored
+			return s
+		}
+	}
+	var reader client.Reader = c
+	served := func(workload.Kind) bool { return false }
+	if cl := r.Members.Cluster(secret); cl != nil {
+		reader, served = cl.GetAPIReader(), r.memberKinds.served(cl)
+	}
+	s := &Shared{Client: c, APIReader: reader, Recorder: r.Recorder, Clock: r.Clock, Metrics: r.Metrics,
+		ClusterKeyrings: r.ClusterKeyrings, KindRecheck: r.KindRecheck, hub: r.Shared, served: served}
+	r.views.m.Store(secret, s)
+	return s
+}
+
+// unreachablePlaces are the places of member c, which cannot be reached, as status last listed
+// them: those it listed as left stay left; the others are unreachable, or, when status listed
+// none, one place MEMBER/* stands for all of them.
+func unreachablePlaces(ck *mrtrv1alpha1.ClusterMRTRKeyring, c *memberCluster) (places, left []rotation.Place) {
+	for _, it := range ck.Status.Namespaces.Items {
+		if it.Cluster != c.name {
+			continue
+		}
+		if it.State == mrtrv1alpha1.NamespaceLeft {
+			left = append(left, leftMemberPlace(ck, it))
+			continue
+		}
+		places = append(places, rotation.Place{Name: c.qualify(it.Name), UID: it.UID, Unreachable: c.unreachable})
+	}
+	if len(places) == 0 {
+		places = []rotation.Place{{Name: c.qualify("*"), Unreachable: c.unreachable}}
+	}
+	return places, left
+}
+
+// leftMemberPlace is a place status listed in a member no longer reached as left: a copy this
+// keyring wrote, whose keys it cannot see any more.
+func leftMemberPlace(ck *mrtrv1alpha1.ClusterMRTRKeyring, it mrtrv1alpha1.NamespaceStatus) rotation.Place {
+	return rotation.Place{Name: it.Cluster + "/" + it.Name, UID: it.UID, Copy: observeSecret(nil),
+		Ownership: rotation.Ownership{ClusterKeyring: ck.Name, WriterUID: string(ck.UID)}}
+}
+
+// removedMembers are the members status knew that spec.members no longer names, and the places
+// status listed in them, which left: removing a member is an explicit act, reported once
+// (MemberRemoved) and handled as its namespaces leaving (spec.onLeave applies). Their copies stay.
+func removedMembers(ck *mrtrv1alpha1.ClusterMRTRKeyring) (names []string, left []rotation.Place) {
+	named := map[string]bool{}
+	for _, m := range ck.Spec.Members {
+		named[m.Name] = true
+	}
+	for _, s := range ck.Status.Members {
+		if !named[s.Name] {
+			names = append(names, s.Name)
+		}
+	}
+	if len(named) == 0 {
+		return names, nil
+	}
+	for _, it := range ck.Status.Namespaces.Items {
+		if it.Cluster != "" && !named[it.Cluster] {
+			left = append(left, leftMemberPlace(ck, it))
+		}
+	}
+	return names, left
+}
+
+// membersStatus is status.members: each cluster's, in spec order.
+func membersStatus(cs []*memberCluster) []mrtrv1alpha1.MemberStatus {
+	var out []mrtrv1alpha1.MemberStatus
+	for _, c := range cs {
+		if c.name != "" {
+			out = append(out, c.status)
+		}
+	}
+	return out
+}
+
+// memberChanged wakes the keyrings that name the member of kubeconfig Secret secret: its state
+// changed, or its cache saw a change.
+func (r *ClusterMRTRKeyringReconciler) memberChanged(secret string) {
+	q := r.queue.Load()
+	if q == nil {
+		return
+	}
+	for _, req := range r.clusterKeyrings(context.Background(), func(ck *mrtrv1alpha1.ClusterMRTRKeyring) bool {
+		return slices.ContainsFunc(ck.Spec.Members, func(m mrtrv1alpha1.Member) bool { return m.KubeconfigSecret == secret })
+	}) {
+		(*q).Add(req)
+	}
+}
+
+// memberSource hands the controller's queue to memberChanged.
+func (r *ClusterMRTRKeyringReconciler) memberSource() source.Source {
+	return source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		r.queue.Store(&q)
+		return nil
+	})
+}
+
+// retainMembers stops the members no cluster keyring names any more.
+func (r *ClusterMRTRKeyringReconciler) retainMembers(ctx context.Context) error {
+	var list mrtrv1alpha1.ClusterMRTRKeyringList
+	if err := r.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return fmt.Errorf("list cluster keyrings for the members they name: %w", err)
+	}
+	names := map[string]bool{}
+	for i := range list.Items {
+		for _, m := range list.Items[i].Spec.Members {
+			if m.KubeconfigSecret != "" {
+				names[m.KubeconfigSecret] = true
+			}
+		}
+	}
+	r.Members.Retain(names)
+	return nil
+}
+
+// setupMembers completes the registry for this controller: its caches hold what the operator's
+// hold, indexed as the hub's are, and each change there wakes the keyrings naming the member.
+func (r *ClusterMRTRKeyringReconciler) setupMembers(mgr ctrl.Manager) error {
+	m := r.Members
+	if m.Reader == nil {
+		m.Reader = mgr.GetAPIReader()
+	}
+	if m.Namespace == "" {
+		m.Namespace = r.ClusterKeyrings
+	}
+	if m.Scheme == nil {
+		m.Scheme = mgr.GetScheme()
+	}
+	if m.CacheOptions == nil {
+		m.CacheOptions = func() cache.Options { return CacheOptions() }
+	}
+	if m.Now == nil {
+		m.Now = r.now().Now
+	}
+	m.Changed = r.memberChanged
+	m.Prepare = r.memberKinds.index
+	return mgr.Add(m)
+}
+
+// memberKinds are the workload kinds each member serves, found when its cluster is made: their
+// caches are indexed by the Secrets their pod templates reference (workload.Resolve reads
+// through that index), which must be set before the cache starts.
+type memberKinds struct{ m sync.Map }
+
+// index indexes c's cache for each workload kind c serves, and remembers them.
+func (k *memberKinds) index(ctx context.Context, c cluster.Cluster) error {
+	served := map[workload.Kind]bool{}
+	for _, kind := range workload.Kinds() {
+		gvk, err := workload.GVK(kind)
+		if err != nil {
+			return err
+		}
+		if _, err := c.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			if meta.IsNoMatchError(err) {
+				continue
+			}
+			return fmt.Errorf("ask whether it serves %s: %w", gvk, err)
+		}
+		obj, err := workload.New(kind)
+		if err != nil {
+			return err
+		}
+		if err := c.GetFieldIndexer().IndexField(ctx, obj, workload.SecretRefIndex, workload.ReferencedSecrets); err != nil {
+			return fmt.Errorf("index %s: %w", gvk, err)
+		}
+		served[kind] = true
+	}
+	k.m.Store(c, served)
+	return nil
+}
+
+// served is what index found for member cluster c, nothing when unknown.
+func (k *memberKinds) served(c cluster.Cluster) func(workload.Kind) bool {
+	v, _ := k.m.Load(c)
+	served, _ := v.(map[workload.Kind]bool)
+	return func(kind workload.Kind) bool { return served[kind] }
+}
+
+// cut shortens s to at most n bytes.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
