@@ -756,12 +756,16 @@ func TestUnreachableMemberHoldsEveryPhase(t *testing.T) {
 	}{
 		{mrtrv1alpha1.PhaseAccepting, []string{a, b}},
 		{mrtrv1alpha1.PhaseSealingWithNew, []string{b, a}},
+		{mrtrv1alpha1.PhaseWaitingTTL, []string{b, a}},
 	} {
 		t.Run(string(c.phase), func(t *testing.T) {
 			held := fp(t, c.ids...)
 			in := clustered(reloadInput(status(t, c.phase, 11*time.Minute, c.ids...), ours(t, c.phase, c.ids...),
 				placed("t1", held, "p1"), placed("west/t2", held, "p2")))
 			in.Places = []Place{copyOf(t, "t1", c.phase, c.ids...), copyOf(t, "west/t2", c.phase, c.ids...)}
+			if c.phase == mrtrv1alpha1.PhaseWaitingTTL {
+				in.Status.TTLWaitUntil = &metav1.Time{Time: now.Add(-time.Minute)} // the wait is over
+			}
 			if d := Step(in); d.Status.Phase == c.phase {
 				t.Fatalf("with every member reached the phase stays %s (waiting for %+v): the test proves nothing", c.phase, d.Status.WaitingFor)
 			}

@@ -142,6 +142,14 @@ func blocked(f facts, o outcome) *stall {
 	if st.Phase == mrtrv1alpha1.PhaseStable && o.write == nil {
 		return dueBlocked(f, o)
 	}
+	if st.Phase == mrtrv1alpha1.PhaseWaitingTTL && o.write == nil && len(p.v.behind) > 0 {
+		// The TTL wait holds for a copy behind (a member that cannot be reached, a namespace that
+		// joined again holding an older keyring): that hold stalls after rolloutDeadline too.
+		if f.in.Now.Before(rolloutDeadline(f, st)) {
+			return nil
+		}
+		return copiesBlocked(f, p.v, s.RolloutDeadline)
+	}
 	if !WaitsForRollout(st.Phase) || o.write != nil {
 		return nil
 	}
