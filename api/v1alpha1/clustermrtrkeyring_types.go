@@ -62,9 +62,8 @@ type ClusterMRTRKeyringSpec struct {
 	// cluster; set, it reaches that cluster only through a member with local: true.
 	// A member the operator cannot reach holds every phase that waits for the copies (nothing is
 	// removed, and no key it may lack is made primary) and stalls it after spec.rolloutDeadline.
-	// A member removed from the list is reported like a namespace that left: its copies stay.
-	// Not served yet: this operator leaves a keyring that sets members alone, with Ready=False and
-	// reason MembersNotServed, and writes nothing for it (docs/multi-cluster.md).
+	// A member removed from the list is reported like a namespace that left (a MemberRemoved
+	// event; spec.onLeave applies): its copies stay. See docs/multi-cluster.md.
 	// +optional
 	// +listType=map
 	// +listMapKey=name

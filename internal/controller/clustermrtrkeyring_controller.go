@@ -90,6 +90,9 @@ func (r *ClusterMRTRKeyringReconciler) placeOf(ck *mrtrv1alpha1.ClusterMRTRKeyri
 // that backs the whole keyring off.
 const refusalRetry = 30 * time.Second
 
+// memberRetry is how soon a pass runs again while a member cannot be reached.
+const memberRetry = 5 * time.Second
+
 // refusals remembers, per keyring and namespace, how the API server refused the last write of a
 // copy (rotation.Place.WriteRefused), until a write there succeeds. Lost on a restart: the next
 // write finds out again.
@@ -188,6 +191,11 @@ func (r *ClusterMRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.R
 	r.metrics().Observe(types.NamespacedName{Name: ck.Name}, rotation.SettingsFrom(ck.Spec.MRTRKeyringSpec).RotationInterval, &ck.Status.MRTRKeyringStatus)
 	var errs []error
 	requeue := d.RequeueAfter
+	if slices.ContainsFunc(obs.members, func(m mrtrv1alpha1.MemberStatus) bool { return !m.Reachable }) {
+		// A member's state wakes the keyring when it changes, but a member whose cluster could not
+		// be made at all is made again only by a pass.
+		requeue = soonest(requeue, memberRetry)
+	}
 	failed := map[string]bool{} // the places whose copy write failed this pass: not stamped
 	if len(d.CopyTo) > 0 {
 		var retry time.Duration
@@ -543,11 +551,12 @@ func selects(ck *mrtrv1alpha1.ClusterMRTRKeyring, ns *corev1.Namespace) bool {
 	return err == nil && sel.Matches(labels.Set(ns.Labels))
 }
 
-// refuseMembers reports, on Ready, that spec.members is not served yet: nothing is written.
+// refuseMembers reports, on Ready, that this manager has no member registry to serve spec.members:
+// nothing is written.
 func (r *ClusterMRTRKeyringReconciler) refuseMembers(ctx context.Context, ck *mrtrv1alpha1.ClusterMRTRKeyring) error {
 	changed := meta.SetStatusCondition(&ck.Status.Conditions, metav1.Condition{Type: mrtrv1alpha1.ConditionReady, Status: metav1.ConditionFalse,
 		Reason: "MembersNotServed", ObservedGeneration: ck.Generation,
-		Message: "spec.members is not served by this operator version yet: nothing is written; remove spec.members to rotate in this cluster's namespaces"})
+		Message: "spec.members is not served by this manager (it was built without a member registry): nothing is written; remove spec.members to rotate in this cluster's namespaces"})
 	if !changed {
 		return nil
 	}

@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/testworld"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
@@ -48,8 +49,14 @@ type tenant struct {
 // newTenant creates a namespace labelled fleet=fleet with the Deployment api and n pods of it.
 func newTenant(fleet string, n int) *tenant {
 	GinkgoHelper()
+	return newTenantIn(k8sClient, fleet, n)
+}
+
+// newTenantIn is newTenant in the cluster of c.
+func newTenantIn(c client.Client, fleet string, n int) *tenant {
+	GinkgoHelper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "tenant-", Labels: map[string]string{"fleet": fleet}}}
-	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
+	Expect(c.Create(ctx, ns)).To(Succeed())
 	labels := map[string]string{"app": "api"}
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "api"},
@@ -64,10 +71,12 @@ func newTenant(fleet string, n int) *tenant {
 			},
 		},
 	}
-	Expect(k8sClient.Create(ctx, d)).To(Succeed())
+	Expect(c.Create(ctx, d)).To(Succeed())
 	t := &tenant{ns: ns.Name}
 	for i := range n {
-		t.pods = append(t.pods, createPod(ns.Name, fmt.Sprintf("api-%d", i), labels))
+		pod := testworld.NewPod(ns.Name, fmt.Sprintf("api-%d", i), labels, "payments")
+		Expect(c.Create(ctx, pod)).To(Succeed())
+		t.pods = append(t.pods, pod)
 	}
 	return t
 }

@@ -26,7 +26,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -246,7 +245,7 @@ func (r *ClusterMRTRKeyringReconciler) setupMembers(mgr ctrl.Manager) error {
 		m.Scheme = mgr.GetScheme()
 	}
 	if m.CacheOptions == nil {
-		m.CacheOptions = func() cache.Options { return CacheOptions() }
+		m.CacheOptions = MemberCacheOptions
 	}
 	if m.Now == nil {
 		m.Now = r.now().Now

@@ -29,9 +29,10 @@ import (
 )
 
 var _ = Describe("ClusterMRTRKeyring members", func() {
-	// Until the controller reaches member clusters, a keyring that lists members must not be
-	// rotated in the operator's own cluster behind their back.
-	It("leaves a keyring with spec.members alone, saying so on Ready, and writes no Secret", func() {
+	// A manager built without a member registry (the suite's operator) cannot reach member
+	// clusters: a keyring that lists members must not be rotated in its own cluster behind their
+	// back.
+	It("leaves a keyring with spec.members alone without a member registry, saying so on Ready, and writes no Secret", func() {
 		ns := newNamespace()
 		label := map[string]string{"test.mrtr.dev/members": ns}
 		nsObj := &corev1.Namespace{}

@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 
+	"github.com/mrtr-dev/mrtr-operator/internal/members"
 	"github.com/mrtr-dev/mrtr-operator/internal/metrics"
 	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 	"github.com/mrtr-dev/mrtr-operator/internal/testenv/testsuite"
@@ -88,6 +89,13 @@ var _ = BeforeSuite(func() {
 // serving, probes and leader election).
 func startOperator() {
 	GinkgoHelper()
+	startOperatorWith(nil)
+}
+
+// startOperatorWith starts the operator with reg as its member registry (nil: none, so that a
+// keyring with spec.members is left alone).
+func startOperatorWith(reg *members.Registry) {
+	GinkgoHelper()
 	Expect(operator).To(BeNil(), "the operator is already running")
 	// A restarted operator registers the same controller name again in this process.
 	skip := true
@@ -99,7 +107,7 @@ func startOperator() {
 			if err := (&MRTRKeyringReconciler{Shared: shared}).SetupWithManager(mgr); err != nil {
 				return err
 			}
-			return (&ClusterMRTRKeyringReconciler{Shared: shared}).SetupWithManager(mgr)
+			return (&ClusterMRTRKeyringReconciler{Shared: shared, Members: reg}).SetupWithManager(mgr)
 		})
 	Expect(err).NotTo(HaveOccurred())
 	managerClient = operator.Client

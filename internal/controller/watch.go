@@ -317,6 +317,18 @@ func CacheOptions(namespaces ...string) cache.Options {
 	return opts
 }
 
+// MemberCacheOptions are the cache options of a member cluster: the operator's own, without
+// Nodes, which the hub never reads in a member (their readiness is unknown there).
+func MemberCacheOptions() cache.Options {
+	opts := CacheOptions()
+	for obj := range opts.ByObject {
+		if _, ok := obj.(*corev1.Node); ok {
+			delete(opts.ByObject, obj)
+		}
+	}
+	return opts
+}
+
 // stripDefault is stripWorkload for a workload, stripApplied for anything else.
 func stripDefault(obj any) (any, error) {
 	if o, ok := obj.(client.Object); ok && workload.Is(o) {

@@ -115,6 +115,9 @@ type member struct {
 	client  client.Client // cl's, wrapped (WrapClient)
 	cancel  context.CancelFunc
 	state   State
+	// retryAt, when set, is when a member whose cluster could not be made (its API server did not
+	// answer discovery) is made again.
+	retryAt time.Time
 }
 
 // Ensure returns the client of the member whose kubeconfig is in Secret name, and its state; a
@@ -129,7 +132,7 @@ func (r *Registry) Ensure(ctx context.Context, name string) (client.Client, Stat
 		r.members = map[string]*member{}
 	}
 	m := r.members[name]
-	if m != nil && (err != nil || m.version != version) {
+	if m != nil && (err != nil || m.version != version || !m.retryAt.IsZero() && !r.Now().Before(m.retryAt)) {
 		m.cancel()
 		delete(r.members, name)
 		m = nil
@@ -202,6 +205,7 @@ func (r *Registry) start(name string, sec *corev1.Secret) *member {
 	})
 	if err != nil {
 		m.state.Message = fmt.Sprintf("member of kubeconfig Secret %s: %v", name, err)
+		m.retryAt = r.Now().Add(r.HealthEvery)
 		return m
 	}
 	base := r.base
@@ -213,6 +217,7 @@ func (r *Registry) start(name string, sec *corev1.Secret) *member {
 		if err := r.Prepare(ctx, cl); err != nil {
 			cancel()
 			m.state.Message = fmt.Sprintf("member of kubeconfig Secret %s: %v", name, err)
+			m.retryAt = r.Now().Add(r.HealthEvery)
 			return m
 		}
 	}
@@ -252,7 +257,13 @@ func (r *Registry) watch(ctx context.Context, name string, m *member) {
 		return
 	}
 	if !synced {
-		r.set(name, m, false, fmt.Sprintf("its cache did not sync within %s", r.SyncTimeout))
+		// Why it did not, as the member's API server answers a live request (an untrusted
+		// certificate, a refused credential), when it answers at all.
+		why := ""
+		if err := r.ready(ctx, m); err != nil {
+			why = ": " + err.Error()
+		}
+		r.set(name, m, false, fmt.Sprintf("its cache did not sync within %s%s", r.SyncTimeout, why))
 	}
 	tick := time.NewTicker(r.HealthEvery)
 	defer tick.Stop()
@@ -278,12 +289,7 @@ func (r *Registry) check(ctx context.Context, name string, m *member, synced boo
 	if !synced {
 		return
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(m.cl.GetConfig())
-	if err == nil {
-		cctx, cancel := context.WithTimeout(ctx, r.HealthTimeout)
-		_, err = dc.RESTClient().Get().AbsPath("/readyz").DoRaw(cctx)
-		cancel()
-	}
+	err := r.ready(ctx, m)
 	if ctx.Err() != nil {
 		return
 	}
@@ -292,6 +298,18 @@ func (r *Registry) check(ctx context.Context, name string, m *member, synced boo
 		return
 	}
 	r.set(name, m, true, "")
+}
+
+// ready asks the member's API server's /readyz, within HealthTimeout.
+func (r *Registry) ready(ctx context.Context, m *member) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(m.cl.GetConfig())
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, r.HealthTimeout)
+	defer cancel()
+	_, err = dc.RESTClient().Get().AbsPath("/readyz").DoRaw(cctx)
+	return err
 }
 
 // inform makes the member's cache watch the kinds every pass reads, each change notifying.
