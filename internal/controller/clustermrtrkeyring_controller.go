@@ -189,6 +189,7 @@ func (r *ClusterMRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.R
 		r.recordTransitions(types.NamespacedName{Name: ck.Name}, ck.Status.MRTRKeyringStatus, previous)
 	}
 	r.metrics().Observe(types.NamespacedName{Name: ck.Name}, rotation.SettingsFrom(ck.Spec.MRTRKeyringSpec).RotationInterval, &ck.Status.MRTRKeyringStatus)
+	r.metrics().ObserveMembers(types.NamespacedName{Name: ck.Name}, ck.Status.Members)
 	var errs []error
 	requeue := d.RequeueAfter
 	if slices.ContainsFunc(obs.members, func(m mrtrv1alpha1.MemberStatus) bool { return !m.Reachable }) {

@@ -30,6 +30,7 @@ limitations under the License.
 //	mrtr_keyring_pods{namespace,name}                              consumer pods gated by acknowledgement
 //	mrtr_keyring_pods_acknowledged{namespace,name}                 those that run the current keyring
 //	mrtr_keyring_pods_restarted_total{namespace,name}              pods evicted for not acknowledging in time
+//	mrtr_member_reachable{namespace,name,member}                   1 while a ClusterMRTRKeyring's member can be reached (status.members)
 //
 // The phase, key age, next rotation, interval, stalled, rotations completed and pod counts are read from the keyring's
 // status (Observe), so they are right after an operator restart and cost nothing to keep up to
@@ -62,6 +63,7 @@ const (
 	labelName      = "name"
 	labelPhase     = "phase"
 	labelReason    = "reason"
+	labelMember    = "member"
 )
 
 var (
@@ -95,6 +97,9 @@ var (
 	podsAckedDesc = prometheus.NewDesc("mrtr_keyring_pods_acknowledged",
 		"Consumer pods that run the keyring's current target (status.podsAcknowledged).",
 		[]string{labelNamespace, labelName}, nil)
+	memberReachableDesc = prometheus.NewDesc("mrtr_member_reachable",
+		"1 while the operator's cache of a ClusterMRTRKeyring's member cluster is synced and its API server answers (status.members[].reachable), else 0.",
+		[]string{labelNamespace, labelName, labelMember}, nil)
 )
 
 // Recorder holds the metrics. It is safe for concurrent use. The zero value is not usable; use New.
@@ -103,6 +108,8 @@ type Recorder struct {
 
 	mu       sync.Mutex
 	keyrings map[types.NamespacedName]snapshot
+	// members is, per cluster keyring with spec.members, whether each member can be reached.
+	members map[types.NamespacedName]map[string]bool
 
 	failed      *prometheus.CounterVec
 	rolloutWait *prometheus.HistogramVec
@@ -129,6 +136,7 @@ func New(now func() time.Time) *Recorder {
 	return &Recorder{
 		now:      now,
 		keyrings: map[types.NamespacedName]snapshot{},
+		members:  map[types.NamespacedName]map[string]bool{},
 		failed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mrtr_keyring_rotations_failed_total",
 			Help: "Times a rotation of the keyring got stuck (Stalled became True), by condition reason.",
@@ -165,6 +173,7 @@ func (r *Recorder) Describe(ch chan<- *prometheus.Desc) {
 	ch <- sourceRefusedDesc
 	ch <- podsDesc
 	ch <- podsAckedDesc
+	ch <- memberReachableDesc
 	r.failed.Describe(ch)
 	r.rolloutWait.Describe(ch)
 	r.restarted.Describe(ch)
@@ -208,6 +217,15 @@ func (r *Recorder) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(podsDesc, prometheus.GaugeValue, float64(s.pods), k.Namespace, k.Name)
 		ch <- prometheus.MustNewConstMetric(podsAckedDesc, prometheus.GaugeValue, float64(s.acked), k.Namespace, k.Name)
 	}
+	for k, ms := range r.members {
+		for member, reachable := range ms {
+			v := 0.0
+			if reachable {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(memberReachableDesc, prometheus.GaugeValue, v, k.Namespace, k.Name, member)
+		}
+	}
 	r.mu.Unlock()
 	r.failed.Collect(ch)
 	r.rolloutWait.Collect(ch)
@@ -246,6 +264,22 @@ func (r *Recorder) Observe(keyring types.NamespacedName, interval time.Duration,
 	r.mu.Unlock()
 }
 
+// ObserveMembers records whether each member of a ClusterMRTRKeyring can be reached, from its
+// status.members: call it after each reconcile. A member no longer listed loses its series.
+func (r *Recorder) ObserveMembers(keyring types.NamespacedName, members []mrtrv1alpha1.MemberStatus) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(members) == 0 {
+		delete(r.members, keyring)
+		return
+	}
+	ms := make(map[string]bool, len(members))
+	for _, m := range members {
+		ms[m.Name] = m.Reachable
+	}
+	r.members[keyring] = ms
+}
+
 // RotationFailed counts one stuck rotation of the keyring, with the reason of its Stalled
 // condition (one of the API's Reason* constants, so the label stays bounded). Call it when Stalled
 // becomes True, not on every pass while it stays True.
@@ -261,7 +295,8 @@ func (r *Recorder) RolloutWaited(phase mrtrv1alpha1.Phase, d time.Duration) {
 
 // MaxSeriesPerKeyring bounds the series one keyring adds: phase, key age, next rotation,
 // interval, stalled, rotations completed, pods, pods acknowledged, pods restarted, and a failure
-// counter for each of the few reasons it ever got stuck for (usually none or one).
+// counter for each of the few reasons it ever got stuck for (usually none or one). A
+// ClusterMRTRKeyring with spec.members adds one series per member (at most 64).
 const MaxSeriesPerKeyring = 10
 
 // PodsRestarted counts n pods of the keyring evicted for not acknowledging its keyring in time.
@@ -274,6 +309,7 @@ func (r *Recorder) PodsRestarted(namespace, name string, n int) {
 func (r *Recorder) Forget(namespace, name string) {
 	r.mu.Lock()
 	delete(r.keyrings, types.NamespacedName{Namespace: namespace, Name: name})
+	delete(r.members, types.NamespacedName{Namespace: namespace, Name: name})
 	r.mu.Unlock()
 	labels := prometheus.Labels{labelNamespace: namespace, labelName: name}
 	r.failed.DeletePartialMatch(labels)

@@ -239,6 +239,7 @@ func TestShippedQueriesUseExportedMetrics(t *testing.T) {
 	r.RotationFailed("mcp", "payments", mrtrv1alpha1.ReasonConflict)
 	r.PodsRestarted("mcp", "payments", 1)
 	r.RolloutWaited(mrtrv1alpha1.PhaseAccepting, time.Second)
+	r.ObserveMembers(types.NamespacedName{Name: "tenants"}, []mrtrv1alpha1.MemberStatus{{Name: "west", Reachable: true}})
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -299,5 +300,35 @@ func TestKeySourceSeries(t *testing.T) {
 	}
 	if got["mrtr_keyring_source_version_age_seconds"] != 7200 || got["mrtr_keyring_source_refused"] != 1 {
 		t.Errorf("source age %v, refused %v; want 7200 and 1", got["mrtr_keyring_source_version_age_seconds"], got["mrtr_keyring_source_refused"])
+	}
+}
+
+// TestMemberReachable: a cluster keyring's members each have a series, 1 while reachable; a member
+// no longer listed loses its series, and Forget removes them all.
+func TestMemberReachable(t *testing.T) {
+	r, reg := newRegistered(t)
+	tenants := types.NamespacedName{Name: "tenants"}
+	r.ObserveMembers(tenants, []mrtrv1alpha1.MemberStatus{{Name: "hub", Reachable: true}, {Name: "west", Message: "connection refused"}})
+	want := `
+# HELP mrtr_member_reachable 1 while the operator's cache of a ClusterMRTRKeyring's member cluster is synced and its API server answers (status.members[].reachable), else 0.
+# TYPE mrtr_member_reachable gauge
+mrtr_member_reachable{member="hub",name="tenants",namespace=""} 1
+mrtr_member_reachable{member="west",name="tenants",namespace=""} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "mrtr_member_reachable"); err != nil {
+		t.Fatal(err)
+	}
+	r.ObserveMembers(tenants, []mrtrv1alpha1.MemberStatus{{Name: "west", Reachable: true}})
+	want = `
+# HELP mrtr_member_reachable 1 while the operator's cache of a ClusterMRTRKeyring's member cluster is synced and its API server answers (status.members[].reachable), else 0.
+# TYPE mrtr_member_reachable gauge
+mrtr_member_reachable{member="west",name="tenants",namespace=""} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "mrtr_member_reachable"); err != nil {
+		t.Fatal(err)
+	}
+	r.Forget("", "tenants")
+	if n, err := testutil.GatherAndCount(reg, "mrtr_member_reachable"); err != nil || n != 0 {
+		t.Fatalf("%d series after Forget (%v), want 0", n, err)
 	}
 }
