@@ -213,6 +213,7 @@ var _ = Describe("ClusterMRTRKeyring across member clusters", Ordered, func() {
 	var (
 		west     *testenv.Env
 		westLink *link
+		registry *members.Registry
 	)
 	hub := mrtrv1alpha1.Member{Name: "hub", Local: true}
 	westMember := mrtrv1alpha1.Member{Name: "west", KubeconfigSecret: "west-kubeconfig"}
@@ -230,7 +231,8 @@ var _ = Describe("ClusterMRTRKeyring across member clusters", Ordered, func() {
 		putKubeconfig("west-kubeconfig", memberKubeconfig(west.Config, "https://"+westLink.addr, west.Config.CAData))
 
 		stopOperator()
-		startOperatorWith(&members.Registry{SyncTimeout: 5 * time.Second, HealthEvery: 200 * time.Millisecond, HealthTimeout: time.Second})
+		registry = &members.Registry{SyncTimeout: 5 * time.Second, HealthEvery: 200 * time.Millisecond, HealthTimeout: time.Second}
+		startOperatorWith(registry)
 		DeferCleanup(func() {
 			stopOperator()
 			startOperator()
@@ -292,6 +294,26 @@ var _ = Describe("ClusterMRTRKeyring across member clusters", Ordered, func() {
 		}).Should(Succeed())
 		Expect(copiesIn(west.Client, name)).To(ConsistOf(ts[1].ns+"/payments"), "west holds its selected namespace's copy, and no lead Secret")
 		expectNoKeyBytes(metav1.NamespaceDefault)
+	})
+
+	It("caches of a member's Secrets only the keyrings' copies", func() {
+		name := "members-cache"
+		t := newTenantIn(west.Client, name, 1)
+		other := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: t.ns, Name: "someone-elses"},
+			Type: keyring.SecretType, Data: map[string][]byte{keyring.SecretDataKey: []byte("{}")}}
+		Expect(west.Client.Create(ctx, other)).To(Succeed())
+		createMemberKeyring(name, westMember)
+		cl := registry.Cluster(westMember.KubeconfigSecret)
+		Expect(cl).NotTo(BeNil())
+		Eventually(func(g Gomega) {
+			var cached corev1.SecretList
+			g.Expect(cl.GetCache().List(ctx, &cached, client.InNamespace(t.ns))).To(Succeed())
+			names := make([]string, 0, len(cached.Items))
+			for _, s := range cached.Items {
+				names = append(names, s.Name)
+			}
+			g.Expect(names).To(ConsistOf("payments"), "the copy, and not the other keyring Secret")
+		}).Should(Succeed())
 	})
 
 	It("holds the phase while a member cannot be reached, stalls naming it, and catches it up once it is back", func() {
@@ -365,10 +387,12 @@ var _ = Describe("ClusterMRTRKeyring across member clusters", Ordered, func() {
 		Expect(west.Client.Get(ctx, types.NamespacedName{Namespace: ts[1].ns, Name: "payments"}, &before)).To(Succeed())
 		held := getClusterKeyring(Default, name).Status.SecretFingerprint
 
-		ck := getClusterKeyring(Default, name)
-		ck.Spec.Members = []mrtrv1alpha1.Member{hub}
-		ck.Spec.OnLeave = mrtrv1alpha1.OnLeaveRekey
-		Expect(k8sClient.Update(ctx, ck)).To(Succeed())
+		Eventually(func(g Gomega) { // the operator writes its status meanwhile
+			ck := getClusterKeyring(g, name)
+			ck.Spec.Members = []mrtrv1alpha1.Member{hub}
+			ck.Spec.OnLeave = mrtrv1alpha1.OnLeaveRekey
+			g.Expect(k8sClient.Update(ctx, ck)).To(Succeed())
+		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(clusterEvents(g, name)).To(ContainElement(HavePrefix(mrtrv1alpha1.EventMemberRemoved + ": member west")))
 			ck := getClusterKeyring(g, name)

@@ -26,6 +26,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -318,12 +319,25 @@ func CacheOptions(namespaces ...string) cache.Options {
 }
 
 // MemberCacheOptions are the cache options of a member cluster: the operator's own, without
-// Nodes, which the hub never reads in a member (their readiness is unknown there).
+// Nodes, which the hub never reads in a member (their readiness is unknown there), and of its
+// Secrets only the cluster keyrings' copies (labelled ClusterKeyringLabel): a member holds no lead
+// Secret and no MRTRKeyring's Secret the hub reads, and its other keyring Secrets are none of the
+// hub's business. A Secret of a copy's name without the label is read live (gatherPlace), and is
+// a conflict.
 func MemberCacheOptions() cache.Options {
 	opts := CacheOptions()
 	for obj := range opts.ByObject {
-		if _, ok := obj.(*corev1.Node); ok {
+		switch obj.(type) {
+		case *corev1.Node:
 			delete(opts.ByObject, obj)
+		case *corev1.Secret:
+			copies, err := labels.NewRequirement(mrtrv1alpha1.ClusterKeyringLabel, selection.Exists, nil)
+			if err != nil {
+				panic(err) // a constant label key: never
+			}
+			by := opts.ByObject[obj]
+			by.Label = labels.NewSelector().Add(*copies)
+			opts.ByObject[obj] = by
 		}
 	}
 	return opts
