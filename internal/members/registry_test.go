@@ -112,6 +112,11 @@ func TestRegistryReachesAMember(t *testing.T) {
 	if err := c.List(ctx, &nss); err != nil || len(nss.Items) == 0 {
 		t.Fatalf("listing the member's namespaces through its client: %v, %d", err, len(nss.Items))
 	}
+	// The member's cache watches with its cluster's config: no client-side rate limit (client-go's
+	// default 5/s would pace a rotation), and no request timeout, which would end every watch.
+	if cfg := r.Cluster("west-kubeconfig").GetConfig(); cfg.QPS >= 0 || cfg.Timeout != 0 {
+		t.Fatalf("member config QPS %v, timeout %v: want no rate limit and no timeout on watches", cfg.QPS, cfg.Timeout)
+	}
 
 	c, st := r.Ensure(ctx, "garbage-kubeconfig")
 	if c != nil || st.Reachable || !strings.Contains(st.Message, "garbage-kubeconfig") || strings.Contains(st.Message, "not: [a") {
