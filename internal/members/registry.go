@@ -23,10 +23,12 @@ package members
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -34,6 +36,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -115,9 +118,6 @@ type member struct {
 	client  client.Client // cl's, wrapped (WrapClient)
 	cancel  context.CancelFunc
 	state   State
-	// retryAt, when set, is when a member whose cluster could not be made (its API server did not
-	// answer discovery) is made again.
-	retryAt time.Time
 }
 
 // Ensure returns the client of the member whose kubeconfig is in Secret name, and its state; a
@@ -132,7 +132,7 @@ func (r *Registry) Ensure(ctx context.Context, name string) (client.Client, Stat
 		r.members = map[string]*member{}
 	}
 	m := r.members[name]
-	if m != nil && (err != nil || m.version != version || !m.retryAt.IsZero() && !r.Now().Before(m.retryAt)) {
+	if m != nil && (err != nil || m.version != version) {
 		m.cancel()
 		delete(r.members, name)
 		m = nil
@@ -186,45 +186,41 @@ func (r *Registry) start(name string, sec *corev1.Secret) *member {
 	// client-go's default of 5 requests/s would pace a rotation over a member of many namespaces
 	// by the client, not by the member: the manager's own client is not limited either.
 	cfg.QPS, cfg.Burst = -1, 0
-	cl, err := cluster.New(cfg, func(o *cluster.Options) {
-		o.Scheme = r.Scheme
-		o.Cache = r.CacheOptions()
-		// The cache's watches run without a request timeout (one would end every watch after it,
-		// and list the member again); the client's requests (reads past the cache, and every
-		// write) keep one, so that a member gone mid-pass does not hold a worker.
-		o.NewClient = func(config *rest.Config, options client.Options) (client.Client, error) {
-			config = rest.CopyConfig(config)
-			config.Timeout = r.HealthTimeout
-			hc, err := rest.HTTPClientFor(config)
-			if err != nil {
-				return nil, err
-			}
-			options.HTTPClient = hc
-			return client.New(config, options)
-		}
-	})
-	if err != nil {
-		m.state.Message = fmt.Sprintf("member of kubeconfig Secret %s: %v", name, err)
-		m.retryAt = r.Now().Add(r.HealthEvery)
-		return m
-	}
 	base := r.base
 	if base == nil {
 		base = context.Background()
 	}
 	ctx, cancel := context.WithCancel(base)
-	if r.Prepare != nil {
-		if err := r.Prepare(ctx, cl); err != nil {
-			cancel()
-			m.state.Message = fmt.Sprintf("member of kubeconfig Secret %s: %v", name, err)
-			m.retryAt = r.Now().Add(r.HealthEvery)
-			return m
+	m.cancel = cancel
+	// Making the cluster asks the member's discovery: never under the registry's lock, so that a
+	// member that does not answer holds nobody but itself.
+	go r.run(ctx, name, m, cfg)
+	return m
+}
+
+// run makes the member's cluster (again every HealthEvery while its API server does not answer
+// discovery), starts it, and watches it until the member is stopped.
+func (r *Registry) run(ctx context.Context, name string, m *member, cfg *rest.Config) {
+	var cl cluster.Cluster
+	for {
+		var err error
+		if cl, err = r.build(ctx, cfg); err == nil {
+			break
+		}
+		r.set(name, m, false, fmt.Sprintf("member of kubeconfig Secret %s: %v", name, err))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(r.HealthEvery):
 		}
 	}
-	m.cl, m.cancel, m.client = cl, cancel, cl.GetClient()
+	c := cl.GetClient()
 	if r.WrapClient != nil {
-		m.client = r.WrapClient(m.client)
+		c = r.WrapClient(c)
 	}
+	r.mu.Lock()
+	m.cl, m.client = cl, c
+	r.mu.Unlock()
 	go func() {
 		// A cluster that cannot start (its API server gone) must not stop the manager: its error
 		// is the member's state.
@@ -232,8 +228,44 @@ func (r *Registry) start(name string, sec *corev1.Secret) *member {
 			r.set(name, m, false, "the member's cache stopped: "+err.Error())
 		}
 	}()
-	go r.watch(ctx, name, m)
-	return m
+	r.watch(ctx, name, m)
+}
+
+// build makes the member's cluster and Prepares it.
+func (r *Registry) build(ctx context.Context, cfg *rest.Config) (cluster.Cluster, error) {
+	// Requests (discovery, reads past the cache, every write) time out after HealthTimeout, so
+	// that a member gone mid-pass holds no worker; the cache's watches do not, since a timeout
+	// would end every watch after it, and list the member again.
+	timed := rest.CopyConfig(cfg)
+	timed.Timeout = r.HealthTimeout
+	cl, err := cluster.New(cfg, func(o *cluster.Options) {
+		o.Scheme = r.Scheme
+		o.Cache = r.CacheOptions()
+		o.MapperProvider = func(_ *rest.Config, _ *http.Client) (meta.RESTMapper, error) {
+			hc, err := rest.HTTPClientFor(timed)
+			if err != nil {
+				return nil, err
+			}
+			return apiutil.NewDynamicRESTMapper(timed, hc)
+		}
+		o.NewClient = func(_ *rest.Config, options client.Options) (client.Client, error) {
+			hc, err := rest.HTTPClientFor(timed)
+			if err != nil {
+				return nil, err
+			}
+			options.HTTPClient = hc
+			return client.New(timed, options)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	if r.Prepare != nil {
+		if err := r.Prepare(ctx, cl); err != nil {
+			return nil, err
+		}
+	}
+	return cl, nil
 }
 
 // watch waits for the member's cache to sync, then checks its API server's /readyz until the
