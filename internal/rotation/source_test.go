@@ -99,19 +99,17 @@ func (w *sourceWorld) pass() Decision {
 }
 
 // settle runs passes, moving the clock to each requeue, until the keyring is Stable with nothing
-// timed left, or max passes.
-func (w *sourceWorld) settle(max int) {
-	for range max {
+// timed left, or n passes.
+func (w *sourceWorld) settle(n int) {
+	for range n {
 		d := w.pass()
 		if w.status.Phase == mrtrv1alpha1.PhaseStable && d.Secret == nil {
 			return
 		}
-		w.now = w.now.Add(max64(d.RequeueAfter, time.Second))
+		w.now = w.now.Add(max(d.RequeueAfter, time.Second))
 	}
-	w.t.Fatalf("not Stable after %d passes: %s", max, w.status.Phase)
+	w.t.Fatalf("not Stable after %d passes: %s", n, w.status.Phase)
 }
-
-func max64(a, b time.Duration) time.Duration { return max(a, b) }
 
 func (w *sourceWorld) ids() []string {
 	if w.secret == nil {
@@ -218,7 +216,7 @@ func TestSourceChangeRotates(t *testing.T) {
 			break
 		}
 		d := w.pass()
-		w.now = w.now.Add(max64(d.RequeueAfter, time.Second))
+		w.now = w.now.Add(max(d.RequeueAfter, time.Second))
 	}
 	if !sawWait || !slices.Equal(w.ids(), []string{idOf(b)}) || w.status.KeySource.Version != idOf(b) {
 		t.Fatalf("after the rotation: wait seen %v, keys %v, in service %+v", sawWait, w.ids(), w.status.KeySource)
@@ -435,7 +433,7 @@ func TestSourceRetiredSurvivesALostStatus(t *testing.T) {
 			break
 		}
 		d := w.pass()
-		w.now = w.now.Add(max64(d.RequeueAfter, time.Second))
+		w.now = w.now.Add(max(d.RequeueAfter, time.Second))
 	}
 	w.now = w.status.TTLWaitUntil.Add(time.Second)
 	w.loseStatus = true
@@ -492,7 +490,7 @@ func TestSourceNextRotationStartsByItself(t *testing.T) {
 			}
 			return
 		}
-		w.now = w.now.Add(max64(dec.RequeueAfter, time.Second))
+		w.now = w.now.Add(max(dec.RequeueAfter, time.Second))
 	}
 	t.Fatalf("the rotation to B never ended: %s", w.status.Phase)
 }
