@@ -23,11 +23,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
 // tenants is a ClusterMRTRKeyring over 150 selected namespaces halfway through a rotation, as the
@@ -315,4 +317,141 @@ func TestEnvtestClusterKeyring(t *testing.T) {
 		}
 		assertOutput(t, run(t, o, "", "status", kc, "cmkr/fresh"), "Namespaces: none in status yet")
 	})
+}
+
+// eastUnreachable is the error the operator reports for a member whose API server does not answer.
+const eastUnreachable = `Get "https://east.example.com:6443/api?timeout=32s": dial tcp 10.0.3.7:6443: connect: connection refused`
+
+// fleet is a ClusterMRTRKeyring over two members, halfway through Accepting: west is reachable,
+// one of its namespaces up to date and one behind; east has not answered for 12 minutes, so its
+// namespaces are unknown and hold the phase.
+func fleet() *mrtrv1alpha1.ClusterMRTRKeyring {
+	ck := tenants()
+	ck.Name = "fleet"
+	ck.Spec.Members = []mrtrv1alpha1.Member{{Name: "west", KubeconfigSecret: "west-kubeconfig"}, {Name: "east", KubeconfigSecret: "east-kubeconfig"}}
+	st := &ck.Status
+	st.Workloads = []mrtrv1alpha1.WorkloadStatus{{Kind: mrtrv1alpha1.KindDeployment, Name: "mcp", Found: true, ReadyReplicas: 2, DesiredReplicas: 2, Pods: 2}}
+	st.WorkloadCount, st.WorkloadsUpToDate, st.PodCount, st.PodsAcknowledged = 4, 1, 8, 2
+	st.Members = []mrtrv1alpha1.MemberStatus{
+		{Name: "west", Reachable: true, LastTransitionTime: at(-3 * day)},
+		{Name: "east", Message: eastUnreachable, LastTransitionTime: at(-12 * time.Minute)},
+	}
+	effect := ": the rotation waits for it (and stalls after spec.rolloutDeadline): no key is removed and no key it may lack is made primary; its copies are written once it is reached"
+	st.Namespaces = mrtrv1alpha1.NamespacesStatus{Selected: 4, UpToDate: 1, Items: []mrtrv1alpha1.NamespaceStatus{
+		{Name: "blue", Cluster: "east", State: mrtrv1alpha1.NamespaceUnreachable, Message: eastUnreachable + effect},
+		{Name: "green", Cluster: "east", State: mrtrv1alpha1.NamespaceUnreachable, Message: eastUnreachable + effect},
+		{Name: "green", Cluster: "west", State: mrtrv1alpha1.NamespaceBehind, Message: "its Secret does not hold keyring " + fpNew + " yet"},
+		{Name: "blue", Cluster: "west", State: mrtrv1alpha1.NamespaceUpToDate},
+	}}
+	st.WaitingFor = &mrtrv1alpha1.WaitingFor{What: mrtrv1alpha1.WaitDelivery,
+		Message: "the Secret in 3 namespaces to hold keyring " + fpNew + " (east/blue, east/green and west/green), so that every pod can open tokens sealed with the new key"}
+	st.Conditions = healthy("mcp-keyring", mrtrv1alpha1.PhaseAccepting, fpNew, "Accepting: 3 namespaces do not hold keyring "+fpNew+" yet", -time.Minute)
+	return ck
+}
+
+// fleetSecrets are the Secrets the hub and a member hold for fleet: the kubeconfigs that reach
+// the members (a token and a client key), the lead Secret and a copy, with the bytes of keyA and
+// keyB.
+func fleetSecrets(t *testing.T) []client.Object {
+	t.Helper()
+	ring, err := keyring.Marshal(mustRing(t, keyA, keyB))
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := func(server string) []byte {
+		return []byte("apiVersion: v1\nkind: Config\nclusters:\n- name: m\n  cluster:\n    server: " + server + "\n" +
+			"users:\n- name: m\n  user:\n    token: " + fleetToken + "\n    client-key-data: " + fleetClientKey + "\n")
+	}
+	system := "mrtr-operator-system"
+	return []client.Object{
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "west-kubeconfig", Namespace: system},
+			Data: map[string][]byte{mrtrv1alpha1.MemberKubeconfigKey: kubeconfig("https://west.example.com:6443")}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "east-kubeconfig", Namespace: system},
+			Data: map[string][]byte{mrtrv1alpha1.MemberKubeconfigKey: kubeconfig("https://east.example.com:6443")}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: mrtrv1alpha1.LeadSecretName("fleet"), Namespace: system},
+			Data: map[string][]byte{keyring.SecretDataKey: ring}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "mcp-keyring", Namespace: "blue"},
+			Data: map[string][]byte{keyring.SecretDataKey: ring}},
+	}
+}
+
+const (
+	fleetToken     = "eyJhbGciOiJSUzI1NiJ9.member-service-account-token"
+	fleetClientKey = "LS0tLS1CRUdJTiBFQyBQUklWQVRFIEtFWS0tLS0tCm1lbWJlcg=="
+)
+
+// A keyring over members: each member with the Secret that reaches it, reachable since when or
+// unreachable since when and why, and its namespaces up to date of those selected; the
+// namespaces with their member.
+func TestStatusMembersGolden(t *testing.T) {
+	o := clusterOptions(append(fleetSecrets(t), fleet(), quiet())...)
+	for _, tc := range []struct {
+		golden string
+		args   []string
+	}{
+		{"status-cluster-members", []string{"status", "cmkr/fleet"}},
+		{"status-cluster-members-table", []string{"status", "cmkr"}},
+	} {
+		t.Run(tc.golden, func(t *testing.T) {
+			r := run(t, o, "", tc.args...)
+			if r.err != nil || r.errOut != "" {
+				t.Fatalf("kubectl mrtr %s: %v, stderr %q", strings.Join(tc.args, " "), r.err, r.errOut)
+			}
+			golden(t, tc.golden, r.out)
+			assertNoSecrets(t, r.out)
+			for _, credential := range []string{fleetToken, fleetClientKey, "member-service-account-token"} {
+				if strings.Contains(r.out, credential) {
+					t.Fatalf("the output shows a member's credential %q:\n%s", credential, r.out)
+				}
+			}
+		})
+	}
+}
+
+func TestStatusMembers(t *testing.T) {
+	ck := fleet()
+	r := run(t, clusterOptions(ck), "", "status", "cmkr/fleet")
+	assertOutput(t, r,
+		"Kind: ClusterMRTRKeyring (spec.namespaceSelector selects its namespaces in each member)",
+		"Secret: mcp-keyring in each selected namespace of each member",
+		"Members: 1 of 2 reachable",
+		"MEMBER VIA REACHABLE SINCE NAMESPACES MESSAGE",
+		"west Secret west-kubeconfig Yes 2026-11-28T12:00:00Z (3d ago) 1/2 -",
+		"east Secret east-kubeconfig No 2026-12-01T11:48:00Z (12m ago) 0/2 "+eastUnreachable,
+		"MEMBER NAMESPACE STATE MESSAGE",
+		"east blue Unreachable "+eastUnreachable,
+		"west blue UpToDate -",
+	)
+	if strings.Contains(r.out, "counted among") {
+		t.Errorf("per-member counts flagged as partial while status lists every namespace:\n%s", r.out)
+	}
+
+	// The hub's own cluster as a member; a member the operator has not reported yet; one that
+	// status still reports after spec.members dropped it. Status lists fewer namespaces than it
+	// counts: the per-member counts say so.
+	ck.Spec.Members = []mrtrv1alpha1.Member{{Name: "hub", Local: true}, {Name: "west", KubeconfigSecret: "west-kubeconfig"}, {Name: "south", KubeconfigSecret: "south-kubeconfig"}}
+	ck.Status.Members = append([]mrtrv1alpha1.MemberStatus{{Name: "hub", Reachable: true, LastTransitionTime: at(-day)}}, ck.Status.Members...)
+	ck.Status.Namespaces.Selected = 150
+	ck.Status.Namespaces.Items = append(ck.Status.Namespaces.Items, mrtrv1alpha1.NamespaceStatus{Name: "tools", Cluster: "hub", State: mrtrv1alpha1.NamespaceUpToDate})
+	r = run(t, clusterOptions(ck), "", "status", "cmkr/fleet")
+	assertOutput(t, r,
+		"Members: 2 of 4 reachable",
+		"hub local Yes 2026-11-30T12:00:00Z (24h ago) 1/1 -",
+		"south Secret south-kubeconfig Unknown - 0/0 not reported by the operator yet",
+		"east removed from spec.members No",
+		"namespaces counted among the 5 status lists of 150 (kubectl get cmkr fleet -o yaml)",
+		"hub tools UpToDate -",
+	)
+
+	// Spec members before the operator's first pass: nothing in status yet.
+	ck = fleet()
+	ck.Status = mrtrv1alpha1.ClusterMRTRKeyringStatus{}
+	assertOutput(t, run(t, clusterOptions(ck), "", "status", "cmkr/fleet"),
+		"Members: none in status yet", "west Secret west-kubeconfig Unknown - 0/0 not reported by the operator yet")
+
+	// Without members, neither the section nor the column.
+	r = run(t, clusterOptions(quiet()), "", "status", "cmkr/quiet")
+	if strings.Contains(r.out, "Members:") || strings.Contains(r.out, "MEMBER") {
+		t.Errorf("members shown for a keyring without any:\n%s", r.out)
+	}
 }

@@ -41,8 +41,11 @@ func describe(out io.Writer, v keyringView, now time.Time) error {
 
 	fields := []string{"Name", kr.Name, "Namespace", kr.Namespace, "Secret", secretName(kr)}
 	if v.namespaces != nil {
-		fields = []string{"Name", kr.Name, "Kind", "ClusterMRTRKeyring (spec.namespaceSelector selects its namespaces)",
-			"Secret", secretName(kr) + " in each selected namespace"}
+		kind, where := "ClusterMRTRKeyring (spec.namespaceSelector selects its namespaces)", " in each selected namespace"
+		if len(v.members) > 0 {
+			kind, where = "ClusterMRTRKeyring (spec.namespaceSelector selects its namespaces in each member)", " in each selected namespace of each member"
+		}
+		fields = []string{"Name", kr.Name, "Kind", kind, "Secret", secretName(kr) + where}
 	}
 	fields = append(fields,
 		"Delivery", deliveryName(kr),
@@ -115,6 +118,9 @@ func describe(out io.Writer, v keyringView, now time.Time) error {
 		})
 	}
 
+	if len(v.members) > 0 {
+		d.members(kr, *v.namespaces, v.members)
+	}
 	if v.namespaces != nil {
 		d.namespaces(kr, *v.namespaces)
 	}
@@ -178,9 +184,20 @@ func (d *textWriter) namespaces(kr *mrtrv1alpha1.MRTRKeyring, ns mrtrv1alpha1.Na
 	d.heading("Namespaces", summary)
 	shown := ns.Items[:min(len(ns.Items), maxSectionRows)]
 	if len(shown) > 0 {
-		rows := append(make([][]string, 0, 1+len(shown)), []string{"NAMESPACE", "STATE", columnMessage})
+		// The MEMBER column only for a keyring with members (the namespaces of one without have
+		// no cluster): "-" for a namespace of the hub's own cluster.
+		member := slices.ContainsFunc(ns.Items, func(n mrtrv1alpha1.NamespaceStatus) bool { return n.Cluster != "" })
+		head := []string{"NAMESPACE", "STATE", columnMessage}
+		if member {
+			head = append([]string{"MEMBER"}, head...)
+		}
+		rows := append(make([][]string, 0, 1+len(shown)), head)
 		for _, n := range shown {
-			rows = append(rows, []string{n.Name, string(n.State), orDash(oneLine(n.Message))})
+			row := []string{n.Name, string(n.State), orDash(oneLine(n.Message))}
+			if member {
+				row = append([]string{orDash(n.Cluster)}, row...)
+			}
+			rows = append(rows, row)
 		}
 		d.table(1, rows)
 	}

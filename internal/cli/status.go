@@ -44,7 +44,9 @@ func newStatusCommand(e *env) *cobra.Command {
 			"the keyring it acknowledged, the conditions, and in one sentence what the rotation waits for.\n" +
 			"A ClusterMRTRKeyring is named clustermrtrkeyring/NAME or cmkr/NAME (kubectl's names of the kind): it\n" +
 			"is described the same way, with its namespaces: how many are selected, up to date, in conflict\n" +
-			"and left, and the first of those its status lists, those behind first.",
+			"and left, and the first of those its status lists, those behind first. With spec.members, each member too:\n" +
+			"the kubeconfig Secret that reaches it, reachable or not since when and why, and its namespaces up to date\n" +
+			"of those selected; each namespace is shown with its member.",
 		Example: "  kubectl mrtr status -n mcp\n  kubectl mrtr status -A\n  kubectl mrtr status payments -n mcp\n" +
 			"  kubectl mrtr status cmkr\n  kubectl mrtr status cmkr/tenants",
 		Args: cobra.MaximumNArgs(1),
@@ -100,7 +102,11 @@ func newStatusCommand(e *env) *cobra.Command {
 				return fmt.Errorf("get %s: %w", ref, err)
 			}
 			kr, namespaces := keyringOf(obj)
-			return describe(e.streams.Out, gather(cmd.Context(), c, kr, namespaces), e.now())
+			v := gather(cmd.Context(), c, kr, namespaces)
+			if ck, ok := obj.(*mrtrv1alpha1.ClusterMRTRKeyring); ok {
+				v.members = membersOf(ck)
+			}
+			return describe(e.streams.Out, v, e.now())
 		},
 	}
 	cmd.Flags().BoolVarP(&all, "all-namespaces", "A", false, "list the keyrings of every namespace")

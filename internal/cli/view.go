@@ -46,6 +46,9 @@ type keyringView struct {
 	// namespaces are a ClusterMRTRKeyring's, as its status counts and lists them; nil for an
 	// MRTRKeyring.
 	namespaces *mrtrv1alpha1.NamespacesStatus
+	// members are a ClusterMRTRKeyring's member clusters (membersOf); nil without spec.members
+	// and status.members.
+	members []memberView
 }
 
 type workloadView struct {
