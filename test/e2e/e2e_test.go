@@ -62,6 +62,20 @@ func rejectedByKey(env *harness.Env) map[string]uint64 {
 	return out
 }
 
+// unknownKeyOnly asserts that every rejection each pod counted between the two scrapes is
+// unknown_key, and returns their sum over the pods.
+func unknownKeyOnly(what string, before, after map[string]harness.OpenCounts) uint64 {
+	GinkgoHelper()
+	var n uint64
+	for pod, a := range after {
+		d := a.Sub(before[pod])
+		GinkgoWriter.Printf("%s: %s's %s: %v\n", what, pod, metrics.TokensOpenedTotal, d)
+		Expect(d.Rejected()).To(Equal(d[metrics.UnknownKey]), "pod %s refused tokens for another reason than unknown_key", pod)
+		n += d[metrics.UnknownKey]
+	}
+	return n
+}
+
 // minRoundTrips is the least number of round trips the rotations must carry for the result to mean
 // something.
 const minRoundTrips = 300
@@ -381,13 +395,7 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 		opensAfter, err := env.ReplicaOpenCounts()
 		Expect(err).NotTo(HaveOccurred())
 		Expect(opensAfter).To(HaveLen(len(managed)+strayReplicas), "a pod stopped serving /metrics: %v", slices.Sorted(maps.Keys(opensAfter)))
-		var unknownKey uint64
-		for pod, after := range opensAfter {
-			d := after.Sub(opensBefore[pod])
-			GinkgoWriter.Printf("stray: %s's %s: %v\n", pod, metrics.TokensOpenedTotal, d)
-			Expect(d.Rejected()).To(Equal(d[metrics.UnknownKey]), "pod %s refused tokens for another reason than unknown_key", pod)
-			unknownKey += d[metrics.UnknownKey]
-		}
+		unknownKey := unknownKeyOnly("stray", opensBefore, opensAfter)
 		// At least, not equal: an open a pod refused while endLoad cut the call is counted by the pod
 		// and not by the load.
 		Expect(unknownKey).To(BeNumerically(">=", c.Rejected), "the servers' unknown_key counters miss rejections the load saw")
@@ -466,13 +474,7 @@ var _ = Describe("MRTRKeyring rotation under live MRTR traffic", Ordered, func()
 		// its peers sealed with the key it does not hold, and says so in its own counter.
 		opensAfter, err := env.ReplicaOpenCounts()
 		Expect(err).NotTo(HaveOccurred())
-		var unknownKey uint64
-		for pod, after := range opensAfter {
-			d := after.Sub(opensBefore[pod])
-			GinkgoWriter.Printf("control experiment: %s's %s: %v\n", pod, metrics.TokensOpenedTotal, d)
-			Expect(d.Rejected()).To(Equal(d[metrics.UnknownKey]), "pod %s refused tokens for another reason than unknown_key", pod)
-			unknownKey += d[metrics.UnknownKey]
-		}
+		unknownKey := unknownKeyOnly("control experiment", opensBefore, opensAfter)
 		// At least the load's: in the one e2e run so far the pods counted 6 against the load's 5
 		// (an open the load did not see out, likely cut by endLoad; not yet confirmed). The
 		// revocation spec holds the two equal.
