@@ -678,6 +678,15 @@ func TestRekeyOnLeave(t *testing.T) {
 	if d.Status.Phase != mrtrv1alpha1.PhaseRemoving || !strings.Contains(d.Namespaces.PendingRekey, "t0") {
 		t.Fatalf("phase %s, pending %q: want Removing, a rekey owed to t0", d.Status.Phase, d.Namespaces.PendingRekey)
 	}
+	// Once the rotation under way ends, the pass that enters Stable looks again within
+	// NextRotationDelay, which starts the rekey: nothing else would wake the keyring.
+	in = stable()
+	in.Status.Phase = mrtrv1alpha1.PhaseRemoving
+	in.Secret.WrittenPhase = mrtrv1alpha1.PhaseRemoving
+	d = Step(in)
+	if d.Status.Phase != mrtrv1alpha1.PhaseStable || d.RequeueAfter <= 0 || d.RequeueAfter > NextRotationDelay {
+		t.Fatalf("phase %s, next pass in %v: want Stable, and the owed rekey looked at within %v", d.Status.Phase, d.RequeueAfter, NextRotationDelay)
+	}
 	// Keep does nothing of the kind.
 	in = stable()
 	in.OnLeave = mrtrv1alpha1.OnLeaveKeep
