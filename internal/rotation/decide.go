@@ -173,15 +173,13 @@ func deadlines(f facts, o outcome) []time.Time {
 const NextRotationDelay = time.Second
 
 // nextRotationWaits reports whether this pass entered Stable with a rotation already due: a
-// source's newer key (which changed mid-rotation), or a rekey owed to namespaces that left.
+// source's newer key (which changed mid-rotation), a request, or a rekey owed to namespaces that
+// left (with a key source, the rekey waits for the source's next key, which rotation.pass says).
 func nextRotationWaits(f facts, o outcome) bool {
 	if o.status.Phase != mrtrv1alpha1.PhaseStable || f.status.Phase == mrtrv1alpha1.PhaseStable || f.in.Settings.Suspend {
 		return false
 	}
-	if f.in.Settings.Source {
-		return o.rotation != nil && o.rotation.pass
-	}
-	return f.rekey != "" || o.rotation != nil && o.rotation.pass
+	return o.rotation != nil && o.rotation.pass || f.rekey != "" && !f.in.Settings.Source
 }
 
 // move makes at most one transition, and at most one Secret write: the Secret settled against
