@@ -29,9 +29,6 @@ pub const ACK_STATE: &str = "mrtr_consumer_ack_state";
 pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 /// The rs2 format's name in the `format` label, as `kubectl mrtr inspect` names it.
 pub const FORMAT_RS2: &str = "rs2";
-/// The longest rs2 token opened, as Go's `token.MaxRS2TokenBytes`: a longer one is `too_large`.
-pub const MAX_RS2_TOKEN_BYTES: usize = 64 << 10;
-
 /// How an open ended: the `result` label.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum OpenResult {
@@ -47,7 +44,7 @@ pub enum OpenResult {
     BindingMismatch,
     /// Not laid out as rs2 writes it.
     Malformed,
-    /// Longer than [`MAX_RS2_TOKEN_BYTES`].
+    /// Longer than [`crate::rs2::MAX_RS2_TOKEN_BYTES`].
     TooLarge,
 }
 
@@ -81,6 +78,7 @@ impl OpenResult {
         match r {
             Ok(_) => OpenResult::Ok,
             Err(Rs2Error::Lifetime) => OpenResult::Expired,
+            Err(Rs2Error::TooLarge) => OpenResult::TooLarge,
             Err(Rs2Error::Rejected(e)) => match e {
                 RequestStateError::Expired => OpenResult::Expired,
                 RequestStateError::UnknownKeyId => OpenResult::UnknownKey,
@@ -153,16 +151,23 @@ impl Metrics {
     }
 
     /// Every series of a format at 0 from its first use: the first rejection is an increase.
+    /// Allocates the format's name only on its first use, not on every count.
     fn format(i: &mut Inner, format: &str) {
-        i.sealed.entry(format.to_owned()).or_insert(0);
-        i.opened.entry(format.to_owned()).or_insert([0; 7]);
+        if !i.sealed.contains_key(format) {
+            i.sealed.insert(format.to_owned(), 0);
+        }
+        if !i.opened.contains_key(format) {
+            i.opened.insert(format.to_owned(), [0; 7]);
+        }
     }
 
     /// Counts one sealed token of `format`.
     pub fn token_sealed(&self, format: &str) {
         self.with(|i| {
             Self::format(i, format);
-            *i.sealed.entry(format.to_owned()).or_insert(0) += 1;
+            if let Some(n) = i.sealed.get_mut(format) {
+                *n += 1;
+            }
         });
     }
 
@@ -307,13 +312,8 @@ impl MeteredRs2 {
         Ok(t)
     }
 
-    /// [`Rs2Codec::open`], counted by its result. A token longer than [`MAX_RS2_TOKEN_BYTES`] is
-    /// refused unread, as Go's codec refuses it.
+    /// [`Rs2Codec::open`], counted by its result.
     pub fn open(&self, token: &str, ad: &[u8]) -> Result<Vec<u8>, Rs2Error> {
-        if token.len() > MAX_RS2_TOKEN_BYTES {
-            self.metrics.token_opened(FORMAT_RS2, OpenResult::TooLarge);
-            return Err(Rs2Error::Rejected(RequestStateError::MalformedFormat));
-        }
         let r = self.codec.open(token, ad);
         self.metrics.token_opened(FORMAT_RS2, OpenResult::of(&r));
         r

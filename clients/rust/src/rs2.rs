@@ -21,6 +21,9 @@ pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
 /// default clock skew. rs2 carries no issue time; this bounds a replica whose clock runs ahead.
 pub const CLOCK_SKEW: Duration = Duration::from_secs(30);
 
+/// The longest token [`Rs2Codec::open`] reads: Go's `token.MaxRS2TokenBytes`.
+pub const MAX_RS2_TOKEN_BYTES: usize = 64 << 10;
+
 /// Why a codec could not be made, or a token did not open.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -34,6 +37,10 @@ pub enum Rs2Error {
     /// rmcp rejected the token: tampered, unknown key, other associated data, expired, malformed.
     #[error("invalid or expired request state")]
     Rejected(#[source] RequestStateError),
+    /// The token is longer than [`MAX_RS2_TOKEN_BYTES`]: refused unread, as Go's codec refuses
+    /// it, so that no hostile input costs more than a length check.
+    #[error("invalid or expired request state")]
+    TooLarge,
     /// The token is authentic but has no expiry, or expires later than the TTL (and clock skew)
     /// from now: no consumer of the keyring seals such a token.
     #[error("invalid or expired request state")]
@@ -148,6 +155,9 @@ impl Rs2Codec {
     /// Opens a token that a key of the current keyring sealed for `ad`, if it has not expired and
     /// does not outlive the TTL. Answer every error to the client as one and the same.
     pub fn open(&self, token: &str, ad: &[u8]) -> Result<Vec<u8>, Rs2Error> {
+        if token.len() > MAX_RS2_TOKEN_BYTES {
+            return Err(Rs2Error::TooLarge);
+        }
         let c = self.current.load();
         let payload = c.codec.open_with(token, ad).map_err(Rs2Error::Rejected)?;
         // Authentic now, so its body's expiry is the sealer's: rmcp opens a token without expiry,

@@ -268,3 +268,13 @@ fn declared_ttl_vectors() {
         assert_eq!(codec.open(&tok, b"ad").unwrap(), b"state", "{name}");
     }
 }
+
+#[test]
+fn refuses_an_oversized_token_unread() {
+    // The codec itself, metered or not: a token over Go's token.MaxRS2TokenBytes is never parsed.
+    let c = Rs2Codec::new(&keys(&[A]), Duration::from_secs(60)).unwrap();
+    let over = "a".repeat(mrtr_keyring::rs2::MAX_RS2_TOKEN_BYTES + 1);
+    assert!(matches!(c.open(&over, b"ad"), Err(Rs2Error::TooLarge)));
+    let at = "a".repeat(mrtr_keyring::rs2::MAX_RS2_TOKEN_BYTES);
+    assert!(matches!(c.open(&at, b"ad"), Err(Rs2Error::Rejected(_))));
+}
