@@ -28,6 +28,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -132,6 +133,11 @@ func (r *Registry) Ensure(ctx context.Context, name string) (client.Client, Stat
 		r.members = map[string]*member{}
 	}
 	m := r.members[name]
+	if err != nil && !apierrors.IsNotFound(err) && m != nil {
+		// A failed read of the hub's own API server says nothing of the member: the member runs on
+		// with the kubeconfig it was built from. Only a Secret deleted or changed replaces it.
+		return m.reached()
+	}
 	if m != nil && (err != nil || m.version != version) {
 		m.cancel()
 		delete(r.members, name)
@@ -145,6 +151,12 @@ func (r *Registry) Ensure(ctx context.Context, name string) (client.Client, Stat
 		m = r.start(name, &sec)
 		r.members[name] = m
 	}
+	return m.reached()
+}
+
+// reached is the member's client and state: a nil client while it is unreachable. The registry's
+// lock is held.
+func (m *member) reached() (client.Client, State) {
 	if !m.state.Reachable {
 		return nil, m.state
 	}

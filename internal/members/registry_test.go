@@ -18,6 +18,7 @@ package members
 
 import (
 	"context"
+	"errors"
 	"os"
 	"strings"
 	"sync"
@@ -118,6 +119,13 @@ func TestRegistryReachesAMember(t *testing.T) {
 		t.Fatalf("member config QPS %v, timeout %v: want no rate limit and no timeout on watches", cfg.QPS, cfg.Timeout)
 	}
 
+	// A failed read of the hub's own API server says nothing of the member: west runs on.
+	r.Reader = failingReader{}
+	if again, st := r.Ensure(ctx, "west-kubeconfig"); again != c || !st.Reachable {
+		t.Fatalf("a failed read of the kubeconfig Secret replaced a reached member: client %v, state %+v", again, st)
+	}
+	r.Reader = hub
+
 	c, st := r.Ensure(ctx, "garbage-kubeconfig")
 	if c != nil || st.Reachable || !strings.Contains(st.Message, "garbage-kubeconfig") || strings.Contains(st.Message, "not: [a") {
 		t.Fatalf("garbage: client %v, state %+v: want unreachable naming the Secret, without its bytes", c, st)
@@ -137,4 +145,11 @@ func TestRegistryReachesAMember(t *testing.T) {
 	if changed["west-kubeconfig"] == 0 {
 		t.Fatalf("no change was reported for west: %v", changed)
 	}
+}
+
+// failingReader is a hub whose API server does not answer.
+type failingReader struct{ client.Reader }
+
+func (failingReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return errors.New("the hub's API server does not answer")
 }
