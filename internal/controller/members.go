@@ -67,7 +67,10 @@ func (c *memberCluster) qualify(ns string) string {
 // memberViews remembers, per member kubeconfig Secret, the Shared that does the steps through
 // its client, so that what a Shared remembers (its own writes, the evictions under way) lasts
 // from one pass to the next; a member rebuilt (its Secret changed) gets a new one.
-type memberViews struct{ m sync.Map }
+type memberViews struct {
+	mu sync.Mutex // one Shared per member, also when two workers pass keyrings that name it
+	m  map[string]*Shared
+}
 
 // clusters are the clusters of ck's pass, in spec.members order; the operator's own alone without
 // members.
@@ -85,8 +88,15 @@ func (r *ClusterMRTRKeyringReconciler) clusters(ctx context.Context, ck *mrtrv1a
 			continue
 		}
 		cl, st := r.Members.Ensure(ctx, m.KubeconfigSecret)
-		c.status = mrtrv1alpha1.MemberStatus{Name: m.Name, Reachable: st.Reachable && cl != nil, Message: cut(st.Message, 1024),
-			LastTransitionTime: metav1.NewTime(st.Since.UTC().Truncate(1e9))}
+		reachable := cl != nil
+		since, ok := lastTransition(ck, m.Name, reachable)
+		if !ok {
+			since = metav1.NewTime(st.Since.UTC().Truncate(1e9))
+		}
+		// The time of the last change of reachability, as status holds it: not the registry's
+		// time of its latest attempt, which would rewrite status on every pass of a member that
+		// stays unreachable, and would never let it stall after rolloutDeadline.
+		c.status = mrtrv1alpha1.MemberStatus{Name: m.Name, Reachable: reachable, Message: cut(st.Message, 1024), LastTransitionTime: since}
 		if cl == nil {
 			c.unreachable = st.Message
 			if c.unreachable == "" {
@@ -102,21 +112,30 @@ func (r *ClusterMRTRKeyringReconciler) clusters(ctx context.Context, ck *mrtrv1a
 
 // memberSince is when the local member became reachable: as status said, else now.
 func (r *ClusterMRTRKeyringReconciler) memberSince(ck *mrtrv1alpha1.ClusterMRTRKeyring, name string, reachable bool) metav1.Time {
-	for _, s := range ck.Status.Members {
-		if s.Name == name && s.Reachable == reachable && !s.LastTransitionTime.IsZero() {
-			return s.LastTransitionTime
-		}
+	if t, ok := lastTransition(ck, name, reachable); ok {
+		return t
 	}
 	return metav1.NewTime(r.now().Now().UTC().Truncate(1e9))
+}
+
+// lastTransition is the time status gives member name's reachability, when status says it is
+// reachable, or not, as now.
+func lastTransition(ck *mrtrv1alpha1.ClusterMRTRKeyring, name string, reachable bool) (metav1.Time, bool) {
+	for _, s := range ck.Status.Members {
+		if s.Name == name && s.Reachable == reachable && !s.LastTransitionTime.IsZero() {
+			return s.LastTransitionTime, true
+		}
+	}
+	return metav1.Time{}, false
 }
 
 // memberShared is the Shared that does the steps of the member of kubeconfig Secret secret through
 // c: the hub's recorder, clock and metrics, the member's client and reader.
 func (r *ClusterMRTRKeyringReconciler) memberShared(secret string, c client.Client) *Shared {
-	if v, ok := r.views.m.Load(secret); ok {
-		if s := v.(*Shared); s.Client == c { //nolint:forcetypeassert // only *Shared is stored
-			return s
-		}
+	r.views.mu.Lock()
+	defer r.views.mu.Unlock()
+	if s := r.views.m[secret]; s != nil && s.Client == c {
+		return s
 	}
 	var reader client.Reader = c
 	served := func(workload.Kind) bool { return false }
@@ -125,7 +144,10 @@ func (r *ClusterMRTRKeyringReconciler) memberShared(secret string, c client.Clie
 	}
 	s := &Shared{Client: c, APIReader: reader, Recorder: r.Recorder, Clock: r.Clock, Metrics: r.Metrics,
 		ClusterKeyrings: r.ClusterKeyrings, KindRecheck: r.KindRecheck, hub: r.Shared, served: served}
-	r.views.m.Store(secret, s)
+	if r.views.m == nil {
+		r.views.m = map[string]*Shared{}
+	}
+	r.views.m[secret] = s
 	return s
 }
 
