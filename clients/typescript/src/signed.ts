@@ -254,12 +254,14 @@ export class SignedCodec {
   open(b: Binding, token: string): string {
     const now = this.unixNow();
     const principal = canonicalPrincipal(b);
+    // The size first, as Go's openBound: an oversized token is too_large whether or not a
+    // keyring is loaded, never an unknown_key that would sound the rotation alarm.
+    if (token.length > MAX_SIGNED_TOKEN_BYTES) {
+      throw this.reject('too_large');
+    }
     const ks = this.keyset();
     if (ks === undefined) {
       throw this.reject('unknown_key');
-    }
-    if (token.length > MAX_SIGNED_TOKEN_BYTES) {
-      throw this.reject('too_large');
     }
     if (!/^[\x21-\x7e]*$/.test(token)) {
       throw this.reject('malformed');
