@@ -42,9 +42,17 @@ type Recorder struct {
 	reloadFails prometheus.Counter
 	ack         *prometheus.GaugeVec
 
-	mu          sync.Mutex // guards fingerprint and formats
+	mu          sync.Mutex // guards fingerprint
 	fingerprint string     // the label of the keyring_info series that is set, "" before the first
-	formats     map[string]bool
+	// formats holds each format's series, resolved once (*formatSeries): a seal or an open then
+	// increments a counter without a lock or a label lookup.
+	formats sync.Map
+}
+
+// formatSeries are the series of one format.
+type formatSeries struct {
+	sealed prometheus.Counter
+	opened map[metrics.Result]prometheus.Counter
 }
 
 var _ metrics.Recorder = (*Recorder)(nil)
@@ -74,7 +82,6 @@ func New(reg prometheus.Registerer) (*Recorder, error) {
 			Name: metrics.AckStateGauge,
 			Help: "The acknowledgement's state (pending, acknowledged, retrying): 1 for the current one.",
 		}, []string{metrics.LabelState}),
-		formats: map[string]bool{},
 	}
 	for _, c := range []prometheus.Collector{r.sealed, r.opened, r.keyring, r.reloadFails, r.ack} {
 		if err := reg.Register(c); err != nil {
@@ -84,30 +91,32 @@ func New(reg prometheus.Registerer) (*Recorder, error) {
 	return r, nil
 }
 
-// format creates every series of format at 0 the first time it is seen, so that the first
-// rejection of a result is an increase that rate() and increase() see, not a new series.
-func (r *Recorder) format(format string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.formats[format] {
-		return
+// format returns the series of format, creating them all at 0 the first time it is seen, so that
+// the first rejection of a result is an increase that rate() and increase() see, not a new series.
+func (r *Recorder) format(format string) *formatSeries {
+	if f, ok := r.formats.Load(format); ok {
+		return f.(*formatSeries) //nolint:forcetypeassert // only *formatSeries is stored
 	}
-	r.formats[format] = true
-	r.sealed.WithLabelValues(format)
+	f := &formatSeries{sealed: r.sealed.WithLabelValues(format), opened: map[metrics.Result]prometheus.Counter{}}
 	for _, res := range metrics.Results() {
-		r.opened.WithLabelValues(format, string(res))
+		f.opened[res] = r.opened.WithLabelValues(format, string(res))
 	}
+	got, _ := r.formats.LoadOrStore(format, f)
+	return got.(*formatSeries) //nolint:forcetypeassert // only *formatSeries is stored
 }
 
 // TokenSealed counts one sealed token of format.
 func (r *Recorder) TokenSealed(format string) {
-	r.format(format)
-	r.sealed.WithLabelValues(format).Inc()
+	r.format(format).sealed.Inc()
 }
 
-// TokenOpened counts one open of a token of format that ended with result.
+// TokenOpened counts one open of a token of format that ended with result; a result the contract
+// does not name is counted under its own label, as before.
 func (r *Recorder) TokenOpened(format string, result metrics.Result) {
-	r.format(format)
+	if c, ok := r.format(format).opened[result]; ok {
+		c.Inc()
+		return
+	}
 	r.opened.WithLabelValues(format, string(result)).Inc()
 }
 
