@@ -298,7 +298,7 @@ func (r *ClusterMRTRKeyringReconciler) gatherCluster(ctx context.Context, ck *mr
 			// A member that fails a read mid-pass is as good as unreachable for this pass: what
 			// was read there is dropped, and its places hold the phase.
 			c.unreachable = err.Error()
-			c.status.Reachable, c.status.Message = false, cut(c.unreachable, 1024)
+			c.status.Reachable, c.status.Message = false, rotation.Truncate(c.unreachable, 1024)
 			c.status.LastTransitionTime = r.memberSince(ck, c.name, false)
 		}
 		if c.unreachable != "" {

@@ -96,7 +96,7 @@ func (r *ClusterMRTRKeyringReconciler) clusters(ctx context.Context, ck *mrtrv1a
 		// The time of the last change of reachability, as status holds it: not the registry's
 		// time of its latest attempt, which would rewrite status on every pass of a member that
 		// stays unreachable, and would never let it stall after rolloutDeadline.
-		c.status = mrtrv1alpha1.MemberStatus{Name: m.Name, Reachable: reachable, Message: cut(st.Message, 1024), LastTransitionTime: since}
+		c.status = mrtrv1alpha1.MemberStatus{Name: m.Name, Reachable: reachable, Message: rotation.Truncate(st.Message, 1024), LastTransitionTime: since}
 		if cl == nil {
 			c.unreachable = st.Message
 			if c.unreachable == "" {
@@ -314,12 +314,4 @@ func (k *memberKinds) served(c cluster.Cluster) func(workload.Kind) bool {
 	v, _ := k.m.Load(c)
 	served, _ := v.(map[workload.Kind]bool)
 	return func(kind workload.Kind) bool { return served[kind] }
-}
-
-// cut shortens s to at most n bytes.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }

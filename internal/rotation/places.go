@@ -22,6 +22,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -289,7 +290,7 @@ func pendingRekey(in Input) string {
 	if pending != "" {
 		s = pending + "; " + s
 	}
-	return truncate(s, 1024)
+	return Truncate(s, 1024)
 }
 
 // listed is status.namespaces.items as last written, by place name (MEMBER/NAMESPACE with
@@ -410,10 +411,10 @@ func namespacesStatus(f facts, o outcome) mrtrv1alpha1.NamespacesStatus {
 			ns.Conflicts++
 			item.State, item.Message = mrtrv1alpha1.NamespaceConflict, fmt.Sprintf("Secret %s %s: it is never overwritten", in.SecretName, c)
 		case p.Unreachable != "":
-			item.State, item.Message = mrtrv1alpha1.NamespaceUnreachable, truncate(p.Unreachable+": "+unreachableEffect, 1024)
+			item.State, item.Message = mrtrv1alpha1.NamespaceUnreachable, Truncate(p.Unreachable+": "+unreachableEffect, 1024)
 		case p.WriteRefused != "":
 			ns.Refused++
-			item.State, item.Message = mrtrv1alpha1.NamespaceWriteRefused, truncate(p.WriteRefused+": "+refusedEffect(p), 1024)
+			item.State, item.Message = mrtrv1alpha1.NamespaceWriteRefused, Truncate(p.WriteRefused+": "+refusedEffect(p), 1024)
 		case len(behind[p.Name]) > 0:
 			item.State, item.Message = mrtrv1alpha1.NamespaceBehind, joinSome(behind[p.Name], "; ", len(behind[p.Name]))
 		default:
@@ -453,12 +454,17 @@ func namespaceItem(p Place) mrtrv1alpha1.NamespaceStatus {
 	return mrtrv1alpha1.NamespaceStatus{Name: ns, Cluster: cluster, UID: p.UID}
 }
 
-// truncate cuts s to at most n bytes.
-func truncate(s string, n int) string {
+// Truncate cuts s to at most n bytes, on a rune boundary, ending in "..." when it cut: for the
+// messages of status, whose fields the API bounds.
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return s[:n-3] + "..."
+	n -= 3
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }
 
 // partiallyReady is the PartiallyReady condition of a keyring with places: True while some
@@ -489,7 +495,7 @@ func partiallyReady(f facts) *metav1.Condition {
 		c := condition(mrtrv1alpha1.ConditionPartiallyReady, false, mrtrv1alpha1.ReasonAllNamespacesReady, "every selected namespace takes part in the rotation")
 		return &c
 	}
-	c := condition(mrtrv1alpha1.ConditionPartiallyReady, true, reason, truncate(fmt.Sprintf("%d of %d selected namespaces do not take part: %s",
+	c := condition(mrtrv1alpha1.ConditionPartiallyReady, true, reason, Truncate(fmt.Sprintf("%d of %d selected namespaces do not take part: %s",
 		len(failing), len(in.Places), joinSome(failing[:min(len(failing), maxNamed+1)], "; ", len(failing))), 32768))
 	return &c
 }

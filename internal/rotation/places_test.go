@@ -24,6 +24,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -815,6 +816,21 @@ func TestPlacedPodSplitsAtTheLastSlash(t *testing.T) {
 	for ref, want := range map[string]string{"Deployment/web": "", "ns/Deployment/web": "ns", "west/ns/Deployment/web": "west/ns"} {
 		if got := refPlace(ref); got != want || PlacedRef(want, "Deployment/web") != ref {
 			t.Errorf("refPlace(%q) = %q, want %q (the inverse of PlacedRef)", ref, got, want)
+		}
+	}
+}
+
+// Truncate keeps a message within the API's bound, ending in "...", and never splits a rune.
+func TestTruncate(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"short", "short"},
+		{"abcdefghij", "abcdefghij"},
+		{"abcdefghijk", "abcdefg..."},
+		{"abcdefé-rest", "abcdef..."}, // é is bytes 6 and 7: cut at 7, it would be split
+	} {
+		got := Truncate(tc.in, 10)
+		if got != tc.want || len(got) > 10 || !utf8.ValidString(got) {
+			t.Errorf("Truncate(%q, 10) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
