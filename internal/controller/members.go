@@ -22,6 +22,8 @@ import (
 	"slices"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
@@ -49,10 +51,14 @@ import (
 type memberCluster struct {
 	name  string
 	local bool
+	// secret is the kubeconfig Secret of a remote member, "" for the operator's own cluster.
+	secret string
 	// shared does the pass's steps in the cluster; nil while it cannot be reached.
 	shared *Shared
 	// unreachable says why it cannot be reached ("" when it can).
 	unreachable string
+	// connecting: the member has not had its first chance yet (members.State.Connecting).
+	connecting bool
 	status      mrtrv1alpha1.MemberStatus
 }
 
@@ -80,7 +86,7 @@ func (r *ClusterMRTRKeyringReconciler) clusters(ctx context.Context, ck *mrtrv1a
 	}
 	out := make([]*memberCluster, 0, len(ck.Spec.Members))
 	for _, m := range ck.Spec.Members {
-		c := &memberCluster{name: m.Name, local: m.Local}
+		c := &memberCluster{name: m.Name, local: m.Local, secret: m.KubeconfigSecret}
 		if m.Local {
 			c.shared = r.Shared
 			c.status = mrtrv1alpha1.MemberStatus{Name: m.Name, Reachable: true, LastTransitionTime: r.memberSince(ck, m.Name, true)}
@@ -89,6 +95,7 @@ func (r *ClusterMRTRKeyringReconciler) clusters(ctx context.Context, ck *mrtrv1a
 		}
 		cl, st := r.Members.Ensure(ctx, m.KubeconfigSecret)
 		reachable := cl != nil
+		c.connecting = st.Connecting
 		since, ok := lastTransition(ck, m.Name, reachable)
 		if !ok {
 			since = metav1.NewTime(st.Since.UTC().Truncate(1e9))
@@ -213,15 +220,17 @@ func membersStatus(cs []*memberCluster) []mrtrv1alpha1.MemberStatus {
 	return out
 }
 
-// memberChanged wakes the keyrings that name the member of kubeconfig Secret secret: its state
-// changed, or its cache saw a change.
-func (r *ClusterMRTRKeyringReconciler) memberChanged(secret string) {
+// memberChanged wakes the keyrings that name the member of kubeconfig Secret secret (of those,
+// only keyrings, when not nil: those selecting the namespace of a pod or workload that changed):
+// its state changed, or its cache saw a change.
+func (r *ClusterMRTRKeyringReconciler) memberChanged(secret string, keyrings []string) {
 	q := r.queue.Load()
 	if q == nil {
 		return
 	}
 	for _, req := range r.clusterKeyrings(context.Background(), func(ck *mrtrv1alpha1.ClusterMRTRKeyring) bool {
-		return slices.ContainsFunc(ck.Spec.Members, func(m mrtrv1alpha1.Member) bool { return m.KubeconfigSecret == secret })
+		return (keyrings == nil || slices.Contains(keyrings, ck.Name)) &&
+			slices.ContainsFunc(ck.Spec.Members, func(m mrtrv1alpha1.Member) bool { return m.KubeconfigSecret == secret })
 	}) {
 		(*q).Add(req)
 	}
@@ -241,15 +250,15 @@ func (r *ClusterMRTRKeyringReconciler) retainMembers(ctx context.Context) error 
 	if err := r.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 		return fmt.Errorf("list cluster keyrings for the members they name: %w", err)
 	}
-	names := map[string]bool{}
+	named := map[string][]string{}
 	for i := range list.Items {
 		for _, m := range list.Items[i].Spec.Members {
 			if m.KubeconfigSecret != "" {
-				names[m.KubeconfigSecret] = true
+				named[m.KubeconfigSecret] = append(named[m.KubeconfigSecret], list.Items[i].Name)
 			}
 		}
 	}
-	r.Members.Retain(names)
+	r.Members.Retain(named)
 	return nil
 }
 
@@ -269,12 +278,36 @@ func (r *ClusterMRTRKeyringReconciler) setupMembers(mgr ctrl.Manager) error {
 	if m.CacheOptions == nil {
 		m.CacheOptions = MemberCacheOptions
 	}
+	if m.Scoped == nil {
+		m.Scoped = memberScoped()
+	}
+	if m.Versions == nil {
+		// The kubeconfig Secrets are in the operator's namespace, which the key sources' cache of
+		// Secret metadata watches: a pass reads a kubeconfig's data only when it changed.
+		versions, err := r.sourceCache(mgr)
+		if err != nil {
+			return err
+		}
+		m.Versions = versions
+	}
 	if m.Now == nil {
 		m.Now = r.now().Now
 	}
 	m.Changed = r.memberChanged
 	m.Prepare = r.memberKinds.index
 	return mgr.Add(m)
+}
+
+// memberScoped are the kinds a member's cache holds only in the namespaces the keyrings select
+// there: pods, PDBs and the workload kinds.
+func memberScoped() []client.Object {
+	out := []client.Object{&corev1.Pod{}, &policyv1.PodDisruptionBudget{}}
+	for _, kind := range workload.Kinds() {
+		if obj, err := workload.New(kind); err == nil {
+			out = append(out, obj)
+		}
+	}
+	return out
 }
 
 // memberKinds are the workload kinds each member serves, found when its cluster is made: their

@@ -24,12 +24,14 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/discovery"
@@ -52,6 +54,10 @@ type State struct {
 	Message string
 	// Since is when Reachable last changed.
 	Since time.Time
+	// Connecting: the member has not had its first chance yet (its cluster is being made, or its
+	// cache is syncing within SyncTimeout). It is not reachable, but not known to be unreachable
+	// either.
+	Connecting bool
 }
 
 // Registry runs one cluster per member kubeconfig Secret that some keyring names, and knows
@@ -61,18 +67,26 @@ type State struct {
 type Registry struct {
 	// Reader reads the kubeconfig Secrets in Namespace, uncached: the manager's cache holds keyring
 	// Secrets only, and must not hold every Secret of the operator's namespace.
-	Reader    client.Reader
+	Reader client.Reader
+	// Versions, when set, reads the metadata of the kubeconfig Secrets from a cache (the
+	// manager's metadata-only cache of Secrets): while it gives the resourceVersion the running
+	// member was built from, Ensure does not read the Secret from the API server.
+	Versions  client.Reader
 	Namespace string
 	Scheme    *runtime.Scheme
 	// CacheOptions are the member cache's options: the operator's own (keyring Secrets by type,
 	// stripped pods and workloads), so a member's cache never holds its other Secrets.
 	CacheOptions func() cache.Options
+	// Scoped are the kinds the member's cache holds only in the namespaces keyrings Select there
+	// (pods, workloads, PDBs: one cache per namespace); every other kind is held cluster-wide.
+	Scoped []client.Object
 	// SyncTimeout bounds the wait for a new member's cache; HealthEvery and HealthTimeout pace the
 	// live /readyz check that notices a member lost after its cache synced.
 	SyncTimeout, HealthEvery, HealthTimeout time.Duration
 	// Changed is called (from another goroutine) with the Secret name of a member whose state
-	// changed, or whose cache saw a change.
-	Changed func(secret string)
+	// changed, or whose cache saw a change, and the keyrings that change concerns: nil for all
+	// those naming the member, else those whose selection holds the namespace of the change.
+	Changed func(secret string, keyrings []string)
 	// Now is the clock (tests use a fake one).
 	Now func() time.Time
 	// Prepare, when set, readies a member's cluster before it starts (the field indexes its cache
@@ -117,15 +131,34 @@ type member struct {
 	version string // the resourceVersion of the Secret the cluster was built from
 	cl      cluster.Cluster
 	client  client.Client // cl's, wrapped (WrapClient)
+	cache   *scopedCache  // cl's
 	cancel  context.CancelFunc
 	state   State
+	// selections are the namespaces each keyring naming the member selects there (Select): the
+	// member's cache holds the scoped kinds in their union.
+	selections map[string][]string
 }
 
 // Ensure returns the client of the member whose kubeconfig is in Secret name, and its state; a
 // nil client while it is unreachable. A changed Secret replaces the member's cluster.
 func (r *Registry) Ensure(ctx context.Context, name string) (client.Client, State) {
+	key := types.NamespacedName{Namespace: r.Namespace, Name: name}
+	if r.Versions != nil {
+		// The Secret's data is read only when it changed: its metadata, cached, tells.
+		var md metav1.PartialObjectMetadata
+		md.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		if err := r.Versions.Get(ctx, key, &md); err == nil {
+			r.mu.Lock()
+			m := r.members[name]
+			if m != nil && m.version == md.ResourceVersion {
+				defer r.mu.Unlock()
+				return m.reached()
+			}
+			r.mu.Unlock()
+		}
+	}
 	var sec corev1.Secret
-	err := r.Reader.Get(ctx, types.NamespacedName{Namespace: r.Namespace, Name: name}, &sec)
+	err := r.Reader.Get(ctx, key, &sec)
 	version := sec.ResourceVersion
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -174,25 +207,101 @@ func (r *Registry) Cluster(name string) cluster.Cluster {
 	return nil
 }
 
-// Retain stops the members whose Secret is not in names: no keyring names them any more.
-func (r *Registry) Retain(names map[string]bool) {
+// Retain stops the members whose Secret is not in named (each Secret's name, and the keyrings
+// that name it): no keyring names them any more. A keyring that no longer names a member drops
+// its selection there.
+func (r *Registry) Retain(named map[string][]string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for name, m := range r.members {
-		if !names[name] {
+		keyrings, ok := named[name]
+		if !ok {
 			m.cancel()
 			delete(r.members, name)
+			continue
+		}
+		dropped := false
+		for k := range m.selections {
+			if !slices.Contains(keyrings, k) {
+				delete(m.selections, k)
+				dropped = true
+			}
+		}
+		if dropped && m.cache != nil {
+			if err := m.cache.scope(m.selected()); err != nil {
+				logf.Log.WithName("members").Error(err, "scope the member's cache", "kubeconfigSecret", name)
+			}
 		}
 	}
 }
 
+// Select makes the cache of the member of kubeconfig Secret name hold the scoped kinds in
+// namespaces, the selection of keyring there, as long as the keyring Selects them (a later call
+// replaces them; Retain drops them when the keyring no longer names the member), besides the
+// namespaces of the other keyrings. It returns those of namespaces whose cache has not synced
+// yet: a read there fails (ErrSyncing) until it has, and the member's Changed reports it; and,
+// of those, the ones that did not sync within SyncTimeout.
+func (r *Registry) Select(name, keyring string, namespaces []string) (syncing, late []string, err error) {
+	r.mu.Lock()
+	m := r.members[name]
+	if m == nil || m.cache == nil {
+		r.mu.Unlock()
+		return nil, nil, fmt.Errorf("member of kubeconfig Secret %s is not running", name)
+	}
+	if m.selections == nil {
+		m.selections = map[string][]string{}
+	}
+	m.selections[keyring] = slices.Clone(namespaces)
+	union, c := m.selected(), m.cache
+	r.mu.Unlock()
+	if err := c.scope(union); err != nil {
+		return nil, nil, fmt.Errorf("the member's cache of the selected namespaces: %w", err)
+	}
+	// Real time, not Now: how long a cache takes to sync is the member's, not the rotation's clock.
+	for ns, since := range c.syncing(namespaces) {
+		syncing = append(syncing, ns)
+		if time.Since(since) > r.SyncTimeout {
+			late = append(late, ns)
+		}
+	}
+	slices.Sort(syncing)
+	slices.Sort(late)
+	return syncing, late, nil
+}
+
+// selected is the union of the member's selections. The registry's lock is held.
+func (m *member) selected() map[string]bool {
+	out := map[string]bool{}
+	for _, nss := range m.selections {
+		for _, ns := range nss {
+			out[ns] = true
+		}
+	}
+	return out
+}
+
+// selecting are the keyrings whose selection in the member holds namespace ns.
+func (r *Registry) selecting(m *member, ns string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for k, nss := range m.selections {
+		if slices.Contains(nss, ns) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // start builds and runs the member's cluster; its state is settled asynchronously.
 func (r *Registry) start(name string, sec *corev1.Secret) *member {
-	m := &member{version: sec.ResourceVersion, state: State{Message: "connecting", Since: r.Now()}}
+	m := &member{version: sec.ResourceVersion, state: State{Message: "connecting", Since: r.Now(), Connecting: true}}
 	m.cancel = func() {}
 	cfg, err := RESTConfig(sec.Data[mrtrv1alpha1.MemberKubeconfigKey])
 	if err != nil {
 		m.state.Message = fmt.Sprintf("kubeconfig Secret %s/%s (key %s): %v", r.Namespace, name, mrtrv1alpha1.MemberKubeconfigKey, err)
+		m.state.Connecting = false
 		return m
 	}
 	// client-go's default of 5 requests/s would pace a rotation over a member of many namespaces
@@ -216,7 +325,7 @@ func (r *Registry) run(ctx context.Context, name string, m *member, cfg *rest.Co
 	var cl cluster.Cluster
 	for {
 		var err error
-		if cl, err = r.build(ctx, cfg); err == nil {
+		if cl, err = r.build(ctx, name, m, cfg); err == nil {
 			break
 		}
 		r.set(name, m, false, fmt.Sprintf("member of kubeconfig Secret %s: %v", name, err))
@@ -244,15 +353,21 @@ func (r *Registry) run(ctx context.Context, name string, m *member, cfg *rest.Co
 }
 
 // build makes the member's cluster and Prepares it.
-func (r *Registry) build(ctx context.Context, cfg *rest.Config) (cluster.Cluster, error) {
+func (r *Registry) build(ctx context.Context, name string, m *member, cfg *rest.Config) (cluster.Cluster, error) {
 	// Requests (discovery, reads past the cache, every write) time out after HealthTimeout, so
 	// that a member gone mid-pass holds no worker; the cache's watches do not, since a timeout
 	// would end every watch after it, and list the member again.
 	timed := rest.CopyConfig(cfg)
 	timed.Timeout = r.HealthTimeout
-	cl, err := cluster.New(cfg, func(o *cluster.Options) {
+	var scoped *scopedCache
+	inner, err := cluster.New(cfg, func(o *cluster.Options) {
 		o.Scheme = r.Scheme
 		o.Cache = r.CacheOptions()
+		o.NewCache = func(config *rest.Config, opts cache.Options) (cache.Cache, error) {
+			var err error
+			scoped, err = newScopedCache(config, opts, r.Scoped, func(ns string) { r.notify(name, m, r.selecting(m, ns)) })
+			return scoped, err
+		}
 		o.MapperProvider = func(_ *rest.Config, _ *http.Client) (meta.RESTMapper, error) {
 			hc, err := rest.HTTPClientFor(timed)
 			if err != nil {
@@ -272,6 +387,19 @@ func (r *Registry) build(ctx context.Context, cfg *rest.Config) (cluster.Cluster
 	if err != nil {
 		return nil, err
 	}
+	// Reads past the cache time out as the client's do: a member gone mid-pass holds no worker.
+	hc, err := rest.HTTPClientFor(timed)
+	if err != nil {
+		return nil, err
+	}
+	reader, err := client.New(timed, client.Options{HTTPClient: hc, Scheme: r.Scheme, Mapper: inner.GetRESTMapper()})
+	if err != nil {
+		return nil, err
+	}
+	cl := &memberCluster{Cluster: inner, reader: reader}
+	r.mu.Lock()
+	m.cache = scoped
+	r.mu.Unlock()
 	if r.Prepare != nil {
 		if err := r.Prepare(ctx, cl); err != nil {
 			return nil, err
@@ -358,12 +486,13 @@ func (r *Registry) ready(ctx context.Context, m *member) error {
 
 // inform makes the member's cache watch the kinds every pass reads, each change notifying.
 func (r *Registry) inform(ctx context.Context, name string, m *member) error {
-	for _, obj := range []client.Object{&corev1.Namespace{}, &corev1.Secret{}, &corev1.Pod{}} {
+	// Namespaces and Secrets: the scoped kinds' events come from each namespace's cache.
+	for _, obj := range []client.Object{&corev1.Namespace{}, &corev1.Secret{}} {
 		inf, err := m.cl.GetCache().GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 		if err != nil {
 			return fmt.Errorf("its %T cannot be watched: %w", obj, err)
 		}
-		notify := func(any) { r.notify(name, m) }
+		notify := func(any) { r.notify(name, m, nil) }
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc: notify, UpdateFunc: func(_, o any) { notify(o) }, DeleteFunc: notify,
 		}); err != nil {
@@ -373,20 +502,29 @@ func (r *Registry) inform(ctx context.Context, name string, m *member) error {
 	return nil
 }
 
-// notify reports a change seen in the member's cache, while it is the member of that name.
-func (r *Registry) notify(name string, m *member) {
+// notify reports a change seen in the member's cache, while it is the member of that name, to
+// keyrings (nil: all that name it).
+func (r *Registry) notify(name string, m *member, keyrings []string) {
 	r.mu.Lock()
 	current := r.members[name] == m
 	r.mu.Unlock()
-	if current && r.Changed != nil {
-		r.Changed(name)
+	if current && r.Changed != nil && (keyrings == nil || len(keyrings) > 0) {
+		r.Changed(name, keyrings)
 	}
 }
+
+// memberCluster is a member's cluster whose uncached reader times out as its client does.
+type memberCluster struct {
+	cluster.Cluster
+	reader client.Reader
+}
+
+func (c *memberCluster) GetAPIReader() client.Reader { return c.reader }
 
 // set records the member's state, and reports a change.
 func (r *Registry) set(name string, m *member, reachable bool, message string) {
 	r.mu.Lock()
-	changed := m.state.Reachable != reachable || m.state.Message != message
+	changed := m.state.Reachable != reachable || m.state.Message != message || m.state.Connecting
 	if changed {
 		since := m.state.Since
 		if m.state.Reachable != reachable {
@@ -398,6 +536,6 @@ func (r *Registry) set(name string, m *member, reachable bool, message string) {
 	r.mu.Unlock()
 	if changed && current && r.Changed != nil {
 		logf.Log.WithName("members").Info("member state changed", "kubeconfigSecret", name, "reachable", reachable, "message", message)
-		r.Changed(name)
+		r.Changed(name, nil)
 	}
 }

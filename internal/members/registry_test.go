@@ -20,8 +20,10 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -91,7 +93,7 @@ func TestRegistryReachesAMember(t *testing.T) {
 	changed := map[string]int{}
 	r := &Registry{Reader: hub, Namespace: ns, Scheme: scheme.Scheme, CacheOptions: func() cache.Options { return cache.Options{} },
 		SyncTimeout: 2 * time.Second, HealthEvery: 500 * time.Millisecond, HealthTimeout: time.Second, Now: time.Now,
-		Changed: func(s string) { mu.Lock(); changed[s]++; mu.Unlock() }}
+		Changed: func(s string, _ []string) { mu.Lock(); changed[s]++; mu.Unlock() }}
 	t.Cleanup(func() { r.Retain(nil) })
 
 	eventually := func(what string, f func() bool) {
@@ -152,4 +154,185 @@ type failingReader struct{ client.Reader }
 
 func (failingReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
 	return errors.New("the hub's API server does not answer")
+}
+
+// TestRegistryScopesAMembersCache checks that a member's cache holds pods only in the namespaces
+// keyrings Select there: a read elsewhere, or across all namespaces, is an error and never an
+// empty answer; a namespace that joins is read once its cache synced, and one no keyring selects
+// any more is dropped. A change of a pod wakes the keyrings selecting its namespace.
+func TestRegistryScopesAMembersCache(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Skip("KUBEBUILDER_ASSETS is not set: make envtest-assets")
+	}
+	env := &envtest.Environment{}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	hub, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, ns := range []string{"mrtr-system", "blue", "green"} {
+		if err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pod := func(ns, name string) {
+		t.Helper()
+		if err := hub.Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pod("blue", "b1")
+	pod("green", "g1")
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "mrtr-system", Name: "west-kubeconfig"},
+		Data: map[string][]byte{mrtrv1alpha1.MemberKubeconfigKey: kubeconfigFor(t, cfg, cfg.Host)}}
+	if err := hub.Create(ctx, sec); err != nil {
+		t.Fatal(err)
+	}
+
+	var mu sync.Mutex
+	woken := map[string]int{}
+	versions := &countingReader{Reader: hub}
+	live := &countingReader{Reader: hub}
+	r := &Registry{Reader: live, Versions: versions, Namespace: "mrtr-system", Scheme: scheme.Scheme,
+		CacheOptions: func() cache.Options { return cache.Options{} }, Scoped: []client.Object{&corev1.Pod{}},
+		SyncTimeout: 10 * time.Second, HealthEvery: 500 * time.Millisecond, HealthTimeout: time.Second, Now: time.Now,
+		Changed: func(_ string, keyrings []string) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, k := range keyrings {
+				woken[k]++
+			}
+		}}
+	t.Cleanup(func() { r.Retain(nil) })
+	eventually := func(what string, f func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !f(); {
+			if time.Now().After(deadline) {
+				t.Fatalf("never %s", what)
+			}
+			time.Sleep(50 * time.Millisecond) // polling a state another goroutine settles
+		}
+	}
+	if _, st := r.Ensure(ctx, "west-kubeconfig"); !st.Connecting || st.Reachable {
+		t.Fatalf("a member just started: %+v, want connecting", st)
+	}
+	eventually("reached west", func() bool {
+		_, st := r.Ensure(ctx, "west-kubeconfig")
+		if st.Reachable && st.Connecting {
+			t.Fatalf("reachable and connecting: %+v", st)
+		}
+		return st.Reachable
+	})
+	// The kubeconfig Secret's data is read again only when its resourceVersion changes.
+	reads := live.n.Load()
+	for range 3 {
+		r.Ensure(ctx, "west-kubeconfig")
+	}
+	if got := live.n.Load(); got != reads || versions.n.Load() == 0 {
+		t.Fatalf("the unchanged kubeconfig Secret was read live %d more times (its metadata %d times)", got-reads, versions.n.Load())
+	}
+
+	c := r.Cluster("west-kubeconfig").GetCache()
+	list := func(opts ...client.ListOption) ([]string, error) {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, opts...); err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, p := range pods.Items {
+			names = append(names, p.Name)
+		}
+		return names, nil
+	}
+	if _, err := list(client.InNamespace("blue")); !errors.Is(err, ErrNotSelected) {
+		t.Fatalf("pods of blue before any selection: %v, want ErrNotSelected", err)
+	}
+	var syncing []string
+	if syncing, _, err = r.Select("west-kubeconfig", "k", []string{"blue"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(syncing) == 1 {
+		if _, err := list(client.InNamespace("blue")); err != nil && !errors.Is(err, ErrSyncing) {
+			t.Fatalf("pods of blue while syncing: %v, want ErrSyncing", err)
+		}
+	}
+	eventually("synced blue", func() bool {
+		syncing, _, err = r.Select("west-kubeconfig", "k", []string{"blue"})
+		return err == nil && len(syncing) == 0
+	})
+	if names, err := list(client.InNamespace("blue")); err != nil || !slices.Equal(names, []string{"b1"}) {
+		t.Fatalf("pods of blue: %v, %v", names, err)
+	}
+	if _, err := list(client.InNamespace("green")); !errors.Is(err, ErrNotSelected) {
+		t.Fatalf("pods of green, selected by none: %v, want ErrNotSelected", err)
+	}
+	if _, err := list(); !errors.Is(err, ErrNotSelected) {
+		t.Fatalf("pods of all namespaces: %v, want ErrNotSelected", err)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "green", Name: "g1"}, &corev1.Pod{}); !errors.Is(err, ErrNotSelected) {
+		t.Fatalf("pod green/g1: %v, want ErrNotSelected", err)
+	}
+	if _, err := c.GetInformer(ctx, &corev1.Pod{}); !errors.Is(err, ErrNotSelected) {
+		t.Fatalf("an informer of every pod: %v, want ErrNotSelected", err)
+	}
+	var nss corev1.NamespaceList
+	if err := c.List(ctx, &nss); err != nil || len(nss.Items) < 3 {
+		t.Fatalf("namespaces, cluster-wide: %d, %v", len(nss.Items), err)
+	}
+
+	// A pod's change wakes the keyrings selecting its namespace.
+	mu.Lock()
+	before := woken["k"]
+	mu.Unlock()
+	pod("blue", "b2")
+	eventually("woke k for blue/b2", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return woken["k"] > before
+	})
+	eventually("cached blue/b2", func() bool {
+		names, err := list(client.InNamespace("blue"))
+		return err == nil && slices.Equal(names, []string{"b1", "b2"})
+	})
+
+	// Another keyring selects green; k moves from blue to green: blue is dropped.
+	if _, _, err := r.Select("west-kubeconfig", "other", []string{"green"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.Select("west-kubeconfig", "k", []string{"green"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := list(client.InNamespace("blue")); !errors.Is(err, ErrNotSelected) {
+		t.Fatalf("pods of blue, no longer selected: %v, want ErrNotSelected", err)
+	}
+	eventually("read green", func() bool {
+		names, err := list(client.InNamespace("green"))
+		return err == nil && slices.Equal(names, []string{"g1"})
+	})
+	// Retain drops the selection of a keyring that no longer names the member.
+	r.Retain(map[string][]string{"west-kubeconfig": {"other"}})
+	if names, err := list(client.InNamespace("green")); err != nil || len(names) != 1 {
+		t.Fatalf("green, still selected by other: %v, %v", names, err)
+	}
+	r.Retain(map[string][]string{"west-kubeconfig": {}})
+	if _, err := list(client.InNamespace("green")); !errors.Is(err, ErrNotSelected) {
+		t.Fatalf("pods of green, selected by none: %v, want ErrNotSelected", err)
+	}
+}
+
+// countingReader counts its Gets.
+type countingReader struct {
+	client.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	c.n.Add(1)
+	return c.Reader.Get(ctx, key, obj, opts...)
 }
