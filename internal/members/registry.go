@@ -137,6 +137,7 @@ type member struct {
 	// selections are the namespaces each keyring naming the member selects there (Select): the
 	// member's cache holds the scoped kinds in their union.
 	selections map[string][]string
+	scoping    sync.Mutex // see rescope
 }
 
 // Ensure returns the client of the member whose kubeconfig is in Secret name, and its state; a
@@ -212,7 +213,7 @@ func (r *Registry) Cluster(name string) cluster.Cluster {
 // its selection there.
 func (r *Registry) Retain(named map[string][]string) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	kept := map[string]*member{}
 	for name, m := range r.members {
 		keyrings, ok := named[name]
 		if !ok {
@@ -220,19 +221,41 @@ func (r *Registry) Retain(named map[string][]string) {
 			delete(r.members, name)
 			continue
 		}
-		dropped := false
 		for k := range m.selections {
 			if !slices.Contains(keyrings, k) {
-				delete(m.selections, k)
-				dropped = true
-			}
-		}
-		if dropped && m.cache != nil {
-			if err := m.cache.scope(m.selected()); err != nil {
-				logf.Log.WithName("members").Error(err, "scope the member's cache", "kubeconfigSecret", name)
+				kept[name] = m
 			}
 		}
 	}
+	r.mu.Unlock()
+	for name, m := range kept {
+		if err := r.rescope(m, func() {
+			for k := range m.selections {
+				if !slices.Contains(named[name], k) {
+					delete(m.selections, k)
+				}
+			}
+		}); err != nil {
+			logf.Log.WithName("members").Error(err, "scope the member's cache", "kubeconfigSecret", name)
+		}
+	}
+}
+
+// rescope changes the member's selections (update, under the registry's lock) and scopes its
+// cache to their union. Scopings of a member are serialized (m.scoping), so that the union a
+// slower one computed never undoes a later one's; never under the registry's lock, since a
+// namespace's cache asks the member which kinds it serves.
+func (r *Registry) rescope(m *member, update func()) error {
+	m.scoping.Lock()
+	defer m.scoping.Unlock()
+	r.mu.Lock()
+	update()
+	union, c := m.selected(), m.cache
+	r.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.scope(union)
 }
 
 // Select makes the cache of the member of kubeconfig Secret name hold the scoped kinds in
@@ -244,17 +267,20 @@ func (r *Registry) Retain(named map[string][]string) {
 func (r *Registry) Select(name, keyring string, namespaces []string) (syncing, late []string, err error) {
 	r.mu.Lock()
 	m := r.members[name]
-	if m == nil || m.cache == nil {
-		r.mu.Unlock()
+	var c *scopedCache
+	if m != nil {
+		c = m.cache
+	}
+	r.mu.Unlock()
+	if c == nil {
 		return nil, nil, fmt.Errorf("member of kubeconfig Secret %s is not running", name)
 	}
-	if m.selections == nil {
-		m.selections = map[string][]string{}
-	}
-	m.selections[keyring] = slices.Clone(namespaces)
-	union, c := m.selected(), m.cache
-	r.mu.Unlock()
-	if err := c.scope(union); err != nil {
+	if err := r.rescope(m, func() {
+		if m.selections == nil {
+			m.selections = map[string][]string{}
+		}
+		m.selections[keyring] = slices.Clone(namespaces)
+	}); err != nil {
 		return nil, nil, fmt.Errorf("the member's cache of the selected namespaces: %w", err)
 	}
 	// Real time, not Now: how long a cache takes to sync is the member's, not the rotation's clock.
@@ -396,7 +422,7 @@ func (r *Registry) build(ctx context.Context, name string, m *member, cfg *rest.
 	if err != nil {
 		return nil, err
 	}
-	cl := &memberCluster{Cluster: inner, reader: reader}
+	cl := &timedCluster{Cluster: inner, reader: reader}
 	r.mu.Lock()
 	m.cache = scoped
 	r.mu.Unlock()
@@ -513,13 +539,14 @@ func (r *Registry) notify(name string, m *member, keyrings []string) {
 	}
 }
 
-// memberCluster is a member's cluster whose uncached reader times out as its client does.
-type memberCluster struct {
+// timedCluster is a member's cluster whose uncached reader times out as its client does (the
+// cluster's own has no timeout, as its watches must not).
+type timedCluster struct {
 	cluster.Cluster
 	reader client.Reader
 }
 
-func (c *memberCluster) GetAPIReader() client.Reader { return c.reader }
+func (c *timedCluster) GetAPIReader() client.Reader { return c.reader }
 
 // set records the member's state, and reports a change.
 func (r *Registry) set(name string, m *member, reachable bool, message string) {

@@ -19,6 +19,9 @@ package members
 import (
 	"context"
 	"errors"
+	"io"
+	"net"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -27,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -200,7 +204,7 @@ func TestRegistryScopesAMembersCache(t *testing.T) {
 	versions := &countingReader{Reader: hub}
 	live := &countingReader{Reader: hub}
 	r := &Registry{Reader: live, Versions: versions, Namespace: "mrtr-system", Scheme: scheme.Scheme,
-		CacheOptions: func() cache.Options { return cache.Options{} }, Scoped: []client.Object{&corev1.Pod{}},
+		CacheOptions: func() cache.Options { return cache.Options{} }, Scoped: []client.Object{&corev1.Pod{}, &appsv1.Deployment{}},
 		SyncTimeout: 10 * time.Second, HealthEvery: 500 * time.Millisecond, HealthTimeout: time.Second, Now: time.Now,
 		Changed: func(_ string, keyrings []string) {
 			mu.Lock()
@@ -300,6 +304,27 @@ func TestRegistryScopesAMembersCache(t *testing.T) {
 		names, err := list(client.InNamespace("blue"))
 		return err == nil && slices.Equal(names, []string{"b1", "b2"})
 	})
+	// So does a workload's: a Restart delivery waits on them.
+	mu.Lock()
+	before = woken["k"]
+	mu.Unlock()
+	labels := map[string]string{"app": "web"}
+	if err := hub.Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "blue", Name: "web"},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually("woke k for the Deployment blue/web", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return woken["k"] > before
+	})
+	eventually("cached the Deployment blue/web", func() bool {
+		return c.Get(ctx, client.ObjectKey{Namespace: "blue", Name: "web"}, &appsv1.Deployment{}) == nil
+	})
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "green", Name: "web"}, &appsv1.Deployment{}); !errors.Is(err, ErrNotSelected) {
+		t.Fatalf("a Deployment in green: %v, want ErrNotSelected", err)
+	}
 
 	// Another keyring selects green; k moves from blue to green: blue is dropped.
 	if _, _, err := r.Select("west-kubeconfig", "other", []string{"green"}); err != nil {
@@ -335,4 +360,103 @@ type countingReader struct {
 func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	c.n.Add(1)
 	return c.Reader.Get(ctx, key, obj, opts...)
+}
+
+// TestRegistryAPIReaderTimesOut checks that a read past a member's cache gives up after
+// HealthTimeout when the member stops answering, as its client's do, rather than holding the
+// worker until the pass's own context ends.
+func TestRegistryAPIReaderTimesOut(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Skip("KUBEBUILDER_ASSETS is not set: make envtest-assets")
+	}
+	env := &envtest.Environment{}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	hub, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "mrtr-system"}}); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newMute(t, u.Host)
+	if err := hub.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "mrtr-system", Name: "west-kubeconfig"},
+		Data: map[string][]byte{mrtrv1alpha1.MemberKubeconfigKey: kubeconfigFor(t, cfg, "https://"+p.addr)}}); err != nil {
+		t.Fatal(err)
+	}
+	r := &Registry{Reader: hub, Namespace: "mrtr-system", Scheme: scheme.Scheme, CacheOptions: func() cache.Options { return cache.Options{} },
+		SyncTimeout: 10 * time.Second, HealthEvery: 500 * time.Millisecond, HealthTimeout: time.Second, Now: time.Now}
+	t.Cleanup(func() { r.Retain(nil) })
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if _, st := r.Ensure(ctx, "west-kubeconfig"); st.Reachable {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("never reached west")
+		}
+		time.Sleep(100 * time.Millisecond) // polling a state another goroutine settles
+	}
+	p.mute.Store(true)
+	rctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err = r.Cluster("west-kubeconfig").GetAPIReader().Get(rctx, client.ObjectKey{Namespace: "default", Name: "x"}, &corev1.Secret{})
+	// The request carries its own timeout (client-go names it in the request, and ends it then).
+	if err == nil || rctx.Err() != nil || !strings.Contains(err.Error(), "timeout=1s") {
+		t.Fatalf("a read of a member that does not answer: %v (the caller's context: %v), want its own timeout of 1s", err, rctx.Err())
+	}
+}
+
+// mute is a TCP proxy in front of an API server that, once muted, forwards requests but drops
+// every answer: a member that stops answering, its connections open.
+type mute struct {
+	addr string
+	mute atomic.Bool
+}
+
+func newMute(t *testing.T, target string) *mute {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	m := &mute{addr: ln.Addr().String()}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			t.Cleanup(func() { _ = c.Close(); _ = up.Close() })
+			go func() { _, _ = io.Copy(up, c) }()
+			go func() {
+				buf := make([]byte, 32*1024)
+				for {
+					n, err := up.Read(buf)
+					if n > 0 && !m.mute.Load() {
+						if _, err := c.Write(buf[:n]); err != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return m
 }

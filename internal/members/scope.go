@@ -224,44 +224,56 @@ func (s *scopedCache) Start(ctx context.Context) error {
 // scope makes the cache hold the scoped kinds in namespaces, and in no other: a namespace's cache
 // is made, informed of each scoped kind the member serves and started when it joins, stopped
 // when it leaves.
+// Its caller serializes the calls (Registry.rescope).
 func (s *scopedCache) scope(namespaces map[string]bool) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ctx == nil {
-		return errors.New("the member's cache has not started")
-	}
+	ctx := s.ctx
+	var joining []string
 	for ns, sp := range s.spaces {
 		if !namespaces[ns] {
 			sp.cancel()
 			delete(s.spaces, ns)
 		}
 	}
-	var errs []error
 	for _, ns := range slices.Sorted(maps.Keys(namespaces)) {
-		if s.spaces[ns] != nil {
-			continue
+		if s.spaces[ns] == nil {
+			joining = append(joining, ns)
 		}
-		sp, err := s.start(ns)
+	}
+	s.mu.Unlock()
+	if ctx == nil {
+		return errors.New("the member's cache has not started")
+	}
+	var errs []error
+	for _, ns := range joining {
+		// Not under s.mu: a namespace's cache asks the member which kinds it serves, and reads of
+		// the other namespaces go on meanwhile.
+		sp, err := s.start(ctx, ns)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("namespace %s: %w", ns, err))
 			continue
 		}
+		s.mu.Lock()
 		s.spaces[ns] = sp
+		s.mu.Unlock()
 	}
 	return errors.Join(errs...)
 }
 
-// start makes, informs and starts namespace ns's cache. s.mu is held.
-func (s *scopedCache) start(ns string) (*space, error) {
+// start makes, informs and starts namespace ns's cache, under base.
+func (s *scopedCache) start(base context.Context, ns string) (*space, error) {
 	opts := s.opts
 	opts.DefaultNamespaces = map[string]cache.Config{ns: {}}
 	c, err := cache.New(s.config, opts)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(s.ctx)
+	ctx, cancel := context.WithCancel(base)
 	sp := &space{Cache: c, cancel: cancel, since: time.Now(), synced: make(chan struct{})}
-	for _, ix := range s.indexes {
+	s.mu.Lock()
+	indexes := slices.Clone(s.indexes)
+	s.mu.Unlock()
+	for _, ix := range indexes {
 		if err := c.IndexField(ctx, ix.obj, ix.field, ix.extract); err != nil {
 			cancel()
 			return nil, err
