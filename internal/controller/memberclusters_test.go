@@ -25,6 +25,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -314,6 +315,98 @@ var _ = Describe("ClusterMRTRKeyring across member clusters", Ordered, func() {
 			}
 			g.Expect(names).To(ConsistOf("payments"), "the copy, and not the other keyring Secret")
 		}).Should(Succeed())
+	})
+
+	It("caches of a member's pods and workloads only those of the namespaces its keyrings select, following the selection", func() {
+		name := "members-scope"
+		in := newTenantIn(west.Client, name, 1)
+		out := newTenantIn(west.Client, name+"-not", 1)
+		stray := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: out.ns, Name: "payments"},
+			Type: keyring.SecretType, Data: map[string][]byte{keyring.SecretDataKey: []byte("{}")}}
+		Expect(west.Client.Create(ctx, stray)).To(Succeed())
+		createMemberKeyring(name, westMember)
+		cl := registry.Cluster(westMember.KubeconfigSecret)
+		Expect(cl).NotTo(BeNil())
+		c := cl.GetCache()
+		cachedPods := func(ns string) ([]string, error) {
+			var pods corev1.PodList
+			if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+				return nil, err
+			}
+			names := []string{}
+			for _, p := range pods.Items {
+				names = append(names, p.Name)
+			}
+			return names, nil
+		}
+		cachedSecrets := func(ns string) []string {
+			var secrets corev1.SecretList
+			Expect(c.List(ctx, &secrets, client.InNamespace(ns))).To(Succeed())
+			names := []string{}
+			for _, s := range secrets.Items {
+				names = append(names, s.Name)
+			}
+			return names
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(cachedPods(in.ns)).To(ConsistOf(in.pods[0].Name))
+			g.Expect(c.Get(ctx, types.NamespacedName{Namespace: in.ns, Name: "api"}, &appsv1.Deployment{})).To(Succeed())
+			g.Expect(cachedSecrets(in.ns)).To(ConsistOf("payments"))
+		}).Should(Succeed())
+		_, err := cachedPods(out.ns)
+		Expect(err).To(MatchError(members.ErrNotSelected), "the pods of a namespace no keyring selects")
+		Expect(c.Get(ctx, types.NamespacedName{Namespace: out.ns, Name: "api"}, &appsv1.Deployment{})).To(MatchError(members.ErrNotSelected))
+		Expect(cachedSecrets(out.ns)).To(BeEmpty(), "a Secret that is no copy")
+		Expect(c.List(ctx, &corev1.PodList{})).To(MatchError(members.ErrNotSelected), "the pods of every namespace")
+
+		By("moving the selection from one namespace to the other")
+		relabel := func(ns, fleet string) {
+			GinkgoHelper()
+			Eventually(func(g Gomega) {
+				var o corev1.Namespace
+				g.Expect(west.Client.Get(ctx, types.NamespacedName{Name: ns}, &o)).To(Succeed())
+				o.Labels["fleet"] = fleet
+				g.Expect(west.Client.Update(ctx, &o)).To(Succeed())
+			}).Should(Succeed())
+		}
+		Expect(west.Client.Delete(ctx, stray)).To(Succeed())
+		relabel(out.ns, name)
+		relabel(in.ns, name+"-gone")
+		Eventually(func(g Gomega) {
+			g.Expect(cachedPods(out.ns)).To(ConsistOf(out.pods[0].Name))
+			g.Expect(keyringIn(g, west.Client, out.ns, "payments")).NotTo(BeNil())
+			_, err := cachedPods(in.ns)
+			g.Expect(err).To(MatchError(members.ErrNotSelected))
+			ck := getClusterKeyring(g, name)
+			g.Expect(namespaceStates(ck)).To(HaveKeyWithValue(in.ns, mrtrv1alpha1.NamespaceLeft))
+			g.Expect(namespaceStates(ck)).To(HaveKey(out.ns))
+			g.Expect(namespaceStates(ck)[out.ns]).NotTo(Equal(mrtrv1alpha1.NamespaceUnreachable))
+		}).Should(Succeed())
+		Expect(cachedSecrets(in.ns)).To(ConsistOf("payments"), "the copy left behind stays in view: onLeave reads it")
+	})
+
+	It("does not report a member unreachable while it connects after the manager restarts", func() {
+		name := "members-restart"
+		ts := []placedTenant{{k8sClient, newTenant(name, 1)}, {west.Client, newTenantIn(west.Client, name, 1)}}
+		createMemberKeyring(name, hub, westMember)
+		eventuallyClusterPhase(name, mrtrv1alpha1.PhaseStable)
+		acknowledgeEverywhere(name, ts...)
+		Eventually(func(g Gomega) {
+			g.Expect(namespaceStates(getClusterKeyring(g, name))).To(HaveKeyWithValue(ts[1].ns, mrtrv1alpha1.NamespaceUpToDate))
+		}).Should(Succeed())
+
+		By("restarting the manager: west connects again")
+		stopOperator()
+		registry = &members.Registry{SyncTimeout: 5 * time.Second, HealthEvery: 200 * time.Millisecond, HealthTimeout: time.Second}
+		startOperatorWith(registry)
+		requestClusterRotation(name, "restart-1")
+		eventuallyClusterPhase(name, mrtrv1alpha1.PhaseAccepting)
+		Consistently(func(g Gomega) {
+			g.Expect(clusterEvents(g, name)).NotTo(ContainElement(HavePrefix(mrtrv1alpha1.ReasonMemberUnreachable)))
+			ck := getClusterKeyring(g, name)
+			g.Expect(memberStatus(ck, "west")).To(HaveField("Reachable", BeTrue()))
+			g.Expect(namespaceStates(ck)).NotTo(HaveKeyWithValue(ts[1].ns, mrtrv1alpha1.NamespaceUnreachable))
+		}, "1s").Should(Succeed())
 	})
 
 	It("holds the phase while a member cannot be reached, stalls naming it, and catches it up once it is back", func() {
