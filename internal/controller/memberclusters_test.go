@@ -333,7 +333,7 @@ var _ = Describe("ClusterMRTRKeyring across member clusters", Ordered, func() {
 			if err := c.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 				return nil, err
 			}
-			names := []string{}
+			names := make([]string, 0, len(pods.Items))
 			for _, p := range pods.Items {
 				names = append(names, p.Name)
 			}
@@ -342,7 +342,7 @@ var _ = Describe("ClusterMRTRKeyring across member clusters", Ordered, func() {
 		cachedSecrets := func(ns string) []string {
 			var secrets corev1.SecretList
 			Expect(c.List(ctx, &secrets, client.InNamespace(ns))).To(Succeed())
-			names := []string{}
+			names := make([]string, 0, len(secrets.Items))
 			for _, s := range secrets.Items {
 				names = append(names, s.Name)
 			}

@@ -59,7 +59,7 @@ type memberCluster struct {
 	unreachable string
 	// connecting: the member has not had its first chance yet (members.State.Connecting).
 	connecting bool
-	status      mrtrv1alpha1.MemberStatus
+	status     mrtrv1alpha1.MemberStatus
 }
 
 // qualify is the place name of namespace ns in c: MEMBER/NAMESPACE with members.

@@ -327,10 +327,3 @@ func (s *scopedCache) syncing(names []string) map[string]time.Time {
 	}
 	return out
 }
-
-// namespaces are the namespaces the cache holds the scoped kinds of, sorted.
-func (s *scopedCache) namespaces() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Sorted(maps.Keys(s.spaces))
-}
