@@ -153,6 +153,13 @@ func (r *ClusterMRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.R
 		if apierrors.IsNotFound(err) {
 			r.metrics().Forget("", req.Name)
 			r.written.forget(&mrtrv1alpha1.ClusterMRTRKeyring{ObjectMeta: metav1.ObjectMeta{Name: req.Name}})
+			if r.Members != nil {
+				// Its selections in the members go (and a member no keyring names stops): the
+				// namespaces only it selected leave the members' caches.
+				if err := r.retainMembers(ctx); err != nil {
+					return ctrl.Result{}, err
+				}
+			}
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

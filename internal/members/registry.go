@@ -15,8 +15,8 @@ limitations under the License.
 */
 
 // Package members reaches the member clusters of ClusterMRTRKeyrings: one controller-runtime
-// cluster (a client and a cache scoped as the operator's own) per kubeconfig Secret, and whether
-// it can be reached. It decides nothing about rotation: an unreachable member is a fact the
+// cluster (a client and a cache scoped as the operator's own, and to the namespaces the keyrings
+// select there: scope.go) per kubeconfig Secret, and whether it can be reached. It decides nothing about rotation: an unreachable member is a fact the
 // controller hands to internal/rotation, which holds the phases for it.
 package members
 
