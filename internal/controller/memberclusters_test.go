@@ -34,6 +34,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/members"
@@ -304,8 +305,9 @@ var _ = Describe("ClusterMRTRKeyring across member clusters", Ordered, func() {
 			Type: keyring.SecretType, Data: map[string][]byte{keyring.SecretDataKey: []byte("{}")}}
 		Expect(west.Client.Create(ctx, other)).To(Succeed())
 		createMemberKeyring(name, westMember)
-		cl := registry.Cluster(westMember.KubeconfigSecret)
-		Expect(cl).NotTo(BeNil())
+		// The member runs once a keyring names it (it stops when none does).
+		var cl cluster.Cluster
+		Eventually(func() cluster.Cluster { cl = registry.Cluster(westMember.KubeconfigSecret); return cl }).ShouldNot(BeNil())
 		Eventually(func(g Gomega) {
 			var cached corev1.SecretList
 			g.Expect(cl.GetCache().List(ctx, &cached, client.InNamespace(t.ns))).To(Succeed())
@@ -325,8 +327,9 @@ var _ = Describe("ClusterMRTRKeyring across member clusters", Ordered, func() {
 			Type: keyring.SecretType, Data: map[string][]byte{keyring.SecretDataKey: []byte("{}")}}
 		Expect(west.Client.Create(ctx, stray)).To(Succeed())
 		createMemberKeyring(name, westMember)
-		cl := registry.Cluster(westMember.KubeconfigSecret)
-		Expect(cl).NotTo(BeNil())
+		// The member runs once a keyring names it (it stops when none does).
+		var cl cluster.Cluster
+		Eventually(func() cluster.Cluster { cl = registry.Cluster(westMember.KubeconfigSecret); return cl }).ShouldNot(BeNil())
 		c := cl.GetCache()
 		cachedPods := func(ns string) ([]string, error) {
 			var pods corev1.PodList
@@ -383,6 +386,13 @@ var _ = Describe("ClusterMRTRKeyring across member clusters", Ordered, func() {
 			g.Expect(namespaceStates(ck)[out.ns]).NotTo(Equal(mrtrv1alpha1.NamespaceUnreachable))
 		}).Should(Succeed())
 		Expect(cachedSecrets(in.ns)).To(ConsistOf("payments"), "the copy left behind stays in view: onLeave reads it")
+
+		By("deleting the keyring: the namespace only it selected leaves the member's cache")
+		Expect(k8sClient.Delete(ctx, &mrtrv1alpha1.ClusterMRTRKeyring{ObjectMeta: metav1.ObjectMeta{Name: name}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			_, err := cachedPods(out.ns)
+			g.Expect(err).To(MatchError(members.ErrNotSelected))
+		}).Should(Succeed())
 	})
 
 	It("does not report a member unreachable while it connects after the manager restarts", func() {
