@@ -211,9 +211,10 @@ const leaderElectionID = "4710c0f2.dev"
 // lease guard.
 const renewDeadline = 10 * time.Second
 
-// How members are reached: a new member's cache has memberSyncTimeout to sync; its API server's
-// /readyz is asked every memberHealthEvery, and each request (not a watch) to it may take
-// memberRequestTimeout.
+// How members are reached: a new member's cache, and its cache of a namespace that joins a
+// keyring's selection, have memberSyncTimeout to sync (the keyrings naming it wait meanwhile);
+// its API server's /readyz is asked every memberHealthEvery, and each request (not a watch) to it
+// may take memberRequestTimeout.
 const (
 	memberSyncTimeout    = 30 * time.Second
 	memberHealthEvery    = 5 * time.Second

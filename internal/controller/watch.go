@@ -323,7 +323,8 @@ func CacheOptions(namespaces ...string) cache.Options {
 // Secrets only the cluster keyrings' copies (labelled ClusterKeyringLabel): a member holds no lead
 // Secret and no MRTRKeyring's Secret the hub reads, and its other keyring Secrets are none of the
 // hub's business. A Secret of a copy's name without the label is read live (gatherPlace), and is
-// a conflict.
+// a conflict. The registry holds the kinds of memberScoped per selected namespace only, with these
+// options too (members.Registry.Scoped).
 func MemberCacheOptions() cache.Options {
 	opts := CacheOptions()
 	for obj := range opts.ByObject {
