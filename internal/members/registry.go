@@ -16,8 +16,9 @@ limitations under the License.
 
 // Package members reaches the member clusters of ClusterMRTRKeyrings: one controller-runtime
 // cluster (a client and a cache scoped as the operator's own, and to the namespaces the keyrings
-// select there: scope.go) per kubeconfig Secret, and whether it can be reached. It decides nothing about rotation: an unreachable member is a fact the
-// controller hands to internal/rotation, which holds the phases for it.
+// select there: scope.go) per kubeconfig Secret, and whether it can be reached. It decides
+// nothing about rotation: an unreachable member is a fact the controller hands to
+// internal/rotation, which holds the phases for it.
 package members
 
 import (
@@ -306,11 +307,12 @@ func (m *member) selected() map[string]bool {
 	return out
 }
 
-// selecting are the keyrings whose selection in the member holds namespace ns.
+// selecting are the keyrings whose selection in the member holds namespace ns: none (not nil,
+// which notify takes for all) once no keyring selects it.
 func (r *Registry) selecting(m *member, ns string) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []string
+	out := []string{}
 	for k, nss := range m.selections {
 		if slices.Contains(nss, ns) {
 			out = append(out, k)
