@@ -362,10 +362,11 @@ func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 	return c.Reader.Get(ctx, key, obj, opts...)
 }
 
-// TestRegistryAPIReaderTimesOut checks that a read past a member's cache gives up after
+// TestRegistryMemberThatStopsAnswering checks that a read past a member's cache gives up after
 // HealthTimeout when the member stops answering, as its client's do, rather than holding the
-// worker until the pass's own context ends.
-func TestRegistryAPIReaderTimesOut(t *testing.T) {
+// worker until the pass's own context ends; and that a namespace selected then is syncing, then
+// late, and never read as empty.
+func TestRegistryMemberThatStopsAnswering(t *testing.T) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Skip("KUBEBUILDER_ASSETS is not set: make envtest-assets")
 	}
@@ -393,7 +394,7 @@ func TestRegistryAPIReaderTimesOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &Registry{Reader: hub, Namespace: "mrtr-system", Scheme: scheme.Scheme, CacheOptions: func() cache.Options { return cache.Options{} },
-		SyncTimeout: 10 * time.Second, HealthEvery: 500 * time.Millisecond, HealthTimeout: time.Second, Now: time.Now}
+		Scoped: []client.Object{&corev1.Pod{}}, SyncTimeout: 2 * time.Second, HealthEvery: 500 * time.Millisecond, HealthTimeout: time.Second, Now: time.Now}
 	t.Cleanup(func() { r.Retain(nil) })
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		if _, st := r.Ensure(ctx, "west-kubeconfig"); st.Reachable {
@@ -411,6 +412,25 @@ func TestRegistryAPIReaderTimesOut(t *testing.T) {
 	// The request carries its own timeout (client-go names it in the request, and ends it then).
 	if err == nil || rctx.Err() != nil || !strings.Contains(err.Error(), "timeout=1s") {
 		t.Fatalf("a read of a member that does not answer: %v (the caller's context: %v), want its own timeout of 1s", err, rctx.Err())
+	}
+
+	// A namespace selected now cannot sync: it is syncing, a read there is ErrSyncing (never an
+	// empty list), and past SyncTimeout it is late.
+	syncing, late, err := r.Select("west-kubeconfig", "k", []string{"default"})
+	if err != nil || !slices.Equal(syncing, []string{"default"}) || len(late) != 0 {
+		t.Fatalf("a namespace selected in a member that does not answer: syncing %v, late %v, %v", syncing, late, err)
+	}
+	if err := r.Cluster("west-kubeconfig").GetCache().List(ctx, &corev1.PodList{}, client.InNamespace("default")); !errors.Is(err, ErrSyncing) {
+		t.Fatalf("pods of a namespace whose cache has not synced: %v, want ErrSyncing", err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); len(late) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the namespace never was late")
+		}
+		time.Sleep(100 * time.Millisecond) // polling a state another goroutine settles
+		if _, late, err = r.Select("west-kubeconfig", "k", []string{"default"}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
