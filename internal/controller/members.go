@@ -163,10 +163,10 @@ func unreachablePlaces(ck *mrtrv1alpha1.ClusterMRTRKeyring, c *memberCluster) (p
 			left = append(left, leftMemberPlace(ck, it))
 			continue
 		}
-		places = append(places, rotation.Place{Name: c.qualify(it.Name), UID: it.UID, Unreachable: c.unreachable})
+		places = append(places, rotation.Place{Name: c.qualify(it.Name), UID: it.UID, Unreachable: c.unreachable, UnreachableSince: c.status.LastTransitionTime.Time})
 	}
 	if len(places) == 0 {
-		places = []rotation.Place{{Name: c.qualify("*"), Unreachable: c.unreachable}}
+		places = []rotation.Place{{Name: c.qualify("*"), Unreachable: c.unreachable, UnreachableSince: c.status.LastTransitionTime.Time}}
 	}
 	return places, left
 }
