@@ -17,6 +17,7 @@ limitations under the License.
 package controller
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/url"
@@ -33,11 +34,13 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/members"
 	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 	"github.com/mrtr-dev/mrtr-operator/internal/testworld"
+	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
@@ -439,5 +442,26 @@ var _ = Describe("ClusterMRTRKeyring across member clusters", Ordered, func() {
 
 	It("reports a member whose kubeconfig Secret holds no valid kubeconfig, and writes nothing there", func() {
 		neverReached("invalid-kubeconfig", []byte("not: [a kubeconfig"), "invalid-kubeconfig")
+	})
+
+	It("asks a member again, while it runs, about a workload kind it did not serve, and forgets the member once it stops", func() {
+		cl, err := cluster.New(west.Config, func(o *cluster.Options) { o.Scheme = k8sClient.Scheme(); o.Cache = MemberCacheOptions() })
+		Expect(err).NotTo(HaveOccurred())
+		kinds := &memberKinds{recheck: 100 * time.Millisecond}
+		runCtx, stop := context.WithCancel(ctx)
+		DeferCleanup(stop)
+		Expect(kinds.index(runCtx, cl)).To(Succeed())
+		served := kinds.served(cl)
+		Expect(served(mrtrv1alpha1.KindDeployment)).To(BeTrue())
+		Expect(served(workload.ArgoRolloutKind)).To(BeFalse(), "west does not serve Rollouts yet")
+
+		By("installing the Rollout CRD in west: the recheck finds it, without a new cluster")
+		installRolloutCRDIn(west.Config, cl.GetRESTMapper())
+		Eventually(func() bool { return kinds.served(cl)(workload.ArgoRolloutKind) }).Should(BeTrue())
+
+		By("stopping the member: nothing of it is kept")
+		stop()
+		Eventually(func() bool { _, ok := kinds.m.Load(cl); return ok }).Should(BeFalse())
+		Expect(kinds.served(cl)(mrtrv1alpha1.KindDeployment)).To(BeFalse())
 	})
 })
