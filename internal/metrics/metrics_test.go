@@ -142,7 +142,7 @@ func TestSeriesPerKeyringAreFew(t *testing.T) {
 	next := metav1.NewTime(now.Add(time.Hour))
 	everything := mrtrv1alpha1.MRTRKeyringStatus{
 		Phase: mrtrv1alpha1.PhaseAccepting, NextRotationTime: &next, RotationsCompleted: 2, PodCount: 3, PodsAcknowledged: 1,
-		Keys: []mrtrv1alpha1.KeyStatus{{ID: "a", Role: mrtrv1alpha1.KeyPrimary, CreatedAt: metav1.NewTime(now)}},
+		Keys:       []mrtrv1alpha1.KeyStatus{{ID: "a", Role: mrtrv1alpha1.KeyPrimary, CreatedAt: metav1.NewTime(now)}},
 		Conditions: []metav1.Condition{{Type: mrtrv1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: mrtrv1alpha1.ReasonRolloutDeadlineExceeded}},
 	}
 	sourced := *everything.DeepCopy()
@@ -157,8 +157,8 @@ func TestSeriesPerKeyringAreFew(t *testing.T) {
 		st      mrtrv1alpha1.MRTRKeyringStatus
 		members []mrtrv1alpha1.MemberStatus
 	}{
-		"generated keys":                 {st: everything},
-		"a key source":                   {st: sourced},
+		"generated keys":                  {st: everything},
+		"a key source":                    {st: sourced},
 		"a cluster keyring of 64 members": {st: everything, members: members},
 	} {
 		t.Run(name, func(t *testing.T) {
