@@ -18,6 +18,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -46,7 +47,7 @@ import (
 
 // link is a TCP proxy in front of a member's API server, through which the hub reaches it: cut
 // closes the listener and every connection (an API server stopped, or a network cut, as the hub
-// sees it), mend listens again on the same address.
+// sees it), mend listens again on the same address (nothing when it listens).
 type link struct {
 	target, addr string
 	mu           sync.Mutex
@@ -64,6 +65,12 @@ func newLink(target string) *link {
 
 func (l *link) mend() {
 	GinkgoHelper()
+	l.mu.Lock()
+	up := l.ln != nil
+	l.mu.Unlock()
+	if up {
+		return
+	}
 	ln, err := net.Listen("tcp", l.addr)
 	Expect(err).NotTo(HaveOccurred())
 	l.mu.Lock()
@@ -377,6 +384,46 @@ var _ = Describe("ClusterMRTRKeyring across member clusters", Ordered, func() {
 			ck := getClusterKeyring(g, name)
 			g.Expect(ck.Status.Phase).To(Equal(mrtrv1alpha1.PhaseStable))
 			g.Expect(memberStatus(ck, "west")).To(HaveField("Reachable", BeTrue()))
+		}).Should(Succeed())
+	})
+
+	It("revokes at once in every member it reaches, names the one it cannot in status until its copy is written, then writes it", func() {
+		name := "members-revoke"
+		ts := []placedTenant{{k8sClient, newTenant(name, 1)}, {west.Client, newTenantIn(west.Client, name, 1)}}
+		createMemberKeyring(name, hub, westMember)
+		eventuallyClusterPhase(name, mrtrv1alpha1.PhaseStable)
+		acknowledgeEverywhere(name, ts...)
+		revoked := leadKeyring(Default, name).Primary().ID()
+
+		By("cutting west off, then revoking the primary key")
+		westLink.cut()
+		DeferCleanup(westLink.mend) // the next specs reach west again, also if this one fails
+		Eventually(func(g Gomega) {
+			g.Expect(memberStatus(getClusterKeyring(g, name), "west")).To(HaveField("Reachable", BeFalse()))
+		}).Should(Succeed())
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, mrtrv1alpha1.RevokeAnnotation, revoked)
+		Expect(k8sClient.Patch(ctx, &mrtrv1alpha1.ClusterMRTRKeyring{ObjectMeta: metav1.ObjectMeta{Name: name}},
+			client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(leadKeyring(g, name).IDs()).NotTo(ContainElement(revoked), "the lead Secret")
+			g.Expect(keyringIn(g, k8sClient, ts[0].ns, "payments").IDs()).NotTo(ContainElement(revoked), "the hub's copy, written at once")
+			ck := getClusterKeyring(g, name)
+			g.Expect(ck.Status.Phase).To(Equal(mrtrv1alpha1.PhaseRevoking))
+			g.Expect(ck.Status.Namespaces.Items).To(ContainElement(And(HaveField("Cluster", "west"), HaveField("Name", ts[1].ns),
+				HaveField("State", mrtrv1alpha1.NamespaceUnreachable))), "west is named until its copy is written")
+		}).Should(Succeed())
+		Expect(keyringIn(Default, west.Client, ts[1].ns, "payments").IDs()).To(ContainElement(revoked), "west's copy cannot be written while it is cut off")
+
+		By("mending the link: west's copy is written, and the revocation completes once its pods run it")
+		westLink.mend()
+		Eventually(func(g Gomega) {
+			g.Expect(keyringIn(g, west.Client, ts[1].ns, "payments").IDs()).NotTo(ContainElement(revoked))
+		}).Should(Succeed())
+		acknowledgeEverywhere(name, ts...)
+		Eventually(func(g Gomega) {
+			ck := getClusterKeyring(g, name)
+			g.Expect(ck.Status.Phase).To(Equal(mrtrv1alpha1.PhaseStable))
+			g.Expect(namespaceStates(ck)).To(HaveKeyWithValue(ts[1].ns, mrtrv1alpha1.NamespaceUpToDate))
 		}).Should(Succeed())
 	})
 
