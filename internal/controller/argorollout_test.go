@@ -25,10 +25,12 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
@@ -182,6 +184,13 @@ func sealWhenReplacedPodsStopped(kr *mrtrv1alpha1.MRTRKeyring) {
 // API server serves it.
 func installRolloutCRD() {
 	GinkgoHelper()
+	installRolloutCRDIn(cfg, k8sClient.RESTMapper())
+}
+
+// installRolloutCRDIn installs the Rollout CRD in the API server of config, and waits until
+// mapper maps its kind.
+func installRolloutCRDIn(config *rest.Config, mapper meta.RESTMapper) {
+	GinkgoHelper()
 	raw, err := os.ReadFile(filepath.Join("testdata", "argo-rollouts", "rollout-crd.yaml"))
 	Expect(err).NotTo(HaveOccurred())
 	s := runtime.NewScheme()
@@ -189,7 +198,7 @@ func installRolloutCRD() {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	_, _, err = serializer.NewCodecFactory(s).UniversalDeserializer().Decode(raw, nil, crd)
 	Expect(err).NotTo(HaveOccurred())
-	c, err := client.New(cfg, client.Options{Scheme: s})
+	c, err := client.New(config, client.Options{Scheme: s})
 	Expect(err).NotTo(HaveOccurred())
 	Expect(c.Create(ctx, crd)).To(Succeed())
 	Eventually(func(g Gomega) {
@@ -201,7 +210,7 @@ func installRolloutCRD() {
 			}
 		}
 		g.Expect(established).To(BeTrue())
-		_, err := k8sClient.RESTMapper().RESTMapping(workload.ArgoRolloutGroupVersion.WithKind("Rollout").GroupKind(), "v1alpha1")
+		_, err := mapper.RESTMapping(workload.ArgoRolloutGroupVersion.WithKind("Rollout").GroupKind(), "v1alpha1")
 		g.Expect(err).NotTo(HaveOccurred())
 	}).Should(Succeed())
 }

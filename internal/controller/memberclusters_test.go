@@ -17,6 +17,8 @@ limitations under the License.
 package controller
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -40,12 +42,13 @@ import (
 	"github.com/mrtr-dev/mrtr-operator/internal/members"
 	"github.com/mrtr-dev/mrtr-operator/internal/testenv"
 	"github.com/mrtr-dev/mrtr-operator/internal/testworld"
+	"github.com/mrtr-dev/mrtr-operator/internal/workload"
 	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
 // link is a TCP proxy in front of a member's API server, through which the hub reaches it: cut
 // closes the listener and every connection (an API server stopped, or a network cut, as the hub
-// sees it), mend listens again on the same address.
+// sees it), mend listens again on the same address (nothing when it listens).
 type link struct {
 	target, addr string
 	mu           sync.Mutex
@@ -63,6 +66,12 @@ func newLink(target string) *link {
 
 func (l *link) mend() {
 	GinkgoHelper()
+	l.mu.Lock()
+	up := l.ln != nil
+	l.mu.Unlock()
+	if up {
+		return
+	}
 	ln, err := net.Listen("tcp", l.addr)
 	Expect(err).NotTo(HaveOccurred())
 	l.mu.Lock()
@@ -480,6 +489,46 @@ var _ = Describe("ClusterMRTRKeyring across member clusters", Ordered, func() {
 		}).Should(Succeed())
 	})
 
+	It("revokes at once in every member it reaches, names the one it cannot in status until its copy is written, then writes it", func() {
+		name := "members-revoke"
+		ts := []placedTenant{{k8sClient, newTenant(name, 1)}, {west.Client, newTenantIn(west.Client, name, 1)}}
+		createMemberKeyring(name, hub, westMember)
+		eventuallyClusterPhase(name, mrtrv1alpha1.PhaseStable)
+		acknowledgeEverywhere(name, ts...)
+		revoked := leadKeyring(Default, name).Primary().ID()
+
+		By("cutting west off, then revoking the primary key")
+		westLink.cut()
+		DeferCleanup(westLink.mend) // the next specs reach west again, also if this one fails
+		Eventually(func(g Gomega) {
+			g.Expect(memberStatus(getClusterKeyring(g, name), "west")).To(HaveField("Reachable", BeFalse()))
+		}).Should(Succeed())
+		patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, mrtrv1alpha1.RevokeAnnotation, revoked)
+		Expect(k8sClient.Patch(ctx, &mrtrv1alpha1.ClusterMRTRKeyring{ObjectMeta: metav1.ObjectMeta{Name: name}},
+			client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(leadKeyring(g, name).IDs()).NotTo(ContainElement(revoked), "the lead Secret")
+			g.Expect(keyringIn(g, k8sClient, ts[0].ns, "payments").IDs()).NotTo(ContainElement(revoked), "the hub's copy, written at once")
+			ck := getClusterKeyring(g, name)
+			g.Expect(ck.Status.Phase).To(Equal(mrtrv1alpha1.PhaseRevoking))
+			g.Expect(ck.Status.Namespaces.Items).To(ContainElement(And(HaveField("Cluster", "west"), HaveField("Name", ts[1].ns),
+				HaveField("State", mrtrv1alpha1.NamespaceUnreachable))), "west is named until its copy is written")
+		}).Should(Succeed())
+		Expect(keyringIn(Default, west.Client, ts[1].ns, "payments").IDs()).To(ContainElement(revoked), "west's copy cannot be written while it is cut off")
+
+		By("mending the link: west's copy is written, and the revocation completes once its pods run it")
+		westLink.mend()
+		Eventually(func(g Gomega) {
+			g.Expect(keyringIn(g, west.Client, ts[1].ns, "payments").IDs()).NotTo(ContainElement(revoked))
+		}).Should(Succeed())
+		acknowledgeEverywhere(name, ts...)
+		Eventually(func(g Gomega) {
+			ck := getClusterKeyring(g, name)
+			g.Expect(ck.Status.Phase).To(Equal(mrtrv1alpha1.PhaseStable))
+			g.Expect(namespaceStates(ck)).To(HaveKeyWithValue(ts[1].ns, mrtrv1alpha1.NamespaceUpToDate))
+		}).Should(Succeed())
+	})
+
 	It("reports a member removed from spec.members with MemberRemoved, applies onLeave, and leaves its copies", func() {
 		name := "members-leave"
 		ts := []placedTenant{{k8sClient, newTenant(name, 1)}, {west.Client, newTenantIn(west.Client, name, 1)}}
@@ -542,5 +591,26 @@ var _ = Describe("ClusterMRTRKeyring across member clusters", Ordered, func() {
 
 	It("reports a member whose kubeconfig Secret holds no valid kubeconfig, and writes nothing there", func() {
 		neverReached("invalid-kubeconfig", []byte("not: [a kubeconfig"), "invalid-kubeconfig")
+	})
+
+	It("asks a member again, while it runs, about a workload kind it did not serve, and forgets the member once it stops", func() {
+		cl, err := cluster.New(west.Config, func(o *cluster.Options) { o.Scheme = k8sClient.Scheme(); o.Cache = MemberCacheOptions() })
+		Expect(err).NotTo(HaveOccurred())
+		kinds := &memberKinds{recheck: 100 * time.Millisecond}
+		runCtx, stop := context.WithCancel(ctx)
+		DeferCleanup(stop)
+		Expect(kinds.index(runCtx, cl)).To(Succeed())
+		served := kinds.served(cl)
+		Expect(served(mrtrv1alpha1.KindDeployment)).To(BeTrue())
+		Expect(served(workload.ArgoRolloutKind)).To(BeFalse(), "west does not serve Rollouts yet")
+
+		By("installing the Rollout CRD in west: the recheck finds it, without a new cluster")
+		installRolloutCRDIn(west.Config, cl.GetRESTMapper())
+		Eventually(func() bool { return kinds.served(cl)(workload.ArgoRolloutKind) }).Should(BeTrue())
+
+		By("stopping the member: nothing of it is kept")
+		stop()
+		Eventually(func() bool { _, ok := kinds.m.Load(cl); return ok }).Should(BeFalse())
+		Expect(kinds.served(cl)(mrtrv1alpha1.KindDeployment)).To(BeFalse())
 	})
 })

@@ -17,14 +17,15 @@ limitations under the License.
 package controller
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -170,10 +171,10 @@ func unreachablePlaces(ck *mrtrv1alpha1.ClusterMRTRKeyring, c *memberCluster) (p
 			left = append(left, leftMemberPlace(ck, it))
 			continue
 		}
-		places = append(places, rotation.Place{Name: c.qualify(it.Name), UID: it.UID, Unreachable: c.unreachable})
+		places = append(places, rotation.Place{Name: c.qualify(it.Name), UID: it.UID, Unreachable: c.unreachable, UnreachableSince: c.status.LastTransitionTime.Time})
 	}
 	if len(places) == 0 {
-		places = []rotation.Place{{Name: c.qualify("*"), Unreachable: c.unreachable}}
+		places = []rotation.Place{{Name: c.qualify("*"), Unreachable: c.unreachable, UnreachableSince: c.status.LastTransitionTime.Time}}
 	}
 	return places, left
 }
@@ -294,6 +295,7 @@ func (r *ClusterMRTRKeyringReconciler) setupMembers(mgr ctrl.Manager) error {
 		m.Now = r.now().Now
 	}
 	m.Changed = r.memberChanged
+	r.memberKinds.recheck = r.KindRecheck
 	m.Prepare = r.memberKinds.index
 	return mgr.Add(m)
 }
@@ -310,41 +312,38 @@ func memberScoped() []client.Object {
 	return out
 }
 
-// memberKinds are the workload kinds each member serves, found when its cluster is made: their
-// caches are indexed by the Secrets their pod templates reference (workload.Resolve reads
-// through that index), which must be set before the cache starts.
-type memberKinds struct{ m sync.Map }
+// memberKinds are the workload kinds each member serves, as servedKinds knows the hub's: asked
+// when its cluster is made, and again every recheck while it runs, for a kind it did not serve
+// (a CRD installed since). Their caches are indexed by the Secrets their pod templates reference
+// (workload.Resolve reads through that index): before the cache starts for a kind served then,
+// when it is found for one served later.
+type memberKinds struct {
+	recheck time.Duration
+	m       sync.Map // cluster.Cluster -> *servedKinds
+}
 
-// index indexes c's cache for each workload kind c serves, and remembers them.
+// index finds and indexes the kinds c serves, and keeps asking about the others while c runs
+// (ctx); once c stops (its member rebuilt or no longer named) it is forgotten.
 func (k *memberKinds) index(ctx context.Context, c cluster.Cluster) error {
-	served := map[workload.Kind]bool{}
-	for _, kind := range workload.Kinds() {
-		gvk, err := workload.GVK(kind)
-		if err != nil {
-			return err
-		}
-		if _, err := c.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-			if meta.IsNoMatchError(err) {
-				continue
-			}
-			return fmt.Errorf("ask whether it serves %s: %w", gvk, err)
-		}
-		obj, err := workload.New(kind)
-		if err != nil {
-			return err
-		}
-		if err := c.GetFieldIndexer().IndexField(ctx, obj, workload.SecretRefIndex, workload.ReferencedSecrets); err != nil {
-			return fmt.Errorf("index %s: %w", gvk, err)
-		}
-		served[kind] = true
+	s := &servedKinds{mapper: c.GetRESTMapper(), interval: cmp.Or(k.recheck, DefaultKindRecheck), served: map[workload.Kind]bool{},
+		index: func(ctx context.Context, obj client.Object) error {
+			return c.GetFieldIndexer().IndexField(ctx, obj, workload.SecretRefIndex, workload.ReferencedSecrets)
+		}}
+	if err := s.add(ctx); err != nil {
+		return err
 	}
-	k.m.Store(c, served)
+	k.m.Store(c, s)
+	go func() {
+		_ = s.Start(ctx) // returns once every kind is served, or ctx ends
+		<-ctx.Done()
+		k.m.Delete(c)
+	}()
 	return nil
 }
 
 // served is what index found for member cluster c, nothing when unknown.
 func (k *memberKinds) served(c cluster.Cluster) func(workload.Kind) bool {
 	v, _ := k.m.Load(c)
-	served, _ := v.(map[workload.Kind]bool)
-	return func(kind workload.Kind) bool { return served[kind] }
+	s, _ := v.(*servedKinds)
+	return func(kind workload.Kind) bool { return s != nil && s.Served(kind) }
 }

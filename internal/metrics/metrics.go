@@ -293,10 +293,12 @@ func (r *Recorder) RolloutWaited(phase mrtrv1alpha1.Phase, d time.Duration) {
 	r.rolloutWait.WithLabelValues(string(phase)).Observe(d.Seconds())
 }
 
-// MaxSeriesPerKeyring bounds the series one keyring adds: phase, key age, next rotation,
-// interval, stalled, rotations completed, pods, pods acknowledged, pods restarted, and a failure
-// counter for each of the few reasons it ever got stuck for (usually none or one). A
-// ClusterMRTRKeyring with spec.members adds one series per member (at most 64).
+// MaxSeriesPerKeyring bounds the series one keyring adds, but for its members: phase, key age,
+// next rotation, interval (with a key source: none, but the source key's age and whether the
+// source is refused), stalled, rotations completed, pods, pods acknowledged, pods restarted, and a
+// failure counter for each of the few reasons it ever got stuck for (usually none or one). A
+// ClusterMRTRKeyring with spec.members adds one series per member on top (mrtr_member_reachable;
+// the API allows at most 64 members).
 const MaxSeriesPerKeyring = 10
 
 // PodsRestarted counts n pods of the keyring evicted for not acknowledging its keyring in time.

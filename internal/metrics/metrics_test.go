@@ -136,42 +136,67 @@ mrtr_keyring_rotations_failed_total{name="payments",namespace="mcp",reason="Roll
 	}
 }
 
-// A keyring with everything set has at most MaxSeriesPerKeyring series, and a thousand keyrings
-// add no histogram buckets.
+// A keyring with everything set has at most MaxSeriesPerKeyring series (plus one per member of a
+// ClusterMRTRKeyring), with a key source too, and a thousand keyrings add no histogram buckets.
 func TestSeriesPerKeyringAreFew(t *testing.T) {
-	r, reg := newRegistered(t)
 	next := metav1.NewTime(now.Add(time.Hour))
-	for i := range 1000 {
-		observe(r, keyring(fmt.Sprintf("k%04d", i), mrtrv1alpha1.MRTRKeyringStatus{
-			Phase: mrtrv1alpha1.PhaseAccepting, NextRotationTime: &next, RotationsCompleted: 2, PodCount: 3, PodsAcknowledged: 1,
-			Keys: []mrtrv1alpha1.KeyStatus{{ID: "a", Role: mrtrv1alpha1.KeyPrimary, CreatedAt: metav1.NewTime(now)}},
-		}))
-		r.RotationFailed("mcp", fmt.Sprintf("k%04d", i), mrtrv1alpha1.ReasonRolloutDeadlineExceeded)
-		r.PodsRestarted("mcp", fmt.Sprintf("k%04d", i), 1)
-		r.RolloutWaited(mrtrv1alpha1.PhaseAccepting, time.Second)
+	everything := mrtrv1alpha1.MRTRKeyringStatus{
+		Phase: mrtrv1alpha1.PhaseAccepting, NextRotationTime: &next, RotationsCompleted: 2, PodCount: 3, PodsAcknowledged: 1,
+		Keys:       []mrtrv1alpha1.KeyStatus{{ID: "a", Role: mrtrv1alpha1.KeyPrimary, CreatedAt: metav1.NewTime(now)}},
+		Conditions: []metav1.Condition{{Type: mrtrv1alpha1.ConditionStalled, Status: metav1.ConditionTrue, Reason: mrtrv1alpha1.ReasonRolloutDeadlineExceeded}},
 	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
+	sourced := *everything.DeepCopy()
+	sourced.NextRotationTime = nil
+	sourced.KeySource = &mrtrv1alpha1.KeySourceStatus{Version: "s1", InServiceSince: &next}
+	sourced.Conditions = append(sourced.Conditions, metav1.Condition{Type: mrtrv1alpha1.ConditionKeySourceReady, Status: metav1.ConditionFalse, Reason: "Refused"})
+	members := make([]mrtrv1alpha1.MemberStatus, 64)
+	for i := range members {
+		members[i] = mrtrv1alpha1.MemberStatus{Name: fmt.Sprintf("m%02d", i), Reachable: i%2 == 0}
 	}
-	series := 0
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "name" && l.GetValue() == "k0007" {
-					series++
+	for name, c := range map[string]struct {
+		st      mrtrv1alpha1.MRTRKeyringStatus
+		members []mrtrv1alpha1.MemberStatus
+	}{
+		"generated keys":                  {st: everything},
+		"a key source":                    {st: sourced},
+		"a cluster keyring of 64 members": {st: everything, members: members},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, reg := newRegistered(t)
+			for i := range 1000 {
+				k := fmt.Sprintf("k%04d", i)
+				observe(r, keyring(k, c.st))
+				if c.members != nil {
+					r.ObserveMembers(types.NamespacedName{Namespace: "mcp", Name: k}, c.members)
+				}
+				r.RotationFailed("mcp", k, mrtrv1alpha1.ReasonRolloutDeadlineExceeded)
+				r.PodsRestarted("mcp", k, 1)
+				r.RolloutWaited(mrtrv1alpha1.PhaseAccepting, time.Second)
+			}
+			mfs, err := reg.Gather()
+			if err != nil {
+				t.Fatal(err)
+			}
+			series := 0
+			for _, mf := range mfs {
+				for _, m := range mf.GetMetric() {
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "name" && l.GetValue() == "k0007" {
+							series++
+						}
+					}
+				}
+				if mf.GetName() == "mrtr_keyring_rollout_wait_seconds" && len(mf.GetMetric()) != 1 {
+					t.Errorf("%d rollout wait histograms for 1000 keyrings, want 1", len(mf.GetMetric()))
 				}
 			}
-		}
-		if mf.GetName() == "mrtr_keyring_rollout_wait_seconds" && len(mf.GetMetric()) != 1 {
-			t.Errorf("%d rollout wait histograms for 1000 keyrings, want 1", len(mf.GetMetric()))
-		}
-	}
-	if series > MaxSeriesPerKeyring {
-		t.Errorf("keyring k0007 has %d series, more than %d", series, MaxSeriesPerKeyring)
-	}
-	if series < 8 {
-		t.Errorf("keyring k0007 has %d series: some metric is missing", series)
+			if bound := MaxSeriesPerKeyring + len(c.members); series > bound {
+				t.Errorf("keyring k0007 has %d series, more than %d", series, bound)
+			}
+			if want := 9 + len(c.members); series < want {
+				t.Errorf("keyring k0007 has %d series, want at least %d: some metric is missing", series, want)
+			}
+		})
 	}
 }
 

@@ -90,6 +90,10 @@ type Place struct {
 	// Unreachable, when not empty, says why the member cluster of the place cannot be reached
 	// (never a credential): its Copy is unknown.
 	Unreachable string
+	// UnreachableSince is when the member was lost (status.members[].lastTransitionTime), zero
+	// when unknown: a due rotation it holds in Stable has no phase start to count rolloutDeadline
+	// from (heldByUnreachable).
+	UnreachableSince time.Time
 }
 
 // Ownership is what a Secret in a place says of whose it is: its labels and annotations, and what

@@ -834,3 +834,69 @@ func TestTruncate(t *testing.T) {
 		}
 	}
 }
+
+// TestUnreachableMemberStallsADueRotation: in Stable, a rotation that falls due (requested, or on
+// schedule) while a member cannot be reached waits for it: its staged key seals only once every
+// pod runs the keyring that staged it. The wait stalls, naming the member, once the member has
+// been lost for rolloutDeadline (a request has no time of its own to count from), and the
+// operator looks again at that moment; while nothing is due, a lost member stalls nothing.
+func TestUnreachableMemberStallsADueRotation(t *testing.T) {
+	a, b := "k20260101-000000", "k20260806-120000"
+	const why = "Get https://west:6443/readyz: connection refused"
+	stable := func(requested bool, lost time.Duration) Input {
+		st := status(t, mrtrv1alpha1.PhaseStable, 3*time.Hour, a, b)
+		st.Keys[1].Role = mrtrv1alpha1.KeyStaged
+		sec := ours(t, mrtrv1alpha1.PhaseStable, a, b)
+		sec.Staged = b
+		held := fp(t, a, b)
+		in := clustered(reloadInput(st, sec, placed("t1", held, "p1"), placed("west/t2", held, "p2")))
+		in.Places = []Place{copyOf(t, "t1", mrtrv1alpha1.PhaseStable, a, b), copyOf(t, "west/t2", mrtrv1alpha1.PhaseStable, a, b)}
+		for i := range in.Places {
+			in.Places[i].Copy.Staged = b
+		}
+		if requested {
+			in.RotateRequest = "now"
+		}
+		if lost > 0 {
+			in.Places[1].Unreachable, in.Places[1].UnreachableSince = why, now.Add(-lost)
+		}
+		return in
+	}
+	if d := Step(stable(true, 0)); d.Status.Phase != mrtrv1alpha1.PhaseSealingWithNew {
+		t.Fatalf("requested, every member reached: phase %s, want SealingWithNew (the test proves nothing)", d.Status.Phase)
+	}
+	deadline := settings.RolloutDeadline
+	for name, c := range map[string]struct {
+		in      Input
+		stalled bool
+		// recheck, when not zero, is the latest RequeueAfter allowed: the moment the stall is due.
+		recheck time.Duration
+	}{
+		"requested, the member lost for longer than rolloutDeadline: stalled":    {in: stable(true, deadline+time.Minute), stalled: true},
+		"requested, the member lost a minute ago: waits, and looks again then":   {in: stable(true, time.Minute), recheck: deadline - time.Minute},
+		"nothing due, the member lost for longer than rolloutDeadline: no stall": {in: stable(false, deadline+time.Minute)},
+		"due on schedule for longer than rolloutDeadline, the member lost a minute ago: stalled, the rotation waited since it fell due": {
+			in: func() Input {
+				in := stable(false, time.Minute)
+				in.Status.NextRotationTime = at(-2 * time.Hour)
+				return in
+			}(), stalled: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			d := Step(c.in)
+			if d.Status.Phase != mrtrv1alpha1.PhaseStable || d.Secret != nil {
+				t.Fatalf("phase %s, write %v: the unreachable member must hold the rotation in Stable", d.Status.Phase, d.Secret)
+			}
+			stalled := meta.FindStatusCondition(d.Status.Conditions, mrtrv1alpha1.ConditionStalled)
+			if got := stalled != nil && stalled.Status == metav1.ConditionTrue; got != c.stalled {
+				t.Fatalf("Stalled %+v, want stalled %v", stalled, c.stalled)
+			}
+			if c.stalled && (stalled.Reason != mrtrv1alpha1.ReasonMemberUnreachable || !strings.Contains(stalled.Message, "west/t2 (unreachable: "+why+")")) {
+				t.Fatalf("Stalled %+v: want MemberUnreachable naming west/t2 and why", stalled)
+			}
+			if c.recheck > 0 && (d.RequeueAfter <= 0 || d.RequeueAfter > c.recheck) {
+				t.Fatalf("RequeueAfter %s: want at most %s, when the stall is due", d.RequeueAfter, c.recheck)
+			}
+		})
+	}
+}

@@ -198,6 +198,9 @@ func (p progress) degraded(fingerprint string) *stall {
 // last would never fire. (A requested rotation has no time of its own to count from; its wait
 // shows in Reconciling.)
 func dueBlocked(f facts, o outcome) *stall {
+	if lost, ok := heldByUnreachable(f, o); ok && !f.in.Now.Before(lost) {
+		return copiesBlocked(f, o.progress.v, f.in.Settings.RolloutDeadline)
+	}
 	deadline, ok := dueDeadline(f, o)
 	if !ok || f.in.Now.Before(deadline) {
 		return nil
@@ -215,7 +218,29 @@ func dueBlocked(f facts, o outcome) *stall {
 		return &stall{mrtrv1alpha1.ReasonRolloutDeadlineExceeded, fmt.Sprintf("the rotation due at %s waits for keyring %s to reach every pod: %s",
 			due, o.status.TargetFingerprint, p.selected)}
 	}
-	return nil
+	return copiesBlocked(f, p.v, f.in.Settings.RolloutDeadline)
+}
+
+// heldByUnreachable is, for a rotation due in Stable (on schedule or on request) that copies
+// behind hold back, when the longest lost of the unreachable members among them has been lost for
+// rolloutDeadline: then it stalls, naming them. A request has no time of its own to count from
+// (dueDeadline counts only from a schedule), and what holds it is the member's loss, which
+// status.members dates. Only a rotation that is due counts: a member lost while nothing waits
+// on it shows in PartiallyReady and its alert, not in Stalled.
+func heldByUnreachable(f facts, o outcome) (time.Time, bool) {
+	if o.rotation == nil || !o.rotation.pass || f.in.Settings.Suspend || o.write != nil {
+		return time.Time{}, false
+	}
+	var lost time.Time
+	for _, name := range o.progress.v.behind {
+		if p, _ := f.in.place(name); p.Unreachable != "" && !p.UnreachableSince.IsZero() && (lost.IsZero() || p.UnreachableSince.Before(lost)) {
+			lost = p.UnreachableSince
+		}
+	}
+	if lost.IsZero() {
+		return time.Time{}, false
+	}
+	return lost.Add(f.in.Settings.RolloutDeadline), true
 }
 
 // dueDeadline is, for a rotation due by the interval that a staged key holds back, when its wait
@@ -239,8 +264,12 @@ func stuckAt(f facts, o outcome) time.Time {
 	}
 	switch {
 	case st.Phase == mrtrv1alpha1.PhaseStable:
-		if d, ok := dueDeadline(f, o); ok {
+		lost, held := heldByUnreachable(f, o)
+		if d, ok := dueDeadline(f, o); ok && (!held || d.Before(lost)) {
 			return d
+		}
+		if held {
+			return lost
 		}
 	case WaitsForRollout(st.Phase) && !o.progress.v.secretOnly:
 		return rolloutDeadline(f, st)
