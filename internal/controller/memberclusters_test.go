@@ -163,10 +163,11 @@ func createMemberKeyring(name string, ms ...mrtrv1alpha1.Member) {
 	DeferCleanup(func() { Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, ck))).To(Succeed()) })
 }
 
-// keyringIn reads the keyring Secret through c (remembering its keys, as secretKeyring does).
-func keyringIn(g Gomega, c client.Client, namespace, name string) *keyring.Keyring {
+// keyringIn reads the copy payments (createMemberKeyring's) in namespace through c (remembering
+// its keys, as secretKeyring does).
+func keyringIn(g Gomega, c client.Client, namespace string) *keyring.Keyring {
 	var s corev1.Secret
-	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s)).To(Succeed())
+	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "payments"}, &s)).To(Succeed())
 	kr, err := keyring.Parse(s.Data[keyring.SecretDataKey])
 	g.Expect(err).NotTo(HaveOccurred())
 	rememberKeys(s.Data[keyring.SecretDataKey])
@@ -187,7 +188,7 @@ func acknowledgeEverywhere(name string, ts ...placedTenant) string {
 	Eventually(func(g Gomega) {
 		fp = leadKeyring(g, name).Fingerprint()
 		for _, t := range ts {
-			g.Expect(keyringIn(g, t.c, t.ns, "payments").Fingerprint()).To(Equal(fp), "the copy in %s", t.ns)
+			g.Expect(keyringIn(g, t.c, t.ns).Fingerprint()).To(Equal(fp), "the copy in %s", t.ns)
 		}
 	}).Should(Succeed())
 	for _, t := range ts {
@@ -285,7 +286,7 @@ var _ = Describe("ClusterMRTRKeyring across member clusters", Ordered, func() {
 		// The hub's pods acknowledge, west's not yet: the phase holds for west.
 		fp := acknowledgeEverywhere(name, ts[0])
 		Eventually(func(g Gomega) {
-			g.Expect(keyringIn(g, west.Client, ts[1].ns, "payments").Fingerprint()).To(Equal(fp))
+			g.Expect(keyringIn(g, west.Client, ts[1].ns).Fingerprint()).To(Equal(fp))
 		}).Should(Succeed())
 		Consistently(func(g Gomega) {
 			g.Expect(getClusterKeyring(g, name).Status.Phase).To(Equal(mrtrv1alpha1.PhaseAccepting))
@@ -386,7 +387,7 @@ var _ = Describe("ClusterMRTRKeyring across member clusters", Ordered, func() {
 		relabel(in.ns, name+"-gone")
 		Eventually(func(g Gomega) {
 			g.Expect(cachedPods(out.ns)).To(ConsistOf(out.pods[0].Name))
-			g.Expect(keyringIn(g, west.Client, out.ns, "payments")).NotTo(BeNil())
+			g.Expect(keyringIn(g, west.Client, out.ns)).NotTo(BeNil())
 			_, err := cachedPods(in.ns)
 			g.Expect(err).To(MatchError(members.ErrNotSelected))
 			ck := getClusterKeyring(g, name)
@@ -508,18 +509,18 @@ var _ = Describe("ClusterMRTRKeyring across member clusters", Ordered, func() {
 			client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(leadKeyring(g, name).IDs()).NotTo(ContainElement(revoked), "the lead Secret")
-			g.Expect(keyringIn(g, k8sClient, ts[0].ns, "payments").IDs()).NotTo(ContainElement(revoked), "the hub's copy, written at once")
+			g.Expect(keyringIn(g, k8sClient, ts[0].ns).IDs()).NotTo(ContainElement(revoked), "the hub's copy, written at once")
 			ck := getClusterKeyring(g, name)
 			g.Expect(ck.Status.Phase).To(Equal(mrtrv1alpha1.PhaseRevoking))
 			g.Expect(ck.Status.Namespaces.Items).To(ContainElement(And(HaveField("Cluster", "west"), HaveField("Name", ts[1].ns),
 				HaveField("State", mrtrv1alpha1.NamespaceUnreachable))), "west is named until its copy is written")
 		}).Should(Succeed())
-		Expect(keyringIn(Default, west.Client, ts[1].ns, "payments").IDs()).To(ContainElement(revoked), "west's copy cannot be written while it is cut off")
+		Expect(keyringIn(Default, west.Client, ts[1].ns).IDs()).To(ContainElement(revoked), "west's copy cannot be written while it is cut off")
 
 		By("mending the link: west's copy is written, and the revocation completes once its pods run it")
 		westLink.mend()
 		Eventually(func(g Gomega) {
-			g.Expect(keyringIn(g, west.Client, ts[1].ns, "payments").IDs()).NotTo(ContainElement(revoked))
+			g.Expect(keyringIn(g, west.Client, ts[1].ns).IDs()).NotTo(ContainElement(revoked))
 		}).Should(Succeed())
 		acknowledgeEverywhere(name, ts...)
 		Eventually(func(g Gomega) {

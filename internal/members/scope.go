@@ -79,9 +79,14 @@ type fieldIndex struct {
 // space is the cache of one selected namespace.
 type space struct {
 	cache.Cache
+	ns     string
+	ctx    context.Context
 	cancel context.CancelFunc
 	since  time.Time
 	synced chan struct{} // closed once it synced
+
+	mu       sync.Mutex
+	informed map[schema.GroupVersionKind]bool
 }
 
 func (s *space) ready() bool {
@@ -190,9 +195,12 @@ func (s *scopedCache) RemoveInformer(ctx context.Context, obj client.Object) err
 	return s.Cache.RemoveInformer(ctx, obj)
 }
 
-// IndexField indexes a scoped kind in each namespace's cache, those to come too.
+// IndexField indexes a scoped kind in each namespace's cache, those to come too. A kind indexed
+// while the namespaces' caches run (a workload kind the member serves since, as
+// controller.servedKinds finds it) is informed there from then on.
 func (s *scopedCache) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
-	if _, scoped := s.kind(obj); !scoped {
+	gvk, scoped := s.kind(obj)
+	if !scoped {
 		return s.Cache.IndexField(ctx, obj, field, extract)
 	}
 	s.mu.Lock()
@@ -202,7 +210,31 @@ func (s *scopedCache) IndexField(ctx context.Context, obj client.Object, field s
 		if err := sp.IndexField(ctx, obj, field, extract); err != nil {
 			return err
 		}
+		if err := s.inform(sp, gvk); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// inform makes sp's cache watch gvk, each change notifying; once per kind.
+func (s *scopedCache) inform(sp *space, gvk schema.GroupVersionKind) error {
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.informed[gvk] {
+		return nil
+	}
+	inf, err := sp.GetInformer(sp.ctx, s.scoped[gvk], cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("its %s cannot be watched: %w", gvk.Kind, err)
+	}
+	changed := func(any) { s.notify(sp.ns) }
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: changed, UpdateFunc: func(_, o any) { changed(o) }, DeleteFunc: changed,
+	}); err != nil {
+		return fmt.Errorf("its %s cannot be watched: %w", gvk.Kind, err)
+	}
+	sp.informed[gvk] = true
 	return nil
 }
 
@@ -269,36 +301,34 @@ func (s *scopedCache) start(base context.Context, ns string) (*space, error) {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(base)
-	sp := &space{Cache: c, cancel: cancel, since: time.Now(), synced: make(chan struct{})}
+	sp := &space{Cache: c, ns: ns, ctx: ctx, cancel: cancel, since: time.Now(), synced: make(chan struct{}),
+		informed: map[schema.GroupVersionKind]bool{}}
 	s.mu.Lock()
 	indexes := slices.Clone(s.indexes)
 	s.mu.Unlock()
+	indexed := map[schema.GroupVersionKind]bool{}
 	for _, ix := range indexes {
 		if err := c.IndexField(ctx, ix.obj, ix.field, ix.extract); err != nil {
 			cancel()
 			return nil, err
 		}
+		if gvk, scoped := s.kind(ix.obj); scoped {
+			indexed[gvk] = true
+		}
 	}
 	for _, gvk := range slices.SortedFunc(maps.Keys(s.scoped), func(a, b schema.GroupVersionKind) int { return strings.Compare(a.String(), b.String()) }) {
 		// A kind the member does not serve (Argo Rollouts without their CRD) is not informed: its
-		// informer would never sync. The controller does not read it (it asks what is served).
-		if _, err := s.opts.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
+		// informer would never sync. The controller does not read it (it asks what is served). A
+		// kind indexed is served (its index made an informer already).
+		if _, err := s.opts.Mapper.RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) && !indexed[gvk] {
 			continue
-		} else if err != nil {
+		} else if err != nil && !indexed[gvk] {
 			cancel()
 			return nil, fmt.Errorf("ask whether the member serves %s: %w", gvk, err)
 		}
-		inf, err := c.GetInformer(ctx, s.scoped[gvk], cache.BlockUntilSynced(false))
-		if err != nil {
+		if err := s.inform(sp, gvk); err != nil {
 			cancel()
-			return nil, fmt.Errorf("its %s cannot be watched: %w", gvk.Kind, err)
-		}
-		changed := func(any) { s.notify(ns) }
-		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc: changed, UpdateFunc: func(_, o any) { changed(o) }, DeleteFunc: changed,
-		}); err != nil {
-			cancel()
-			return nil, fmt.Errorf("its %s cannot be watched: %w", gvk.Kind, err)
+			return nil, err
 		}
 	}
 	go func() { _ = c.Start(ctx) }()
