@@ -32,10 +32,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -479,4 +483,99 @@ func newMute(t *testing.T, target string) *mute {
 		}
 	}()
 	return m
+}
+
+// TestRegistryInformsOfAKindServedLater checks that a scoped kind the member did not serve when a
+// namespace's cache was made (a CRD installed since) is held and informed there once it is
+// indexed, as the controller indexes a workload kind it finds served later: its objects are read,
+// and their changes wake the keyrings selecting the namespace.
+func TestRegistryInformsOfAKindServedLater(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Skip("KUBEBUILDER_ASSETS is not set: make envtest-assets")
+	}
+	env := &envtest.Environment{}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	hub, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, ns := range []string{"mrtr-system", "blue"} {
+		if err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := hub.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "mrtr-system", Name: "west-kubeconfig"},
+		Data: map[string][]byte{mrtrv1alpha1.MemberKubeconfigKey: kubeconfigFor(t, cfg, cfg.Host)}}); err != nil {
+		t.Fatal(err)
+	}
+	widget := func() *unstructured.Unstructured {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"})
+		return u
+	}
+	var mu sync.Mutex
+	woken := 0
+	r := &Registry{Reader: hub, Namespace: "mrtr-system", Scheme: scheme.Scheme, CacheOptions: func() cache.Options { return cache.Options{} },
+		Scoped: []client.Object{&corev1.Pod{}, widget()}, SyncTimeout: 10 * time.Second, HealthEvery: 500 * time.Millisecond,
+		HealthTimeout: time.Second, Now: time.Now,
+		Changed: func(_ string, keyrings []string) {
+			if slices.Contains(keyrings, "k") {
+				mu.Lock()
+				woken++
+				mu.Unlock()
+			}
+		}}
+	t.Cleanup(func() { r.Retain(nil) })
+	eventually := func(what string, f func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !f(); {
+			if time.Now().After(deadline) {
+				t.Fatalf("never %s", what)
+			}
+			time.Sleep(50 * time.Millisecond) // polling a state another goroutine settles
+		}
+	}
+	eventually("reached west", func() bool { _, st := r.Ensure(ctx, "west-kubeconfig"); return st.Reachable })
+	eventually("synced blue", func() bool {
+		syncing, _, err := r.Select("west-kubeconfig", "k", []string{"blue"})
+		return err == nil && len(syncing) == 0
+	})
+
+	crd := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr.To(true)}}}}}}
+	if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}}); err != nil {
+		t.Fatal(err)
+	}
+	c := r.Cluster("west-kubeconfig")
+	if err := c.GetFieldIndexer().IndexField(ctx, widget(), "name", func(o client.Object) []string { return []string{o.GetName()} }); err != nil {
+		t.Fatalf("index the Widgets the member serves now: %v", err)
+	}
+	mu.Lock()
+	before := woken
+	mu.Unlock()
+	w := widget()
+	w.SetNamespace("blue")
+	w.SetName("w1")
+	if err := hub.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	eventually("woke k for the Widget blue/w1", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return woken > before
+	})
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "WidgetList"})
+	if err := c.GetCache().List(ctx, list, client.InNamespace("blue"), client.MatchingFields{"name": "w1"}); err != nil || len(list.Items) != 1 {
+		t.Fatalf("the Widgets of blue by index: %d, %v", len(list.Items), err)
+	}
 }
