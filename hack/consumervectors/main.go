@@ -18,11 +18,13 @@ limitations under the License.
 // language, must agree with (docs/consumers.md): keyrings.json (keyring files with their
 // fingerprints and Python kids, and invalid files with what is wrong), token-ttl.json (token-ttl
 // contents and what they declare), swaps.json (kubelet ..data swap sequences, with what a
-// consumer serves after each step) and bindings.json (a token sealed for one request and opened for
-// another, with the result each format counts). Every answer in them is computed by pkg/keyring and
-// pkg/token themselves: Parse, Fingerprint, PythonKid, ParseTokenTTL, a FileSource reloading a real
-// directory after each step of a swap, and the Signed, Sealed and RS2 codecs' own metrics. The
-// output is deterministic; TestFresh fails when the committed files are stale.
+// consumer serves after each step), bindings.json (a token sealed for one request and opened for
+// another, with the result each format counts) and rejections.json (tokens of each format that an
+// open rejects, the cases where two results could apply included, with the result each counts).
+// Every answer in them is computed by pkg/keyring and pkg/token themselves: Parse, Fingerprint,
+// PythonKid, ParseTokenTTL, a FileSource reloading a real directory after each step of a swap, and
+// the Signed, Sealed and RS2 codecs' own metrics (python-sdk's results in rejections.json follow
+// mcp 2.3's checks, rejections.go). The output is deterministic; TestFresh fails when the committed files are stale.
 //
 //	go run ./hack/consumervectors            # rewrite testdata/consumers/
 //	go run ./hack/consumervectors -out DIR   # write elsewhere
@@ -58,7 +60,7 @@ func main() {
 }
 
 // Names are the files Generate makes, in the order they are written.
-var Names = []string{"keyrings.json", "token-ttl.json", "swaps.json", "bindings.json"}
+var Names = []string{"keyrings.json", "token-ttl.json", "swaps.json", "bindings.json", "rejections.json"}
 
 // Generate returns the content of every vector file, by name.
 func Generate() (map[string][]byte, error) {
@@ -78,8 +80,13 @@ func Generate() (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	rj, err := rejectionsVectors()
+	if err != nil {
+		return nil, err
+	}
 	out := map[string][]byte{}
-	for name, v := range map[string]any{"keyrings.json": kr, "token-ttl.json": ttl, "swaps.json": sw, "bindings.json": bd} {
+	for name, v := range map[string]any{"keyrings.json": kr, "token-ttl.json": ttl, "swaps.json": sw,
+		"bindings.json": bd, "rejections.json": rj} {
 		b, err := encode(v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)

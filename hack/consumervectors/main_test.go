@@ -164,3 +164,59 @@ func TestBindingVectors(t *testing.T) {
 		})
 	}
 }
+
+// TestRejectionVectors runs rejections.json as a Go consumer would: every Signed and rs2 case opened
+// by token.Signed and token.RS2 under the case's keyring at its clock counts the file's result. The
+// file holds the cases where two results could apply, each format's too.
+func TestRejectionVectors(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoVectors, "rejections.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v rejectionsFile
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	ran := map[string]int{}
+	for _, c := range v.Cases {
+		ring, err := keyring.Parse(c.Keyring.bytesOf())
+		if err != nil {
+			t.Fatalf("%s %q: %v", c.Format, c.Name, err)
+		}
+		tok := pad(c.Token, c.TokenPadTo)
+		clock := func() time.Time { return time.UnixMilli(c.NowMs) }
+		ttl := time.Duration(c.TTLSeconds) * time.Second
+		rec := &lastResult{}
+		switch c.Format {
+		case token.CodecSigned:
+			codec, err := token.NewSigned(keyring.Static(ring), token.SignedClock(clock), token.SignedTTL(ttl), token.SignedMetrics(rec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			open := v.Request
+			if c.OpenedFor == "otherRequest" {
+				open = v.OtherRequest
+			}
+			_, _ = codec.Open(open.binding(), tok)
+		case token.CodecRS2:
+			codec, err := token.NewRS2(keyring.Static(ring), token.RS2Clock(clock), token.RS2TTL(ttl), token.RS2Metrics(rec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ad := []byte(v.Request.RS2AD)
+			if c.OpenedFor == "otherRequest" {
+				ad = []byte(v.OtherRequest.RS2AD)
+			}
+			_, _ = codec.Open(tok, ad)
+		default:
+			continue
+		}
+		ran[c.Format]++
+		if rec.result != c.Result {
+			t.Errorf("%s %q counted %q; the file says %q", c.Format, c.Name, rec.result, c.Result)
+		}
+	}
+	if ran[token.CodecSigned] < 10 || ran[token.CodecRS2] < 10 {
+		t.Fatalf("ran %v: too few", ran)
+	}
+}
