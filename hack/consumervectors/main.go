@@ -41,6 +41,7 @@ import (
 
 func main() {
 	out := flag.String("out", "testdata/consumers", "the directory to write the vector files to")
+	sealTTL := flag.String("seal-ttl", SealTTLPath, "the file to write the seal TTL vectors to")
 	flag.Parse()
 	files, err := Generate()
 	if err != nil {
@@ -57,12 +58,17 @@ func main() {
 			os.Exit(1)
 		}
 	}
+	if err := os.WriteFile(*sealTTL, files[SealTTLPath], 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "consumervectors:", err)
+		os.Exit(1)
+	}
 }
 
 // Names are the files Generate makes, in the order they are written.
 var Names = []string{"keyrings.json", "token-ttl.json", "swaps.json", "bindings.json", "rejections.json"}
 
-// Generate returns the content of every vector file, by name.
+// Generate returns the content of every vector file, by name, and of the seal TTL file by its path
+// (SealTTLPath).
 func Generate() (map[string][]byte, error) {
 	kr, err := keyringVectors()
 	if err != nil {
@@ -84,9 +90,13 @@ func Generate() (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	st, err := sealTTLVectors()
+	if err != nil {
+		return nil, err
+	}
 	out := map[string][]byte{}
 	for name, v := range map[string]any{"keyrings.json": kr, "token-ttl.json": ttl, "swaps.json": sw,
-		"bindings.json": bd, "rejections.json": rj} {
+		"bindings.json": bd, "rejections.json": rj, SealTTLPath: st} {
 		b, err := encode(v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)

@@ -48,6 +48,13 @@ func TestFresh(t *testing.T) {
 			t.Errorf("testdata/consumers/%s is stale: run go run ./hack/consumervectors and commit it", name)
 		}
 	}
+	got, err := os.ReadFile(filepath.Join("../..", SealTTLPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, files[SealTTLPath]) {
+		t.Errorf("%s is stale: run go run ./hack/consumervectors and commit it", SealTTLPath)
+	}
 }
 
 // TestDeterministic guards TestFresh itself: two runs make the same bytes.
@@ -60,7 +67,7 @@ func TestDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range Names {
+	for _, name := range append(Names, SealTTLPath) {
 		if !bytes.Equal(a[name], b[name]) {
 			t.Errorf("%s differs between two runs", name)
 		}
