@@ -226,4 +226,26 @@ func TestRejectionVectors(t *testing.T) {
 	if ran[token.CodecSigned] < 10 || ran[token.CodecRS2] < 10 {
 		t.Fatalf("ran %v: too few", ran)
 	}
+	// The precedence docs/consumers.md states, held to the file: where two results apply, these win.
+	results := map[string]metrics.Result{}
+	for _, c := range v.Cases {
+		results[c.Format+": "+c.Name] = c.Result
+	}
+	for name, want := range map[string]metrics.Result{
+		"Signed: oversized and unknown key: too_large":          metrics.TooLarge,
+		"Signed: malformed and expired: malformed":              metrics.Malformed,
+		"Signed: unknown key and bad MAC: unknown_key":          metrics.UnknownKey,
+		"Signed: expired and bad MAC: bad_mac":                  metrics.BadMAC,
+		"rs2: oversized and unknown key: too_large":             metrics.TooLarge,
+		"rs2: malformed and expired: malformed":                 metrics.Malformed,
+		"rs2: unknown key and bad MAC: unknown_key":             metrics.UnknownKey,
+		"rs2: expired and bad MAC: bad_mac":                     metrics.BadMAC,
+		"python-sdk: unknown key and bad tag: unknown_key":      metrics.UnknownKey,
+		"python-sdk: expired and bad tag: bad_mac":              metrics.BadMAC,
+		"python-sdk: too short, with an unknown kid: malformed": metrics.Malformed,
+	} {
+		if got, ok := results[name]; !ok || got != want {
+			t.Errorf("%s: the file says %q (present: %v), want %q", name, got, ok, want)
+		}
+	}
 }
