@@ -18,11 +18,13 @@ limitations under the License.
 // language, must agree with (docs/consumers.md): keyrings.json (keyring files with their
 // fingerprints and Python kids, and invalid files with what is wrong), token-ttl.json (token-ttl
 // contents and what they declare), swaps.json (kubelet ..data swap sequences, with what a
-// consumer serves after each step) and bindings.json (a token sealed for one request and opened for
-// another, with the result each format counts). Every answer in them is computed by pkg/keyring and
-// pkg/token themselves: Parse, Fingerprint, PythonKid, ParseTokenTTL, a FileSource reloading a real
-// directory after each step of a swap, and the Signed, Sealed and RS2 codecs' own metrics. The
-// output is deterministic; TestFresh fails when the committed files are stale.
+// consumer serves after each step), bindings.json (a token sealed for one request and opened for
+// another, with the result each format counts) and rejections.json (tokens of each format that an
+// open rejects, the cases where two results could apply included, with the result each counts).
+// Every answer in them is computed by pkg/keyring and pkg/token themselves: Parse, Fingerprint,
+// PythonKid, ParseTokenTTL, a FileSource reloading a real directory after each step of a swap, and
+// the Signed, Sealed and RS2 codecs' own metrics (python-sdk's results in rejections.json follow
+// mcp 2.3's checks, rejections.go). The output is deterministic; TestFresh fails when the committed files are stale.
 //
 //	go run ./hack/consumervectors            # rewrite testdata/consumers/
 //	go run ./hack/consumervectors -out DIR   # write elsewhere
@@ -39,6 +41,7 @@ import (
 
 func main() {
 	out := flag.String("out", "testdata/consumers", "the directory to write the vector files to")
+	sealTTL := flag.String("seal-ttl", SealTTLPath, "the file to write the seal TTL vectors to")
 	flag.Parse()
 	files, err := Generate()
 	if err != nil {
@@ -55,12 +58,17 @@ func main() {
 			os.Exit(1)
 		}
 	}
+	if err := os.WriteFile(*sealTTL, files[SealTTLPath], 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, "consumervectors:", err)
+		os.Exit(1)
+	}
 }
 
 // Names are the files Generate makes, in the order they are written.
-var Names = []string{"keyrings.json", "token-ttl.json", "swaps.json", "bindings.json"}
+var Names = []string{"keyrings.json", "token-ttl.json", "swaps.json", "bindings.json", "rejections.json"}
 
-// Generate returns the content of every vector file, by name.
+// Generate returns the content of every vector file, by name, and of the seal TTL file by its path
+// (SealTTLPath).
 func Generate() (map[string][]byte, error) {
 	kr, err := keyringVectors()
 	if err != nil {
@@ -78,8 +86,17 @@ func Generate() (map[string][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	rj, err := rejectionsVectors()
+	if err != nil {
+		return nil, err
+	}
+	st, err := sealTTLVectors()
+	if err != nil {
+		return nil, err
+	}
 	out := map[string][]byte{}
-	for name, v := range map[string]any{"keyrings.json": kr, "token-ttl.json": ttl, "swaps.json": sw, "bindings.json": bd} {
+	for name, v := range map[string]any{"keyrings.json": kr, "token-ttl.json": ttl, "swaps.json": sw,
+		"bindings.json": bd, "rejections.json": rj, SealTTLPath: st} {
 		b, err := encode(v)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", name, err)

@@ -48,6 +48,13 @@ func TestFresh(t *testing.T) {
 			t.Errorf("testdata/consumers/%s is stale: run go run ./hack/consumervectors and commit it", name)
 		}
 	}
+	got, err := os.ReadFile(filepath.Join("../..", SealTTLPath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, files[SealTTLPath]) {
+		t.Errorf("%s is stale: run go run ./hack/consumervectors and commit it", SealTTLPath)
+	}
 }
 
 // TestDeterministic guards TestFresh itself: two runs make the same bytes.
@@ -60,7 +67,7 @@ func TestDeterministic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range Names {
+	for _, name := range append(Names, SealTTLPath) {
 		if !bytes.Equal(a[name], b[name]) {
 			t.Errorf("%s differs between two runs", name)
 		}
@@ -162,5 +169,83 @@ func TestBindingVectors(t *testing.T) {
 				t.Errorf("results for %d formats, %d described", len(c.Results), len(v.Formats))
 			}
 		})
+	}
+}
+
+// TestRejectionVectors runs rejections.json as a Go consumer would: every Signed and rs2 case opened
+// by token.Signed and token.RS2 under the case's keyring at its clock counts the file's result. The
+// file holds the cases where two results could apply, each format's too.
+func TestRejectionVectors(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(repoVectors, "rejections.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v rejectionsFile
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	ran := map[string]int{}
+	for _, c := range v.Cases {
+		ring, err := keyring.Parse(c.Keyring.bytesOf())
+		if err != nil {
+			t.Fatalf("%s %q: %v", c.Format, c.Name, err)
+		}
+		tok := pad(c.Token, c.TokenPadTo)
+		clock := func() time.Time { return time.UnixMilli(c.NowMs) }
+		ttl := time.Duration(c.TTLSeconds) * time.Second
+		rec := &lastResult{}
+		switch c.Format {
+		case token.CodecSigned:
+			codec, err := token.NewSigned(keyring.Static(ring), token.SignedClock(clock), token.SignedTTL(ttl), token.SignedMetrics(rec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			open := v.Request
+			if c.OpenedFor == "otherRequest" {
+				open = v.OtherRequest
+			}
+			_, _ = codec.Open(open.binding(), tok)
+		case token.CodecRS2:
+			codec, err := token.NewRS2(keyring.Static(ring), token.RS2Clock(clock), token.RS2TTL(ttl), token.RS2Metrics(rec))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ad := []byte(v.Request.RS2AD)
+			if c.OpenedFor == "otherRequest" {
+				ad = []byte(v.OtherRequest.RS2AD)
+			}
+			_, _ = codec.Open(tok, ad)
+		default:
+			continue
+		}
+		ran[c.Format]++
+		if rec.result != c.Result {
+			t.Errorf("%s %q counted %q; the file says %q", c.Format, c.Name, rec.result, c.Result)
+		}
+	}
+	if ran[token.CodecSigned] < 10 || ran[token.CodecRS2] < 10 {
+		t.Fatalf("ran %v: too few", ran)
+	}
+	// The precedence docs/consumers.md states, held to the file: where two results apply, these win.
+	results := map[string]metrics.Result{}
+	for _, c := range v.Cases {
+		results[c.Format+": "+c.Name] = c.Result
+	}
+	for name, want := range map[string]metrics.Result{
+		"Signed: oversized and unknown key: too_large":          metrics.TooLarge,
+		"Signed: malformed and expired: malformed":              metrics.Malformed,
+		"Signed: unknown key and bad MAC: unknown_key":          metrics.UnknownKey,
+		"Signed: expired and bad MAC: bad_mac":                  metrics.BadMAC,
+		"rs2: oversized and unknown key: too_large":             metrics.TooLarge,
+		"rs2: malformed and expired: malformed":                 metrics.Malformed,
+		"rs2: unknown key and bad MAC: unknown_key":             metrics.UnknownKey,
+		"rs2: expired and bad MAC: bad_mac":                     metrics.BadMAC,
+		"python-sdk: unknown key and bad tag: unknown_key":      metrics.UnknownKey,
+		"python-sdk: expired and bad tag: bad_mac":              metrics.BadMAC,
+		"python-sdk: too short, with an unknown kid: malformed": metrics.Malformed,
+	} {
+		if got, ok := results[name]; !ok || got != want {
+			t.Errorf("%s: the file says %q (present: %v), want %q", name, got, ok, want)
+		}
 	}
 }

@@ -110,12 +110,15 @@ type FileSource struct {
 	current atomic.Pointer[Keyring]
 
 	// reloadMu serialises reloads, so that swaps and notifications happen in the order the file
-	// was read. It guards lastSum.
+	// was read. It guards lastSum and lastUnread.
 	reloadMu sync.Mutex
 	// lastSum is the SHA-256 of the bytes last read, valid or not; nil after a read error. Like a
 	// Key's bytes it is held in a closure, so that a printer walking the fields of a copy shows a
 	// func address: a hash of keyring.json would let whoever sees it check a guess of the keys.
 	lastSum func() [sha256.Size]byte
+	// lastUnread is the error text of the last reload when it could not read the snapshot, "" after
+	// any reload that could: the same read error again is not reported again.
+	lastUnread string
 
 	mu        sync.Mutex // guards listeners and lastErr
 	listeners []func(*Keyring)
@@ -135,7 +138,9 @@ type FileSourceStats struct {
 	// Changes counts reloads that put a different keyring in service.
 	Changes uint64
 	// Errors counts reloads that failed (unreadable or invalid file) and watch failures. A file that
-	// stays invalid is counted once, not on every re-read; one that stays unreadable, on every one.
+	// stays invalid is counted once, not on every re-read, and so is one that stays unreadable for
+	// the same reason (the same error); another reason, or the same after a readable snapshot, counts
+	// again.
 	Errors uint64
 }
 
@@ -271,10 +276,17 @@ func (s *FileSource) Reload() error {
 	if err != nil {
 		s.lastSum = nil // so the same bytes are parsed again once readable
 		s.setLastErr(err)
-		s.rec.ReloadFailed()
-		s.report(err)
+		// A snapshot that stays unreadable for the same reason is one failure, as one that stays
+		// invalid is: counted per failure, not per re-read, the count does not depend on how often
+		// a consumer re-reads (every consumer, in every language, counts alike).
+		if msg := err.Error(); msg != s.lastUnread {
+			s.lastUnread = msg
+			s.rec.ReloadFailed()
+			s.report(err)
+		}
 		return err
 	}
+	s.lastUnread = ""
 	sum := contentSum(data)
 	if s.lastSum != nil && s.lastSum() == sum() {
 		// Nothing new: the periodic re-read of an unchanged file, or an event about another file.

@@ -17,6 +17,9 @@ limitations under the License.
 package keyring
 
 import (
+	"fmt"
+	"io/fs"
+	"syscall"
 	"testing"
 	"time"
 
@@ -61,5 +64,47 @@ func TestFileSourceRecordsMetrics(t *testing.T) {
 	}
 	if got := rec.ReloadFailures(); got != 1 {
 		t.Errorf("reload failures = %d after a good reload, want still 1", got)
+	}
+}
+
+// A snapshot that stays unreadable for one reason is one failure, as one that stays invalid is: the
+// count does not grow at every re-read (every consumer counts alike, whatever its poll interval).
+// Another reason counts again, and so does the same one after a readable snapshot.
+func TestFileSourceCountsAnUnreadableSnapshotOnce(t *testing.T) {
+	_, data := testKeyring(t, "a")
+	path := keyringFile(t, data)
+	rec := &metrics.Text{}
+	s, err := NewFileSource(path, WithMetrics(rec), WithResyncInterval(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reported []error
+	s.onError = func(err error) { reported = append(reported, err) }
+	denied := fmt.Errorf("keyring: %w", &fs.PathError{Op: "open", Path: path, Err: fs.ErrPermission})
+	failing := func(string) ([]byte, error) { return nil, denied }
+	s.read = failing
+	for range 3 {
+		if err := s.Reload(); err != denied {
+			t.Fatalf("Reload = %v, want %v", err, denied)
+		}
+	}
+	if got := rec.ReloadFailures(); got != 1 || len(reported) != 1 || s.Stats().Errors != 1 || s.LastError() != denied {
+		t.Errorf("one unreadable snapshot read 3 times: %d failures counted, %d reported, Errors %d, LastError %v; want 1, 1, 1, %v",
+			got, len(reported), s.Stats().Errors, s.LastError(), denied)
+	}
+	broken := fmt.Errorf("keyring: %w", &fs.PathError{Op: "read", Path: path, Err: syscall.EIO})
+	s.read = func(string) ([]byte, error) { return nil, broken }
+	_ = s.Reload()
+	if got := rec.ReloadFailures(); got != 2 {
+		t.Errorf("another read error: %d failures counted, want 2", got)
+	}
+	s.read = readFile
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	s.read = failing
+	_ = s.Reload()
+	if got := rec.ReloadFailures(); got != 3 || len(reported) != 3 {
+		t.Errorf("the first read error again after a readable snapshot: %d counted, %d reported; want 3, 3", got, len(reported))
 	}
 }

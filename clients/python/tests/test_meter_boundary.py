@@ -194,6 +194,16 @@ def test_meter_boundary_refuses_a_server_that_would_count_nothing(security: Requ
     assert server.middleware == before
 
 
+def test_the_boundary_security_is_read_from_the_pinned_sdk() -> None:
+    """meter_boundary reads the boundary's policy through the SDK's private attribute (mcp 2.3 has no
+    public way): this fails when a pinned SDK moves it, where meter_boundary would only stop
+    refusing a server that counts nothing."""
+    security = request_state_security(RING, audience="weather", metrics=Metrics())
+    server = MCPServer("weather", request_state_security=security)
+    boundary = next(mw for mw in server.middleware if isinstance(mw, RequestStateBoundary))
+    assert glue._boundary_security(boundary) is security
+
+
 def test_meter_boundary_needs_the_boundary() -> None:
     server = MCPServer("weather", request_state_security=request_state_security(RING, audience="weather"))
     server.middleware[:] = [mw for mw in server.middleware if not isinstance(mw, RequestStateBoundary)]

@@ -66,6 +66,48 @@ def test_watcher_reports_keyring_and_failed_reloads(tmp_path: Path) -> None:
     assert "mrtr_consumer_reload_failures_total 1\n" in m.exposition()
 
 
+def test_watcher_counts_an_unreadable_snapshot_once(tmp_path: Path) -> None:
+    """A snapshot that stays unreadable for one reason is one failure, not one per poll, as one that
+    stays invalid is (Go, TypeScript and Rust count alike); another reason counts again, and so does
+    the same one after a readable snapshot."""
+    d = tmp_path / "vol"
+    d.mkdir()
+    f = d / "keyring.json"
+    f.write_bytes(keyring_json(A))
+    m = Metrics()
+    seen: list[Exception] = []
+    w = KeyringWatcher(d, metrics=m, on_error=seen.append, sleep=lambda _: None)
+
+    def unreadable(make: str) -> None:
+        if f.is_symlink() or f.is_file():
+            f.unlink()
+        elif f.is_dir():
+            f.rmdir()
+        if make == "dir":
+            f.mkdir()  # reading it fails: it is a directory
+        else:
+            f.symlink_to(f.name)  # reading it fails: a link to itself
+
+    unreadable("dir")
+    for _ in range(3):
+        with pytest.raises(OSError):
+            w.reload()
+    assert (m.reload_failures, len(seen)) == (1, 1)
+    assert w.last_error is not None
+    unreadable("loop")
+    with pytest.raises(OSError):
+        w.reload()
+    assert (m.reload_failures, len(seen)) == (2, 2)
+    f.unlink()
+    f.write_bytes(keyring_json(A))
+    assert not w.reload()
+    assert w.last_error is None
+    unreadable("dir")
+    with pytest.raises(OSError):
+        w.reload()
+    assert (m.reload_failures, len(seen)) == (3, 3)
+
+
 @pytest.fixture
 def api(tmp_path: Path) -> Iterator[FakeAPIServer]:
     server = FakeAPIServer(tmp_path)

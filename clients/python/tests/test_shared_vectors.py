@@ -19,8 +19,11 @@ from typing import Any
 
 import pytest
 from mcp import Client
+from mcp.server.request_state import AESGCMRequestStateCodec
 
+import mrtr_keyring.mcp as mcp_codec
 from mrtr_keyring import KeyringError, KeyringWatcher, Metrics, parse_keyring, parse_token_ttl
+from mrtr_keyring.mcp import InvalidRequestState, KeyringCodec
 
 from .conftest import REPO, SHARED_VECTORS
 from .metered import Call, make_server, opened, round_trip, run
@@ -135,6 +138,59 @@ if (VECTORS / "swaps.json").exists():
             assert rejected == step["expect"]["rejected"], where
             check(step["expect"], where)
             assert (w.keyring.fingerprint != before) == step["expect"]["acknowledge"], where
+
+
+if (VECTORS / "rejections.json").exists():
+    REJECTIONS = [c for c in _load("rejections.json")["cases"] if c["format"] == "python-sdk"]
+
+    def test_rejections_cover_python_sdk() -> None:
+        results = {c["result"] for c in REJECTIONS}
+        assert {"ok", "expired", "unknown_key", "bad_mac", "malformed"} <= results
+
+    @pytest.mark.parametrize("case", REJECTIONS, ids=[c["name"] for c in REJECTIONS])
+    def test_rejections(case: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+        """Each python-sdk case of rejections.json, unsealed by the codec under the case's keyring
+        at its clock, counts the case's result once: the kid decides unknown_key against bad_mac,
+        the layout malformed, the claims envelope's times expired. The codec refuses what the SDK's
+        codec refuses (the layout, the kid, the tag); an authentic token it returns, counting what
+        the SDK's boundary will find of its envelope."""
+        m = Metrics()
+        codec = KeyringCodec(parse_keyring(_bytes(case["keyring"])), metrics=m)
+        now = float(case["nowMs"]) / 1000
+
+        class Clock:
+            @staticmethod
+            def time() -> float:
+                return now
+
+        monkeypatch.setattr(mcp_codec, "time", Clock)
+        if case["check"] not in ("format", "key id", "auth tag"):
+            codec.unseal(case["token"])
+        else:
+            with pytest.raises(InvalidRequestState):
+                codec.unseal(case["token"])
+        assert opened(m) == {case["result"]: 1}
+
+    REFUSED = [c for c in REJECTIONS if c["check"] in ("format", "key id", "auth tag")]
+
+    @pytest.mark.parametrize("case", REFUSED, ids=[c["name"] for c in REFUSED])
+    def test_rejections_do_not_read_the_sdks_error_text(case: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+        """The result of a token the SDK's codec refuses comes from the token's layout and kid,
+        never from the SDK's words: a patch that rewords its errors changes no count."""
+        real = AESGCMRequestStateCodec.unseal
+
+        def reworded(self: AESGCMRequestStateCodec, token: str) -> bytes:
+            try:
+                return real(self, token)
+            except InvalidRequestState:
+                raise InvalidRequestState("reworded by another patch") from None
+
+        monkeypatch.setattr(AESGCMRequestStateCodec, "unseal", reworded)
+        m = Metrics()
+        codec = KeyringCodec(parse_keyring(_bytes(case["keyring"])), metrics=m)
+        with pytest.raises(InvalidRequestState):
+            codec.unseal(case["token"])
+        assert opened(m) == {case["result"]: 1}
 
 
 if (VECTORS / "bindings.json").exists():

@@ -153,3 +153,40 @@ fn bindings_count_as_go_says() {
         }
     }
 }
+
+/// rejections.json: every rs2 case whose result holds at any clock from the file's on (rmcp reads
+/// the system clock, so the cases that need the file's own clock, "opens" among them, are Go's and
+/// TypeScript's) counts the file's result once, the precedence of two results included.
+#[test]
+fn rejections_count_as_go_says() {
+    let v = load("rejections.json");
+    let mut ran = 0;
+    for case in v["cases"].as_array().unwrap() {
+        if case["format"] != FORMAT_RS2 || case["anyLaterTime"] != true {
+            continue;
+        }
+        let name = case["name"].as_str().unwrap();
+        let want = case["result"].as_str().unwrap();
+        let ring = mrtr_keyring::parse(&data(&case["keyring"])).unwrap();
+        let ttl = Duration::from_secs(case["ttlSeconds"].as_u64().unwrap());
+        let mut token = case["token"].as_str().unwrap().to_owned();
+        if let Some(n) = case.get("tokenPadTo").and_then(Value::as_u64) {
+            while token.len() < n as usize {
+                token.push('A');
+            }
+        }
+        let ad = v[case["openedFor"].as_str().unwrap()]["rs2Ad"]
+            .as_str()
+            .unwrap()
+            .as_bytes();
+        let m = Metrics::new();
+        let c = MeteredRs2::new(Arc::new(Rs2Codec::new(&ring, ttl).unwrap()), Arc::clone(&m));
+        assert_eq!(c.open(&token, ad).is_ok(), want == "ok", "{name}");
+        for r in OpenResult::ALL {
+            let n = u64::from(r.as_str() == want);
+            assert_eq!(m.opened(FORMAT_RS2, r), n, "{name}: {}", r.as_str());
+        }
+        ran += 1;
+    }
+    assert!(ran >= 10, "{ran} rs2 cases ran");
+}

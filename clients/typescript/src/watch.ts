@@ -201,6 +201,8 @@ export class KeyringWatcher implements KeyringSource {
   private reloading: Promise<void> = Promise.resolve();
   private lastSum: string | undefined;
   private lastError: Error | undefined;
+  /** The message of the last reload's read error; undefined once a reload could read. */
+  private lastUnread: string | undefined;
   private closed = false;
   /** Counters: reload attempts after the first read, reloads that changed the keyring, failed ones. */
   readonly stats = { reloads: 0, changes: 0, errors: 0 };
@@ -345,11 +347,20 @@ export class KeyringWatcher implements KeyringSource {
       lastErr = new Error(`keyring: ${this.file} kept changing while it was read`);
     }
     this.lastSum = undefined;
+    const err = lastErr instanceof Error ? lastErr : new Error(String(lastErr));
+    // A snapshot that stays unreadable for the same reason is one failure, as one that stays
+    // invalid is: counted per failure, not per poll, as every consumer counts it.
+    if (err.message === this.lastUnread) {
+      this.lastError = err;
+      return;
+    }
+    this.lastUnread = err.message;
     this.metrics?.reloadFailed();
-    this.report(lastErr instanceof Error ? lastErr : new Error(String(lastErr)));
+    this.report(err);
   }
 
   private settled(snap: Snapshot, sum: string): void {
+    this.lastUnread = undefined;
     if (sum === this.lastSum) {
       return; // the bytes last read, valid or not: nothing new to put in service or to report
     }

@@ -14,7 +14,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
 import {
+  ConfigError,
   InvalidRequestStateError,
+  Keyring,
   KeyringWatcher,
   Metrics,
   parseKeyring,
@@ -33,6 +35,7 @@ function load(name: 'keyrings.json'): KeyringVectors;
 function load(name: 'token-ttl.json'): TTLVectors;
 function load(name: 'swaps.json'): SwapVectors;
 function load(name: 'bindings.json'): BindingVectors;
+function load(name: 'rejections.json'): RejectionVectors;
 function load(name: string): unknown {
   return JSON.parse(readFileSync(path.join(dir, name), 'utf8')) as unknown;
 }
@@ -94,6 +97,28 @@ interface BindingVectors {
     results: Record<string, string>;
     tokens: Record<string, string>;
   }[];
+}
+
+interface RejectionVectors {
+  request: BindingRequest;
+  otherRequest: BindingRequest;
+  cases: {
+    name: string;
+    format: string;
+    keyring: { data: string };
+    token: string;
+    tokenPadTo?: number;
+    openedFor: 'request' | 'otherRequest';
+    nowMs: number;
+    ttlSeconds?: number;
+    result: string;
+  }[];
+}
+
+// pkg/token/testdata/rs2/token-ttl.json (made by hack/consumervectors in pkg's own testdata): a
+// codec's TTL against the token-ttl its keyring declares.
+interface SealTTLVectors {
+  cases: { name: string; ttl_s: number; token_ttl_s: number | null; seals: boolean }[];
 }
 
 function binding(r: BindingRequest): { method: string; params: string; principal: string } {
@@ -170,6 +195,50 @@ describe('the consumer contract\'s vectors', { skip }, () => {
       for (const r of RESULTS) {
         assert.equal(metrics.opened(SIGNED_FORMAT, r), r === want ? 1 : 0, `${c.name}: ${r}`);
       }
+    }
+  });
+
+  it('rejections.json: each Signed open counts the file\'s result, the precedence of two included', () => {
+    const v = load('rejections.json');
+    const cases = v.cases.filter((c) => c.format === SIGNED_FORMAT);
+    assert.ok(cases.length >= 10, `${cases.length} Signed cases`);
+    for (const c of cases) {
+      const metrics = new Metrics();
+      const codec = new SignedCodec(parseKeyring(Buffer.from(c.keyring.data, 'base64')), {
+        ttlSeconds: c.ttlSeconds,
+        now: () => c.nowMs,
+        metrics,
+      });
+      const token = c.tokenPadTo === undefined ? c.token : c.token.padEnd(c.tokenPadTo, 'A');
+      const b = binding(c.openedFor === 'otherRequest' ? v.otherRequest : v.request);
+      if (c.result === 'ok') {
+        codec.open(b, token);
+      } else {
+        assert.throws(() => codec.open(b, token), InvalidRequestStateError, c.name);
+      }
+      for (const r of RESULTS) {
+        assert.equal(metrics.opened(SIGNED_FORMAT, r), r === c.result ? 1 : 0, `${c.name}: ${r}`);
+      }
+    }
+  });
+
+  it('pkg/token/testdata/rs2/token-ttl.json: a TTL beyond the keyring\'s token-ttl never seals', () => {
+    const v = JSON.parse(readFileSync(path.join(repoRoot, 'pkg', 'token', 'testdata', 'rs2', 'token-ttl.json'), 'utf8')) as SealTTLVectors;
+    assert.ok(v.cases.length > 0);
+    const now = 1_700_000_000_000;
+    const b = { method: 'tools/call', params: '{"name":"t"}', principal: 'null' };
+    const keys = parseKeyring(Buffer.from(load('bindings.json').keyring.data, 'base64')).keys;
+    for (const c of v.cases) {
+      const ring = new Keyring(keys, c.token_ttl_s ?? 0);
+      const codec = new SignedCodec(ring, { ttlSeconds: c.ttl_s, now: () => now });
+      if (!c.seals) {
+        assert.throws(() => codec.seal(b, '{}'), (e: Error) => e instanceof ConfigError && e.message.includes('tokenTTL'), c.name);
+        continue;
+      }
+      const token = codec.seal(b, '{}');
+      const payload = JSON.parse(Buffer.from(token.split('.')[2] ?? '', 'base64url').toString('utf8')) as number[];
+      assert.equal(payload[2], now / 1000 + c.ttl_s, `${c.name}: the token expires the TTL after the seal`);
+      assert.equal(payload[1], now / 1000, c.name);
     }
   });
 

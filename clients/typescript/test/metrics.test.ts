@@ -4,6 +4,9 @@
 // The consumer metrics of the contract: the codec counts each seal and each open by its result, the
 // watcher the keyring in service and its failed reloads, and the exposition has Go's names and labels.
 
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 
@@ -71,6 +74,46 @@ describe('Metrics', () => {
       assert.match(m.exposition(), /^mrtr_consumer_reload_failures_total 1$/m);
     } finally {
       w.close();
+    }
+  });
+
+  it('counts a snapshot that stays unreadable for one reason once, not at every poll', async () => {
+    // As one that stays invalid (Go, Python and Rust count alike); another reason counts again, and
+    // so does the same one after a readable snapshot.
+    const dir = mkdtempSync(path.join(tmpdir(), 'mrtr-unreadable-'));
+    const file = path.join(dir, 'keyring.json');
+    writeFileSync(file, keyringJSON([newKey('a')]));
+    const m = new Metrics();
+    const seen: Error[] = [];
+    const w = await KeyringWatcher.open(dir, { metrics: m, onError: (e) => seen.push(e), persistent: false });
+    const unreadable = (how: 'dir' | 'loop'): void => {
+      rmSync(file, { recursive: true, force: true });
+      if (how === 'dir') {
+        mkdirSync(file); // reading it fails: it is a directory
+      } else {
+        symlinkSync('keyring.json', file); // reading it fails: a link to itself
+      }
+    };
+    try {
+      unreadable('dir');
+      for (let i = 0; i < 3; i++) {
+        await w.reload().catch(() => undefined);
+      }
+      assert.deepEqual([m.reloadFailures, seen.length], [1, 1]);
+      assert.notEqual(w.error, undefined);
+      unreadable('loop');
+      await w.reload().catch(() => undefined);
+      assert.deepEqual([m.reloadFailures, seen.length], [2, 2]);
+      rmSync(file);
+      writeFileSync(file, keyringJSON([newKey('a')]));
+      await w.reload();
+      assert.equal(w.error, undefined);
+      unreadable('dir');
+      await w.reload().catch(() => undefined);
+      assert.deepEqual([m.reloadFailures, seen.length], [3, 3]);
+    } finally {
+      w.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

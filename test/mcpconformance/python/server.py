@@ -4,8 +4,10 @@
 
 The official SDK's MCPServer, stateless streamable HTTP, with the suite's multi round-trip test tools
 (test_input_required_result_*) and prompt. The SDK seals the request state with the keyring of a
-mounted folder through mrtr_keyring (KeyringWatcher, request_state_security). test/mcpconformance
-runs replicas of it behind a round-robin balancer while it rotates the keyring.
+mounted folder through mrtr_keyring (KeyringWatcher, request_state_security), with the contract's
+metrics on GET /metrics and the SDK's boundary metered (meter_boundary), as the example server runs
+it: the suite's scenarios then go through the two middlewares meter_boundary puts around the boundary.
+test/mcpconformance runs replicas of it behind a round-robin balancer while it rotates the keyring.
 
     python server.py --listen 127.0.0.1:8080 --keyring-dir DIR --token-ttl 3
 """
@@ -39,8 +41,8 @@ from mcp_types import (
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from mrtr_keyring import KeyringWatcher
-from mrtr_keyring.mcp import request_state_security
+from mrtr_keyring import CONTENT_TYPE, KeyringWatcher, Metrics
+from mrtr_keyring.mcp import meter_boundary, request_state_security
 
 log = logging.getLogger("mrtr-conformance")
 
@@ -83,10 +85,12 @@ def sealed(tool: str, step: int, inputs: dict[str, InputRequest], **extra: str) 
     return InputRequiredResult(input_requests=inputs, request_state=json.dumps({"tool": tool, "step": step, **extra}))
 
 
-def build(watcher: KeyringWatcher, ttl: float) -> MCPServer:
-    mcp = MCPServer(
-        "mrtr-conformance-python", request_state_security=request_state_security(watcher, audience=AUDIENCE, ttl=ttl)
-    )
+def build(watcher: KeyringWatcher, ttl: float, metrics: Metrics) -> MCPServer:
+    security = request_state_security(watcher, audience=AUDIENCE, ttl=ttl, metrics=metrics)
+    mcp = MCPServer("mrtr-conformance-python", request_state_security=security)
+    # The SDK checks a token's request, audience and principal after the codec opened it: metered,
+    # a token it refuses for them (the tampered-state scenario's among them) counts binding_mismatch.
+    meter_boundary(mcp)
 
     # No state: its scenarios retry with the answer alone (extra keys, wrong keys, bad values).
     @mcp.tool(name="test_input_required_result_elicitation")
@@ -197,8 +201,12 @@ def build(watcher: KeyringWatcher, ttl: float) -> MCPServer:
     async def debug(_: Request) -> Response:
         return JSONResponse({"fingerprint": watcher.keyring.fingerprint})
 
-    # custom_route is an untyped decorator: called, it keeps the handler typed.
+    async def metrics_text(_: Request) -> Response:
+        return Response(metrics.exposition(), media_type=CONTENT_TYPE)
+
+    # custom_route is an untyped decorator: called, it keeps the handlers typed.
     mcp.custom_route("/debug/keyring", methods=["GET"])(debug)
+    mcp.custom_route("/metrics", methods=["GET"])(metrics_text)
     return mcp
 
 
@@ -209,9 +217,12 @@ def main() -> None:
     p.add_argument("--token-ttl", type=float, default=3.0, help="the longest request state lifetime, in seconds")
     a = p.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    watcher = KeyringWatcher(a.keyring_dir, on_error=lambda e: log.warning("keyring not reloaded: %s", e))
+    metrics = Metrics()
+    watcher = KeyringWatcher(
+        a.keyring_dir, on_error=lambda e: log.warning("keyring not reloaded: %s", e), metrics=metrics
+    )
     watcher.start()
-    app = build(watcher, a.token_ttl).streamable_http_app(stateless_http=True, json_response=True)
+    app = build(watcher, a.token_ttl, metrics).streamable_http_app(stateless_http=True, json_response=True)
     host, _, port = a.listen.rpartition(":")
     uvicorn.run(app, host=host, port=int(port), log_level="warning")
 

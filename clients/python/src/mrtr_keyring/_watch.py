@@ -208,6 +208,9 @@ class KeyringWatcher:
         self._lock = threading.Lock()
         self._listeners: list[Callable[[Keyring], None]] = []
         self._last_error: Exception | None = None
+        # The text of the last reload's read error, None once a reload could read: the same read
+        # error again is not reported again.
+        self._last_unread: str | None = None
         self._reloads = self._changes = self._errors = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -259,8 +262,16 @@ class KeyringWatcher:
                 snap = _read_settled(self.path, self._sleep)
             except Exception as e:
                 self._last_sum = None  # so the same bytes are parsed again once readable
+                # A snapshot that stays unreadable for the same reason is one failure, as one that
+                # stays invalid is: counted per failure, not per poll, as every consumer counts it.
+                if str(e) == self._last_unread:
+                    with self._lock:
+                        self._last_error = e
+                    raise
+                self._last_unread = str(e)
                 self._failed(e)
                 raise
+            self._last_unread = None
             digest = self._sum(snap)
             if digest == self._last_sum:
                 # Nothing new; a file that is still invalid keeps its error without reporting it again.

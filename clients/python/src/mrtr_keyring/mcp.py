@@ -19,6 +19,7 @@ accepted (ok).
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 import time
@@ -55,14 +56,53 @@ DEFAULT_TTL_SECONDS = 300.0
 KeyringSource = KeyringWatcher | Keyring | Callable[[], Keyring]
 
 
-def _sdk_codec(ring: Keyring) -> AESGCMRequestStateCodec:
+def _sdk_codec(ring: Keyring) -> _Built:
     # The SDK refuses two equal secrets in one ring; two ids may share one (the keyring allows it),
     # and the first one's position is the one that counts.
     secrets: list[bytes] = []
     for k in ring.keys:
         if k.secret not in secrets:
             secrets.append(k.secret)
-    return AESGCMRequestStateCodec(secrets)
+    kids = frozenset(bytes.fromhex(k.python_kid) for k in ring.keys)
+    return _Built(ring, AESGCMRequestStateCodec(secrets), kids)
+
+
+class _Built:
+    """The SDK's codec of one keyring, and the kids of its keys (Key.python_kid), which tell a
+    rejected token's unknown_key from its bad_mac."""
+
+    __slots__ = ("codec", "kids", "ring")
+
+    def __init__(self, ring: Keyring, codec: AESGCMRequestStateCodec, kids: frozenset[bytes]) -> None:
+        self.ring = ring
+        self.codec = codec
+        self.kids = kids
+
+
+# mcp 2.3's token layout (mcp.server.request_state): "v1." and the canonical unpadded base64url of
+# kid (4 bytes) || nonce (12) || ciphertext || tag (16). docs/consumers.md, "A Python token names
+# its key by a kid".
+_TOKEN_PREFIX = "v1."  # noqa: S105 (a format prefix)
+_KID_LEN = 4
+_MIN_RAW_LEN = _KID_LEN + 12 + 16
+
+
+def _rejection(kids: frozenset[bytes], token: str) -> str:
+    """The result of a token the SDK's codec refused, decided from the token itself, in the order
+    the codec checks it (rejections.json): a token not laid out as the SDK writes it is malformed;
+    one whose kid is none of the keyring's keys is unknown_key; one whose kid is, bad_mac (the
+    AES-GCM tag did not verify). The SDK's error text is not read: another 2.x patch may word it
+    otherwise."""
+    if not token.startswith(_TOKEN_PREFIX):
+        return "malformed"
+    text = token[len(_TOKEN_PREFIX) :]
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    except ValueError:
+        return "malformed"
+    if base64.urlsafe_b64encode(raw).rstrip(b"=").decode() != text or len(raw) < _MIN_RAW_LEN:
+        return "malformed"
+    return "bad_mac" if raw[:_KID_LEN] in kids else "unknown_key"
 
 
 class KeyringCodec:
@@ -86,8 +126,7 @@ class KeyringCodec:
         else:
             self._get = source
         self._lock = threading.Lock()
-        first = self._get()
-        self._built: tuple[Keyring, AESGCMRequestStateCodec] = (first, _sdk_codec(first))
+        self._built: _Built = _sdk_codec(self._get())
 
     @property
     def keyring(self) -> Keyring:
@@ -97,25 +136,25 @@ class KeyringCodec:
     def _prebuild(self, ring: Keyring) -> None:
         self._build(ring)
 
-    def _build(self, ring: Keyring) -> AESGCMRequestStateCodec:
+    def _build(self, ring: Keyring) -> _Built:
         with self._lock:
             built = self._built
-            if built[0] is not ring:
-                built = (ring, _sdk_codec(ring))
-                self._built = built  # one reference swap: readers see the old pair or the new one
-            return built[1]
+            if built.ring is not ring:
+                built = _sdk_codec(ring)
+                self._built = built  # one reference swap: readers see the old codec or the new one
+            return built
 
     def _codec(self) -> AESGCMRequestStateCodec:
         w = self._watcher
         ring = w._current if w is not None else self._get()
         built = self._built
-        return built[1] if built[0] is ring else self._build(ring)
+        return (built if built.ring is ring else self._build(ring)).codec
 
     def seal(self, payload: bytes) -> str:
         w = self._watcher
         ring = w._current if w is not None else self._get()
         built = self._built
-        token = (built[1] if built[0] is ring else self._build(ring)).seal(payload)
+        token = (built if built.ring is ring else self._build(ring)).codec.seal(payload)
         if self._metrics is not None:
             self._metrics.token_sealed(FORMAT_PYTHON_SDK)
         return token
@@ -124,24 +163,20 @@ class KeyringCodec:
         w = self._watcher
         ring = w._current if w is not None else self._get()
         built = self._built
+        if built.ring is not ring:
+            built = self._build(ring)
         if self._metrics is None:
-            return (built[1] if built[0] is ring else self._build(ring)).unseal(token)
+            return built.codec.unseal(token)
         try:
-            payload = (built[1] if built[0] is ring else self._build(ring)).unseal(token)
-        except InvalidRequestState as e:
-            self._metrics.token_opened(FORMAT_PYTHON_SDK, _UNSEAL_RESULTS.get(str(e), "malformed"))
+            payload = built.codec.unseal(token)
+        except InvalidRequestState:
+            self._metrics.token_opened(FORMAT_PYTHON_SDK, _rejection(built.kids, token))
             raise
         result, exp = _claims_result(payload)
         held = _round.get()
         if result != "ok" or held is None or not held.hold(self._metrics, exp):
             self._metrics.token_opened(FORMAT_PYTHON_SDK, result)
         return payload
-
-
-# The python-sdk codec's reasons (mcp 2.3's AESGCMRequestStateCodec.unseal) as the contract's
-# results. The AES-GCM tag covers the claims envelope, so an altered token is bad_mac; a token of
-# another binding is authentic, and only the SDK's boundary refuses it (meter_boundary).
-_UNSEAL_RESULTS = {"malformed": "malformed", "unknown key": "unknown_key", "seal": "bad_mac"}
 
 
 def _claims_result(payload: bytes) -> tuple[str, float]:
@@ -375,6 +410,17 @@ class _Server(Protocol):
     def middleware(self) -> list[ServerMiddleware[Any]]: ...
 
 
+def _boundary_security(boundary: object) -> RequestStateSecurity | None:
+    """The policy the SDK's boundary was built with, or None where this SDK keeps it elsewhere.
+
+    mcp 2.3 offers no public way to read it (RequestStateBoundary keeps it as _security, and MCPServer
+    keeps no reference): this is the one place that reads the private attribute, only to refuse a
+    server that would count nothing. test_meter_boundary's test of it fails when the pinned SDK
+    moves it, rather than meter_boundary silently skipping the check."""
+    security = getattr(boundary, "_security", None)
+    return security if isinstance(security, RequestStateSecurity) else None
+
+
 def meter_boundary(server: _Server) -> None:
     """Counts what the SDK's request-state boundary refuses: a token the codec opened counts ok only
     once the boundary accepted it, and binding_mismatch when the boundary refused it for its request,
@@ -394,9 +440,7 @@ def meter_boundary(server: _Server) -> None:
             f"meter_boundary: the server's middleware holds {len(at)} RequestStateBoundary, not one: "
             "give MCPServer request_state_security=request_state_security(...)"
         )
-    # The boundary's policy is private to the SDK: read only to refuse a server that would count
-    # nothing, where this SDK version keeps it where 2.3 does.
-    security = getattr(chain[at[0]], "_security", None)
+    security = _boundary_security(chain[at[0]])
     if security is not None and not (
         isinstance(security, KeyringRequestStateSecurity) and security.codec._metrics is not None
     ):
