@@ -93,13 +93,6 @@ const refusalRetry = 30 * time.Second
 // memberRetry is how soon a pass runs again while a member cannot be reached.
 const memberRetry = 5 * time.Second
 
-// errMemberPending is why a pass waits without a step: a member has not had its first chance yet
-// (connecting, after the manager started or its kubeconfig changed), or the member's cache of a
-// namespace that joined has not synced, within the registry's SyncTimeout. Reporting the member
-// unreachable meanwhile would warn of every namespace there on each start; trusting an unsynced
-// cache would read its pods and workloads as absent.
-var errMemberPending = errors.New("a member is pending")
-
 // refusals remembers, per keyring and namespace, how the API server refused the last write of a
 // copy (rotation.Place.WriteRefused), until a write there succeeds. Lost on a restart: the next
 // write finds out again.
@@ -178,12 +171,6 @@ func (r *ClusterMRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.R
 		}
 	}
 	in, obs, err := r.gatherCluster(ctx, &ck)
-	if errors.Is(err, errMemberPending) {
-		// Nothing is written and no event is recorded: the phase holds, and the member's Changed
-		// wakes the keyring once it is settled.
-		logf.FromContext(ctx).V(1).Info("waiting for a member", "why", err.Error())
-		return ctrl.Result{RequeueAfter: memberRetry}, nil
-	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -310,13 +297,8 @@ func (r *ClusterMRTRKeyringReconciler) gatherCluster(ctx context.Context, ck *mr
 	obs := clusterObserved{secret: secret}
 	clusters := r.clusters(ctx, ck)
 	for _, c := range clusters {
-		if c.connecting {
-			return rotation.Input{}, clusterObserved{}, fmt.Errorf("%w: member %s is connecting", errMemberPending, c.name)
-		}
-	}
-	for _, c := range clusters {
 		places, pos, left, err := r.gatherIn(ctx, c, ck, settings)
-		if err != nil && (c.name == "" || c.local || errors.Is(err, errMemberPending)) {
+		if err != nil && (c.name == "" || c.local) {
 			return rotation.Input{}, clusterObserved{}, err
 		}
 		if err != nil {
@@ -359,17 +341,17 @@ func (r *ClusterMRTRKeyringReconciler) gatherIn(ctx context.Context, c *memberCl
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	late, err := r.selectIn(c, ck, selected)
+	unreadable, err := r.selectIn(c, ck, selected)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	places := make([]gatheredPlace, 0, len(selected))
 	pos := make([]placeObserved, 0, len(selected))
 	for _, ns := range selected {
-		if late[ns.Name] {
+		if u, ok := unreadable[ns.Name]; ok {
 			// Its pods and workloads cannot be read: the place holds the phase, as one unreachable.
 			places = append(places, gatheredPlace{Place: rotation.Place{Name: c.qualify(ns.Name), UID: string(ns.UID),
-				Unreachable: fmt.Sprintf("the hub's cache of namespace %s did not sync within %s", ns.Name, r.Members.SyncTimeout)}})
+				Unreachable: u.why, Pending: u.pending}})
 			continue
 		}
 		place, po, err := r.gatherPlace(ctx, c, ck, ns, settings)
@@ -387,9 +369,11 @@ func (r *ClusterMRTRKeyringReconciler) gatherIn(ctx context.Context, c *memberCl
 }
 
 // selectIn makes the cache of member c hold the pods, workloads and PDBs of the namespaces ck
-// selects there (members.Registry.Select). While one of them has just joined and its cache is
-// syncing, the pass waits (errMemberPending); it returns those that did not sync in time.
-func (r *ClusterMRTRKeyringReconciler) selectIn(c *memberCluster, ck *mrtrv1alpha1.ClusterMRTRKeyring, selected []*corev1.Namespace) (map[string]bool, error) {
+// selects there (members.Registry.Select), and says, of each namespace whose cache has not synced
+// yet, why it cannot be read: still syncing (it just joined: pending, as a member connecting), or
+// not synced within the registry's SyncTimeout (unreachable). Trusting an unsynced cache would
+// read its pods and workloads as absent.
+func (r *ClusterMRTRKeyringReconciler) selectIn(c *memberCluster, ck *mrtrv1alpha1.ClusterMRTRKeyring, selected []*corev1.Namespace) (map[string]unread, error) {
 	if c.secret == "" {
 		return nil, nil
 	}
@@ -401,14 +385,21 @@ func (r *ClusterMRTRKeyringReconciler) selectIn(c *memberCluster, ck *mrtrv1alph
 	if err != nil {
 		return nil, err
 	}
-	if len(syncing) > len(late) {
-		return nil, fmt.Errorf("%w: the hub's cache of member %s's namespaces %s is syncing", errMemberPending, c.name, strings.Join(syncing, ", "))
+	out := make(map[string]unread, len(syncing))
+	for _, ns := range syncing {
+		out[ns] = unread{why: fmt.Sprintf("the hub's cache of namespace %s is syncing", ns), pending: true}
 	}
-	out := make(map[string]bool, len(late))
 	for _, ns := range late {
-		out[ns] = true
+		out[ns] = unread{why: fmt.Sprintf("the hub's cache of namespace %s did not sync within %s", ns, r.Members.SyncTimeout)}
 	}
 	return out, nil
+}
+
+// unread is why a selected namespace of a member cannot be read in this pass.
+type unread struct {
+	why string
+	// pending: not yet, rather than lost (rotation.Place.Pending).
+	pending bool
 }
 
 // gatheredPlace is a place as observed, with its consumers.

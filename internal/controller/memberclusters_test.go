@@ -199,16 +199,6 @@ func acknowledgeEverywhere(name string, ts ...placedTenant) string {
 	return fp
 }
 
-// memberStatus is status.members' entry for member name.
-func memberStatus(ck *mrtrv1alpha1.ClusterMRTRKeyring, name string) *mrtrv1alpha1.MemberStatus {
-	for i := range ck.Status.Members {
-		if ck.Status.Members[i].Name == name {
-			return &ck.Status.Members[i]
-		}
-	}
-	return nil
-}
-
 // copiesIn lists the Secrets labelled as copies of the cluster keyring name in c's cluster.
 func copiesIn(c client.Client, name string) []string {
 	GinkgoHelper()

@@ -105,6 +105,10 @@ func (r *ClusterMRTRKeyringReconciler) clusters(ctx context.Context, ck *mrtrv1a
 		// time of its latest attempt, which would rewrite status on every pass of a member that
 		// stays unreachable, and would never let it stall after rolloutDeadline.
 		c.status = mrtrv1alpha1.MemberStatus{Name: m.Name, Reachable: reachable, Message: rotation.Truncate(st.Message, 1024), LastTransitionTime: since}
+		if prev := memberStatus(ck, m.Name); prev != nil && c.connecting {
+			// Not seen yet since the operator started: as status last said.
+			c.status = *prev
+		}
 		if cl == nil {
 			c.unreachable = st.Message
 			if c.unreachable == "" {
@@ -126,13 +130,21 @@ func (r *ClusterMRTRKeyringReconciler) memberSince(ck *mrtrv1alpha1.ClusterMRTRK
 	return metav1.NewTime(r.now().Now().UTC().Truncate(1e9))
 }
 
+// memberStatus is status.members' entry for member name, nil when none.
+func memberStatus(ck *mrtrv1alpha1.ClusterMRTRKeyring, name string) *mrtrv1alpha1.MemberStatus {
+	for i := range ck.Status.Members {
+		if ck.Status.Members[i].Name == name {
+			return &ck.Status.Members[i]
+		}
+	}
+	return nil
+}
+
 // lastTransition is the time status gives member name's reachability, when status says it is
 // reachable, or not, as now.
 func lastTransition(ck *mrtrv1alpha1.ClusterMRTRKeyring, name string, reachable bool) (metav1.Time, bool) {
-	for _, s := range ck.Status.Members {
-		if s.Name == name && s.Reachable == reachable && !s.LastTransitionTime.IsZero() {
-			return s.LastTransitionTime, true
-		}
+	if s := memberStatus(ck, name); s != nil && s.Reachable == reachable && !s.LastTransitionTime.IsZero() {
+		return s.LastTransitionTime, true
 	}
 	return metav1.Time{}, false
 }
@@ -171,12 +183,22 @@ func unreachablePlaces(ck *mrtrv1alpha1.ClusterMRTRKeyring, c *memberCluster) (p
 			left = append(left, leftMemberPlace(ck, it))
 			continue
 		}
-		places = append(places, rotation.Place{Name: c.qualify(it.Name), UID: it.UID, Unreachable: c.unreachable, UnreachableSince: c.status.LastTransitionTime.Time})
+		places = append(places, c.unreachablePlace(it.Name, it.UID))
 	}
 	if len(places) == 0 {
-		places = []rotation.Place{{Name: c.qualify("*"), Unreachable: c.unreachable, UnreachableSince: c.status.LastTransitionTime.Time}}
+		places = []rotation.Place{c.unreachablePlace("*", "")}
 	}
 	return places, left
+}
+
+// unreachablePlace is namespace ns of member c, which cannot be reached: pending while c is
+// connecting, else lost since status says.
+func (c *memberCluster) unreachablePlace(ns, uid string) rotation.Place {
+	p := rotation.Place{Name: c.qualify(ns), UID: uid, Unreachable: c.unreachable, Pending: c.connecting}
+	if !c.connecting {
+		p.UnreachableSince = c.status.LastTransitionTime.Time
+	}
+	return p
 }
 
 // leftMemberPlace is a place status listed in a member no longer reached as left: a copy this

@@ -94,6 +94,14 @@ type Place struct {
 	// when unknown: a due rotation it holds in Stable has no phase start to count rolloutDeadline
 	// from (heldByUnreachable).
 	UnreachableSince time.Time
+	// Pending: the place is not seen yet, and Unreachable says why: its member is connecting (the
+	// operator started, or the member's kubeconfig changed), or its namespace's cache in the member
+	// is syncing (it just joined). It is held as an unreachable place is (no key it may still need
+	// is removed, none it may lack seals, nothing is written there), while the other places go on,
+	// a revocation among them; but it is not reported as lost: no MemberUnreachable event, no
+	// PartiallyReady, and status keeps what it said of the namespace. Within the member's sync
+	// timeout it is either seen or Unreachable.
+	Pending bool
 }
 
 // Ownership is what a Secret in a place says of whose it is: its labels and annotations, and what
@@ -343,7 +351,7 @@ func placeEvents(f facts, o outcome) outcome {
 					p.Name, in.SecretName, c, p.Name)
 			}
 		case p.Unreachable != "":
-			if prev.State != mrtrv1alpha1.NamespaceUnreachable {
+			if prev.State != mrtrv1alpha1.NamespaceUnreachable && !p.Pending {
 				o = o.event(corev1Warning, mrtrv1alpha1.ReasonMemberUnreachable, "Rotate", "%s cannot be reached (%s): %s",
 					p.Name, p.Unreachable, unreachableEffect)
 			}
@@ -388,6 +396,7 @@ func refusedEffect(p Place) string {
 // those behind first.
 func namespacesStatus(f facts, o outcome) mrtrv1alpha1.NamespacesStatus {
 	in, v := f.in, o.progress.v
+	was := listed(in)
 	var ns mrtrv1alpha1.NamespacesStatus
 	if !o.rekeyed {
 		ns.PendingRekey = f.rekey
@@ -414,6 +423,17 @@ func namespacesStatus(f facts, o outcome) mrtrv1alpha1.NamespacesStatus {
 		case c != "":
 			ns.Conflicts++
 			item.State, item.Message = mrtrv1alpha1.NamespaceConflict, fmt.Sprintf("Secret %s %s: it is never overwritten", in.SecretName, c)
+		case p.Pending && was[p.Name].State != "" && was[p.Name].State != mrtrv1alpha1.NamespaceLeft:
+			// Not seen yet since the operator started: as status last said.
+			item.State, item.Message = was[p.Name].State, was[p.Name].Message
+			switch item.State {
+			case mrtrv1alpha1.NamespaceUpToDate:
+				ns.UpToDate++
+			case mrtrv1alpha1.NamespaceConflict:
+				ns.Conflicts++
+			case mrtrv1alpha1.NamespaceWriteRefused:
+				ns.Refused++
+			}
 		case p.Unreachable != "":
 			item.State, item.Message = mrtrv1alpha1.NamespaceUnreachable, Truncate(p.Unreachable+": "+unreachableEffect, 1024)
 		case p.WriteRefused != "":
@@ -485,6 +505,7 @@ func partiallyReady(f facts) *metav1.Condition {
 		case p.Terminating:
 		case c != "":
 			failing = append(failing, fmt.Sprintf("%s (Secret %s)", p.Name, c))
+		case p.Pending:
 		case p.Unreachable != "":
 			failing = append(failing, fmt.Sprintf("%s (unreachable: %s)", p.Name, p.Unreachable))
 			reason = mrtrv1alpha1.ReasonMemberUnreachable

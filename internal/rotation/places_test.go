@@ -900,3 +900,54 @@ func TestUnreachableMemberStallsADueRotation(t *testing.T) {
 		})
 	}
 }
+
+// TestPendingPlaceHoldsQuietly: a place not seen yet (its member connecting after the operator
+// started, or its namespace's cache syncing) holds the phase as an unreachable one does, while
+// the other places go on: a revocation is written to them at once. It is not reported as lost: no
+// MemberUnreachable event, no PartiallyReady, and status keeps what it said of it.
+func TestPendingPlaceHoldsQuietly(t *testing.T) {
+	a, b := "k20260101-000000", "k20260806-120000"
+	held := fp(t, a, b)
+	in := clustered(reloadInput(status(t, mrtrv1alpha1.PhaseStable, time.Hour, a, b), ours(t, mrtrv1alpha1.PhaseStable, a, b),
+		placed("t1", held, "p1"), placed("west/t2", held, "p2")))
+	in.Places = []Place{copyOf(t, "t1", mrtrv1alpha1.PhaseStable, a, b), {Name: "west/t2", UID: "uid-west/t2",
+		Unreachable: "connecting", Pending: true}}
+	in.Namespaces.Items = []mrtrv1alpha1.NamespaceStatus{{Name: "t1", UID: "uid-t1", State: mrtrv1alpha1.NamespaceUpToDate},
+		{Name: "t2", Cluster: "west", UID: "uid-west/t2", State: mrtrv1alpha1.NamespaceUpToDate}}
+	in.RevokeRequest = b
+
+	d := Step(in)
+	if d.Status.Phase != mrtrv1alpha1.PhaseRevoking || d.Secret == nil || slices.Contains(d.Secret.IDs(), b) {
+		t.Fatalf("phase %s, write %v: the revocation must not wait for a member not seen yet", d.Status.Phase, d.Secret)
+	}
+	if !slices.Contains(d.CopyTo, "t1") || slices.Contains(d.CopyTo, "west/t2") {
+		t.Fatalf("CopyTo %v: the revocation is written where the operator reaches, never where it has not looked yet", d.CopyTo)
+	}
+	for _, e := range d.Events {
+		if e.Reason == mrtrv1alpha1.ReasonMemberUnreachable {
+			t.Fatalf("event %+v: a member not seen yet is not reported as lost", e)
+		}
+	}
+	if c := meta.FindStatusCondition(d.Status.Conditions, mrtrv1alpha1.ConditionPartiallyReady); c == nil || c.Status != metav1.ConditionFalse {
+		t.Fatalf("PartiallyReady %+v: want False", c)
+	}
+	items := make([]string, 0, len(d.Namespaces.Items))
+	for _, it := range d.Namespaces.Items {
+		items = append(items, it.Cluster+":"+it.Name+"="+string(it.State))
+	}
+	if !slices.Contains(items, "west:t2=UpToDate") {
+		t.Fatalf("status.namespaces %v: the pending place keeps what status said of it", items)
+	}
+
+	// Once its member is seen, what it held counts: the revocation is written there too, and
+	// Revoking ends only once its pods run the new keyring.
+	d = Step(func() Input {
+		next := in
+		next.Status, next.Secret, next.RevokeRequest = d.Status, ours(t, mrtrv1alpha1.PhaseRevoking, d.Secret.IDs()...), ""
+		next.Places = []Place{copyOf(t, "t1", mrtrv1alpha1.PhaseRevoking, d.Secret.IDs()...), copyOf(t, "west/t2", mrtrv1alpha1.PhaseStable, a, b)}
+		return next
+	}())
+	if !slices.Contains(d.CopyTo, "west/t2") {
+		t.Fatalf("CopyTo %v: the member seen now gets the revocation", d.CopyTo)
+	}
+}
