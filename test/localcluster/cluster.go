@@ -122,6 +122,12 @@ type Options struct {
 	// stores, and rewrite them on every refresh. It is built with the fake provider only
 	// (hack/build-external-secrets.sh). Both come from ExternalSecretsDir.
 	ExternalSecrets bool
+	// ServiceAccountTokens runs kube-controller-manager's ServiceAccount token controller, which
+	// fills in the token Secrets (type kubernetes.io/service-account-token) that a chart creates
+	// for a long-lived credential, such as the member chart's for the hub, with the token and the
+	// API server's CA; and, as in a real cluster, a token stops authenticating once its Secret is
+	// deleted.
+	ServiceAccountTokens bool
 }
 
 // Cluster is a running local cluster. Its methods are safe to call from one goroutine at a time.
@@ -289,7 +295,7 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	if err := c.startAPIServer(binDir, opts.CRDDirectoryPaths, opts.Audit); err != nil {
 		return c, err
 	}
-	if err := c.startComponents(binDir); err != nil {
+	if err := c.startComponents(binDir, opts.ServiceAccountTokens); err != nil {
 		return c, err
 	}
 	if argoDir != "" {
@@ -341,6 +347,16 @@ func (c *Cluster) startAPIServer(binDir string, crdPaths []string, audit bool) e
 				if err := c.prepareRealNode(binDir, env.ControlPlane.APIServer); err != nil {
 					return err
 				}
+			} else {
+				// A folder of the cluster's, not one envtest makes and removes when the API server
+				// stops: so that StartAPIServer serves the same certificates and signs with the same
+				// ServiceAccount key as before StopAPIServer (envtest writes them once, into an empty
+				// folder), and the token controller finds the signing key.
+				dir := c.certDir()
+				if err := os.MkdirAll(dir, 0o700); err != nil {
+					return err
+				}
+				env.ControlPlane.APIServer.CertDir = dir
 			}
 			if audit {
 				policy := filepath.Join(c.workDir, "audit-policy.yaml")
@@ -357,8 +373,37 @@ func (c *Cluster) startAPIServer(binDir string, crdPaths []string, audit bool) e
 		return fmt.Errorf("%w (logs in %s)", err, c.logDir)
 	}
 	c.env, c.config = env, env.Config
+	if c.nodeKind != NodeReal {
+		// The real node's PKI writes its CA there (apiserverPKI); envtest keeps its own in memory.
+		if err := os.WriteFile(filepath.Join(c.certDir(), "ca.crt"), env.Config.CAData, 0o600); err != nil {
+			return err
+		}
+	}
 	c.kubeconfig = filepath.Join(c.workDir, "kubeconfig")
 	return env.WriteKubeconfig(c.kubeconfig, "localcluster-admin")
+}
+
+// certDir holds the API server's serving certificate and its CA (ca.crt), and the ServiceAccount
+// signing key (sa-signer.key).
+func (c *Cluster) certDir() string { return filepath.Join(c.workDir, "apiserver-pki") }
+
+// StartAPIServer starts kube-apiserver again after StopAPIServer, on the same address and port,
+// with the same certificates, ServiceAccount key and etcd: every client configuration, token and
+// object of before is still good. It returns once the API server is healthy.
+func (c *Cluster) StartAPIServer() error {
+	if c.env == nil {
+		return errors.New("the cluster is stopped")
+	}
+	api := c.env.Environment().ControlPlane.APIServer
+	if api.CertDir == "" {
+		// envtest made a temporary folder and removed it on stop: new certificates would break
+		// every client's configuration.
+		return errors.New("kube-apiserver's certificates were not kept: it cannot restart as the same server")
+	}
+	if err := api.Start(); err != nil {
+		return fmt.Errorf("starting kube-apiserver again (logs in %s): %w", c.logDir, err)
+	}
+	return nil
 }
 
 func (c *Cluster) createLog(name string) (*os.File, error) {
@@ -398,14 +443,21 @@ var realNodeControllers = []string{
 }
 
 // startComponents starts the controller manager, the scheduler and kwok (unless the node is real)
-// against the apiserver.
-func (c *Cluster) startComponents(binDir string) error {
+// against the apiserver; the controller manager with the ServiceAccount token controller when
+// tokens is set.
+func (c *Cluster) startComponents(binDir string, tokens bool) error {
 	kc := "--kubeconfig=" + c.kubeconfig
-	kcmControllers := controllers
+	kcmControllers := slices.Clone(controllers)
 	var kcmExtra []string
 	if c.nodeKind == NodeReal {
-		kcmControllers = append(slices.Clone(controllers), realNodeControllers...)
-		kcmExtra = []string{"--root-ca-file=" + filepath.Join(c.workDir, "apiserver-pki", "ca.crt")}
+		kcmControllers = append(kcmControllers, realNodeControllers...)
+	}
+	if c.nodeKind == NodeReal || tokens {
+		kcmExtra = []string{"--root-ca-file=" + filepath.Join(c.certDir(), "ca.crt")}
+	}
+	if tokens {
+		kcmControllers = append(kcmControllers, "serviceaccount-token-controller")
+		kcmExtra = append(kcmExtra, "--service-account-private-key-file="+filepath.Join(c.certDir(), "sa-signer.key"))
 	}
 	kcm := append([]string{kc, "--controllers=" + strings.Join(kcmControllers, ","), "--leader-elect=false", "--secure-port=0"},
 		kcmExtra...)

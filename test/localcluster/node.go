@@ -204,7 +204,7 @@ func (c *Cluster) prepareRealNode(binDir string, api *envtest.APIServer) error {
 	n.sock = filepath.Join(n.dir, "containerd", "containerd.sock")
 	n.runcDir = filepath.Join(n.dir, "runc")
 	c.node = n
-	certDir := filepath.Join(c.workDir, "apiserver-pki")
+	certDir := c.certDir()
 	if n.caPEM, err = apiserverPKI(certDir, []net.IP{ip}); err != nil {
 		return fmt.Errorf("the API server's certificates: %w", err)
 	}

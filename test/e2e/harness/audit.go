@@ -99,7 +99,13 @@ type auditEvent struct {
 // namespace, each as "verb name code".
 func (e *Env) SecretWrites() (map[string][]string, error) {
 	user := fmt.Sprintf("system:serviceaccount:%s:%s", OperatorNamespace, OperatorServiceAccount)
-	f, err := os.Open(e.Cluster.AuditLogPath())
+	return readSecretWrites(e.Cluster.AuditLogPath(), user)
+}
+
+// readSecretWrites lists, by the audit log at path, every request of user that writes a Secret:
+// by namespace, each as "verb name code".
+func readSecretWrites(path, user string) (map[string][]string, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("the audit log: %w", err)
 	}

@@ -78,14 +78,20 @@ func (e *Env) ReplicaOpenCounts() (map[string]OpenCounts, error) {
 }
 
 // serving is the address of every replica behind the balancer, by pod name: those the Kubelet
-// runs on kwok, those the PodNetwork follows on the real node.
+// runs on kwok, those the PodNetwork follows on the real node, and a member's as MEMBER/POD.
 func (e *Env) serving() map[string]string {
-	if e.Pods != nil {
-		return e.Pods.Serving()
-	}
 	addrs := map[string]string{}
-	for _, r := range e.Kubelet.Replicas() {
-		addrs[r.Pod] = r.Addr
+	if e.Pods != nil {
+		addrs = e.Pods.Serving()
+	} else {
+		for _, r := range e.Kubelet.Replicas() {
+			addrs[r.Pod] = r.Addr
+		}
+	}
+	if m := e.servingMember(); m != nil && m.Kubelet != nil {
+		for _, r := range m.Kubelet.Replicas() {
+			addrs[m.Name+"/"+r.Pod] = r.Addr
+		}
 	}
 	return addrs
 }

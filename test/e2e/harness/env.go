@@ -120,6 +120,13 @@ type Options struct {
 	// KeyringSpec, when set, changes the keyring's spec before it is created (of a cluster keyring,
 	// the spec it shares with an MRTRKeyring).
 	KeyringSpec func(*mrtrv1alpha1.MRTRKeyringSpec)
+	// Member, with ClusterKeyring, is the name of a member cluster (MemberCluster): a second local
+	// cluster on kwok's node, the chart installed on it in mode member, its servers (the Go server,
+	// Replicas pods) in MemberNamespace behind the one balancer; the keyring's spec.members names
+	// the hub (local, HubMember) and it. Empty: no member, and no spec.members.
+	Member string
+	// MemberNamespace is the namespace selected on the member: Namespace when empty.
+	MemberNamespace string
 }
 
 // SelectorLabel is the namespace label a cluster keyring's namespaceSelector matches (its value
@@ -163,6 +170,9 @@ func (o *Options) defaults() {
 	if len(o.Servers) == 0 {
 		o.Servers = []ServerKind{ServerGo}
 	}
+	if o.MemberNamespace == "" {
+		o.MemberNamespace = o.Namespace
+	}
 }
 
 // TotalReplicas is the number of pods of all the servers' Deployments in one namespace.
@@ -183,7 +193,11 @@ type Env struct {
 	// Kubelet runs the servers on kwok; nil on the real node.
 	Kubelet *Kubelet
 	// Pods keeps the balancer on the real node's serving pods; nil on kwok.
-	Pods     *PodNetwork
+	Pods *PodNetwork
+	// Member is the member cluster (Options.Member); nil without one.
+	Member *MemberCluster
+	// memberLeft: the member's servers left the balancer and its keyring (DetachMember).
+	memberLeft bool
 	Timeline *Timeline
 	// MCPURL is the balancer's MCP endpoint.
 	MCPURL string
@@ -286,6 +300,11 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	if err := waitForCRDs(ctx, e.Client); err != nil {
 		return nil, fmt.Errorf("the chart's CRDs: %w", err)
 	}
+	if opts.Member != "" {
+		if err := e.startMember(ctx, root); err != nil {
+			return nil, err
+		}
+	}
 	cacheOpts := crcache.Options{Scheme: Scheme(), DefaultNamespaces: map[string]crcache.Config{opts.Namespace: {}}}
 	if opts.ClusterKeyring {
 		// Every namespace: those added later, and the cluster-scoped keyring.
@@ -310,6 +329,11 @@ func Start(ctx context.Context, opts Options) (_ *Env, err error) {
 	}
 	if err := e.followServers(runCtx, serverBin); err != nil {
 		return nil, err
+	}
+	if e.Member != nil {
+		if err := e.followMember(runCtx, serverBin); err != nil {
+			return nil, err
+		}
 	}
 	if e.Operator, err = e.newOperator(ctx, operatorBin, image); err != nil {
 		return nil, err
@@ -346,6 +370,9 @@ func (e *Env) serverImages(ctx context.Context, root, serverBin string, node loc
 	if slices.Contains(opts.Servers, ServerRust) && slices.Contains(opts.Servers, ServerTypeScript) {
 		// rmcp seals rs2, which the Go server seals too (--codec=rs2); the TypeScript package seals mrtr2.
 		return nil, fmt.Errorf("servers %v: the Rust server shares its request state (rs2) with Go and Rust servers only", opts.Servers)
+	}
+	if opts.Member != "" && (!opts.ClusterKeyring || !slices.Equal(opts.Servers, []ServerKind{ServerGo}) || opts.ArgoRollout) {
+		return nil, fmt.Errorf("a member cluster serves a cluster keyring's Go servers (Deployments) only, on kwok's node")
 	}
 	if node != localcluster.NodeReal {
 		if opts.ClusterKeyring {
@@ -470,12 +497,16 @@ func (e *Env) keyringObject() client.Object {
 	}
 	spec := k.Spec
 	spec.Workloads = nil
+	var members []mrtrv1alpha1.Member
+	if e.Member != nil {
+		members = e.members()
+	}
 	// Named, though it is the default (the keyring's name): the operator on this branch reads the
 	// consumers of a defaulted secretName by the wrong name (see the branch's report).
 	spec.SecretName = o.Name
 	return &mrtrv1alpha1.ClusterMRTRKeyring{
 		ObjectMeta: metav1.ObjectMeta{Name: o.Name},
-		Spec: mrtrv1alpha1.ClusterMRTRKeyringSpec{MRTRKeyringSpec: spec,
+		Spec: mrtrv1alpha1.ClusterMRTRKeyringSpec{MRTRKeyringSpec: spec, Members: members,
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{SelectorLabel: o.Name}}},
 	}
 }
@@ -534,8 +565,8 @@ const serverLabel = "mrtr.dev/example-server"
 // deploymentObjects are the example servers as they would be deployed for real, one Deployment
 // per server kind: the keyring Secret mounted at /etc/mrtr, the server identity, the TTL and the
 // Secret it acknowledges as args, under a ServiceAccount of its own that may acknowledge
-// (consumerObjects).
-func (e *Env) deploymentObjects(ns string) []*appsv1.Deployment {
+// (consumerObjects); as containers of the real node when real, else as the Kubelet runs them.
+func (e *Env) deploymentObjects(ns string, real bool) []*appsv1.Deployment {
 	o := e.Opts
 	out := make([]*appsv1.Deployment, 0, len(o.Servers))
 	for i, kind := range o.Servers {
@@ -556,7 +587,7 @@ func (e *Env) deploymentObjects(ns string) []*appsv1.Deployment {
 				c.Args = append(c.Args, "--codec=signed")
 			}
 		}
-		if e.Real() {
+		if real {
 			e.realContainer(&d.Spec.Template.Spec.Containers[0], kind)
 		}
 		out = append(out, d)
@@ -681,6 +712,11 @@ func (e *Env) deploy(ctx context.Context) error {
 			return err
 		}
 	}
+	if e.Member != nil {
+		if err := e.deployMember(ctx); err != nil {
+			return err
+		}
+	}
 	if o.BeforeKeyring != nil {
 		if err := o.BeforeKeyring(ctx, e.Client); err != nil {
 			return fmt.Errorf("before the keyring: %w", err)
@@ -708,7 +744,7 @@ func (e *Env) deployServers(ctx context.Context, ns string, selected bool) error
 // Deployments (or Rollout) and, on the real node, their Service.
 func (e *Env) serverObjects(ns string) ([]client.Object, error) {
 	objs := e.consumerObjects(ns)
-	for _, d := range e.deploymentObjects(ns) {
+	for _, d := range e.deploymentObjects(ns, e.Real()) {
 		if !e.Opts.ArgoRollout {
 			objs = append(objs, d)
 			continue
@@ -823,6 +859,9 @@ func (e *Env) Observe(ctx context.Context) (State, error) {
 		for _, ns := range e.selected {
 			_, s.Copies[ns] = e.secretKeyring(ctx, client.ObjectKey{Namespace: ns, Name: e.Opts.Name})
 		}
+		if m := e.servingMember(); m != nil {
+			_, s.Copies[m.Name+"/"+m.Namespace] = secretKeyring(ctx, m.Client, client.ObjectKey{Namespace: m.Namespace, Name: e.Opts.Name})
+		}
 	}
 	s.SecretKeyIDs, s.SecretFingerprint = e.secretKeyring(ctx, secretKey)
 	s.RolledOut = true
@@ -853,6 +892,13 @@ func (e *Env) Observe(ctx context.Context) (State, error) {
 			s.RolledOut = s.RolledOut && RolledOut(&d)
 		}
 	}
+	if m := e.servingMember(); m != nil {
+		var d appsv1.Deployment
+		// Unreadable while the member's API server is down: not settled, and no error, so that a
+		// test can still observe the hub.
+		err := m.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: e.Opts.Name}, &d)
+		s.RolledOut = s.RolledOut && err == nil && RolledOut(&d)
+	}
 	s.Serving = e.ReplicaKeyrings()
 	return s, nil
 }
@@ -860,8 +906,14 @@ func (e *Env) Observe(ctx context.Context) (State, error) {
 // secretKeyring is the key ids and fingerprint of the keyring in Secret key, empty when it is
 // missing or unreadable.
 func (e *Env) secretKeyring(ctx context.Context, key client.ObjectKey) ([]string, string) {
+	return secretKeyring(ctx, e.Client, key)
+}
+
+// secretKeyring is the key ids and fingerprint of the keyring in Secret key read through c, empty
+// when it is missing or unreadable.
+func secretKeyring(ctx context.Context, c client.Client, key client.ObjectKey) ([]string, string) {
 	var secret corev1.Secret
-	if err := e.Client.Get(ctx, key, &secret); err != nil {
+	if err := c.Get(ctx, key, &secret); err != nil {
 		return nil, ""
 	}
 	r, err := keyring.Parse(secret.Data[keyring.SecretDataKey])
@@ -952,7 +1004,13 @@ func (e *Env) WaitSettled(ctx context.Context, timeout time.Duration) error {
 
 // ServingReplicas is the number of pods that serve with the keyring: every server's Deployment in
 // every selected namespace.
-func (e *Env) ServingReplicas() int32 { return e.Opts.TotalReplicas() * int32(len(e.selected)) }
+func (e *Env) ServingReplicas() int32 {
+	n := e.Opts.TotalReplicas() * int32(len(e.selected))
+	if e.servingMember() != nil {
+		n += e.Opts.Replicas
+	}
+	return n
+}
 
 // delivery is the keyring's spec.delivery as it is now (a test may change it).
 func (e *Env) delivery(ctx context.Context) mrtrv1alpha1.Delivery {
@@ -1007,7 +1065,8 @@ func (e *Env) ServiceURL(ctx context.Context) (string, error) {
 }
 
 // Restarts is the number of container restarts of the selected namespaces' pods (their
-// restartCount), and their UIDs by name: together, whatever restarted, a container or a pod.
+// restartCount), and their UIDs by name (a member's pods as MEMBER/NAME): together, whatever
+// restarted, a container or a pod.
 // Pods being deleted are left out: one still draining from an earlier step (a rollout's old pod
 // within its grace period) is not part of the step measured, and a pod deleted during the step is
 // then missing from the snapshot after it, as a replaced pod should be.
@@ -1026,6 +1085,17 @@ func (e *Env) Restarts(ctx context.Context) (int32, map[string]types.UID, error)
 			uids[p.Name] = p.UID
 			for _, c := range p.Status.ContainerStatuses {
 				n += c.RestartCount
+			}
+		}
+	}
+	if m := e.servingMember(); m != nil {
+		var pods corev1.PodList
+		if err := m.Client.List(ctx, &pods, client.InNamespace(m.Namespace)); err != nil {
+			return 0, nil, err
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil {
+				uids[m.Name+"/"+p.Name] = p.UID
 			}
 		}
 	}
@@ -1072,6 +1142,9 @@ func (e *Env) Stop() error {
 	}
 	if e.Kubelet != nil && e.Kubelet.replicas != nil {
 		e.Kubelet.Stop()
+	}
+	if e.Member != nil {
+		errs = append(errs, e.Member.stop())
 	}
 	if e.lbServer != nil {
 		errs = append(errs, e.lbServer.Close())

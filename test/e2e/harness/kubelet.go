@@ -61,8 +61,10 @@ type Kubelet struct {
 	DataDir string
 	// Start starts a process.
 	Start StartFunc
-	// Balancer receives a backend per serving replica.
-	Balancer *Balancer
+	// Balancer receives a backend per serving replica, named BackendPrefix + the pod's name (a
+	// prefix tells apart the pods of two clusters behind one balancer).
+	Balancer      *Balancer
+	BackendPrefix string
 	// SyncDelay returns how long after a Secret changes a running pod's folder is updated; nil means
 	// a random 0.5 to 1 s, per pod. The real kubelet takes up to its sync period plus cache TTL.
 	SyncDelay func() time.Duration
@@ -78,6 +80,8 @@ type Kubelet struct {
 	mu       sync.Mutex
 	replicas map[string]*Replica // by pod name
 	frozen   map[string]bool     // pods whose folder is never updated again
+	// unbalanced: the replicas serve, but no longer behind the balancer (LeaveBalancer).
+	unbalanced bool
 	wg       sync.WaitGroup      // stops and delayed projections in flight
 	queue    chan string
 }
@@ -165,6 +169,17 @@ func (k *Kubelet) Freeze(pod string) {
 	k.frozen[pod] = true
 }
 
+// LeaveBalancer takes every replica out of the balancer, and keeps those started later out: the
+// servers run on, but get no traffic, as a cluster taken out of a global load balancer.
+func (k *Kubelet) LeaveBalancer() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.unbalanced = true
+	for name := range k.replicas {
+		k.Balancer.Remove(k.BackendPrefix + name)
+	}
+}
+
 // Replicas returns the replicas that serve, in no order.
 func (k *Kubelet) Replicas() []*Replica {
 	k.mu.Lock()
@@ -206,9 +221,11 @@ func (k *Kubelet) syncPod(ctx context.Context, name string) {
 		return
 	}
 	k.mu.Lock()
+	defer k.mu.Unlock()
 	k.replicas[name] = r
-	k.mu.Unlock()
-	k.Balancer.Add(name, r.Addr)
+	if !k.unbalanced {
+		k.Balancer.Add(k.BackendPrefix+name, r.Addr)
+	}
 	k.logf("kubelet: %s serving on %s", name, r.Addr)
 }
 
@@ -223,7 +240,7 @@ const drainDelay = 500 * time.Millisecond
 func (k *Kubelet) stopLocked(name string, r *Replica) {
 	delete(k.replicas, name)
 	r.gone = true
-	k.Balancer.Remove(name)
+	k.Balancer.Remove(k.BackendPrefix + name)
 	k.wg.Go(func() {
 		time.Sleep(drainDelay)
 		_ = r.proc.Stop()

@@ -82,7 +82,7 @@ func (e *Env) StartStray(ctx context.Context, name string, replicas int32) (*Str
 		ObjectMeta: metav1.ObjectMeta{Namespace: o.Namespace, Name: name},
 		Data:       map[string][]byte{keyring.SecretDataKey: data},
 	}
-	d := e.deploymentObjects(o.Namespace)[0]
+	d := e.deploymentObjects(o.Namespace, e.Real())[0]
 	labels := map[string]string{strayNameLabel: name}
 	d.Name, d.Labels, d.Spec.Replicas = name, labels, &replicas
 	d.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels}
