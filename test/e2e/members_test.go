@@ -126,9 +126,10 @@ var _ = Describe("a ClusterMRTRKeyring across a hub and a member cluster, behind
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: env.Opts.Name}, &ck)).To(Succeed())
 		return &ck
 	}
-	memberState := func(ck *mrtrv1alpha1.ClusterMRTRKeyring, name string) *mrtrv1alpha1.MemberStatus {
+	// westState is status.members' entry of the member.
+	westState := func(ck *mrtrv1alpha1.ClusterMRTRKeyring) *mrtrv1alpha1.MemberStatus {
 		for i := range ck.Status.Members {
-			if ck.Status.Members[i].Name == name {
+			if ck.Status.Members[i].Name == member {
 				return &ck.Status.Members[i]
 			}
 		}
@@ -213,7 +214,7 @@ var _ = Describe("a ClusterMRTRKeyring across a hub and a member cluster, behind
 		Expect(ck.Status.Namespaces.Items).To(ContainElements(
 			SatisfyAll(HaveField("Cluster", harness.HubMember), HaveField("Name", hubNS)),
 			SatisfyAll(HaveField("Cluster", member), HaveField("Name", memberNS))))
-		Expect(memberState(ck, member)).To(HaveField("Reachable", BeTrue()))
+		Expect(westState(ck)).To(HaveField("Reachable", BeTrue()))
 
 		before, uids := restarts()
 		Expect(uids).To(HaveLen(4))
@@ -250,6 +251,10 @@ var _ = Describe("a ClusterMRTRKeyring across a hub and a member cluster, behind
 		held := observe(Default)
 		hubCopy := held.Copies[hubNS]
 		Expect(hubCopy).To(Equal(held.SecretFingerprint))
+		// When the wait would end: once the member cannot be seen, status drops it (what its pods
+		// seal meanwhile is unknown), and the wait starts again when it is back.
+		ttlEnd := keyring(Default).Status.TTLWaitUntil
+		Expect(ttlEnd).NotTo(BeNil())
 
 		By("stopping the member's kube-apiserver in WaitingTTL")
 		stopped := time.Now()
@@ -257,11 +262,9 @@ var _ = Describe("a ClusterMRTRKeyring across a hub and a member cluster, behind
 		GinkgoWriter.Printf("the member's API server stopped in %v\n", time.Since(stopped).Round(100*time.Millisecond))
 		Eventually(func(g Gomega) {
 			ck := keyring(g)
-			g.Expect(memberState(ck, member)).To(HaveField("Reachable", BeFalse()))
+			g.Expect(westState(ck)).To(HaveField("Reachable", BeFalse()))
 			g.Expect(ck.Status.Phase).To(Equal(mrtrv1alpha1.PhaseWaitingTTL))
 		}).WithTimeout(time.Minute).Should(Succeed())
-		ttlEnd := keyring(Default).Status.TTLWaitUntil
-		Expect(ttlEnd).NotTo(BeNil())
 		hold := max(time.Until(ttlEnd.Time)+5*time.Second, 5*time.Second)
 		GinkgoWriter.Printf("the member is unreachable; the TTL wait ends at %s: holding for %v\n",
 			ttlEnd.Format(time.TimeOnly), hold.Round(100*time.Millisecond))
@@ -276,7 +279,7 @@ var _ = Describe("a ClusterMRTRKeyring across a hub and a member cluster, behind
 		Expect(env.Member.Cluster.StartAPIServer()).To(Succeed())
 		Eventually(rotationsDone).WithTimeout(2 * time.Minute).Should(BeNumerically("==", done+1))
 		Expect(env.WaitSettled(ctx, time.Minute)).To(Succeed())
-		Expect(memberState(keyring(Default), member)).To(HaveField("Reachable", BeTrue()))
+		Expect(westState(keyring(Default))).To(HaveField("Reachable", BeTrue()))
 		endLoad(true)
 		report(rotationAt, 1)
 	})
@@ -305,7 +308,7 @@ var _ = Describe("a ClusterMRTRKeyring across a hub and a member cluster, behind
 		var stalled *metav1.Condition
 		Eventually(func(g Gomega) {
 			ck := keyring(g)
-			g.Expect(memberState(ck, member)).To(HaveField("Reachable", BeFalse()))
+			g.Expect(westState(ck)).To(HaveField("Reachable", BeFalse()))
 			stalled = meta.FindStatusCondition(ck.Status.Conditions, mrtrv1alpha1.ConditionStalled)
 			g.Expect(stalled).NotTo(BeNil())
 			g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
@@ -314,14 +317,14 @@ var _ = Describe("a ClusterMRTRKeyring across a hub and a member cluster, behind
 			g.Expect(ck.Status.RotationsCompleted).To(Equal(done), "the rotation waits for the member")
 		}).WithTimeout(time.Minute).Should(Succeed())
 		GinkgoWriter.Printf("Stalled: %s\n", stalled.Message)
-		GinkgoWriter.Printf("west: %s\n", memberState(keyring(Default), member).Message)
+		GinkgoWriter.Printf("west: %s\n", westState(keyring(Default)).Message)
 
 		By("renewing the token (helm upgrade of the member chart) and the hub's Secret (kubectl mrtr member kubeconfig)")
 		Expect(env.RenewMemberToken(ctx)).To(Succeed())
 		Eventually(rotationsDone).WithTimeout(2 * time.Minute).Should(BeNumerically("==", done+1))
 		Expect(env.WaitSettled(ctx, time.Minute)).To(Succeed())
 		ck := keyring(Default)
-		Expect(memberState(ck, member)).To(HaveField("Reachable", BeTrue()))
+		Expect(westState(ck)).To(HaveField("Reachable", BeTrue()))
 		Expect(meta.IsStatusConditionTrue(ck.Status.Conditions, mrtrv1alpha1.ConditionStalled)).To(BeFalse())
 		endLoad(true)
 		report(rotationAt, 1)

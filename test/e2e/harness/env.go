@@ -198,7 +198,7 @@ type Env struct {
 	Member *MemberCluster
 	// memberLeft: the member's servers left the balancer and its keyring (DetachMember).
 	memberLeft bool
-	Timeline *Timeline
+	Timeline   *Timeline
 	// MCPURL is the balancer's MCP endpoint.
 	MCPURL string
 

@@ -26,6 +26,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -59,19 +60,28 @@ const (
 // installChart installs the chart with bin/helm (make helm builds it from Helm's Go module), with
 // the cluster keyrings turned on (clusterKeyrings.enable: their flag and their RBAC) when asked.
 func installChart(ctx context.Context, root, kubeconfig string, clusterKeyrings bool) error {
+	values := []string{"manager.replicas=0"}
+	if clusterKeyrings {
+		values = append(values, "clusterKeyrings.enable=true")
+	}
+	return runHelm(ctx, root, kubeconfig, []string{"install", ReleaseName, "--create-namespace"}, values...)
+}
+
+// runHelm runs bin/helm's verb and release (args) on the chart dist/chart in OperatorNamespace of
+// the cluster of kubeconfig, with values (key=value) set.
+func runHelm(ctx context.Context, root, kubeconfig string, args []string, values ...string) error {
 	helm := filepath.Join(root, "bin", "helm")
 	if _, err := os.Stat(helm); err != nil {
 		return fmt.Errorf("%s is missing: run make helm (make test-e2e and make demo do)", helm)
 	}
-	args := []string{"install", ReleaseName, filepath.Join(root, "dist", "chart"),
-		"--namespace", OperatorNamespace, "--create-namespace", "--kubeconfig", kubeconfig,
-		"--set", "manager.replicas=0"}
-	if clusterKeyrings {
-		args = append(args, "--set", "clusterKeyrings.enable=true")
+	full := append(slices.Clone(args[:2]), filepath.Join(root, "dist", "chart"))
+	full = append(append(full, args[2:]...), "--namespace", OperatorNamespace, "--kubeconfig", kubeconfig)
+	for _, v := range values {
+		full = append(full, "--set", v)
 	}
-	cmd := exec.CommandContext(ctx, helm, args...)
+	cmd := exec.CommandContext(ctx, helm, full...)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("helm install: %w\n%s", err, out)
+		return fmt.Errorf("helm %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
 	return nil
 }

@@ -82,8 +82,8 @@ type Kubelet struct {
 	frozen   map[string]bool     // pods whose folder is never updated again
 	// unbalanced: the replicas serve, but no longer behind the balancer (LeaveBalancer).
 	unbalanced bool
-	wg       sync.WaitGroup      // stops and delayed projections in flight
-	queue    chan string
+	wg         sync.WaitGroup // stops and delayed projections in flight
+	queue      chan string
 }
 
 // Replica is one running example-server process for a pod.

@@ -20,8 +20,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -117,19 +115,12 @@ func (e *Env) startMember(ctx context.Context, root string) error {
 // helmMember runs helm install (or upgrade) of the chart in mode member on the member, as
 // docs/multi-cluster.md has a user do it. An upgrade re-creates the token Secret if it was deleted.
 func (e *Env) helmMember(ctx context.Context, root, verb string) error {
-	helm := filepath.Join(root, "bin", "helm")
-	if _, err := os.Stat(helm); err != nil {
-		return fmt.Errorf("%s is missing: run make helm (make test-e2e and make demo do)", helm)
-	}
-	args := []string{verb, MemberRelease, filepath.Join(root, "dist", "chart"),
-		"--namespace", OperatorNamespace, "--kubeconfig", e.Member.Cluster.KubeconfigPath(),
-		"--set", "mode=member", "--set", "fullnameOverride=" + ReleaseName}
+	args := []string{verb, MemberRelease}
 	if verb == "install" {
 		args = append(args, "--create-namespace")
 	}
-	cmd := exec.CommandContext(ctx, helm, args...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("helm %s on the member: %w\n%s", verb, err, out)
+	if err := runHelm(ctx, root, e.Member.Cluster.KubeconfigPath(), args, "mode=member", "fullnameOverride="+ReleaseName); err != nil {
+		return fmt.Errorf("on the member: %w", err)
 	}
 	return nil
 }
