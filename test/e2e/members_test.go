@@ -173,6 +173,9 @@ var _ = Describe("a ClusterMRTRKeyring across a hub and a member cluster, behind
 	BeforeAll(func() {
 		requireRealNode()
 		start := time.Now()
+		DeferCleanup(func() {
+			GinkgoWriter.Printf("the two-cluster specs took %v, their set-up included\n", time.Since(start).Round(time.Second))
+		})
 		env = startStack(ctx, harness.Options{Node: localcluster.NodeReal, ClusterKeyring: true, Namespaces: []string{hubNS},
 			Replicas: 2, Member: member, MemberNamespace: memberNS,
 			// The hub notices a member's API server gone by its health check (every 5 s, 5 s
@@ -183,7 +186,6 @@ var _ = Describe("a ClusterMRTRKeyring across a hub and a member cluster, behind
 			if stopLoad != nil {
 				stopLoad()
 			}
-			GinkgoWriter.Printf("the members' specs took %v\n", time.Since(specStart).Round(time.Second))
 		})
 	})
 	BeforeEach(func() { specStart = time.Now() })

@@ -238,3 +238,52 @@ func stat(pid int) (state string, ppid int, ok bool) {
 	ppid, err = strconv.Atoi(fields[1])
 	return fields[0], ppid, err == nil
 }
+
+// A kwok cluster's API server stopped and started again is the same server: the same address,
+// certificates and ServiceAccount key, and etcd's objects; the token controller fills in a token
+// Secret, whose token authenticates until the Secret is deleted.
+func TestAPIServerStopsAndStartsAsTheSameServer(t *testing.T) {
+	g := NewWithT(t)
+	bin := binDir(t)
+	ctx := t.Context()
+	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: bin, LogDir: t.TempDir(), Node: localcluster.NodeKwok,
+		ServiceAccountTokens: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Log(c.TailLogs(40))
+		}
+		_ = c.Stop()
+	})
+	admin, err := client.New(c.RESTConfig(), client.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hub"}}
+	g.Expect(admin.Create(ctx, sa)).To(Succeed())
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hub-token",
+		Annotations: map[string]string{corev1.ServiceAccountNameKey: sa.Name}}, Type: corev1.SecretTypeServiceAccountToken}
+	g.Expect(admin.Create(ctx, secret)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+		g.Expect(secret.Data).To(HaveKey(corev1.ServiceAccountTokenKey))
+		g.Expect(secret.Data).To(HaveKeyWithValue(corev1.ServiceAccountRootCAKey, c.RESTConfig().CAData))
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+	tokenCfg := c.RESTConfig()
+	tokenCfg.CertData, tokenCfg.KeyData = nil, nil
+	tokenCfg.BearerToken = string(secret.Data[corev1.ServiceAccountTokenKey])
+	hub, err := client.New(tokenCfg, client.Options{})
+	g.Expect(err).NotTo(HaveOccurred())
+	// Authenticated, and refused by RBAC: the token is good.
+	g.Expect(apierrors.IsForbidden(hub.List(ctx, &corev1.SecretList{}))).To(BeTrue())
+
+	g.Expect(c.StopAPIServer()).To(Succeed())
+	err = admin.Get(ctx, client.ObjectKeyFromObject(sa), sa)
+	g.Expect(err).To(MatchError(ContainSubstring("connection refused")))
+
+	g.Expect(c.StartAPIServer()).To(Succeed())
+	g.Expect(admin.Get(ctx, client.ObjectKeyFromObject(sa), sa)).To(Succeed(), "the same address, CA and client certificate")
+	g.Expect(apierrors.IsForbidden(hub.List(ctx, &corev1.SecretList{}))).To(BeTrue(), "the same ServiceAccount key")
+
+	g.Expect(admin.Delete(ctx, secret)).To(Succeed())
+	g.Eventually(func() bool { return apierrors.IsUnauthorized(hub.List(ctx, &corev1.SecretList{})) }).
+		WithTimeout(30*time.Second).Should(BeTrue(), "a token whose Secret is gone no longer authenticates")
+}
