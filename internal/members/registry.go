@@ -467,8 +467,14 @@ func (r *Registry) watch(ctx context.Context, name string, m *member) {
 	}
 	tick := time.NewTicker(r.HealthEvery)
 	defer tick.Stop()
+	lost := false
 	for {
-		r.check(ctx, name, m, synced)
+		if r.check(ctx, name, m, synced, lost) {
+			lost = true
+		} else if lost {
+			r.renew(name, m)
+			return
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -484,20 +490,44 @@ func (r *Registry) watch(ctx context.Context, name string, m *member) {
 
 // check asks the member's API server whether it is ready, with a short timeout: a cache that
 // synced once keeps serving what it last saw when the member is lost, so only a live request
-// tells.
-func (r *Registry) check(ctx context.Context, name string, m *member, synced bool) {
+// tells. It reports whether the member is lost: it does not answer, or, when it was lost, it
+// answers again, and is left to renew, not set reachable.
+func (r *Registry) check(ctx context.Context, name string, m *member, synced, lost bool) bool {
 	if !synced {
-		return
+		return lost
 	}
 	err := r.ready(ctx, m)
 	if ctx.Err() != nil {
-		return
+		return lost
 	}
 	if err != nil {
 		r.set(name, m, false, "its API server does not answer /readyz: "+err.Error())
-		return
+		return true
 	}
-	r.set(name, m, true, "")
+	if !lost {
+		r.set(name, m, true, "")
+	}
+	return false
+}
+
+// renew stops member m, which answers again after it was lost, so that the next Ensure builds it
+// anew, and reports the change. Its cache may be stale for a while yet: client-go backs off a
+// failed watch for up to half a minute, and an API server that restarted refuses to resume a
+// watch from a resourceVersion it no longer holds, so the informers wait to list again, while
+// the copies they hold are older than the member's. Writes from a stale cache are refused
+// (conflicts) until then, which holds the member's phase for nothing: a new cache lists at once.
+func (r *Registry) renew(name string, m *member) {
+	r.mu.Lock()
+	current := r.members[name] == m
+	if current {
+		m.cancel()
+		delete(r.members, name)
+	}
+	r.mu.Unlock()
+	if current && r.Changed != nil {
+		logf.Log.WithName("members").Info("member answers again: its cache is built anew", "kubeconfigSecret", name)
+		r.Changed(name, nil)
+	}
 }
 
 // ready asks the member's API server's /readyz, within HealthTimeout.

@@ -578,3 +578,127 @@ func TestRegistryInformsOfAKindServedLater(t *testing.T) {
 		t.Fatalf("the Widgets of blue by index: %d, %v", len(list.Items), err)
 	}
 }
+
+// proxy is a TCP proxy to target that can be cut (the listener and every connection closed: the
+// member's API server gone, as the hub sees it) and mended on the same address.
+type proxy struct {
+	target, addr string
+	mu           sync.Mutex
+	ln           net.Listener
+	conns        map[net.Conn]bool
+}
+
+func (p *proxy) mend(t *testing.T) {
+	t.Helper()
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.ln, p.addr = ln, ln.Addr().String()
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", p.target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns[c], p.conns[up] = true, true
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(up, c); _ = up.Close() }()
+			go func() { _, _ = io.Copy(c, up); _ = c.Close() }()
+		}
+	}()
+}
+
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		_ = p.ln.Close()
+		p.ln = nil
+	}
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	p.conns = map[net.Conn]bool{}
+}
+
+// TestRegistryRenewsAMemberThatAnswersAgain: a member lost after its cache synced, and back, is
+// reached through a new cache, which holds what changed there meanwhile as soon as it is reported
+// reachable; the old cache's watches, backed off by client-go, would still miss it.
+func TestRegistryRenewsAMemberThatAnswersAgain(t *testing.T) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Skip("KUBEBUILDER_ASSETS is not set: make envtest-assets")
+	}
+	env := &envtest.Environment{}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	direct, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const ns = "mrtr-system"
+	if err := direct.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &proxy{target: u.Host, addr: "127.0.0.1:0", conns: map[net.Conn]bool{}}
+	p.mend(t)
+	t.Cleanup(p.cut)
+	if err := direct.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "west-kubeconfig"},
+		Data: map[string][]byte{mrtrv1alpha1.MemberKubeconfigKey: kubeconfigFor(t, cfg, "https://"+p.addr)}}); err != nil {
+		t.Fatal(err)
+	}
+	r := &Registry{Reader: direct, Namespace: ns, Scheme: scheme.Scheme, CacheOptions: func() cache.Options { return cache.Options{} },
+		SyncTimeout: 2 * time.Second, HealthEvery: 200 * time.Millisecond, HealthTimeout: time.Second, Now: time.Now}
+	t.Cleanup(func() { r.Retain(nil) })
+	eventually := func(what string, f func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !f(); {
+			if time.Now().After(deadline) {
+				t.Fatalf("never %s", what)
+			}
+			time.Sleep(50 * time.Millisecond) // polling a state another goroutine settles
+		}
+	}
+	reachable := func() bool { _, st := r.Ensure(ctx, "west-kubeconfig"); return st.Reachable }
+	eventually("reached west", reachable)
+	before := r.Cluster("west-kubeconfig")
+
+	p.cut()
+	eventually("found west lost", func() bool { return !reachable() })
+	// Changed while the hub could not see it; the lost cache's watches back off meanwhile.
+	changed := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "made-while-lost"}}
+	if err := direct.Create(ctx, changed); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // a few failed watch attempts, so that client-go backs them off
+	p.mend(t)
+
+	var c client.Client
+	eventually("reached west again", func() bool {
+		var st State
+		c, st = r.Ensure(ctx, "west-kubeconfig")
+		return st.Reachable
+	})
+	if r.Cluster("west-kubeconfig") == before {
+		t.Fatal("west answers again through the cluster (and cache) it was lost with")
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(changed), &corev1.Secret{}); err != nil {
+		t.Fatalf("once west is reachable again, its cache does not hold what changed while it was lost: %v", err)
+	}
+}
