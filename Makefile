@@ -248,7 +248,7 @@ test-mcp-conformance: node22 python-venv ## Run the MCP conformance suite's inpu
 # the whole control plane, and they run processes of their own (see test/localcluster).
 .PHONY: test-e2e
 test-e2e: manifests generate fmt vet build helm e2e-assets node-packages ## Run the end-to-end tests on a local cluster.
-	go test -tags=e2e -p 1 -timeout 30m -v ./test/e2e/... ./test/localcluster/... ./test/docs/...
+	go test -tags=e2e -p 1 -timeout 45m -v ./test/e2e/... ./test/localcluster/... ./test/docs/...
 
 # The operator documentation's commands: test/docs runs every sh block of docs/*.md (but those
 # its NotRun names: the benchmarks, development.md and the generated api.md) with bash, in order,
