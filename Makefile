@@ -297,9 +297,21 @@ bench-token: ## Benchmark pkg/token's codecs against their floors and alternativ
 # SCALE_CLUSTER=1 measures one ClusterMRTRKeyring over SCALE_N namespaces instead (requests per
 # rotation, and per namespace).
 SCALE_N ?= 100,1000
+# bench-members: a hub whose ClusterMRTRKeyring names SCALE_MEMBERS member clusters, each its own
+# envtest, with SCALE_N namespaces each (10,40 unless SCALE_N is given), every M with every N, in
+# Reload delivery unless SCALE_DELIVERY says otherwise: the manager's requests to each member per
+# rotation, per member and per namespace and their growth, and the hub's heap per member.
+SCALE_MEMBERS ?= 1,2,4
+BENCH_MEMBERS_N := 10,40
 .PHONY: bench-scale
 bench-scale: envtest-assets ## Benchmark the manager with SCALE_N keyrings (default 100,1000) on envtest: Ready, rotate all, cost per rotation.
 	KUBEBUILDER_ASSETS="$$(ENVTEST="$(ENVTEST)" ENVTEST_K8S_VERSION="$(ENVTEST_K8S_VERSION)" ENVTEST_BIN_DIR="$(LOCALBIN)" hack/envtest-assets.sh | tail -1)" go run ./hack/benchscale -n "$(SCALE_N)"
+
+.PHONY: bench-members
+bench-members: envtest-assets ## Benchmark a hub over SCALE_MEMBERS member clusters (default 1,2,4) of SCALE_N namespaces each (default 10,40) on envtests: requests per member and namespace, the hub's memory per member.
+	KUBEBUILDER_ASSETS="$$(ENVTEST="$(ENVTEST)" ENVTEST_K8S_VERSION="$(ENVTEST_K8S_VERSION)" ENVTEST_BIN_DIR="$(LOCALBIN)" hack/envtest-assets.sh | tail -1)" \
+		go run ./hack/benchscale -members "$(SCALE_MEMBERS)" -n "$(if $(filter file,$(origin SCALE_N)),$(BENCH_MEMBERS_N),$(SCALE_N))" \
+		-delivery "$(if $(SCALE_DELIVERY),$(SCALE_DELIVERY),Reload)"
 
 # The linter also covers the test tool modules under hack/ (each its own module for its
 # dependencies: Helm, the Prometheus rule evaluator, the image builder, the token libraries that

@@ -68,9 +68,15 @@ func startControlPlane(ctx context.Context, dir string) (*controlPlane, error) {
 		cp.stop()
 		return nil, err
 	}
-	cp.config = rest.CopyConfig(env.Config)
-	cp.config.QPS, cp.config.Burst = 500, 1000
+	cp.config = harnessConfig(env)
 	return cp, nil
+}
+
+// harnessConfig is the admin's config with a high QPS and burst, for the harness.
+func harnessConfig(env *testenv.Env) *rest.Config {
+	c := rest.CopyConfig(env.Config)
+	c.QPS, c.Burst = 500, 1000
+	return c
 }
 
 func (cp *controlPlane) stop() {

@@ -107,31 +107,40 @@ func measureCluster(ctx context.Context, cfg config, bin string, n int) (res clu
 }
 
 // createFleet creates the operator's namespace and n namespaces labelled for the keyring, each with
-// its Deployment (and Pod), and waits until the harness has rolled every Deployment out.
+// its Deployment (and Pod).
 func (b *bench) createFleet(ctx context.Context, n int) error {
 	if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterNamespace}}); err != nil {
 		return err
 	}
-	reload := b.cfg.delivery == mrtrv1alpha1.DeliveryReload
-	return parallel(ctx, "namespaces created", n, b.cfg.workers, func(ctx context.Context, i int) error {
-		ns := fmt.Sprintf("tenant-%04d", i)
+	return createTenants(ctx, b.c, b.cfg, n)
+}
+
+// createTenants creates n namespaces labelled for the keyring through c, each with its Deployment
+// (and in Reload delivery its Pod) consuming the keyring's copy.
+func createTenants(ctx context.Context, c client.Client, cfg config, n int) error {
+	reload := cfg.delivery == mrtrv1alpha1.DeliveryReload
+	return parallel(ctx, "namespaces created", n, cfg.workers, func(ctx context.Context, i int) error {
+		ns := tenantNamespace(i)
 		labels := map[string]string{fleetLabel: clusterKeyringName}
-		if err := b.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}); err != nil {
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels}}); err != nil {
 			return err
 		}
 		d, err := testworld.Workload{Kind: workload.Deployment, Namespace: ns, Name: "api", Replicas: 1, Secret: clusterSecretName}.New()
 		if err != nil {
 			return err
 		}
-		if err := b.c.Create(ctx, d); err != nil {
+		if err := c.Create(ctx, d); err != nil {
 			return err
 		}
 		if reload {
-			return b.c.Create(ctx, testworld.NewPod(ns, "api-0", map[string]string{"app": "api"}, clusterSecretName))
+			return c.Create(ctx, testworld.NewPod(ns, "api-0", map[string]string{"app": "api"}, clusterSecretName))
 		}
 		return nil
 	})
 }
+
+// tenantNamespace is the name of the i-th namespace the keyring selects.
+func tenantNamespace(i int) string { return fmt.Sprintf("tenant-%04d", i) }
 
 // newClusterKeyring is the benchmark's ClusterMRTRKeyring, unstructured for the zero durations (see
 // newKeyring).

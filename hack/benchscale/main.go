@@ -60,6 +60,10 @@ type config struct {
 	workers       int
 	// cluster: one ClusterMRTRKeyring over N namespaces instead of N keyrings (clusterkeyring.go).
 	cluster bool
+	// members: one ClusterMRTRKeyring naming M member clusters of N namespaces each, for every M
+	// here and N of sizes (members.go); rotations is how many rotations each point measures.
+	members   []int
+	rotations int
 }
 
 // start is when the program began; progress lines print the time since.
@@ -112,6 +116,10 @@ func parseConfig(args []string) (config, error) {
 	steady := fs.Duration("steady", 10*time.Second, "the window, once everything is Stable, over which steady-state traffic is counted")
 	cluster := fs.Bool("cluster", os.Getenv("SCALE_CLUSTER") != "",
 		"one ClusterMRTRKeyring over N namespaces (each with its copy and one Deployment) instead of N keyrings (env SCALE_CLUSTER)")
+	members := fs.String("members", os.Getenv("SCALE_MEMBERS"),
+		"comma-separated numbers of member clusters, each its own envtest: a hub's ClusterMRTRKeyring names them all, "+
+			"and -n counts the namespaces of each member; every M with every N (env SCALE_MEMBERS)")
+	rotations := fs.Int("rotations", 2, "how many rotations, one after the other, each point of -members measures")
 	workers := fs.Int("workers", 8, "parallel requests of the harness when it creates objects and requests rotations")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
@@ -119,12 +127,17 @@ func parseConfig(args []string) (config, error) {
 	c := config{delivery: mrtrv1alpha1.Delivery(*delivery), nextKey: mrtrv1alpha1.NextKey(*nextKey),
 		managerArgs: strings.Fields(*managerArgs), managerEnv: strings.Fields(*managerEnv), profileDir: *profileDir,
 		readyTimeout: *readyTimeout, rotateTimeout: *rotateTimeout, steadyWindow: *steady, workers: *workers, cluster: *cluster}
-	for s := range strings.SplitSeq(*sizes, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n < 1 {
-			return config{}, fmt.Errorf("-n / SCALE_N: %q is not a positive number", s)
+	var err error
+	if c.sizes, err = positiveList(*sizes); err != nil {
+		return config{}, fmt.Errorf("-n / SCALE_N: %w", err)
+	}
+	if *members != "" {
+		if c.members, err = positiveList(*members); err != nil {
+			return config{}, fmt.Errorf("-members / SCALE_MEMBERS: %w", err)
 		}
-		c.sizes = append(c.sizes, n)
+	}
+	if c.rotations = *rotations; c.rotations < 1 {
+		return config{}, errors.New("-rotations must be at least 1")
 	}
 	if c.delivery != mrtrv1alpha1.DeliveryRestart && c.delivery != mrtrv1alpha1.DeliveryReload {
 		return config{}, fmt.Errorf("-delivery / SCALE_DELIVERY: %q is neither Restart nor Reload", *delivery)
@@ -136,6 +149,19 @@ func parseConfig(args []string) (config, error) {
 		return config{}, errors.New("-workers must be at least 1")
 	}
 	return c, nil
+}
+
+// positiveList parses a comma-separated list of positive numbers.
+func positiveList(list string) ([]int, error) {
+	var out []int
+	for s := range strings.SplitSeq(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive number", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // chartContainer runs the manager as in the chart's container, whose memory limit is 512Mi: the soft
@@ -160,6 +186,9 @@ func run(ctx context.Context, cfg config) ([]result, error) {
 		return nil, err
 	}
 	defer cleanup()
+	if len(cfg.members) > 0 {
+		return nil, runMembers(ctx, cfg, bin)
+	}
 	if cfg.cluster {
 		return nil, runCluster(ctx, cfg, bin)
 	}

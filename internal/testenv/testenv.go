@@ -178,15 +178,26 @@ func (e *Env) Environment() *envtest.Environment { return e.env }
 // WriteKubeconfig writes to path a kubeconfig of user, a new member of system:masters, as
 // kubectl and the processes the tests start read one.
 func (e *Env) WriteKubeconfig(path, user string) error {
+	kubeconfig, err := e.Kubeconfig(user)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, kubeconfig, 0o600)
+}
+
+// Kubeconfig is a kubeconfig of user, a new member of system:masters: the https server, its CA
+// and the user's client certificate and key, all inline (what a member cluster's kubeconfig
+// Secret must hold, see internal/members.RESTConfig).
+func (e *Env) Kubeconfig(user string) ([]byte, error) {
 	u, err := e.env.AddUser(envtest.User{Name: user, Groups: []string{"system:masters"}}, &rest.Config{})
 	if err != nil {
-		return fmt.Errorf("add user %s: %w", user, err)
+		return nil, fmt.Errorf("add user %s: %w", user, err)
 	}
 	kubeconfig, err := u.KubeConfig()
 	if err != nil {
-		return fmt.Errorf("kubeconfig of %s: %w", user, err)
+		return nil, fmt.Errorf("kubeconfig of %s: %w", user, err)
 	}
-	return os.WriteFile(path, kubeconfig, 0o600)
+	return kubeconfig, nil
 }
 
 // NewScheme holds client-go's types and mrtr.dev's, which is what the operator reads.
