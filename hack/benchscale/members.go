@@ -92,6 +92,8 @@ type membersResult struct {
 	// MemberWrites are the writes the members' API servers served, from every client (the
 	// harness's acknowledgements too); WritesBy the same by "verb resource subresource".
 	MemberWrites float64            `json:"member_writes_per_rotation"`
+	// Reconciles are the manager's reconciles per rotation (the cluster keyring's passes).
+	Reconciles float64 `json:"reconciles_per_rotation"`
 	WritesBy     map[string]float64 `json:"member_writes_by_verb"`
 	CPU          time.Duration      `json:"cpu_ns_per_rotation"`
 	// CPUBy is every process's CPU over the whole window (all rotations), by command name.
@@ -475,6 +477,7 @@ func (b *bench) measureMemberRotations(ctx context.Context, ms []*memberCluster,
 			res.HubRequestsBy[methodCode] += v / rotations
 		}
 	}
+	res.Reconciles = (after.sum(metricReconciles) - before.sum(metricReconciles)) / rotations
 	res.CPU = (cpuAfter - cpuBefore) / time.Duration(b.cfg.rotations)
 	res.CPUBy = map[string]time.Duration{}
 	for name, d := range allAfter {
@@ -615,7 +618,7 @@ func (r membersResult) block() string {
 		r.MemberRequests, r.perMember(), r.perNamespace(), r.HubRequests)
 	p("    by member:                  %s", formatCounts(r.RequestsByMember))
 	p("    to the members, by method:  %s", formatCounts(r.MemberRequestsBy))
-	p("    to the hub, by method:      %s", formatCounts(r.HubRequestsBy))
+	p("    to the hub, by method:      %s; %.1f reconciles per rotation", formatCounts(r.HubRequestsBy), r.Reconciles)
 	p("  member API writes / rotation  %.0f, every client (%s)", r.MemberWrites, formatCounts(r.WritesBy))
 	p("  manager CPU per rotation      %s; CPU of every process over the %d rotation(s): %s", fmtDur(r.CPU), r.Rotations, formatCPU(r.CPUBy))
 	reactions := make([]string, len(r.Reactions))
