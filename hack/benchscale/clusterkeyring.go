@@ -230,8 +230,7 @@ func (b *bench) measureClusterRotation(ctx context.Context, cfg config, res *clu
 	res.CPU = cpuAfter - cpuBefore
 	res.PerNS = res.Requests / float64(res.Namespaces)
 	res.ServedWrite = map[string]float64{}
-	byVerb := []string{"verb", "resource", "subresource"}
-	for k, v := range diff(servedAfter.sumBy(metricServed, byVerb...), servedBefore.sumBy(metricServed, byVerb...)) {
+	for k, v := range diff(servedAfter.sumBy(metricServed, servedLabels...), servedBefore.sumBy(metricServed, servedLabels...)) {
 		if mutating(strings.Fields(k)[0]) {
 			res.Writes += v
 			res.ServedWrite[strings.TrimSpace(k)] = v

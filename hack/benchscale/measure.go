@@ -223,8 +223,7 @@ func (b *bench) measureRotation(ctx context.Context, res *result) (err error) {
 	res.rotateReconciles = after.sum(metricReconciles) - before.sum(metricReconciles)
 	res.requestsBy = diff(after.sumBy(metricRequests, "method", "code"), before.sumBy(metricRequests, "method", "code"))
 	res.rotateCPU = cpuAfter - cpuBefore
-	byVerb := []string{"verb", "resource", "subresource"}
-	for k, v := range diff(servedAfter.sumBy(metricServed, byVerb...), servedBefore.sumBy(metricServed, byVerb...)) {
+	for k, v := range diff(servedAfter.sumBy(metricServed, servedLabels...), servedBefore.sumBy(metricServed, servedLabels...)) {
 		if mutating(strings.Fields(k)[0]) {
 			res.served += v
 			if res.writesBy == nil {

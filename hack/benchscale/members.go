@@ -92,10 +92,15 @@ type membersResult struct {
 	// MemberWrites are the writes the members' API servers served, from every client (the
 	// harness's acknowledgements too); WritesBy the same by "verb resource subresource".
 	MemberWrites float64            `json:"member_writes_per_rotation"`
+	WritesBy     map[string]float64 `json:"member_writes_by_verb"`
+	// HubWritesBy are the writes the hub's API server served, by "verb resource subresource".
+	HubWritesBy map[string]float64 `json:"hub_writes_by_verb"`
 	// Reconciles are the manager's reconciles per rotation (the cluster keyring's passes).
 	Reconciles float64 `json:"reconciles_per_rotation"`
-	WritesBy     map[string]float64 `json:"member_writes_by_verb"`
-	CPU          time.Duration      `json:"cpu_ns_per_rotation"`
+	// Settled is how long after Ready the manager took to stop writing (its events of the
+	// namespaces that joined, queued at Ready, among them): the rotations start after it.
+	Settled time.Duration `json:"settled_ns"`
+	CPU     time.Duration `json:"cpu_ns_per_rotation"`
 	// CPUBy is every process's CPU over the whole window (all rotations), by command name.
 	CPUBy map[string]time.Duration `json:"cpu_by_process_ns"`
 	// Reactions are, per rotation, the time from the last acknowledgement (or rollout) of the
@@ -305,6 +310,9 @@ func measureMembers(ctx context.Context, cfg config, bin string, m, n int) (res 
 		return res, err
 	}
 	progress("cluster keyring Ready over %d members x %d namespaces after %s", m, n, fmtDur(res.Ready))
+	if res.Settled, err = waitWritesSettled(ctx, mgr, cfg.readyTimeout); err != nil {
+		return res, err
+	}
 	if err := b.measureMemberRotations(ctx, ms, hub, &res); err != nil {
 		return res, err
 	}
@@ -415,6 +423,10 @@ func (b *bench) measureMemberRotations(ctx context.Context, ms []*memberCluster,
 	if err != nil {
 		return err
 	}
+	hubBefore, err := apiServerMetrics(ctx, hub.config)
+	if err != nil {
+		return err
+	}
 	total := res.totalNamespaces()
 	var starts []time.Time
 	for k := 1; k <= b.cfg.rotations; k++ {
@@ -454,7 +466,17 @@ func (b *bench) measureMemberRotations(ctx context.Context, ms []*memberCluster,
 	if err != nil {
 		return err
 	}
+	hubAfter, err := apiServerMetrics(ctx, hub.config)
+	if err != nil {
+		return err
+	}
 	rotations := float64(b.cfg.rotations)
+	res.HubWritesBy = map[string]float64{}
+	for k, v := range diff(hubAfter.sumBy(metricServed, servedLabels...), hubBefore.sumBy(metricServed, servedLabels...)) {
+		if mutating(strings.Fields(k)[0]) {
+			res.HubWritesBy[strings.TrimSpace(k)] = v / rotations
+		}
+	}
 	byHost := diff(after.sumBy(metricRequests, "host"), before.sumBy(metricRequests, "host"))
 	res.RequestsByMember = map[string]float64{}
 	for _, mc := range ms {
@@ -510,7 +532,7 @@ func membersServed(ctx context.Context, ms []*memberCluster) (map[string]float64
 		if err != nil {
 			return nil, fmt.Errorf("member %s: %w", mc.name, err)
 		}
-		for k, v := range served.sumBy(metricServed, "verb", "resource", "subresource") {
+		for k, v := range served.sumBy(metricServed, servedLabels...) {
 			out[k] += v
 		}
 	}
@@ -556,6 +578,48 @@ func measureMembersSteady(ctx context.Context, cfg config, mgr *manager, ms []*m
 	}
 	res.RSS, err = processRSS(mgr.PID())
 	return err
+}
+
+// waitWritesSettled waits until the manager has sent no write (a request other than a GET) for
+// a second, and returns how long that took: the rotation's window must hold the rotation's
+// writes only, not the tail of what Ready queued (an event per namespace joined).
+func waitWritesSettled(ctx context.Context, mgr *manager, timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	writes := func() (float64, error) {
+		m, err := scrape(ctx, mgr.metricsURL)
+		if err != nil {
+			return 0, err
+		}
+		var n float64
+		for k, v := range m.sumBy(metricRequests, "method") {
+			if k != http.MethodGet {
+				n += v
+			}
+		}
+		return n, nil
+	}
+	last, err := writes()
+	if err != nil {
+		return 0, err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(time.Second):
+		}
+		now, err := writes()
+		if err != nil {
+			return 0, err
+		}
+		if now == last {
+			return time.Since(start), nil
+		}
+		if time.Since(start) > timeout {
+			return 0, fmt.Errorf("the manager still writes %v after Ready", timeout)
+		}
+		last = now
+	}
 }
 
 // liveHeap is the manager's heap in use just after a collection, which a heap profile's gc=1
@@ -619,7 +683,9 @@ func (r membersResult) block() string {
 	p("    by member:                  %s", formatCounts(r.RequestsByMember))
 	p("    to the members, by method:  %s", formatCounts(r.MemberRequestsBy))
 	p("    to the hub, by method:      %s; %.1f reconciles per rotation", formatCounts(r.HubRequestsBy), r.Reconciles)
+	p("  settled after Ready           %s (the manager's last write before the rotations)", fmtDur(r.Settled))
 	p("  member API writes / rotation  %.0f, every client (%s)", r.MemberWrites, formatCounts(r.WritesBy))
+	p("  hub API writes / rotation     %s", formatCounts(r.HubWritesBy))
 	p("  manager CPU per rotation      %s; CPU of every process over the %d rotation(s): %s", fmtDur(r.CPU), r.Rotations, formatCPU(r.CPUBy))
 	reactions := make([]string, len(r.Reactions))
 	for i, d := range r.Reactions {

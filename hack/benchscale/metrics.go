@@ -49,6 +49,9 @@ const (
 	metricReconcileTime = "controller_runtime_reconcile_time_seconds"
 )
 
+// servedLabels are the labels metricServed is summed by: "verb resource subresource".
+var servedLabels = []string{"verb", "resource", "subresource"}
+
 // sample is one line of the Prometheus text format.
 type sample struct {
 	name   string
