@@ -172,8 +172,8 @@ func (b *bench) waitCluster(ctx context.Context, from time.Time, timeout time.Du
 			return 0, err
 		}
 		if time.Since(from) > timeout {
-			return 0, fmt.Errorf("after %v the ClusterMRTRKeyring is not %s: phase %s, namespaces %d selected, %d up to date (%v)",
-				timeout, what, ck.Status.Phase, ck.Status.Namespaces.Selected, ck.Status.Namespaces.UpToDate, err)
+			return 0, fmt.Errorf("after %v the ClusterMRTRKeyring is not %s: phase %s, namespaces %d selected, %d up to date%s (%v)",
+				timeout, what, ck.Status.Phase, ck.Status.Namespaces.Selected, ck.Status.Namespaces.UpToDate, lagging(&ck), err)
 		}
 		select {
 		case <-ctx.Done():
@@ -181,6 +181,20 @@ func (b *bench) waitCluster(ctx context.Context, from time.Time, timeout time.Du
 		case <-time.After(pollInterval):
 		}
 	}
+}
+
+// lagging names up to three namespaces of ck that are not up to date, with what each waits for.
+func lagging(ck *mrtrv1alpha1.ClusterMRTRKeyring) string {
+	var out []string
+	for _, it := range ck.Status.Namespaces.Items {
+		if it.State != mrtrv1alpha1.NamespaceUpToDate && len(out) < 3 {
+			out = append(out, fmt.Sprintf("%s %s %s: %s", it.Cluster, it.Name, it.State, it.Message))
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(out, "; ")
 }
 
 // measureClusterRotation requests one rotation and counts what the manager did until it completed.
