@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -575,6 +576,9 @@ func measureMembersSteady(ctx context.Context, cfg config, mgr *manager, ms []*m
 	}
 	if res.Heap, err = liveHeap(ctx, mgr); err != nil {
 		return err
+	}
+	if dir := cfg.profileDir; dir != "" {
+		profileManagerHeap(ctx, mgr, filepath.Join(dir, fmt.Sprintf("manager-heap-m%d-n%d.pprof", res.Members, res.Namespaces)))
 	}
 	res.RSS, err = processRSS(mgr.PID())
 	return err
