@@ -24,7 +24,10 @@ limitations under the License.
 //
 //	KUBEBUILDER_ASSETS=$(hack/build-controlplane.sh envtest | tail -1) go run ./hack/benchscale -n 100,1000
 //
-// `make bench-scale` does exactly that (SCALE_N=100,1000 by default).
+// `make bench-scale` does exactly that (SCALE_N=100,1000 by default). -cluster measures one
+// ClusterMRTRKeyring over N namespaces instead (clusterkeyring.go), and -members a hub whose
+// ClusterMRTRKeyring names M member clusters of N namespaces each, every one its own envtest
+// (members.go; `make bench-members`).
 package main
 
 import (
