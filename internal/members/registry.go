@@ -335,6 +335,10 @@ func (r *Registry) start(name string, sec *corev1.Secret) *member {
 	// client-go's default of 5 requests/s would pace a rotation over a member of many namespaces
 	// by the client, not by the member: the manager's own client is not limited either.
 	cfg.QPS, cfg.Burst = -1, 0
+	// Uncompressed, as the hub's own: each selected namespace has a watch per kind, and each gzip
+	// stream keeps a 32 KB window for as long as its watch lasts (43 % of the hub's heap per member
+	// namespace, docs/benchmarks.md), to save little on objects this small, stripped or not.
+	cfg.DisableCompression = true
 	base := r.base
 	if base == nil {
 		base = context.Background()
