@@ -62,11 +62,10 @@ func kubeconfigFor(t *testing.T, cfg *rest.Config, server string) []byte {
 	return b
 }
 
-// TestRegistryReachesAMember runs a real API server as both the hub (where the kubeconfig
-// Secrets are) and the member, and checks that a good kubeconfig reaches it, and that a bad one,
-// or one whose server does not answer, is unreachable with a message naming the Secret and never
-// its bytes.
-func TestRegistryReachesAMember(t *testing.T) {
+// startAPIServer starts a real API server (envtest) for the test, stopped when it ends, and a
+// client of it: the tests' hub, which is also, through kubeconfigs of its own, their member.
+func startAPIServer(t *testing.T) (*rest.Config, client.Client) {
+	t.Helper()
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		t.Skip("KUBEBUILDER_ASSETS is not set: make envtest-assets")
 	}
@@ -76,10 +75,19 @@ func TestRegistryReachesAMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
-	hub, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
+	c, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg, c
+}
+
+// TestRegistryReachesAMember runs a real API server as both the hub (where the kubeconfig
+// Secrets are) and the member, and checks that a good kubeconfig reaches it, and that a bad one,
+// or one whose server does not answer, is unreachable with a message naming the Secret and never
+// its bytes.
+func TestRegistryReachesAMember(t *testing.T) {
+	cfg, hub := startAPIServer(t)
 	ctx := context.Background()
 	const ns = "mrtr-system"
 	if err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -168,19 +176,7 @@ func (failingReader) Get(context.Context, client.ObjectKey, client.Object, ...cl
 // empty answer; a namespace that joins is read once its cache synced, and one no keyring selects
 // any more is dropped. A change of a pod wakes the keyrings selecting its namespace.
 func TestRegistryScopesAMembersCache(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Skip("KUBEBUILDER_ASSETS is not set: make envtest-assets")
-	}
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	hub, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, hub := startAPIServer(t)
 	ctx := context.Background()
 	for _, ns := range []string{"mrtr-system", "blue", "green"} {
 		if err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -260,8 +256,8 @@ func TestRegistryScopesAMembersCache(t *testing.T) {
 	if _, err := list(client.InNamespace("blue")); !errors.Is(err, ErrNotSelected) {
 		t.Fatalf("pods of blue before any selection: %v, want ErrNotSelected", err)
 	}
-	var syncing []string
-	if syncing, _, err = r.Select("west-kubeconfig", "k", []string{"blue"}); err != nil {
+	syncing, _, err := r.Select("west-kubeconfig", "k", []string{"blue"})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if len(syncing) == 1 {
@@ -370,19 +366,7 @@ func (c *countingReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 // worker until the pass's own context ends; and that a namespace selected then is syncing, then
 // late, and never read as empty.
 func TestRegistryMemberThatStopsAnswering(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Skip("KUBEBUILDER_ASSETS is not set: make envtest-assets")
-	}
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	hub, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, hub := startAPIServer(t)
 	ctx := context.Background()
 	if err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "mrtr-system"}}); err != nil {
 		t.Fatal(err)
@@ -489,19 +473,7 @@ func newMute(t *testing.T, target string) *mute {
 // indexed, as the controller indexes a workload kind it finds served later: its objects are read,
 // and their changes wake the keyrings selecting the namespace.
 func TestRegistryInformsOfAKindServedLater(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Skip("KUBEBUILDER_ASSETS is not set: make envtest-assets")
-	}
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	hub, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, hub := startAPIServer(t)
 	ctx := context.Background()
 	for _, ns := range []string{"mrtr-system", "blue"} {
 		if err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -634,19 +606,7 @@ func (p *proxy) cut() {
 // reached through a new cache, which holds what changed there meanwhile as soon as it is reported
 // reachable; the old cache's watches, backed off by client-go, would still miss it.
 func TestRegistryRenewsAMemberThatAnswersAgain(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Skip("KUBEBUILDER_ASSETS is not set: make envtest-assets")
-	}
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	direct, err := client.New(cfg, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, direct := startAPIServer(t)
 	ctx := context.Background()
 	const ns = "mrtr-system"
 	if err := direct.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
