@@ -148,18 +148,21 @@ func (e *Env) ConnectMember(ctx context.Context) error {
 		"--name", m.Name, "--server", m.Cluster.RESTConfig().Host, "--hub-namespace", OperatorNamespace}
 	var printed []byte
 	var last error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		var out, errOut bytes.Buffer
 		root := cli.NewRootCommand(cli.Options{Streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}})
 		root.SetArgs(args)
-		if last = root.ExecuteContext(ctx); last != nil {
+		if err := root.ExecuteContext(ctx); err != nil {
+			if ctx.Err() == nil {
+				last = err // the attempt's own error, not the wait's end
+			}
 			return false, nil // the token Secret is filled in a moment after it is created
 		}
 		printed = out.Bytes()
 		return true, nil
 	})
 	if err != nil {
-		return fmt.Errorf("kubectl mrtr %s: %w (last: %w)", strings.Join(args[:2], " "), err, last)
+		return fmt.Errorf("kubectl mrtr %s: %w (the last attempt's error: %w)", strings.Join(args[:2], " "), err, last)
 	}
 	var s corev1.Secret
 	if err := yaml.UnmarshalStrict(printed, &s); err != nil {
