@@ -256,7 +256,7 @@ export class SignedCodec {
     const principal = canonicalPrincipal(b);
     // The size first, as Go's openBound: an oversized token is too_large whether or not a
     // keyring is loaded, never an unknown_key that would sound the rotation alarm.
-    if (token.length > MAX_SIGNED_TOKEN_BYTES) {
+    if (overBytes(token, MAX_SIGNED_TOKEN_BYTES)) {
       throw this.reject('too_large');
     }
     const ks = this.keyset();
@@ -498,4 +498,14 @@ const INT64_MIN = -(1n << 63n);
 function int64(lit: string): bigint | undefined {
   const n = BigInt(lit);
   return n > INT64_MAX || n < INT64_MIN ? undefined : n;
+}
+
+/**
+ * Whether token is longer than max bytes in UTF-8, as Go's len counts it: its UTF-16 length
+ * undercounts a token of non-ASCII characters, which Go refuses as too_large before it reads it
+ * (and this would count malformed). Each UTF-16 unit is at most 3 bytes, so the byte length is
+ * computed only for a token that could be over.
+ */
+function overBytes(token: string, max: number): boolean {
+  return token.length > max || (token.length * 3 > max && Buffer.byteLength(token, 'utf8') > max);
 }

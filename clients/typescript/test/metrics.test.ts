@@ -48,6 +48,10 @@ describe('Metrics', () => {
       (['ok', 'expired', 'unknown_key', 'bad_mac', 'binding_mismatch', 'malformed', 'too_large'] as const).map((r) => [r, m.opened('Signed', r)]),
     );
     assert.deepEqual(got, { ok: 1, expired: 1, unknown_key: 1, bad_mac: 1, binding_mismatch: 1, malformed: 1, too_large: 1 });
+    // Bytes, as Go counts them: 9,000 characters of 2 bytes each are over the 16 KiB limit.
+    assert.throws(() => codec.open(b, 'é'.repeat(9_000)));
+    assert.equal(m.opened('Signed', 'too_large'), 2);
+    assert.equal(m.opened('Signed', 'malformed'), 1);
     const text = m.exposition();
     assert.match(text, /^mrtr_consumer_tokens_opened_total\{format="Signed",result="unknown_key"\} 1$/m);
     assert.match(text, /^mrtr_consumer_tokens_sealed_total\{format="Signed"\} 1$/m);
