@@ -282,6 +282,13 @@ func (r *ClusterMRTRKeyringReconciler) retainMembers(ctx context.Context) error 
 		}
 	}
 	r.Members.Retain(named)
+	r.views.mu.Lock()
+	for secret := range r.views.m {
+		if _, ok := named[secret]; !ok {
+			delete(r.views.m, secret) // as the registry stops the member: nothing of it is kept
+		}
+	}
+	r.views.mu.Unlock()
 	return nil
 }
 

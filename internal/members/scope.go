@@ -87,6 +87,9 @@ type space struct {
 
 	mu       sync.Mutex
 	informed map[schema.GroupVersionKind]bool
+	// indexed is how many of scopedCache.indexes start applied: one added while the namespace's
+	// cache was being made is applied when it joins (scope).
+	indexed int
 }
 
 func (s *space) ready() bool {
@@ -285,11 +288,31 @@ func (s *scopedCache) scope(namespaces map[string]bool) error {
 			errs = append(errs, fmt.Errorf("namespace %s: %w", ns, err))
 			continue
 		}
-		s.mu.Lock()
-		s.spaces[ns] = sp
-		s.mu.Unlock()
+		if err := s.join(sp); err != nil {
+			sp.cancel()
+			errs = append(errs, fmt.Errorf("namespace %s: %w", ns, err))
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// join adds sp to the namespaces' caches, with the indexes IndexField added since start cloned
+// them (a workload kind found served meanwhile): IndexField reaches only the caches joined.
+func (s *scopedCache) join(sp *space) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ix := range s.indexes[sp.indexed:] {
+		if err := sp.IndexField(sp.ctx, ix.obj, ix.field, ix.extract); err != nil {
+			return err
+		}
+		if gvk, scoped := s.kind(ix.obj); scoped {
+			if err := s.inform(sp, gvk); err != nil {
+				return err
+			}
+		}
+	}
+	s.spaces[sp.ns] = sp
+	return nil
 }
 
 // start makes, informs and starts namespace ns's cache, under base.
@@ -306,6 +329,7 @@ func (s *scopedCache) start(base context.Context, ns string) (*space, error) {
 	s.mu.Lock()
 	indexes := slices.Clone(s.indexes)
 	s.mu.Unlock()
+	sp.indexed = len(indexes)
 	indexed := map[schema.GroupVersionKind]bool{}
 	for _, ix := range indexes {
 		if err := c.IndexField(ctx, ix.obj, ix.field, ix.extract); err != nil {
