@@ -239,7 +239,10 @@ func newManager(config *rest.Config, opts ctrl.Options, lease *leaderguard.Lease
 	if err != nil {
 		return nil, fmt.Errorf("create the manager: %w", err)
 	}
-	c := mgr.GetClient()
+	c, err := controller.NewClient(mgr)
+	if err != nil {
+		return nil, err
+	}
 	// One lease session per manager run, shared by the hub's client and every member's: a second
 	// session would end this one, and every write would be refused.
 	var guard func(client.Client) client.Client

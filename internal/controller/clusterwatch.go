@@ -64,17 +64,18 @@ func (r *ClusterMRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	c, err := b.
 		For(&mrtrv1alpha1.ClusterMRTRKeyring{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&mrtrv1alpha1.ClusterMRTRKeyring{}, enqueueRequests(), builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.allClusterKeyrings),
 			builder.WithPredicates(namespaceChanged{})).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clusterKeyringsForSecret),
 			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
-		Watches(&corev1.Pod{}, enqueueInFlight(r.clusterKeyringsSelecting), builder.WithPredicates(podChanged{})).
+		Watches(&corev1.Pod{}, enqueueByProgress(r.clusterKeyringsSelecting, r.progressOf), builder.WithPredicates(podChanged{})).
 		Named("clustermrtrkeyring").WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.MaxConcurrentReconciles)}).Build(r)
 	if err != nil {
 		return err
 	}
 	return r.kinds.subscribe(context.Background(), func(_ context.Context, obj client.Object) error {
-		return c.Watch(source.Kind(mgr.GetCache(), obj, enqueueInFlight(r.clusterKeyringsSelecting), predicate.Predicate(workloadChanged{})))
+		return c.Watch(source.Kind(mgr.GetCache(), obj, enqueueByProgress(r.clusterKeyringsSelecting, r.progressOf), predicate.Predicate(workloadChanged{})))
 	})
 }
 
@@ -117,6 +118,16 @@ func (r *ClusterMRTRKeyringReconciler) clusterKeyringsSelecting(ctx context.Cont
 		return nil
 	}
 	return r.clusterKeyrings(ctx, func(ck *mrtrv1alpha1.ClusterMRTRKeyring) bool { return selects(ck, ns) })
+}
+
+// progressOf is the priority of a pass of the cluster keyring req names, by where the cached copy
+// stands (progressPriority); 0 when the cache has none.
+func (r *ClusterMRTRKeyringReconciler) progressOf(ctx context.Context, req reconcile.Request) int {
+	var ck mrtrv1alpha1.ClusterMRTRKeyring
+	if err := r.Get(ctx, req.NamespacedName, &ck, client.UnsafeDisableDeepCopy); err != nil {
+		return 0
+	}
+	return progressPriority(&ck.Status.MRTRKeyringStatus)
 }
 
 // namespace is the cached namespace of that name, nil when it is not known.

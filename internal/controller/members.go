@@ -251,11 +251,12 @@ func (r *ClusterMRTRKeyringReconciler) memberChanged(secret string, keyrings []s
 	if q == nil {
 		return
 	}
-	for _, req := range r.clusterKeyrings(context.Background(), func(ck *mrtrv1alpha1.ClusterMRTRKeyring) bool {
+	ctx := context.Background()
+	for _, req := range r.clusterKeyrings(ctx, func(ck *mrtrv1alpha1.ClusterMRTRKeyring) bool {
 		return (keyrings == nil || slices.Contains(keyrings, ck.Name)) &&
 			slices.ContainsFunc(ck.Spec.Members, func(m mrtrv1alpha1.Member) bool { return m.KubeconfigSecret == secret })
 	}) {
-		(*q).Add(req)
+		addAt(*q, r.progressOf(ctx, req), []reconcile.Request{req})
 	}
 }
 

@@ -81,43 +81,100 @@ func TestOwnWritesWaitsOnlyForACacheBehindTheLastWrite(t *testing.T) {
 	}
 }
 
-func TestEnqueueInFlightRunsBeforeNewWork(t *testing.T) {
+// TestQueueOrdersPassesByProgress queues, through the handlers, a pass of a keyring in each state
+// and checks the order they run in: a revocation, then each keyring whose next pass writes its next
+// keyring, then a start, then one whose rotation only remains to be reported complete, then one
+// with nothing under way, then an initial list.
+func TestQueueOrdersPassesByProgress(t *testing.T) {
 	ctx := context.Background()
 	q := priorityqueue.New[reconcile.Request]("test")
 	defer q.ShutDown()
 	req := func(name string) reconcile.Request {
 		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: name}}
 	}
-	mapTo := func(name string) handler.MapFunc {
-		return func(context.Context, client.Object) []reconcile.Request { return []reconcile.Request{req(name)} }
+	phases := map[string]mrtrv1alpha1.Phase{
+		"revoking": mrtrv1alpha1.PhaseRevoking, "accepting": mrtrv1alpha1.PhaseAccepting,
+		"sealing": mrtrv1alpha1.PhaseSealingWithNew, "waiting": mrtrv1alpha1.PhaseWaitingTTL,
+		"removing": mrtrv1alpha1.PhaseRemoving, "stable": mrtrv1alpha1.PhaseStable,
+	}
+	priorityOf := func(_ context.Context, r reconcile.Request) int {
+		return progressPriority(&mrtrv1alpha1.MRTRKeyringStatus{Phase: phases[r.Name]})
+	}
+	mapTo := func(names ...string) handler.MapFunc {
+		return func(context.Context, client.Object) []reconcile.Request {
+			var reqs []reconcile.Request
+			for _, n := range names {
+				reqs = append(reqs, req(n))
+			}
+			return reqs
+		}
 	}
 	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "d"}}
-
-	q.Add(req("new-work")) // a keyring created or a rotation requested: priority 0
-	enqueueInFlight(mapTo("initial")).Create(ctx, event.CreateEvent{Object: dep, IsInInitialList: true}, q)
-	enqueueInFlight(mapTo("rolled-out")).Update(ctx, event.UpdateEvent{ObjectOld: dep, ObjectNew: dep}, q)
-
-	if n := q.Len(); n != 3 { // Len also moves what was added into the queue proper
-		t.Fatalf("%d items queued, want 3", n)
+	keyring := func(name string, annotations map[string]string) *mrtrv1alpha1.MRTRKeyring {
+		return &mrtrv1alpha1.MRTRKeyring{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Annotations: annotations}}
 	}
-	for _, want := range []struct {
+
+	// In the order that runs them last first: the queue must reorder them all.
+	enqueueByProgress(mapTo("initial"), priorityOf).Create(ctx, event.CreateEvent{Object: dep, IsInInitialList: true}, q)
+	q.Add(req("edited")) // the For watch: an edit, at 0
+	enqueueByProgress(mapTo("stable", "removing"), priorityOf).Update(ctx, event.UpdateEvent{ObjectOld: dep, ObjectNew: dep}, q)
+	q.Add(req("requested"))
+	enqueueRequests().Update(ctx, event.UpdateEvent{ObjectOld: keyring("requested", nil),
+		ObjectNew: keyring("requested", map[string]string{mrtrv1alpha1.RotateAnnotation: "now"})}, q)
+	enqueueByProgress(mapTo("accepting", "sealing", "waiting"), priorityOf).Update(ctx, event.UpdateEvent{ObjectOld: dep, ObjectNew: dep}, q)
+	enqueueRequests().Update(ctx, event.UpdateEvent{ObjectOld: keyring("revoke", map[string]string{mrtrv1alpha1.RotateAnnotation: "now"}),
+		ObjectNew: keyring("revoke", map[string]string{mrtrv1alpha1.RotateAnnotation: "now", mrtrv1alpha1.RevokeAnnotation: "k1"})}, q)
+	enqueueByProgress(mapTo("revoking"), priorityOf).Update(ctx, event.UpdateEvent{ObjectOld: dep, ObjectNew: dep}, q)
+
+	want := []struct {
 		name     string
 		priority int
-	}{{"rolled-out", inFlightPriority}, {"new-work", 0}, {"initial", handler.LowPriority}} {
+	}{
+		{"revoke", revokingPriority}, {"revoking", revokingPriority},
+		{"accepting", rotatingPriority}, {"sealing", rotatingPriority}, {"waiting", rotatingPriority},
+		{"requested", startPriority},
+		{"removing", completingPriority},
+		{"edited", 0}, {"stable", 0},
+		{"initial", handler.LowPriority},
+	}
+	if n := q.Len(); n != len(want) { // Len also moves what was added into the queue proper
+		t.Fatalf("%d items queued, want %d", n, len(want))
+	}
+	for _, w := range want {
 		item, priority, _ := q.GetWithPriority()
-		if item != req(want.name) || priority != want.priority {
-			t.Errorf("got %s at priority %d, want %s at %d", item.Name, priority, want.name, want.priority)
+		if item != req(w.name) || priority != w.priority {
+			t.Errorf("got %s at priority %d, want %s at %d", item.Name, priority, w.name, w.priority)
 		}
 		q.Done(item)
 	}
 }
 
+func TestRequestPriority(t *testing.T) {
+	rotate, revoke := mrtrv1alpha1.RotateAnnotation, mrtrv1alpha1.RevokeAnnotation
+	for _, tc := range []struct {
+		name     string
+		old, new map[string]string
+		want     int
+	}{
+		{"a rotation requested", nil, map[string]string{rotate: "a"}, startPriority},
+		{"a rotation requested again", map[string]string{rotate: "a"}, map[string]string{rotate: "b"}, startPriority},
+		{"a request removed", map[string]string{rotate: "a"}, nil, -1},
+		{"a revocation requested", nil, map[string]string{revoke: "1:k1"}, revokingPriority},
+		{"both at once", nil, map[string]string{rotate: "a", revoke: "1:k1"}, revokingPriority},
+		{"another annotation", nil, map[string]string{"team": "x"}, -1},
+	} {
+		if got := requestPriority(tc.old, tc.new); got != tc.want {
+			t.Errorf("%s: requestPriority = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
 func TestRequeuePriority(t *testing.T) {
 	for phase, want := range map[mrtrv1alpha1.Phase]int{
-		"": 0, mrtrv1alpha1.PhaseStable: 0,
-		mrtrv1alpha1.PhaseAccepting: inFlightPriority, mrtrv1alpha1.PhaseSealingWithNew: inFlightPriority,
-		mrtrv1alpha1.PhaseWaitingTTL: inFlightPriority, mrtrv1alpha1.PhaseRemoving: inFlightPriority,
-		mrtrv1alpha1.PhaseRevoking: inFlightPriority,
+		"": startPriority, mrtrv1alpha1.PhaseStable: startPriority,
+		mrtrv1alpha1.PhaseAccepting: rotatingPriority, mrtrv1alpha1.PhaseSealingWithNew: rotatingPriority,
+		mrtrv1alpha1.PhaseWaitingTTL: rotatingPriority, mrtrv1alpha1.PhaseRemoving: completingPriority,
+		mrtrv1alpha1.PhaseRevoking: revokingPriority,
 	} {
 		if got := *requeuePriority(phase); got != want {
 			t.Errorf("requeuePriority(%q) = %d, want %d", phase, got, want)

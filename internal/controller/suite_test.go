@@ -102,7 +102,11 @@ func startOperatorWith(reg *members.Registry) {
 	var err error
 	operator, err = env.StartManager(ctx, ctrl.Options{Cache: CacheOptions(), Controller: config.Controller{SkipNameValidation: &skip}},
 		func(mgr ctrl.Manager) error {
-			shared := &Shared{Client: mgr.GetClient(), Clock: fakeClock, Metrics: testMetrics, ReadNodes: true,
+			c, err := NewClient(mgr)
+			if err != nil {
+				return err
+			}
+			shared := &Shared{Client: c, Clock: fakeClock, Metrics: testMetrics, ReadNodes: true,
 				ClusterKeyrings: clusterResourceNamespace}
 			if err := (&MRTRKeyringReconciler{Shared: shared}).SetupWithManager(mgr); err != nil {
 				return err

@@ -123,6 +123,7 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WatchesRawSource(sources).
 		For(&mrtrv1alpha1.MRTRKeyring{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Watches(&mrtrv1alpha1.MRTRKeyring{}, enqueueRequests(), builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.keyringsForSecret),
 			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		// A keyring that is deleted releases what it claimed: wake those it was in conflict with.
@@ -132,7 +133,7 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 				UpdateFunc: func(event.UpdateEvent) bool { return false },
 				DeleteFunc: func(event.DeleteEvent) bool { return true },
 			}))
-	b = b.Watches(&corev1.Pod{}, enqueueInFlight(r.keyringsForPod), builder.WithPredicates(podChanged{}))
+	b = b.Watches(&corev1.Pod{}, enqueueByProgress(r.keyringsForPod, r.progressOf), builder.WithPredicates(podChanged{}))
 	c, err := b.Named("mrtrkeyring").WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.MaxConcurrentReconciles)}).Build(r)
 	if err != nil {
 		return err
@@ -140,8 +141,18 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	// The workload kinds are watched as the API server serves them (kinds.go): those it serves
 	// now before the manager starts, any other once its CRD is installed.
 	return r.kinds.subscribe(ctx, func(_ context.Context, obj client.Object) error {
-		return c.Watch(source.Kind(mgr.GetCache(), obj, enqueueInFlight(r.keyringsForWorkload), predicate.Predicate(workloadChanged{})))
+		return c.Watch(source.Kind(mgr.GetCache(), obj, enqueueByProgress(r.keyringsForWorkload, r.progressOf), predicate.Predicate(workloadChanged{})))
 	})
+}
+
+// progressOf is the priority of a pass of the keyring req names, by where the cached copy stands
+// (progressPriority); 0 when the cache has none.
+func (r *MRTRKeyringReconciler) progressOf(ctx context.Context, req reconcile.Request) int {
+	var kr mrtrv1alpha1.MRTRKeyring
+	if err := r.Get(ctx, req.NamespacedName, &kr, client.UnsafeDisableDeepCopy); err != nil {
+		return 0
+	}
+	return progressPriority(&kr.Status)
 }
 
 // workers is n, or DefaultConcurrency when it is not set.

@@ -101,8 +101,12 @@ func supervised(apiserver *rest.Config, lease string) *runs {
 		if err != nil {
 			return nil, err
 		}
+		c, err := controller.NewClient(mgr) // as cmd/main.go: the lease guards its status writes too
+		if err != nil {
+			return nil, err
+		}
 		if err := (&controller.MRTRKeyringReconciler{Shared: &controller.Shared{
-			Client: leaderguard.NewClient(mgr.GetClient(), l.Session()), APIReader: mgr.GetAPIReader(),
+			Client: leaderguard.NewClient(c, l.Session()), APIReader: mgr.GetAPIReader(),
 		}}).SetupWithManager(mgr); err != nil {
 			return nil, err
 		}

@@ -23,11 +23,14 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 )
 
 // testScheme knows the built-in kinds and the operator's own (the Argo Rollout).
@@ -174,5 +177,14 @@ func TestStampIsIdempotent(t *testing.T) {
 	}
 	if _, err := Stamp(ctx, c, after, "", "payments"); err == nil {
 		t.Errorf("Stamp with an empty fingerprint succeeded")
+	}
+	// The write is conditional on the copy it decided from: a stale one is refused, not stamped.
+	stale := obj.DeepCopy()
+	stale.ResourceVersion = "1"
+	if _, err := Stamp(ctx, c, stale, "fedcba9876543210", "payments"); !apierrors.IsConflict(err) {
+		t.Errorf("Stamp of a stale copy: err = %v, want a conflict", err)
+	}
+	if got := get(); Fingerprint(got) != "0123456789abcdef" || got.Annotations[mrtrv1alpha1.StampedByAnnotation] != "payments" {
+		t.Errorf("after a refused Stamp: fingerprint %q, stamped by %q", Fingerprint(got), got.Annotations[mrtrv1alpha1.StampedByAnnotation])
 	}
 }
