@@ -22,9 +22,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
@@ -66,9 +67,10 @@ func (c *statusClient) Status() client.SubResourceWriter { return c.status }
 // updates of other kinds, go to the client's own writer.
 type keyringStatusWriter struct {
 	client.SubResourceWriter
-	rest   rest.Interface
-	scheme *runtime.Scheme
-	mapper meta.RESTMapper
+	rest     rest.Interface
+	scheme   *runtime.Scheme
+	mapper   meta.RESTMapper
+	mappings sync.Map // reflect.Type -> *meta.RESTMapping
 }
 
 func (w *keyringStatusWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
@@ -81,28 +83,52 @@ func (w *keyringStatusWriter) Update(ctx context.Context, obj client.Object, opt
 	if o.SubResourceBody != nil {
 		return w.SubResourceWriter.Update(ctx, obj, opts...)
 	}
-	gvk, err := apiutil.GVKForObject(obj, w.scheme)
+	mapping, err := w.mapping(obj)
 	if err != nil {
 		return err
 	}
-	mapping, err := w.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
-		return err
-	}
-	answer, err := w.rest.Put().
+	req := w.rest.Put().
 		NamespaceIfScoped(obj.GetNamespace(), mapping.Scope.Name() == meta.RESTScopeNameNamespace).
-		Resource(mapping.Resource.Resource).Name(obj.GetName()).SubResource("status").
-		Body(obj).VersionedParams(o.AsUpdateOptions(), metav1.ParameterCodec).
-		Do(ctx).Raw()
+		Resource(mapping.Resource.Resource).Name(obj.GetName()).SubResource("status").Body(obj)
+	// The options as query parameters, as metav1.ParameterCodec would write them (without its
+	// conversion through reflection).
+	for _, dryRun := range o.DryRun {
+		req.Param("dryRun", dryRun)
+	}
+	if o.FieldManager != "" {
+		req.Param("fieldManager", o.FieldManager)
+	}
+	if o.FieldValidation != "" {
+		req.Param("fieldValidation", o.FieldValidation)
+	}
+	answer, err := req.Do(ctx).Raw()
 	if err != nil {
 		return err
 	}
 	rv, err := answerResourceVersion(answer)
 	if err != nil {
-		return fmt.Errorf("the answer to the status update of %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
+		return fmt.Errorf("the answer to the status update of %s %s: %w", mapping.GroupVersionKind.Kind, client.ObjectKeyFromObject(obj), err)
 	}
 	obj.SetResourceVersion(rv)
 	return nil
+}
+
+// mapping is the REST mapping of obj's kind, asked of the mapper once per kind.
+func (w *keyringStatusWriter) mapping(obj client.Object) (*meta.RESTMapping, error) {
+	t := reflect.TypeOf(obj)
+	if m, ok := w.mappings.Load(t); ok {
+		return m.(*meta.RESTMapping), nil
+	}
+	gvk, err := apiutil.GVKForObject(obj, w.scheme)
+	if err != nil {
+		return nil, err
+	}
+	m, err := w.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return nil, err
+	}
+	w.mappings.Store(t, m)
+	return m, nil
 }
 
 // resourceVersionKey is an object's resourceVersion key as the API server writes it (compact JSON).

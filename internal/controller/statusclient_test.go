@@ -20,7 +20,11 @@ import (
 	"encoding/json"
 	"testing"
 
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 )
@@ -77,3 +81,31 @@ func FuzzAnswerResourceVersion(f *testing.F) {
 		}
 	})
 }
+
+var _ = Describe("The reconcilers' client (NewClient)", func() {
+	It("updates a keyring's status, takes the resourceVersion of the answer, and is refused a stale copy", func() {
+		kr := createKeyring(newNamespace(), "status-client", nil)
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(kr), kr)).To(Succeed())
+			g.Expect(kr.Status.Phase).NotTo(BeEmpty())
+		}).Should(Succeed())
+		var stale *mrtrv1alpha1.MRTRKeyring
+		// Retried only if the operator writes the status between the read and the writes.
+		Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(kr), kr)).To(Succeed())
+			stale = kr.DeepCopy()
+			kr.Status.RotationsCompleted = 42
+			g.Expect(reconcilerClient.Status().Update(ctx, kr, client.FieldOwner("status-client-test"))).To(Succeed())
+			g.Expect(kr.ResourceVersion).NotTo(Equal(stale.ResourceVersion))
+			g.Expect(kr.Status.RotationsCompleted).To(BeEquivalentTo(42), "the status sent is kept")
+			// A second write from that resourceVersion succeeds: it is the one the API server holds.
+			kr.Status.RotationsCompleted = 43
+			g.Expect(reconcilerClient.Status().Update(ctx, kr, client.FieldOwner("status-client-test"))).To(Succeed())
+		}).Should(Succeed())
+		var live mrtrv1alpha1.MRTRKeyring
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(kr), &live)).To(Succeed())
+		Expect(live.Status.RotationsCompleted).To(BeEquivalentTo(43))
+		err := reconcilerClient.Status().Update(ctx, stale, client.FieldOwner("status-client-test"))
+		Expect(apierrors.IsConflict(err)).To(BeTrue(), "a status update of a stale copy: %v", err)
+	})
+})

@@ -57,6 +57,8 @@ var (
 	// managerClient is the running manager's client, whose reads come from its cache (and so
 	// support its field indexes).
 	managerClient client.Client
+	// reconcilerClient is the reconcilers' client (NewClient over the running manager's).
+	reconcilerClient client.Client
 	// fakeClock is the reconciler's time; tests advance it (and then poke the keyring, see poke).
 	fakeClock = clocktesting.NewFakeClock(time.Now().UTC().Truncate(time.Second))
 	// testMetrics is the reconciler's metrics recorder, on a registry of the suite's own.
@@ -106,6 +108,7 @@ func startOperatorWith(reg *members.Registry) {
 			if err != nil {
 				return err
 			}
+			reconcilerClient = c
 			shared := &Shared{Client: c, Clock: fakeClock, Metrics: testMetrics, ReadNodes: true,
 				ClusterKeyrings: clusterResourceNamespace}
 			if err := (&MRTRKeyringReconciler{Shared: shared}).SetupWithManager(mgr); err != nil {
