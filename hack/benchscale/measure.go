@@ -218,7 +218,6 @@ func (b *bench) measureRotation(ctx context.Context, res *result) (err error) {
 		return err
 	}
 	progress("N=%d: all %d keyrings rotated after %s", b.n, b.n, fmtDur(res.rotateAll))
-	res.after = after
 	res.rotateRequests = after.sum(metricRequests) - before.sum(metricRequests)
 	res.rotateReconciles = after.sum(metricReconciles) - before.sum(metricReconciles)
 	res.requestsBy = diff(after.sumBy(metricRequests, "method", "code"), before.sumBy(metricRequests, "method", "code"))
@@ -246,8 +245,36 @@ func (b *bench) measureRotation(ctx context.Context, res *result) (err error) {
 	return nil
 }
 
-// measureSteady counts what the manager does once nothing changes, then reads its memory.
+// quietFor is how long the manager makes no request before the steady state is counted: the
+// events of the last keyrings' completion are written a few milliseconds after they read Stable,
+// and are the rotation's, not steady traffic. quietWithin bounds the wait for it.
+const (
+	quietFor    = time.Second
+	quietWithin = 10 * time.Second
+)
+
+// measureSteady counts what the manager does once nothing changes (from when it has made no
+// request for quietFor), then reads its memory.
 func (b *bench) measureSteady(ctx context.Context, res *result) (err error) {
+	from, err := scrape(ctx, b.mgr.metricsURL)
+	if err != nil {
+		return err
+	}
+	for quiet, start := time.Duration(0), time.Now(); quiet < quietFor && time.Since(start) < quietWithin; {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(pollInterval):
+		}
+		now, err := scrape(ctx, b.mgr.metricsURL)
+		if err != nil {
+			return err
+		}
+		if quiet += pollInterval; now.sum(metricRequests) != from.sum(metricRequests) {
+			quiet = 0
+		}
+		from = now
+	}
 	progress("N=%d: counting steady-state traffic for %v", b.n, b.cfg.steadyWindow)
 	select {
 	case <-ctx.Done():
@@ -258,9 +285,9 @@ func (b *bench) measureSteady(ctx context.Context, res *result) (err error) {
 	if err != nil {
 		return err
 	}
-	res.steadyRequests = steady.sum(metricRequests) - res.after.sum(metricRequests)
-	res.steadyBy = diff(steady.sumBy(metricRequests, "method", "code"), res.after.sumBy(metricRequests, "method", "code"))
-	res.steadyReconciles = steady.sum(metricReconciles) - res.after.sum(metricReconciles)
+	res.steadyRequests = steady.sum(metricRequests) - from.sum(metricRequests)
+	res.steadyBy = diff(steady.sumBy(metricRequests, "method", "code"), from.sumBy(metricRequests, "method", "code"))
+	res.steadyReconciles = steady.sum(metricReconciles) - from.sum(metricReconciles)
 	res.heapBytes = steady.sum(metricHeapInuse)
 	res.rssBytes, err = processRSS(b.mgr.PID())
 	if err != nil {

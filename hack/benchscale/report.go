@@ -63,7 +63,6 @@ type result struct {
 	queueWait                time.Duration      // mean time a request waited in the manager's work queue, same window
 	reconcileTime            time.Duration      // mean time of one Reconcile, same window
 
-	after            metrics // the scrape at the end of the rotation window, where the steady window starts
 	steadyWindow     time.Duration
 	steadyRequests   float64
 	steadyBy         map[string]float64 // the same by "method code"

@@ -83,8 +83,8 @@ func TestOwnWritesWaitsOnlyForACacheBehindTheLastWrite(t *testing.T) {
 
 // TestQueueOrdersPassesByProgress queues, through the handlers, a pass of a keyring in each state
 // and checks the order they run in: a revocation, then each keyring whose next pass writes its next
-// keyring, then a start, then one whose rotation only remains to be reported complete, then one
-// with nothing under way, then an initial list.
+// keyring, then a start and a completion in the order they came, then one with nothing under way,
+// then an initial list.
 func TestQueueOrdersPassesByProgress(t *testing.T) {
 	ctx := context.Background()
 	q := priorityqueue.New[reconcile.Request]("test")
@@ -132,8 +132,8 @@ func TestQueueOrdersPassesByProgress(t *testing.T) {
 	}{
 		{"revoke", revokingPriority}, {"revoking", revokingPriority},
 		{"accepting", rotatingPriority}, {"sealing", rotatingPriority}, {"waiting", rotatingPriority},
-		{"requested", startPriority},
-		{"removing", completingPriority},
+		{"removing", endPriority}, {"requested", endPriority}, // in the order they reached it
+
 		{"edited", 0}, {"stable", 0},
 		{"initial", handler.LowPriority},
 	}
@@ -156,8 +156,8 @@ func TestRequestPriority(t *testing.T) {
 		old, new map[string]string
 		want     int
 	}{
-		{"a rotation requested", nil, map[string]string{rotate: "a"}, startPriority},
-		{"a rotation requested again", map[string]string{rotate: "a"}, map[string]string{rotate: "b"}, startPriority},
+		{"a rotation requested", nil, map[string]string{rotate: "a"}, endPriority},
+		{"a rotation requested again", map[string]string{rotate: "a"}, map[string]string{rotate: "b"}, endPriority},
 		{"a request removed", map[string]string{rotate: "a"}, nil, -1},
 		{"a revocation requested", nil, map[string]string{revoke: "1:k1"}, revokingPriority},
 		{"both at once", nil, map[string]string{rotate: "a", revoke: "1:k1"}, revokingPriority},
@@ -171,9 +171,9 @@ func TestRequestPriority(t *testing.T) {
 
 func TestRequeuePriority(t *testing.T) {
 	for phase, want := range map[mrtrv1alpha1.Phase]int{
-		"": startPriority, mrtrv1alpha1.PhaseStable: startPriority,
+		"": endPriority, mrtrv1alpha1.PhaseStable: endPriority,
 		mrtrv1alpha1.PhaseAccepting: rotatingPriority, mrtrv1alpha1.PhaseSealingWithNew: rotatingPriority,
-		mrtrv1alpha1.PhaseWaitingTTL: rotatingPriority, mrtrv1alpha1.PhaseRemoving: completingPriority,
+		mrtrv1alpha1.PhaseWaitingTTL: rotatingPriority, mrtrv1alpha1.PhaseRemoving: endPriority,
 		mrtrv1alpha1.PhaseRevoking: revokingPriority,
 	} {
 		if got := *requeuePriority(phase); got != want {

@@ -55,9 +55,10 @@ const (
 	// one event per keyring faster than they are written; past this many, an event is dropped
 	// (and counted) rather than held in memory without bound or made to slow the rotation down.
 	QueueSize = 4096
-	// writers is how many events are written at once: enough to keep up with the reconciler's
-	// workers, which each write status at about the rate an event is written.
-	writers = 4
+	// writers is how many events are written at once: as many as the reconciler has workers
+	// (controller.DefaultConcurrency), each of which writes at most one event per status write.
+	// With 4, a rotation of 1000 keyrings ended with about 250 events still queued.
+	writers = 8
 	// maxTries and firstRetry: an event whose write fails for a reason that may pass (the API
 	// server unreachable or overloaded) is retried with doubling waits from 0.5 s, 15.5 s in all.
 	maxTries   = 6
