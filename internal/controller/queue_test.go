@@ -102,7 +102,7 @@ func TestQueueOrdersPassesByProgress(t *testing.T) {
 	}
 	mapTo := func(names ...string) handler.MapFunc {
 		return func(context.Context, client.Object) []reconcile.Request {
-			var reqs []reconcile.Request
+			reqs := make([]reconcile.Request, 0, len(names))
 			for _, n := range names {
 				reqs = append(reqs, req(n))
 			}

@@ -140,8 +140,8 @@ var resourceVersionKey = []byte(`"resourceVersion"`)
 // it and is read there, without decoding the rest; otherwise the answer is decoded to find it.
 func answerResourceVersion(answer []byte) (string, error) {
 	if bytes.Count(answer, resourceVersionKey) == 1 {
-		rest := answer[bytes.Index(answer, resourceVersionKey)+len(resourceVersionKey):]
-		if value, ok := bytes.CutPrefix(rest, []byte(`:"`)); ok {
+		after := answer[bytes.Index(answer, resourceVersionKey)+len(resourceVersionKey):]
+		if value, ok := bytes.CutPrefix(after, []byte(`:"`)); ok {
 			if n := bytes.IndexByte(value, '"'); n > 0 && bytes.IndexByte(value[:n], '\\') < 0 {
 				return string(value[:n]), nil
 			}

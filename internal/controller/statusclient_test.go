@@ -35,7 +35,7 @@ func answer(t testing.TB, rv string, labels, annotations map[string]string) []by
 		TypeMeta: metav1.TypeMeta{APIVersion: mrtrv1alpha1.GroupVersion.String(), Kind: "MRTRKeyring"},
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "kr", ResourceVersion: rv, Labels: labels, Annotations: annotations,
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "mrtr-operator", Operation: metav1.ManagedFieldsOperationUpdate,
-				Subresource: "status", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:phase":{}}}`)}}}},
+				Subresource: "status", FieldsV1: metav1.NewFieldsV1(`{"f:status":{"f:phase":{}}}`)}}},
 		Status: mrtrv1alpha1.MRTRKeyringStatus{Phase: mrtrv1alpha1.PhaseStable},
 	}
 	b, err := json.Marshal(&kr)
