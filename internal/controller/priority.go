@@ -61,7 +61,7 @@ const (
 )
 
 // progressPriority is the priority of a pass of a keyring with status st woken by a change of what
-// it rotates (a workload, a pod, a Secret).
+// it rotates (a workload, a pod, a member cluster).
 func progressPriority(st *mrtrv1alpha1.MRTRKeyringStatus) int {
 	switch st.Phase {
 	case mrtrv1alpha1.PhaseRevoking:
@@ -83,14 +83,14 @@ func requeuePriority(phase mrtrv1alpha1.Phase) *int {
 	return new(progressPriority(&mrtrv1alpha1.MRTRKeyringStatus{Phase: phase}))
 }
 
-// requestPriority is the priority of a pass after a keyring's annotations went from old to new:
-// revokingPriority for a changed mrtr.dev/revoke, endPriority for a changed mrtr.dev/rotate, and
+// requestPriority is the priority of a pass after a keyring's annotations went from before to
+// after: revokingPriority for a changed mrtr.dev/revoke, endPriority for a new mrtr.dev/rotate, and
 // -1 for neither (the For watch's own pass at 0 stands).
-func requestPriority(old, new map[string]string) int {
+func requestPriority(before, after map[string]string) int {
 	switch {
-	case old[mrtrv1alpha1.RevokeAnnotation] != new[mrtrv1alpha1.RevokeAnnotation]:
+	case before[mrtrv1alpha1.RevokeAnnotation] != after[mrtrv1alpha1.RevokeAnnotation]:
 		return revokingPriority
-	case old[mrtrv1alpha1.RotateAnnotation] != new[mrtrv1alpha1.RotateAnnotation] && new[mrtrv1alpha1.RotateAnnotation] != "":
+	case before[mrtrv1alpha1.RotateAnnotation] != after[mrtrv1alpha1.RotateAnnotation] && after[mrtrv1alpha1.RotateAnnotation] != "":
 		return endPriority
 	}
 	return -1

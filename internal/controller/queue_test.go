@@ -152,9 +152,9 @@ func TestQueueOrdersPassesByProgress(t *testing.T) {
 func TestRequestPriority(t *testing.T) {
 	rotate, revoke := mrtrv1alpha1.RotateAnnotation, mrtrv1alpha1.RevokeAnnotation
 	for _, tc := range []struct {
-		name     string
-		old, new map[string]string
-		want     int
+		name          string
+		before, after map[string]string
+		want          int
 	}{
 		{"a rotation requested", nil, map[string]string{rotate: "a"}, endPriority},
 		{"a rotation requested again", map[string]string{rotate: "a"}, map[string]string{rotate: "b"}, endPriority},
@@ -163,7 +163,7 @@ func TestRequestPriority(t *testing.T) {
 		{"both at once", nil, map[string]string{rotate: "a", revoke: "1:k1"}, revokingPriority},
 		{"another annotation", nil, map[string]string{"team": "x"}, -1},
 	} {
-		if got := requestPriority(tc.old, tc.new); got != tc.want {
+		if got := requestPriority(tc.before, tc.after); got != tc.want {
 			t.Errorf("%s: requestPriority = %d, want %d", tc.name, got, tc.want)
 		}
 	}
