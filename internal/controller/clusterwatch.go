@@ -47,7 +47,7 @@ func (r *ClusterMRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error 
 	if r.ClusterKeyrings == "" {
 		return errors.New("cluster keyrings need the namespace of their lead Secrets (Shared.ClusterKeyrings)")
 	}
-	if err := r.setup(mgr); err != nil {
+	if err := r.setup(mgr, workers(r.MaxConcurrentReconciles)); err != nil {
 		return err
 	}
 	sources, err := r.watchSources(mgr, r.clusterKeyringsForSource)

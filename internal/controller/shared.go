@@ -97,9 +97,9 @@ type Shared struct {
 	evictions evictions
 }
 
-// setup completes s for mgr, once for both reconcilers: the live reader, the events recorder and
-// the registry of served kinds (which the manager runs).
-func (s *Shared) setup(mgr ctrl.Manager) error {
+// setup completes s for mgr, once for both reconcilers: the live reader, the events recorder (with
+// a writer per reconcile worker) and the registry of served kinds (which the manager runs).
+func (s *Shared) setup(mgr ctrl.Manager, workers int) error {
 	s.once.Do(func() {
 		if s.APIReader == nil {
 			s.APIReader = mgr.GetAPIReader()
@@ -110,7 +110,7 @@ func (s *Shared) setup(mgr ctrl.Manager) error {
 		if s.Recorder == nil {
 			// Through s.Client, so that the lease guard in front of it (internal/leaderguard) holds
 			// back the events of a replica that no longer leads, as it does its other writes.
-			rec := events.NewRecorder(s.Client, mgr.GetScheme(), "mrtr-operator")
+			rec := events.NewRecorder(s.Client, mgr.GetScheme(), "mrtr-operator", workers)
 			if s.setupErr = mgr.Add(rec); s.setupErr != nil {
 				return
 			}

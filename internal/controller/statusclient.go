@@ -26,6 +26,7 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
@@ -87,21 +88,11 @@ func (w *keyringStatusWriter) Update(ctx context.Context, obj client.Object, opt
 	if err != nil {
 		return err
 	}
-	req := w.rest.Put().
+	answer, err := w.rest.Put().
 		NamespaceIfScoped(obj.GetNamespace(), mapping.Scope.Name() == meta.RESTScopeNameNamespace).
-		Resource(mapping.Resource.Resource).Name(obj.GetName()).SubResource("status").Body(obj)
-	// The options as query parameters, as metav1.ParameterCodec would write them (without its
-	// conversion through reflection).
-	for _, dryRun := range o.DryRun {
-		req.Param("dryRun", dryRun)
-	}
-	if o.FieldManager != "" {
-		req.Param("fieldManager", o.FieldManager)
-	}
-	if o.FieldValidation != "" {
-		req.Param("fieldValidation", o.FieldValidation)
-	}
-	answer, err := req.Do(ctx).Raw()
+		Resource(mapping.Resource.Resource).Name(obj.GetName()).SubResource("status").
+		Body(obj).VersionedParams(o.AsUpdateOptions(), metav1.ParameterCodec).
+		Do(ctx).Raw()
 	if err != nil {
 		return err
 	}

@@ -112,7 +112,7 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}); err != nil {
 		return err
 	}
-	if err := r.setup(mgr); err != nil {
+	if err := r.setup(mgr, workers(r.MaxConcurrentReconciles)); err != nil {
 		return err
 	}
 	sources, err := r.watchSources(mgr, r.keyringsForSource)

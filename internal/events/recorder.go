@@ -55,10 +55,6 @@ const (
 	// one event per keyring faster than they are written; past this many, an event is dropped
 	// (and counted) rather than held in memory without bound or made to slow the rotation down.
 	QueueSize = 4096
-	// writers is how many events are written at once: as many as the reconciler has workers
-	// (controller.DefaultConcurrency), each of which writes at most one event per status write.
-	// With 4, a rotation of 1000 keyrings ended with about 250 events still queued.
-	writers = 8
 	// maxTries and firstRetry: an event whose write fails for a reason that may pass (the API
 	// server unreachable or overloaded) is retried with doubling waits from 0.5 s, 15.5 s in all.
 	maxTries   = 6
@@ -102,10 +98,14 @@ type Recorder struct {
 	now        func() time.Time
 	firstRetry time.Duration
 	flushFor   time.Duration
+	writers    int
 }
 
-// NewRecorder returns a Recorder that reports as controller; add it to the manager to start it.
-func NewRecorder(c client.Client, scheme *runtime.Scheme, controller string) *Recorder {
+// NewRecorder returns a Recorder that reports as controller and writes up to writers events at once
+// (at least 1); add it to the manager to start it. Give it as many writers as the reconcilers have
+// workers, each of which queues at most one event per status write: with 4 writers for 8 workers,
+// a rotation of 1000 keyrings ended with about 250 events still queued.
+func NewRecorder(c client.Client, scheme *runtime.Scheme, controller string, writers int) *Recorder {
 	host, _ := os.Hostname()
 	return &Recorder{
 		client:     c,
@@ -116,6 +116,7 @@ func NewRecorder(c client.Client, scheme *runtime.Scheme, controller string) *Re
 		now:        time.Now,
 		firstRetry: firstRetry,
 		flushFor:   flushTimeout,
+		writers:    max(writers, 1),
 	}
 }
 
@@ -186,7 +187,7 @@ func (r *Recorder) Start(ctx context.Context) error {
 	defer cancel()
 	defer context.AfterFunc(ctx, func() { time.AfterFunc(r.flushFor, cancel) })()
 	var wg sync.WaitGroup
-	for range writers {
+	for range r.writers {
 		wg.Go(func() {
 			for {
 				select { // a stop first: once ctx is done, the queue is the flush's

@@ -65,7 +65,7 @@ func newTestRecorder(t *testing.T, create func(try int, do func() error) error) 
 			return create(n, func() error { return c.Create(ctx, obj, opts...) })
 		},
 	}).Build()
-	r := NewRecorder(c, clientgoscheme.Scheme, "mrtr-operator")
+	r := NewRecorder(c, clientgoscheme.Scheme, "mrtr-operator", 4)
 	r.firstRetry = time.Millisecond
 	return r, func() []eventsv1.Event {
 		var l eventsv1.EventList

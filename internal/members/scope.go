@@ -208,16 +208,22 @@ func (s *scopedCache) IndexField(ctx context.Context, obj client.Object, field s
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.indexes = append(s.indexes, fieldIndex{obj: obj, field: field, extract: extract})
+	ix := fieldIndex{obj: obj, field: field, extract: extract}
+	s.indexes = append(s.indexes, ix)
 	for _, sp := range s.spaces {
-		if err := sp.IndexField(ctx, obj, field, extract); err != nil {
-			return err
-		}
-		if err := s.inform(sp, gvk); err != nil {
+		if err := s.apply(ctx, sp, gvk, ix); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// apply adds index ix, of scoped kind gvk, to sp's cache, and makes that cache watch gvk. Under s.mu.
+func (s *scopedCache) apply(ctx context.Context, sp *space, gvk schema.GroupVersionKind, ix fieldIndex) error {
+	if err := sp.IndexField(ctx, ix.obj, ix.field, ix.extract); err != nil {
+		return err
+	}
+	return s.inform(sp, gvk)
 }
 
 // inform makes sp's cache watch gvk, each change notifying; once per kind.
@@ -301,14 +307,10 @@ func (s *scopedCache) scope(namespaces map[string]bool) error {
 func (s *scopedCache) join(sp *space) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, ix := range s.indexes[sp.indexed:] {
-		if err := sp.IndexField(sp.ctx, ix.obj, ix.field, ix.extract); err != nil {
+	for _, ix := range s.indexes[sp.indexed:] { // IndexField keeps only those of scoped kinds
+		gvk, _ := s.kind(ix.obj)
+		if err := s.apply(sp.ctx, sp, gvk, ix); err != nil {
 			return err
-		}
-		if gvk, scoped := s.kind(ix.obj); scoped {
-			if err := s.inform(sp, gvk); err != nil {
-				return err
-			}
 		}
 	}
 	s.spaces[sp.ns] = sp
