@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -115,8 +116,9 @@ func main() {
 	case limit > 0:
 		setupLog.Info("soft memory limit set from the container's", "bytes", limit, "fraction", memlimit.Fraction)
 	}
-	if gc := memlimit.TuneGC(); gc != 100 {
-		setupLog.Info("garbage collection paced for the soft memory limit", "GOGC", gc)
+	if gc, _ := memlimit.TuneGC(); gc != 100 {
+		setupLog.Info("garbage collection paced for the soft memory limit", "GOGC", gc,
+			"heapFloor", memlimit.HeapFloor(debug.SetMemoryLimit(-1)))
 	}
 
 	var tlsOpts []func(*tls.Config)

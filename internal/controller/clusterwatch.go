@@ -67,7 +67,7 @@ func (r *ClusterMRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error 
 		Watches(&mrtrv1alpha1.ClusterMRTRKeyring{}, enqueueRequests(), builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
 		Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.allClusterKeyrings),
 			builder.WithPredicates(namespaceChanged{})).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.clusterKeyringsForSecret),
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(alsoAsSource(r.clusterKeyringsForSecret, r.clusterKeyringsForSource)),
 			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		Watches(&corev1.Pod{}, enqueueByProgress(r.clusterKeyringsSelecting, r.progressOf), builder.WithPredicates(podChanged{})).
 		Named("clustermrtrkeyring").WithOptions(controller.Options{MaxConcurrentReconciles: workers(r.MaxConcurrentReconciles)}).Build(r)

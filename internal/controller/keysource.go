@@ -24,6 +24,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -35,6 +36,7 @@ import (
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
 // Key sources (spec.keySource type Secret). The manager's cache holds keyring Secrets only (a
@@ -82,7 +84,12 @@ func (s *Shared) observeSource(ctx context.Context, namespace string, spec *mrtr
 // made once for both reconcilers and run by the manager.
 func (s *Shared) sourceCache(mgr ctrl.Manager) (cache.Cache, error) {
 	s.sourcesOnce.Do(func() {
-		opts := cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), DefaultTransform: stripToIdentity}
+		// Keyring Secrets are left out (the API server filters them): the manager's cache holds
+		// them in full already, and their writes are most of a rotation's Secret events, which
+		// this cache would decode a second time. A keyring Secret named as a source wakes its
+		// keyrings through that cache's watch instead (alsoAsSource).
+		opts := cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), DefaultTransform: stripToIdentity,
+			DefaultFieldSelector: fields.OneTermNotEqualSelector("type", keyring.SecretType)}
 		if len(s.Namespaces) > 0 {
 			opts.DefaultNamespaces = map[string]cache.Config{}
 			for _, ns := range s.Namespaces {
@@ -124,6 +131,16 @@ func (s *Shared) watchSources(mgr ctrl.Manager, mapTo func(context.Context, *met
 	}
 	return source.Kind(c, secretMetadata(), handler.TypedEnqueueRequestsFromMapFunc(mapTo),
 		predicate.TypedResourceVersionChangedPredicate[*metav1.PartialObjectMetadata]{}), nil
+}
+
+// alsoAsSource maps a keyring Secret as fn does and, as a key source, as mapSource does: the
+// cache of Secret metadata that wakes the keyrings of a source leaves keyring Secrets out
+// (sourceCache), so the watch of keyring Secrets wakes those that name one as their source.
+func alsoAsSource(fn handler.MapFunc, mapSource func(context.Context, *metav1.PartialObjectMetadata) []reconcile.Request) handler.MapFunc {
+	return func(ctx context.Context, s client.Object) []reconcile.Request {
+		md := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: s.GetNamespace(), Name: s.GetName()}}
+		return append(fn(ctx, s), mapSource(ctx, md)...)
+	}
 }
 
 // keyringsForSource maps a Secret to the keyrings of its namespace that take their keys from it.

@@ -30,6 +30,7 @@ import (
 
 	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
 	"github.com/mrtr-dev/mrtr-operator/internal/rotation"
+	"github.com/mrtr-dev/mrtr-operator/pkg/keyring"
 )
 
 // testPropagation is the propagationDelay of the keyrings with a source here: they have no
@@ -141,6 +142,25 @@ var _ = Describe("MRTRKeyring with a secret key source", func() {
 			g.Expect(st.KeySource.Retired).To(HaveLen(1))
 			g.Expect(st.KeySource.Retired[0].Version).To(Equal(sourceID(a)))
 			g.Expect(keyringEvents(g, kr)).To(ContainElement(ContainSubstring(mrtrv1alpha1.EventSourceVersionInService + ": source version " + sourceID(b))))
+		}).Should(Succeed())
+		expectNoKeyBytes(ns)
+	})
+
+	It("is woken by a source Secret of the keyring type too, which the cache of Secret metadata leaves out", func() {
+		a, b := sourceKey('c', 32), sourceKey('d', 32)
+		src := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "src"},
+			Type: keyring.SecretType, Data: map[string][]byte{"key": a}}
+		Expect(k8sClient.Create(ctx, src)).To(Succeed())
+		kr := sourcedKeyring(ns)
+		Eventually(func(g Gomega) {
+			g.Expect(keyIDs(g, ns)).To(Equal([]string{sourceID(a)}))
+		}).Should(Succeed())
+
+		// No poke: only the watch of keyring Secrets can wake the keyring.
+		writeSource(ns, "src", map[string][]byte{"key": b})
+		Eventually(func(g Gomega) {
+			g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseAccepting))
+			g.Expect(keyIDs(g, ns)).To(Equal([]string{sourceID(a), sourceID(b)}))
 		}).Should(Succeed())
 		expectNoKeyBytes(ns)
 	})

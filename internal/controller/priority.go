@@ -18,6 +18,8 @@ package controller
 
 import (
 	"context"
+	"maps"
+	"slices"
 
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -110,11 +112,14 @@ func enqueueRequests() handler.EventHandler {
 
 // enqueueByProgress is handler.EnqueueRequestsFromMapFunc with each keyring at the priority of
 // where it stands (priorityOf, from the cached keyring), and a cache's initial list at
-// handler.LowPriority.
+// handler.LowPriority. An update maps the old object only when what fn reads of it may differ
+// (sameMapping), and each keyring is added once.
 func enqueueByProgress(fn handler.MapFunc, priorityOf func(context.Context, reconcile.Request) int) handler.EventHandler {
 	add := func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], reqs []reconcile.Request) {
-		for _, r := range reqs {
-			addAt(q, priorityOf(ctx, r), []reconcile.Request{r})
+		for i, r := range reqs {
+			if !slices.Contains(reqs[:i], r) {
+				addAt(q, priorityOf(ctx, r), []reconcile.Request{r})
+			}
 		}
 	}
 	return handler.Funcs{
@@ -126,7 +131,11 @@ func enqueueByProgress(fn handler.MapFunc, priorityOf func(context.Context, reco
 			add(ctx, q, fn(ctx, e.Object))
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
-			add(ctx, q, append(fn(ctx, e.ObjectOld), fn(ctx, e.ObjectNew)...))
+			reqs := fn(ctx, e.ObjectNew)
+			if !sameMapping(e.ObjectOld, e.ObjectNew) {
+				reqs = append(reqs, fn(ctx, e.ObjectOld)...)
+			}
+			add(ctx, q, reqs)
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			add(ctx, q, fn(ctx, e.Object))
@@ -135,6 +144,17 @@ func enqueueByProgress(fn handler.MapFunc, priorityOf func(context.Context, reco
 			add(ctx, q, fn(ctx, e.Object))
 		},
 	}
+}
+
+// sameMapping reports whether the map functions of the watches by progress (keyringsForWorkload,
+// keyringsForPod, clusterKeyringsSelecting) map old and new to the same keyrings: they read an
+// object's namespace and name, labels, annotations (a pod's acknowledgements) and spec (a pod
+// template's Secrets), and an unchanged generation says the spec is unchanged. Most updates are
+// of status (a rollout's progress), and mapping the old copy too cost each a second round of
+// index lookups. Without a generation (0: the API server does not track one) both are mapped.
+func sameMapping(old, new client.Object) bool {
+	return old.GetGeneration() != 0 && old.GetGeneration() == new.GetGeneration() &&
+		maps.Equal(old.GetLabels(), new.GetLabels()) && maps.Equal(old.GetAnnotations(), new.GetAnnotations())
 }
 
 // addAt adds reqs to q at priority, or plainly to a queue without priorities. The queue folds

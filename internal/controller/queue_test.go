@@ -181,3 +181,42 @@ func TestRequeuePriority(t *testing.T) {
 		}
 	}
 }
+
+// TestEnqueueByProgressMapsTheOldObjectOnlyWhenItMayMapElsewhere counts the mappings of an update:
+// one of status only maps the new object; one of labels, annotations or spec (generation), or of
+// an object without a generation, maps the old one too. Each keyring is asked its priority once.
+func TestEnqueueByProgressMapsTheOldObjectOnlyWhenItMayMapElsewhere(t *testing.T) {
+	ctx := context.Background()
+	dep := func(generation int64, labels, annotations map[string]string, ready int32) *appsv1.Deployment {
+		return &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "d", Generation: generation, Labels: labels, Annotations: annotations},
+			Status:     appsv1.DeploymentStatus{ReadyReplicas: ready},
+		}
+	}
+	app := map[string]string{"app": "a"}
+	for _, tc := range []struct {
+		name     string
+		old, new *appsv1.Deployment
+		mapped   int
+	}{
+		{"status only", dep(3, app, app, 0), dep(3, app, app, 1), 1},
+		{"labels", dep(3, app, nil, 0), dep(3, map[string]string{"app": "b"}, nil, 0), 2},
+		{"annotations", dep(3, nil, nil, 0), dep(3, nil, app, 0), 2},
+		{"spec", dep(3, app, nil, 0), dep(4, app, nil, 0), 2},
+		{"no generation", dep(0, app, nil, 0), dep(0, app, nil, 1), 2},
+	} {
+		q := priorityqueue.New[reconcile.Request]("test")
+		mapped, asked := 0, 0
+		fn := func(context.Context, client.Object) []reconcile.Request {
+			mapped++
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "kr"}}}
+		}
+		priorityOf := func(context.Context, reconcile.Request) int { asked++; return 0 }
+		enqueueByProgress(fn, priorityOf).Update(ctx, event.UpdateEvent{ObjectOld: tc.old, ObjectNew: tc.new}, q)
+		if mapped != tc.mapped || asked != 1 || q.Len() != 1 {
+			t.Errorf("%s: mapped %d times (want %d), priority asked %d times (want 1), %d queued (want 1)",
+				tc.name, mapped, tc.mapped, asked, q.Len())
+		}
+		q.ShutDown()
+	}
+}

@@ -124,7 +124,7 @@ func (r *MRTRKeyringReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&mrtrv1alpha1.MRTRKeyring{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Watches(&mrtrv1alpha1.MRTRKeyring{}, enqueueRequests(), builder.WithPredicates(predicate.AnnotationChangedPredicate{})).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.keyringsForSecret),
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(alsoAsSource(r.keyringsForSecret, r.keyringsForSource)),
 			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		// A keyring that is deleted releases what it claimed: wake those it was in conflict with.
 		Watches(&mrtrv1alpha1.MRTRKeyring{}, handler.EnqueueRequestsFromMapFunc(r.keyringsInConflict),

@@ -25,9 +25,12 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"strconv"
 	"strings"
+	"sync/atomic"
 )
 
 // Fraction of the container's limit given to the Go runtime: the rest is for what the runtime does
@@ -88,14 +91,60 @@ func parse(s string) (limit int64, ok bool, err error) {
 // three times its live heap.
 const GCPercent = 200
 
+// MaxHeapFloor caps the heap floor (HeapFloor): a manager with a large memory limit and few keyrings
+// does not hold hundreds of megabytes because it may.
+const MaxHeapFloor = 128 << 20
+
+// HeapFloor is the heap below which the collector does not run, under a soft memory limit of
+// limit bytes: a quarter of it, at most MaxHeapFloor. With few keyrings the live heap is small
+// (20 MB at 1,000), so GOGC alone collected every few tens of megabytes of allocation, and the
+// collector was a tenth of the manager's CPU in a rotation; the floor spaces collections out to
+// the memory the container has anyway. With many keyrings three times the live heap is above the
+// floor, and GCPercent paces the collector as before.
+func HeapFloor(limit int64) uint64 { return uint64(min(limit/4, MaxHeapFloor)) }
+
+// gcPercentFor is the GOGC that starts the next collection once the heap reaches floor bytes, after
+// one that left live bytes, and never less than GCPercent.
+func gcPercentFor(live, floor uint64) int {
+	if live == 0 || live >= floor {
+		return GCPercent
+	}
+	return max(int(floor*100/live)-100, GCPercent)
+}
+
 // TuneGC sets GCPercent when the runtime has a soft memory limit (Set's or GOMEMLIMIT's) and GOGC
-// does not say otherwise. It returns the GOGC in effect afterwards.
-func TuneGC() int {
+// does not say otherwise, and from then on, after each collection, raises it so that the next
+// one comes no sooner than at HeapFloor of heap. It returns the GOGC in effect afterwards, and a
+// function that stops the raising (for tests: a manager keeps it for its life).
+func TuneGC() (gogc int, stop func()) {
 	current := debug.SetGCPercent(-1)
-	if os.Getenv("GOGC") != "" || debug.SetMemoryLimit(-1) == math.MaxInt64 {
+	limit := debug.SetMemoryLimit(-1)
+	if os.Getenv("GOGC") != "" || limit == math.MaxInt64 {
 		debug.SetGCPercent(current)
-		return current
+		return current, func() {}
 	}
 	debug.SetGCPercent(GCPercent)
-	return GCPercent
+	var stopped atomic.Bool
+	afterEachGC(HeapFloor(limit), &stopped)
+	return GCPercent, func() { stopped.Store(true) }
+}
+
+// afterEachGC sets GOGC from the live heap after each collection (gcPercentFor), until stopped. A
+// sentinel object that nothing references is freed by the next collection, and its cleanup,
+// which runs after that collection, arms the next one.
+func afterEachGC(floor uint64, stopped *atomic.Bool) {
+	type sentinel struct{ _ *byte } // with a pointer: never batched with other small objects
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	var arm func()
+	arm = func() {
+		runtime.AddCleanup(new(sentinel), func(struct{}) {
+			if stopped.Load() {
+				return
+			}
+			metrics.Read(live)
+			debug.SetGCPercent(gcPercentFor(live[0].Value.Uint64(), floor))
+			arm()
+		}, struct{}{})
+	}
+	arm()
 }

@@ -20,7 +20,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
 	"testing"
 )
 
@@ -85,24 +87,100 @@ func TestSetTakesTheContainersLimitUnlessGOMEMLIMITIsSet(t *testing.T) {
 	}
 }
 
+// gogc is the runtime's GOGC, read without setting it (a collection's cleanup may set it meanwhile).
+func gogc() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return int(s[0].Value.Uint64())
+}
+
 func TestTuneGCOnlyUnderASoftLimitAndWithoutGOGC(t *testing.T) {
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 
 	t.Setenv("GOGC", "")
 	debug.SetMemoryLimit(math.MaxInt64)
-	if got := TuneGC(); got != 100 || debug.SetGCPercent(100) != 100 {
+	if got, stop := TuneGC(); got != 100 || gogc() != 100 {
 		t.Errorf("without a soft limit: TuneGC() = %d, want GOGC left at 100", got)
+	} else {
+		stop()
 	}
 
-	debug.SetMemoryLimit(256 << 20)
-	if got := TuneGC(); got != GCPercent || debug.SetGCPercent(100) != GCPercent {
+	// A limit whose floor is below the live heap: GCPercent, before and after a collection.
+	debug.SetMemoryLimit(1 << 20)
+	got, stop := TuneGC()
+	if got != GCPercent || gogc() != GCPercent {
 		t.Errorf("under a soft limit: TuneGC() = %d, want %d", got, GCPercent)
 	}
+	runtime.GC()
+	runtime.GC()
+	if g := gogc(); g != GCPercent {
+		t.Errorf("under a soft limit below the live heap: GOGC %d after a collection, want %d", g, GCPercent)
+	}
+	stop()
 
 	t.Setenv("GOGC", "50")
 	debug.SetGCPercent(50)
-	if got := TuneGC(); got != 50 || debug.SetGCPercent(100) != 50 {
+	if got, _ := TuneGC(); got != 50 || gogc() != 50 {
 		t.Errorf("with GOGC=50 set: TuneGC() = %d, want 50 kept", got)
+	}
+}
+
+func TestTuneGCKeepsTheHeapFloorAfterEachCollection(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	t.Setenv("GOGC", "")
+
+	debug.SetMemoryLimit(2 << 30) // floor MaxHeapFloor, far above a test's live heap
+	_, stop := TuneGC()
+	defer stop()
+	// The cleanup that raises GOGC runs after a collection, on a goroutine of its own: collect until
+	// it has (a bound, not a time: a broken tuner fails here instead of hanging).
+	for i := 0; gogc() <= GCPercent; i++ {
+		if i == 1000 {
+			t.Fatalf("GOGC still %d after %d collections with a heap floor of %d", gogc(), i, MaxHeapFloor)
+		}
+		runtime.GC()
+		runtime.Gosched()
+	}
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(live)
+	if g, want := gogc(), gcPercentFor(live[0].Value.Uint64(), MaxHeapFloor); g < want/2 || g > want*2 {
+		t.Errorf("GOGC %d after collections with %d live bytes, want about %d (a heap goal of %d)", g, live[0].Value.Uint64(), want, MaxHeapFloor)
+	}
+
+	// Stopped, a collection leaves GOGC as it is.
+	stop()
+	debug.SetGCPercent(GCPercent)
+	runtime.GC()
+	runtime.GC()
+	if g := gogc(); g != GCPercent {
+		t.Errorf("after stop: GOGC %d, want %d left alone", g, GCPercent)
+	}
+}
+
+func TestHeapFloorAndGCPercentFor(t *testing.T) {
+	for _, c := range []struct {
+		limit int64
+		want  uint64
+	}{{460 << 20, 115 << 20}, {100 << 20, 25 << 20}, {2 << 30, MaxHeapFloor}} {
+		if got := HeapFloor(c.limit); got != c.want {
+			t.Errorf("HeapFloor(%d) = %d, want %d", c.limit, got, c.want)
+		}
+	}
+	const floor = 120 << 20
+	for _, c := range []struct {
+		live uint64
+		want int
+	}{
+		{0, GCPercent},         // nothing measured yet
+		{floor / 10, 900},      // collect at 10x the live heap: at the floor
+		{floor / 3, GCPercent}, // 3x live is the floor: GCPercent does it
+		{floor / 2, GCPercent}, // never below GCPercent
+		{floor * 2, GCPercent}, // above the floor
+	} {
+		if got := gcPercentFor(c.live, floor); got != c.want {
+			t.Errorf("gcPercentFor(%d, %d) = %d, want %d", c.live, floor, got, c.want)
+		}
 	}
 }

@@ -190,7 +190,7 @@ func (p *parser) keys() ([]Key, error) {
 // entry reads keys[i]. Problems with fields are remembered and reported once the whole object is
 // read, so that the error can name the entry by its id even when the bad field comes first.
 func (p *parser) entry(i int, ids map[string]int) (Key, error) {
-	where := fmt.Sprintf("in keys[%d]", i)
+	where := "in keys[" + strconv.Itoa(i) + "]" // not fmt: a keyring is parsed on every pass of its controller
 	tok, err := p.dec.Token()
 	if err != nil {
 		return Key{}, p.syntax(err, where)
@@ -238,12 +238,13 @@ func (p *parser) entry(i int, ids map[string]int) (Key, error) {
 		return Key{}, p.syntax(err, where)
 	}
 
-	label := fmt.Sprintf("keys[%d]", i)
 	idErr := ValidateID(id)
-	if haveID && idErr == nil {
-		label = fmt.Sprintf("keys[%d] (id %q)", i, id)
+	fail := func(err error) (Key, error) {
+		if haveID && idErr == nil {
+			return Key{}, fmt.Errorf("keys[%d] (id %q): %w", i, id, err)
+		}
+		return Key{}, fmt.Errorf("keys[%d]: %w", i, err)
 	}
-	fail := func(err error) (Key, error) { return Key{}, fmt.Errorf("%s: %w", label, err) }
 	switch {
 	case problem != nil:
 		return fail(problem)
