@@ -76,6 +76,16 @@ func sourcedKeyring(ns string) *mrtrv1alpha1.MRTRKeyring {
 // keyIDs are the ids the keyring Secret web holds, primary first.
 func keyIDs(g Gomega, ns string) []string { return secretKeyring(g, ns, "web").IDs() }
 
+// expectAccepting waits for kr, woken by its source's new key, to accept it: in phase Accepting,
+// its Secret holding ids, primary first.
+func expectAccepting(kr *mrtrv1alpha1.MRTRKeyring, ids ...string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseAccepting))
+		g.Expect(keyIDs(g, kr.Namespace)).To(Equal(ids))
+	}).Should(Succeed())
+}
+
 // walkTo advances fake time by the propagation delay, waking kr, until it is in phase.
 func walkTo(kr *mrtrv1alpha1.MRTRKeyring, phase mrtrv1alpha1.Phase) {
 	GinkgoHelper()
@@ -106,10 +116,7 @@ var _ = Describe("MRTRKeyring with a secret key source", func() {
 
 		// The watch on the source wakes the keyring: no poke.
 		writeSource(ns, "src", map[string][]byte{"key": b})
-		Eventually(func(g Gomega) {
-			g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseAccepting))
-			g.Expect(keyIDs(g, ns)).To(Equal([]string{sourceID(a), sourceID(b)}))
-		}).Should(Succeed())
+		expectAccepting(kr, sourceID(a), sourceID(b))
 
 		walkTo(kr, mrtrv1alpha1.PhaseSealingWithNew)
 		Eventually(func(g Gomega) {
@@ -158,10 +165,7 @@ var _ = Describe("MRTRKeyring with a secret key source", func() {
 
 		// No poke: only the watch of keyring Secrets can wake the keyring.
 		writeSource(ns, "src", map[string][]byte{"key": b})
-		Eventually(func(g Gomega) {
-			g.Expect(getKeyring(g, kr).Status.Phase).To(Equal(mrtrv1alpha1.PhaseAccepting))
-			g.Expect(keyIDs(g, ns)).To(Equal([]string{sourceID(a), sourceID(b)}))
-		}).Should(Succeed())
+		expectAccepting(kr, sourceID(a), sourceID(b))
 		expectNoKeyBytes(ns)
 	})
 
