@@ -91,16 +91,17 @@ func parse(s string) (limit int64, ok bool, err error) {
 // three times its live heap.
 const GCPercent = 200
 
-// MaxHeapFloor caps the heap floor (HeapFloor): a manager with a large memory limit and few keyrings
-// does not hold hundreds of megabytes because it may.
-const MaxHeapFloor = 128 << 20
+// MaxHeapFloor caps the heap floor (HeapFloor): with the binary's 30 MB and the runtime's own
+// memory, a manager at the floor stays within the chart's memory request (128Mi), and one with a
+// large limit and few keyrings does not hold hundreds of megabytes because it may.
+const MaxHeapFloor = 96 << 20
 
 // HeapFloor is the heap below which the collector does not run, under a soft memory limit of
 // limit bytes: a quarter of it, at most MaxHeapFloor. With few keyrings the live heap is small
-// (20 MB at 1,000), so GOGC alone collected every few tens of megabytes of allocation, and the
-// collector was a tenth of the manager's CPU in a rotation; the floor spaces collections out to
-// the memory the container has anyway. With many keyrings three times the live heap is above the
-// floor, and GCPercent paces the collector as before.
+// (about 20 MB at 1,000), so GCPercent alone collected every 40 MB or so of allocation, and the
+// collector took 7 % of the manager's CPU in a rotation of them all (3.6 % with the floor,
+// docs/benchmarks.md). With 3,000 keyrings or more, three times the live heap is above the floor,
+// and GCPercent paces the collector as before.
 func HeapFloor(limit int64) uint64 { return uint64(min(limit/4, MaxHeapFloor)) }
 
 // gcPercentFor is the GOGC that starts the next collection once the heap reaches floor bytes, after

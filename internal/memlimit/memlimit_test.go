@@ -163,7 +163,7 @@ func TestHeapFloorAndGCPercentFor(t *testing.T) {
 	for _, c := range []struct {
 		limit int64
 		want  uint64
-	}{{460 << 20, 115 << 20}, {100 << 20, 25 << 20}, {2 << 30, MaxHeapFloor}} {
+	}{{460 << 20, MaxHeapFloor}, {256 << 20, 64 << 20}, {100 << 20, 25 << 20}, {2 << 30, MaxHeapFloor}} {
 		if got := HeapFloor(c.limit); got != c.want {
 			t.Errorf("HeapFloor(%d) = %d, want %d", c.limit, got, c.want)
 		}
