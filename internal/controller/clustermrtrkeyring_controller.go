@@ -190,6 +190,7 @@ func (r *ClusterMRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.R
 		previous := ck.Status.MRTRKeyringStatus
 		ck.Status.MRTRKeyringStatus, ck.Status.Namespaces, ck.Status.Members = d.Status, d.Namespaces, obs.members
 		if err := r.Status().Update(ctx, &ck, client.FieldOwner(mrtrv1alpha1.FieldManager)); err != nil {
+			r.recordCommitted(&ck, d)
 			return retryOnConflict(ctx, err)
 		}
 		r.written.wrote(&ck)
@@ -217,9 +218,7 @@ func (r *ClusterMRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.R
 			"member %s was removed from spec.members: it is not rotated any more, its copies stay, and its namespaces are reported as left (spec.onLeave: %s)",
 			name, cmp.Or(ck.Spec.OnLeave, mrtrv1alpha1.OnLeaveKeep))
 	}
-	for _, e := range d.Events {
-		r.Recorder.Eventf(&ck, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
-	}
+	r.record(&ck, d.Events)
 	for _, p := range obs.places {
 		stamp := d.Stamp
 		if failed[p.name] {

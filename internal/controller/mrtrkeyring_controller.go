@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -123,6 +124,7 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		if err := r.Status().Update(ctx, &kr, client.FieldOwner(mrtrv1alpha1.FieldManager)); err != nil {
 			// A conflict means this pass decided from a stale copy. Our own status writes do not
 			// trigger a pass (the For predicate ignores them), so the requeue is what brings a fresh one.
+			r.recordCommitted(&kr, d)
 			return retryOnConflict(ctx, err)
 		}
 		r.written.wrote(&kr)
@@ -130,9 +132,7 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		r.recordTransitions(placeOf(&kr).Keyring, kr.Status, previous)
 	}
 	r.metrics().Observe(placeOf(&kr).Keyring, rotation.SettingsFrom(kr.Spec).RotationInterval, &kr.Status)
-	for _, e := range d.Events {
-		r.Recorder.Eventf(&kr, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
-	}
+	r.record(&kr, d.Events)
 	requeue := d.RequeueAfter
 	if r.kinds != nil && slices.ContainsFunc(in.Workloads, func(w rotation.Workload) bool { return w.NotServed != "" }) {
 		// No event comes when the kind becomes served and the target turns out missing or there.
@@ -146,6 +146,22 @@ func (r *MRTRKeyringReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	log.V(1).Info("reconciled", "phase", d.Status.Phase, "fingerprint", d.Status.SecretFingerprint,
 		"target", d.Status.TargetFingerprint, "requeueAfter", requeue, "evicted", len(d.Evict), "podsAnnotated", annotated)
 	return ctrl.Result{RequeueAfter: requeue, Priority: requeuePriority(d.Status.Phase)}, errors.Join(errs...)
+}
+
+// record emits the events of a pass about obj.
+func (r *Shared) record(obj runtime.Object, events []rotation.Event) {
+	for _, e := range events {
+		r.Recorder.Eventf(obj, nil, e.Type, e.Reason, e.Action, "%s", e.Note)
+	}
+}
+
+// recordCommitted emits the events of d when its status write failed after its Secret write: the
+// Secret commits the step (the next pass resumes in the phase it was written for, with an event
+// that says so, not these), so what they tell happened. Without a Secret write nothing did.
+func (r *Shared) recordCommitted(obj runtime.Object, d rotation.Decision) {
+	if d.Secret != nil {
+		r.record(obj, d.Events)
+	}
 }
 
 // conflictRetry is how soon a pass that lost an optimistic-concurrency race runs again.

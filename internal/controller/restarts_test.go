@@ -110,7 +110,11 @@ var _ = Describe("restarts for missing acknowledgements (Reload delivery)", func
 		By("the node comes back: one pod is restarted, and the next waits while it is out of service")
 		setDown(corev1.ConditionTrue)
 		available(d, 3)
-		Eventually(func(g Gomega) { g.Expect(terminating(g, pods[0])).To(BeTrue()) }).Should(Succeed())
+		Eventually(func(g Gomega) {
+			st := getKeyring(g, kr).Status
+			g.Expect(st.Workloads).To(HaveLen(1))
+			g.Expect(terminating(g, pods[0])).To(BeTrue(), "api-1 not restarted; the keyring's workload reads: %s", st.Workloads[0].Message)
+		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(getKeyring(g, kr).Status.Workloads[0].Message).To(ContainSubstring("1 now: waiting to restart api-2, api-3"))
 		}).Should(Succeed())

@@ -21,9 +21,13 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	mrtrv1alpha1 "github.com/mrtr-dev/mrtr-operator/api/v1alpha1"
+	"github.com/mrtr-dev/mrtr-operator/internal/watchtrim"
 )
 
 // Manager is a controller-runtime manager running in the test's process.
@@ -49,7 +53,9 @@ func (e *Env) StartManager(ctx context.Context, opts ctrl.Options, setup func(ct
 	if opts.HealthProbeBindAddress == "" {
 		opts.HealthProbeBindAddress = "0"
 	}
-	mgr, err := ctrl.NewManager(e.Config, opts)
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Wrap(watchtrim.Transport(mrtrv1alpha1.GroupVersion.Group)) // as cmd/main.go
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("new manager: %w", err)
 	}
