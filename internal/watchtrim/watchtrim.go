@@ -19,7 +19,8 @@ limitations under the License.
 // a keyring's field managers (about 1.8 of its 4.2 kB) in every watch event, which client-go then
 // scans some five times over (framing, kind sniffing and decoding, for the event and again for
 // the object) only for the cache's transform to drop them. Removing them from the event's bytes
-// costs one scan of the event's head; what stays is what the cache keeps anyway.
+// costs one light scan of the event (quotes and brackets only, to find where its object ends) and
+// one of its metadata; what stays is what the cache keeps anyway.
 package watchtrim
 
 import (
@@ -123,7 +124,8 @@ func (t *trimmingBody) Close() error { return t.body.Close() }
 // Trim removes object.metadata.managedFields from event, one JSON watch event
 // ({"type":...,"object":{...}}), in place, and returns what is left. An event without them, or
 // that is not such an object as far as it is read, is returned as it is: its decoder reports what
-// is wrong with it. Only the event's head, up to the end of managedFields, is read.
+// is wrong with it, and so is an event whose object does not end (cut off): it is trimmed only
+// once it is whole.
 func Trim(event []byte) []byte {
 	obj, ok := member(event, 0, "object")
 	if !ok {
