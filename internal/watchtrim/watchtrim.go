@@ -20,7 +20,7 @@ limitations under the License.
 // scans some five times over (framing, kind sniffing and decoding, for the event and again for
 // the object) only for the cache's transform to drop them. Removing them from the event's bytes
 // costs one light scan of the event (quotes and brackets only, to find where its object ends) and
-// one of its metadata; what stays is what the cache keeps anyway.
+// one of its metadata up to the end of managedFields; what stays is what the cache keeps anyway.
 package watchtrim
 
 import (
@@ -128,7 +128,7 @@ func (t *trimmingBody) Close() error { return t.body.Close() }
 // once it is whole.
 func Trim(event []byte) []byte {
 	obj, ok := member(event, 0, "object")
-	if !ok {
+	if !ok || skipValue(event, obj) < 0 {
 		return event
 	}
 	meta, ok := member(event, obj, "metadata")
@@ -144,7 +144,7 @@ func Trim(event []byte) []byte {
 }
 
 // member is where the value of key starts in the JSON object at b[at:], false when b has no
-// object there or the object has no such key.
+// object there or the object has no such key. The value itself is not read.
 func member(b []byte, at int, key string) (int, bool) {
 	found := -1
 	walk(b, at, func(k []byte, _, value, _ int) bool {
@@ -159,18 +159,17 @@ func member(b []byte, at int, key string) (int, bool) {
 
 // memberSpan is the span to cut to remove key and its value from the JSON object at b[at:], with
 // the comma that joins it to the next member (or, for the last, to the one before), false when
-// there is no such object or key.
+// there is no such object or key, or its value does not end.
 func memberSpan(b []byte, at int, key string) (from, to int, ok bool) {
 	prevEnd := -1 // the end of the value before key's, where the comma that precedes key starts
-	walk(b, at, func(k []byte, start, _, end int) bool {
+	walk(b, at, func(k []byte, start, value, before int) bool {
 		if string(k) != key {
-			prevEnd = end
 			return true
 		}
-		from, to, ok = start, end, true
+		from, to, prevEnd = start, skipValue(b, value), before
 		return false
 	})
-	if !ok {
+	if to <= 0 {
 		return 0, 0, false
 	}
 	if i := skipSpace(b, to); i < len(b) && b[i] == ',' {
@@ -184,13 +183,15 @@ func memberSpan(b []byte, at int, key string) (from, to int, ok bool) {
 
 // walk calls fn for each member of the JSON object at b[at:] (after white space) with its key
 // (raw, as written between the quotes), where the member starts (its key's quote), where its value
-// starts and where it ends, until fn returns false or the object ends. It stops at anything that
-// is not JSON as far as it reads.
-func walk(b []byte, at int, fn func(key []byte, start, value, end int) bool) {
+// starts, and where the value of the member before it ended (-1 for the first), until fn returns
+// false or the object ends. fn is called before its member's value is read: a caller that stops
+// at a key reads no further. walk stops at anything that is not JSON as far as it reads.
+func walk(b []byte, at int, fn func(key []byte, start, value, before int) bool) {
 	i := skipSpace(b, at)
 	if i >= len(b) || b[i] != '{' {
 		return
 	}
+	before := -1
 	for i = skipSpace(b, i+1); i < len(b) && b[i] == '"'; {
 		start := i
 		keyEnd := skipString(b, i)
@@ -202,13 +203,17 @@ func walk(b []byte, at int, fn func(key []byte, start, value, end int) bool) {
 			return
 		}
 		value := skipSpace(b, i+1)
+		if !fn(b[start+1:keyEnd-1], start, value, before) {
+			return
+		}
 		end := skipValue(b, value)
-		if end < 0 || !fn(b[start+1:keyEnd-1], start, value, end) {
+		if end < 0 {
 			return
 		}
 		if i = skipSpace(b, end); i >= len(b) || b[i] != ',' {
 			return
 		}
+		before = end
 		i = skipSpace(b, i+1)
 	}
 }
